@@ -1,0 +1,134 @@
+//! Finding extensions: the three sources (`--ext` paths, project-local,
+//! global), their precedence, and the deterministic load order.
+
+use crate::home::{project_extensions_dir, Home};
+use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Where an extension was found, highest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    Ext,
+    Project,
+    Global,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Ext => "ext",
+            Source::Project => "project",
+            Source::Global => "global",
+        }
+    }
+}
+
+/// A valid manifest and where it came from.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub manifest: Manifest,
+    pub source: Source,
+}
+
+/// A directory that should have held an extension but could not be read.
+#[derive(Debug)]
+pub struct Broken {
+    pub dir: PathBuf,
+    pub source: Source,
+    pub error: ManifestError,
+}
+
+impl Broken {
+    /// The best name to attribute the failure to: the folder's name.
+    pub fn label(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dir.display().to_string())
+    }
+}
+
+/// The outcome of one discovery pass.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Enabled extensions to start, in load order, one per name.
+    pub load: Vec<Found>,
+    /// Disabled extensions (highest-precedence entry of their name).
+    pub disabled: Vec<Found>,
+    /// Entries skipped because a higher source already has the name, with
+    /// the directory of the winner.
+    pub shadowed: Vec<(Found, PathBuf)>,
+    /// Directories whose manifest is missing or invalid.
+    pub broken: Vec<Broken>,
+}
+
+/// What to look at.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// `--ext` directories in command-line order.
+    pub ext_paths: Vec<PathBuf>,
+    /// `--no-ext`: skip project-local and global discovery.
+    pub no_ext: bool,
+}
+
+/// Discovers extensions from all sources. The highest-precedence entry of a
+/// name decides: if it is disabled the name is not loaded at all.
+pub fn discover(sources: &Sources, cwd: &Path, home: &Home) -> Discovery {
+    let mut all: Vec<Result<Found, Broken>> = Vec::new();
+    for p in &sources.ext_paths {
+        let dir = if p.file_name().is_some_and(|n| n == MANIFEST_FILE) && p.is_file() {
+            p.parent().map(Path::to_path_buf).unwrap_or_else(|| p.clone())
+        } else {
+            p.clone()
+        };
+        all.push(load_one(&dir, Source::Ext));
+    }
+    if !sources.no_ext {
+        all.extend(scan_dir(&project_extensions_dir(cwd), Source::Project));
+        all.extend(scan_dir(&home.extensions_dir(), Source::Global));
+    }
+    let mut out = Discovery::default();
+    let mut winners: Vec<(String, PathBuf)> = Vec::new();
+    for item in all {
+        match item {
+            Err(b) => out.broken.push(b),
+            Ok(found) => {
+                if let Some((_, dir)) = winners.iter().find(|(n, _)| *n == found.manifest.name) {
+                    let dir = dir.clone();
+                    out.shadowed.push((found, dir));
+                    continue;
+                }
+                winners.push((found.manifest.name.clone(), found.manifest.dir.clone()));
+                if found.manifest.enabled {
+                    out.load.push(found);
+                } else {
+                    out.disabled.push(found);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
+    Manifest::load(dir)
+        .map(|manifest| Found { manifest, source })
+        .map_err(|error| Broken { dir: dir.to_path_buf(), source, error })
+}
+
+/// Every extension directory directly under `root`, sorted by folder name
+/// (byte order). Hidden folders are skipped; a missing root is empty.
+pub fn scan_dir(root: &Path, source: Source) -> Vec<Result<Found, Broken>> {
+    let Ok(rd) = fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.path())
+        .collect();
+    dirs.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    dirs.iter().map(|d| load_one(d, source)).collect()
+}

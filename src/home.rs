@@ -1,0 +1,150 @@
+//! Where zot keeps things on disk: `ZOT_HOME` resolution, the paths under it,
+//! and the one rule every name must pass before it becomes part of a path.
+
+use std::env;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Longest extension name accepted, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The resolved zot home directory and the paths derived from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// Uses `root` as the home directory as is.
+    pub fn at(root: impl Into<PathBuf>) -> Home {
+        Home { root: root.into() }
+    }
+
+    /// Resolves the home directory from the environment: `$ZOT_HOME` if set
+    /// and non-empty; otherwise `~/Library/Application Support/zot` on macOS,
+    /// `$XDG_STATE_HOME/zot`, or `~/.local/state/zot`.
+    pub fn from_env() -> Result<Home, HomeError> {
+        let var = |k: &str| env::var_os(k).filter(|v| !v.is_empty());
+        if let Some(h) = var("ZOT_HOME") {
+            return Ok(Home::at(h));
+        }
+        let user_home = var("HOME").map(PathBuf::from);
+        if cfg!(target_os = "macos") {
+            let h = user_home.ok_or(HomeError::NoHome)?;
+            return Ok(Home::at(h.join("Library/Application Support/zot")));
+        }
+        if let Some(x) = var("XDG_STATE_HOME") {
+            return Ok(Home::at(PathBuf::from(x).join("zot")));
+        }
+        let h = user_home.ok_or(HomeError::NoHome)?;
+        Ok(Home::at(h.join(".local/state/zot")))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `$ZOT_HOME/extensions`: installed (global) extensions.
+    pub fn extensions_dir(&self) -> PathBuf {
+        self.root.join("extensions")
+    }
+
+    /// `$ZOT_HOME/logs`.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// `$ZOT_HOME/logs/ext-<name>.log`. The name must already be validated.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.logs_dir().join(format!("ext-{name}.log"))
+    }
+}
+
+/// `<cwd>/.zot/extensions`: project-local extensions.
+pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
+    cwd.join(".zot").join("extensions")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HomeError {
+    NoHome,
+}
+
+impl fmt::Display for HomeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HomeError::NoHome => {
+                write!(f, "cannot locate the zot home: set ZOT_HOME or HOME")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HomeError {}
+
+/// Why a name is not a safe file-name component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameError {
+    Empty,
+    TooLong(usize),
+    Dots,
+    BadChar(char),
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameError::Empty => write!(f, "name is empty"),
+            NameError::TooLong(n) => {
+                write!(f, "name is {n} bytes long (at most {MAX_NAME_LEN})")
+            }
+            NameError::Dots => write!(f, "name may not be `.` or `..`"),
+            NameError::BadChar(c) => write!(
+                f,
+                "name contains {c:?} (allowed: letters, digits, `.`, `_`, `-`)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NameError {}
+
+/// Checks that `name` is a safe file-name component: `[A-Za-z0-9._-]`,
+/// not `.` or `..`, non-empty, at most [`MAX_NAME_LEN`] bytes.
+pub fn validate_name(name: &str) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(NameError::TooLong(name.len()));
+    }
+    if name == "." || name == ".." {
+        return Err(NameError::Dots);
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(NameError::BadChar(c));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(validate_name("weather").is_ok());
+        assert!(validate_name("a.b_c-D9").is_ok());
+        assert_eq!(validate_name(""), Err(NameError::Empty));
+        assert_eq!(validate_name(".."), Err(NameError::Dots));
+        assert_eq!(validate_name("."), Err(NameError::Dots));
+        assert_eq!(validate_name("../x"), Err(NameError::BadChar('/')));
+        assert_eq!(validate_name("a b"), Err(NameError::BadChar(' ')));
+        assert_eq!(validate_name("é"), Err(NameError::BadChar('é')));
+        assert!(validate_name(&"a".repeat(64)).is_ok());
+        assert_eq!(validate_name(&"a".repeat(65)), Err(NameError::TooLong(65)));
+    }
+}

@@ -1,0 +1,156 @@
+//! The host: the public handle that embedding programs (the console,
+//! `zot serve`, tests, libraries) use to run extensions, and the types that
+//! cross it. All state lives on one dispatcher thread ([`dispatcher`]); a
+//! [`Host`] is only a sender of requests plus the receiver of host events.
+
+mod dispatcher;
+mod types;
+
+pub use types::*;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use crate::protocol::Payload;
+
+/// A running extension host.
+pub struct Host {
+    tx: Sender<dispatcher::Inbox>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Host {
+    /// Starts the dispatcher and begins loading every extension the config
+    /// points at, all in parallel. Returns at once; host events (ready, load
+    /// errors, notes from extensions, exits) arrive on the returned receiver.
+    pub fn start(config: Config) -> Result<(Host, Receiver<HostEvent>), HostError> {
+        let (tx, rx) = unbounded();
+        let (etx, erx) = unbounded();
+        let thread = dispatcher::spawn(config, tx.clone(), rx, etx)?;
+        Ok((Host { tx, thread: Mutex::new(Some(thread)) }, erx))
+    }
+
+    /// Sends a request; `done` is called exactly once with the outcome, on
+    /// the dispatcher thread, so it must be quick and must not block.
+    pub fn submit(&self, request: Request, done: Responder) {
+        if let Err(e) = self.tx.send(dispatcher::Inbox::Request(request, done)) {
+            if let dispatcher::Inbox::Request(_, done) = e.into_inner() {
+                done(Err(HostError::ShuttingDown));
+            }
+        }
+    }
+
+    /// Sends a request and waits for its outcome.
+    pub fn call(&self, request: Request) -> Result<Response, HostError> {
+        let (tx, rx) = bounded(1);
+        self.submit(request, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        rx.recv().unwrap_or(Err(HostError::ShuttingDown))
+    }
+
+    /// Waits until the initial load is over: every extension is ready or
+    /// failed, or the ready grace ran out. Returns the load report.
+    pub fn wait_ready(&self) -> Result<LoadReport, HostError> {
+        match self.call(Request::WaitReady)? {
+            Response::Load(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every loaded extension with its state, and the effective commands
+    /// and tools.
+    pub fn list(&self) -> Result<Listing, HostError> {
+        match self.call(Request::List)? {
+            Response::List(l) => Ok(l),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Runs `/name args`.
+    pub fn command(&self, name: &str, args: &str) -> Result<CommandReply, HostError> {
+        match self.call(Request::Command { name: name.into(), args: args.into() })? {
+            Response::Command(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Calls tool `name` with `args` (`{}` when `None`).
+    pub fn tool(&self, name: &str, args: Option<Value>) -> Result<ToolReply, HostError> {
+        let req = Request::Tool { name: name.into(), args, tool_id: None };
+        match self.call(req)? {
+            Response::Tool(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Runs the intercept chain for `event` (`tool_call`, `turn_start` or
+    /// `assistant_message`) with its payload fields.
+    pub fn intercept(&self, event: &str, payload: Payload) -> Result<InterceptOutcome, HostError> {
+        match self.call(Request::Intercept { event: event.into(), payload })? {
+            Response::Intercept(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sends `event` to its subscribers; returns how many it reached.
+    pub fn event(&self, event: &str, payload: Payload) -> Result<usize, HostError> {
+        match self.call(Request::Event { event: event.into(), payload })? {
+            Response::Delivered(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Forwards a key press to an extension's panel.
+    pub fn panel_key(
+        &self,
+        extension: &str,
+        panel_id: &str,
+        key: &str,
+        text: Option<String>,
+    ) -> Result<(), HostError> {
+        let req = Request::PanelKey {
+            extension: extension.into(),
+            panel_id: panel_id.into(),
+            key: key.into(),
+            text,
+        };
+        self.call(req).map(drop)
+    }
+
+    /// Tells an extension the user closed its panel.
+    pub fn panel_close(&self, extension: &str, panel_id: &str) -> Result<(), HostError> {
+        let req = Request::PanelClose { extension: extension.into(), panel_id: panel_id.into() };
+        self.call(req).map(drop)
+    }
+
+    /// Stops every extension, discovers again, starts and waits for ready.
+    pub fn reload(&self) -> Result<ReloadReport, HostError> {
+        match self.call(Request::Reload)? {
+            Response::Reload(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Stops every extension (PROTOCOL.md §3.10) and the dispatcher. Safe
+    /// to call more than once; later calls return at once.
+    pub fn shutdown(&self) {
+        let _ = self.call(Request::Shutdown);
+        let handle = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn unexpected(r: Response) -> HostError {
+    HostError::Internal(format!("unexpected response {r:?}"))
+}

@@ -1,0 +1,17 @@
+//! zot: a host for zot extensions.
+//!
+//! The library discovers extensions ([`discovery`]), validates their
+//! manifests ([`manifest`]), runs them as child processes ([`child`]) and
+//! talks to them over newline-delimited JSON ([`protocol`]) from one
+//! dispatcher thread ([`host`]). [`ext`] is the SDK for writing extensions
+//! in Rust; [`console`] and [`serve`] are the front ends of the `zot` binary.
+
+pub mod child;
+pub mod console;
+pub mod discovery;
+pub mod ext;
+pub mod home;
+pub mod host;
+pub mod manifest;
+pub mod protocol;
+pub mod serve;

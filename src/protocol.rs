@@ -1,0 +1,385 @@
+//! The wire format: every frame of PROTOCOL.md §2 in both directions, its
+//! one-line encoding, and a decoder that never panics and says exactly what
+//! was wrong with a line it cannot use.
+
+use serde::de::{DeserializeOwned, Deserializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The protocol version sent in `hello_ack`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Payload fields of an event, beside `event` itself.
+pub type Payload = Map<String, Value>;
+
+/// A frame sent by an extension to the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ExtFrame {
+    Hello {
+        #[serde(default, deserialize_with = "lenient")]
+        name: String,
+        #[serde(default, deserialize_with = "lenient")]
+        version: String,
+        #[serde(default, deserialize_with = "lenient")]
+        capabilities: Vec<String>,
+    },
+    RegisterCommand {
+        name: String,
+        #[serde(default, deserialize_with = "lenient")]
+        description: String,
+    },
+    RegisterTool {
+        name: String,
+        #[serde(default, deserialize_with = "lenient")]
+        description: String,
+        #[serde(default)]
+        schema: Value,
+    },
+    Subscribe {
+        #[serde(default, deserialize_with = "lenient")]
+        events: Vec<String>,
+        #[serde(default, deserialize_with = "lenient")]
+        intercept: Vec<String>,
+    },
+    Ready,
+    CommandResponse(CommandResponse),
+    ToolResult(ToolResult),
+    EventInterceptResponse(InterceptResponse),
+    Notify {
+        #[serde(default, deserialize_with = "lenient")]
+        level: String,
+        #[serde(default, deserialize_with = "lenient")]
+        message: String,
+    },
+    ClearNotes,
+    OpenPanel { panel: Panel },
+    PanelRender {
+        panel_id: String,
+        #[serde(default, deserialize_with = "lenient")]
+        title: String,
+        #[serde(default, deserialize_with = "lenient")]
+        lines: Vec<String>,
+        #[serde(default, deserialize_with = "lenient")]
+        footer: String,
+    },
+    PanelClose { panel_id: String },
+    Submit { text: String },
+    ShutdownAck,
+    #[serde(other, skip_serializing)]
+    Unknown,
+}
+
+/// Reply to `command_invoked`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandResponse {
+    #[serde(deserialize_with = "id_string")]
+    pub id: String,
+    /// `prompt`, `insert`, `display`, `open_panel` or `noop`; empty = `noop`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_panel: Option<Panel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Reply to `tool_call`. `content` blocks are kept as sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    #[serde(deserialize_with = "id_string")]
+    pub id: String,
+    #[serde(default)]
+    pub content: Vec<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// Reply to `event_intercept`; every field defaults to allow/unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterceptResponse {
+    #[serde(deserialize_with = "id_string")]
+    pub id: String,
+    #[serde(default)]
+    pub block: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub reason: String,
+    /// Only a JSON object counts; anything else is ignored by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_text: Option<String>,
+}
+
+/// An interactive panel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Panel {
+    #[serde(default, deserialize_with = "lenient")]
+    pub id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub title: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub lines: Vec<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub footer: String,
+}
+
+/// `hello_ack` fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloAck {
+    #[serde(default)]
+    pub protocol_version: u32,
+    #[serde(default, deserialize_with = "lenient")]
+    pub zot_version: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub provider: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub model: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub cwd: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub extension_dir: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub data_dir: String,
+}
+
+/// A frame sent by the host to an extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostFrame {
+    HelloAck(HelloAck),
+    CommandInvoked {
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+        name: String,
+        #[serde(default, deserialize_with = "lenient")]
+        args: String,
+    },
+    ToolCall {
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+        name: String,
+        #[serde(default = "empty_object")]
+        args: Value,
+    },
+    ToolCancel {
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+    },
+    Event {
+        event: String,
+        #[serde(flatten)]
+        payload: Payload,
+    },
+    EventIntercept {
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+        event: String,
+        #[serde(flatten)]
+        payload: Payload,
+    },
+    PanelKey {
+        panel_id: String,
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    PanelClose { panel_id: String },
+    Shutdown,
+    #[serde(other, skip_serializing)]
+    Unknown,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Deserializes `T`, falling back to its default when the value has the
+/// wrong shape: display-only fields never make a whole frame unusable.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let v = Value::deserialize(d)?;
+    Ok(T::deserialize(v).unwrap_or_default())
+}
+
+/// Ids are strings on the wire; a number is accepted and turned into one.
+fn id_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(serde::de::Error::custom(format!("id must be a string, got {other}"))),
+    }
+}
+
+/// Frames that can be decoded from a line.
+pub trait Frame: DeserializeOwned + Serialize {
+    /// True for the catch-all variant of an unknown `type`.
+    fn is_unknown(&self) -> bool;
+}
+
+impl Frame for ExtFrame {
+    fn is_unknown(&self) -> bool {
+        matches!(self, ExtFrame::Unknown)
+    }
+}
+
+impl Frame for HostFrame {
+    fn is_unknown(&self) -> bool {
+        matches!(self, HostFrame::Unknown)
+    }
+}
+
+/// Why a line is not a usable frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// Not valid JSON (or not UTF-8).
+    NotJson(String),
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// No string `type`.
+    NoType,
+    /// A `type` this side does not know.
+    UnknownType(String),
+    /// A known `type` with missing or mistyped fields; `id` is set when the
+    /// frame carried a usable one (a malformed reply to that request).
+    BadFields { ty: String, id: Option<String>, msg: String },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::NotJson(e) => write!(f, "not JSON: {e}"),
+            DecodeError::NotObject => write!(f, "not a JSON object"),
+            DecodeError::NoType => write!(f, "no string `type` field"),
+            DecodeError::UnknownType(t) => write!(f, "unknown frame type {t:?}"),
+            DecodeError::BadFields { ty, msg, .. } => write!(f, "malformed {ty:?} frame: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Decodes one line (without its `\n`; a trailing `\r` is accepted).
+pub fn decode<F: Frame>(line: &[u8]) -> Result<F, DecodeError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let err = match serde_json::from_slice::<F>(line) {
+        Ok(f) if !f.is_unknown() => return Ok(f),
+        Ok(_) => None,
+        Err(e) => Some(e),
+    };
+    classify(line, err)
+}
+
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    id: Option<Value>,
+}
+
+#[cold]
+fn classify<F>(line: &[u8], err: Option<serde_json::Error>) -> Result<F, DecodeError> {
+    let v: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => return Err(DecodeError::NotJson(e.to_string())),
+    };
+    if !v.is_object() {
+        return Err(DecodeError::NotObject);
+    }
+    let probe: Probe = match serde_json::from_value(v) {
+        Ok(p) => p,
+        Err(_) => return Err(DecodeError::NotObject),
+    };
+    let Some(Value::String(ty)) = probe.ty else {
+        return Err(DecodeError::NoType);
+    };
+    match err {
+        None => Err(DecodeError::UnknownType(ty)),
+        Some(e) => {
+            let id = match probe.id {
+                Some(Value::String(s)) => Some(s),
+                Some(Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            };
+            Err(DecodeError::BadFields { ty, id, msg: e.to_string() })
+        }
+    }
+}
+
+/// Encodes a frame as one line, `\n` included.
+pub fn encode<F: Serialize>(frame: &F) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(128);
+    // Serializing these types to a Vec cannot fail: every map key is a string.
+    if serde_json::to_writer(&mut buf, frame).is_err() {
+        buf.clear();
+        buf.extend_from_slice(b"{}");
+    }
+    buf.push(b'\n');
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ext(s: &str) -> Result<ExtFrame, DecodeError> {
+        decode(s.as_bytes())
+    }
+
+    #[test]
+    fn decodes_every_ext_frame() {
+        assert!(matches!(ext(r#"{"type":"hello","name":"w","version":"1","capabilities":["tools"]}"#), Ok(ExtFrame::Hello { .. })));
+        assert_eq!(ext(r#"{"type":"ready","extra":1}"#), Ok(ExtFrame::Ready));
+        assert_eq!(ext("{\"type\":\"clear_notes\"}\r"), Ok(ExtFrame::ClearNotes));
+        assert_eq!(ext(r#"{"type":"shutdown_ack"}"#), Ok(ExtFrame::ShutdownAck));
+        let r = ext(r#"{"type":"command_response","id":"7","action":"display","display":"hi"}"#).unwrap();
+        let ExtFrame::CommandResponse(r) = r else { panic!() };
+        assert_eq!((r.id.as_str(), r.display.as_deref()), ("7", Some("hi")));
+        let r = ext(r#"{"type":"tool_result","id":8,"content":[{"type":"text","text":"x"}]}"#).unwrap();
+        assert_eq!(r, ExtFrame::ToolResult(ToolResult { id: "8".into(), content: vec![json!({"type":"text","text":"x"})], is_error: false }));
+        let h = ext(r#"{"type":"hello","name":5,"capabilities":{"x":1}}"#).unwrap();
+        assert_eq!(h, ExtFrame::Hello { name: String::new(), version: String::new(), capabilities: vec![] });
+    }
+
+    #[test]
+    fn classifies_bad_lines() {
+        assert!(matches!(ext("nope"), Err(DecodeError::NotJson(_))));
+        assert!(matches!(ext("\u{0}\u{1}"), Err(DecodeError::NotJson(_))));
+        assert_eq!(ext("[1,2]"), Err(DecodeError::NotObject));
+        assert_eq!(ext(r#"{"type":3}"#), Err(DecodeError::NoType));
+        assert_eq!(ext(r#"{"x":1}"#), Err(DecodeError::NoType));
+        assert_eq!(ext(r#"{"type":"bogus"}"#), Err(DecodeError::UnknownType("bogus".into())));
+        match ext(r#"{"type":"event_intercept_response","id":"3","block":"yes"}"#) {
+            Err(DecodeError::BadFields { ty, id, .. }) => assert_eq!((ty.as_str(), id.as_deref()), ("event_intercept_response", Some("3"))),
+            other => panic!("{other:?}"),
+        }
+        let deep = "[".repeat(100_000);
+        assert!(ext(&deep).is_err());
+        let invalid = b"{\"type\":\"notify\",\"message\":\"\xff\"}";
+        assert!(decode::<ExtFrame>(invalid).is_err());
+    }
+
+    #[test]
+    fn host_frames_round_trip() {
+        let mut payload = Payload::new();
+        payload.insert("step".into(), json!(1));
+        let f = HostFrame::Event { event: "turn_start".into(), payload };
+        let line = encode(&f);
+        assert_eq!(line, b"{\"type\":\"event\",\"event\":\"turn_start\",\"step\":1}\n");
+        assert_eq!(decode::<HostFrame>(&line[..line.len() - 1]), Ok(f));
+        let t = decode::<HostFrame>(br#"{"type":"tool_call","id":"1","name":"x"}"#).unwrap();
+        assert_eq!(t, HostFrame::ToolCall { id: "1".into(), name: "x".into(), args: json!({}) });
+        assert_eq!(encode(&HostFrame::Shutdown), b"{\"type\":\"shutdown\"}\n");
+    }
+}
