@@ -4,6 +4,7 @@
 //! [`Host`] is only a sender of requests plus the receiver of host events.
 
 mod dispatcher;
+mod registry;
 mod types;
 
 pub use types::*;

@@ -1,0 +1,128 @@
+//! Shared helpers for the integration tests: temporary directories,
+//! extension folders built around the fixtures, and host configs with
+//! short timeouts.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use zot::discovery::Sources;
+use zot::home::Home;
+use zot::host::{Config, Timeouts};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "zot-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Writes `<parent>/<dir>/extension.json` running the Python fixture with
+/// `--name <name>` and `flags`. Returns the directory.
+pub fn py_ext(parent: &Path, dir: &str, name: &str, flags: &[&str]) -> PathBuf {
+    let mut args = vec![fixture("ext.py").display().to_string(), "--name".into(), name.into()];
+    args.extend(flags.iter().map(|s| s.to_string()));
+    write_manifest(parent, dir, json!({"name": name, "version": "1.0.0", "exec": "python3", "args": args}))
+}
+
+/// Writes a manifest into `<parent>/<dir>/`.
+pub fn write_manifest(parent: &Path, dir: &str, manifest: Value) -> PathBuf {
+    let d = parent.join(dir);
+    std::fs::create_dir_all(&d).expect("create ext dir");
+    std::fs::write(d.join("extension.json"), serde_json::to_vec_pretty(&manifest).expect("json"))
+        .expect("write manifest");
+    d
+}
+
+/// Short timeouts so the suite stays fast.
+pub fn fast_timeouts() -> Timeouts {
+    Timeouts {
+        hello: Duration::from_secs(3),
+        ready_idle: Duration::from_millis(250),
+        ready_grace: Duration::from_secs(3),
+        command: Duration::from_secs(5),
+        tool: Duration::from_secs(5),
+        intercept: Duration::from_secs(2),
+        shutdown_grace: Duration::from_millis(500),
+        term_grace: Duration::from_millis(300),
+    }
+}
+
+/// A config with its own home and project dir, loading only `ext_paths`.
+pub fn config(home: &Path, ext_paths: Vec<PathBuf>) -> Config {
+    let mut c = Config::new(Home::at(home.join("home")), home.to_path_buf());
+    c.sources = Sources { ext_paths, no_ext: true };
+    c.timeouts = fast_timeouts();
+    c
+}
+
+/// Polls `f` until it returns true or `limit` passes.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    f()
+}
+
+/// True while a process with this pid exists (and is not a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Pids of every live process in process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let rest = stat.rsplit(')').next().unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // state ppid pgrp ...
+        if fields.len() > 2 && fields[0] != "Z" && fields[2].parse::<u32>().ok() == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The text of the first content block of a tool reply.
+pub fn text_of(content: &[Value]) -> String {
+    content.first().and_then(|b| b["text"].as_str()).unwrap_or("").to_string()
+}
+
+/// Reads an extension's log under `home`.
+pub fn read_log(home: &Path, name: &str) -> String {
+    std::fs::read_to_string(home.join("home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
+}
