@@ -1,9 +1,573 @@
-//! The interactive session (stub).
-use crate::host::Config;
+//! The interactive session: loads extensions, sends `session_start`, and
+//! reads lines. `/name args` runs an extension command; host built-ins
+//! exercise tools, events, intercepts and panels the way an agent would;
+//! other text is a prompt that would go to the model. Everything an
+//! extension says is printed through one printer thread, stripped of
+//! terminal control sequences, attributed to the extension.
+
+use crate::host::{CommandReply, Config, Host, HostEvent, InterceptOutcome, ToolReply};
+use crate::protocol::{Panel, Payload};
+use crate::signals;
+use crate::text::{one_line, strip_controls};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// Commands the console answers itself; extensions cannot take them.
+pub const BUILTINS: [(&str, &str); 10] = [
+    ("help", "show this help"),
+    ("commands", "list extension commands"),
+    ("tools", "list extension tools"),
+    ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
+    ("event", "NAME [JSON]: send an event to its subscribers"),
+    ("intercept", "EVENT JSON: run an intercept chain and show the verdict"),
+    ("key", "PANEL KEY [TEXT]: press a key in an extension's panel"),
+    ("reload-ext", "stop, rediscover and restart every extension"),
+    ("extensions", "list extensions and their state"),
+    ("exit", "shut extensions down and leave"),
+];
+
+#[derive(Clone, Copy)]
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\u{1b}[{code}m{s}\u{1b}[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn red(&self, s: &str) -> String {
+        self.paint("31", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    fn level(&self, level: &str, s: &str) -> String {
+        match level {
+            "error" => self.paint("31", s),
+            "warn" => self.paint("33", s),
+            "success" => self.paint("32", s),
+            _ => self.paint("36", s),
+        }
+    }
+}
+
+/// A block of text for the printer; `ack` is signalled once it is out.
+struct Job {
+    text: String,
+    ack: Option<Sender<()>>,
+}
+
+/// The console's view of the world shared with the printer: which
+/// extension owns which open panel.
+type Panels = Arc<Mutex<HashMap<String, String>>>;
 
 /// Runs the interactive session until `/exit` or end of input; returns the
 /// exit code.
-pub fn run(_config: Config) -> i32 {
-    eprintln!("zot: interactive session not implemented yet");
-    1
+pub fn run(mut config: Config) -> i32 {
+    config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    let interactive = is_tty(0);
+    let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
+    let (host, events) = match Host::start(config) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("zot: {e}");
+            return 1;
+        }
+    };
+    let host = Arc::new(host);
+    let panels: Panels = Arc::default();
+    let (jobs_tx, jobs_rx) = unbounded::<Job>();
+    let printer = {
+        let panels = panels.clone();
+        thread::Builder::new()
+            .name("zot-console-out".into())
+            .spawn(move || print_loop(events, jobs_rx, style, panels))
+    };
+    if printer.is_err() {
+        eprintln!("zot: cannot start the printer thread");
+        return 1;
+    }
+    {
+        let host = host.clone();
+        let _ = signals::on_termination(move |sig| {
+            host.shutdown();
+            std::process::exit(signals::exit_code(sig));
+        });
+    }
+    let mut console = Console { host: host.clone(), out: jobs_tx, style, panels, step: 0, tool_seq: 0 };
+    let report = host.wait_ready();
+    if let Ok(r) = &report {
+        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
+        let banner = format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION"));
+        if interactive {
+            console.say(format!("{}\n{}", style.bold(&banner), style.dim("type /help for commands, /exit to leave")));
+        }
+    }
+    let _ = host.event("session_start", Payload::new());
+    console.repl(interactive);
+    console.sync();
+    host.shutdown();
+    drop(console);
+    0
+}
+
+struct Console {
+    host: Arc<Host>,
+    out: Sender<Job>,
+    style: Style,
+    panels: Panels,
+    step: u64,
+    tool_seq: u64,
+}
+
+impl Console {
+    /// Prints `text` after every host event already received.
+    fn say(&self, text: String) {
+        let (tx, rx) = bounded(1);
+        let _ = self.out.send(Job { text, ack: Some(tx) });
+        let _ = rx.recv();
+    }
+
+    fn sync(&self) {
+        self.say(String::new());
+    }
+
+    fn error(&self, msg: &str) {
+        self.say(self.style.red(&format!("error: {msg}")));
+    }
+
+    fn repl(&mut self, interactive: bool) {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut line = String::new();
+        loop {
+            if interactive {
+                self.sync();
+                let mut o = io::stdout();
+                let _ = write!(o, "{}", self.style.bold("zot> "));
+                let _ = o.flush();
+            }
+            line.clear();
+            match input.read_line(&mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    self.error("input is not UTF-8; line skipped");
+                    continue;
+                }
+                Err(_) => break,
+            }
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if !self.line(text) {
+                break;
+            }
+        }
+    }
+
+    /// Handles one input line; false ends the session.
+    fn line(&mut self, text: &str) -> bool {
+        let Some(cmd) = text.strip_prefix('/') else {
+            self.prompt(text);
+            return true;
+        };
+        let (name, args) = match cmd.split_once(char::is_whitespace) {
+            Some((n, a)) => (n, a.trim()),
+            None => (cmd, ""),
+        };
+        match name {
+            "exit" | "quit" => return false,
+            "help" => self.help(),
+            "commands" => self.commands(),
+            "tools" => self.tools(),
+            "extensions" => self.extensions(),
+            "tool" => self.tool(args),
+            "event" => self.event(args),
+            "intercept" => self.intercept(args),
+            "key" => self.key(args),
+            "reload-ext" => self.reload(),
+            "" => self.error("empty command; try /help"),
+            _ => match self.host.command(name, args) {
+                Ok(r) => self.show_reply(&r),
+                Err(e) => self.error(&e.to_string()),
+            },
+        }
+        true
+    }
+
+    fn prompt(&mut self, text: &str) {
+        self.step += 1;
+        let mut payload = Payload::new();
+        payload.insert("step".into(), json!(self.step));
+        match self.host.intercept("turn_start", payload.clone()) {
+            Ok(v) if v.block => {
+                return self.say(self.style.red(&format!("turn blocked: {}", one_line(v.reason.as_deref().unwrap_or("")))));
+            }
+            Ok(_) => {}
+            Err(e) => return self.error(&e.to_string()),
+        }
+        let _ = self.host.event("turn_start", payload);
+        self.say(format!("{} {}", self.style.dim("→ model:"), strip_controls(text)));
+        let mut end = Payload::new();
+        end.insert("stop".into(), json!("end_turn"));
+        let _ = self.host.event("turn_end", end);
+    }
+
+    fn help(&self) {
+        let mut s = String::from("built-in commands:\n");
+        for (n, d) in BUILTINS {
+            s.push_str(&format!("  /{n:<12} {d}\n"));
+        }
+        s.push_str("extension commands:\n");
+        s.push_str(&self.command_lines());
+        s.push_str("anything else is a prompt that would go to the model");
+        self.say(s);
+    }
+
+    fn command_lines(&self) -> String {
+        match self.host.list() {
+            Ok(l) if l.commands.is_empty() => "  (none)\n".into(),
+            Ok(l) => l
+                .commands
+                .iter()
+                .map(|c| format!("  /{:<12} {} {}\n", one_line(&c.name), one_line(&c.description), self.style.dim(&format!("[{}]", c.extension))))
+                .collect(),
+            Err(e) => format!("  {e}\n"),
+        }
+    }
+
+    fn commands(&self) {
+        let s = self.command_lines();
+        self.say(s.trim_end().to_string());
+    }
+
+    fn tools(&self) {
+        match self.host.list() {
+            Ok(l) if l.tools.is_empty() => self.say("(no tools)".into()),
+            Ok(l) => {
+                let lines: Vec<String> = l
+                    .tools
+                    .iter()
+                    .map(|t| format!("  {:<14} {} {}", one_line(&t.name), one_line(&t.description), self.style.dim(&format!("[{}]", t.extension))))
+                    .collect();
+                self.say(lines.join("\n"));
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn extensions(&self) {
+        match self.host.list() {
+            Ok(l) if l.extensions.is_empty() => self.say("(no extensions loaded)".into()),
+            Ok(l) => {
+                let lines: Vec<String> = l
+                    .extensions
+                    .iter()
+                    .map(|e| {
+                        let mut s = format!("  {:<16} {:<8} {:<7} {}", e.name, e.state.as_str(), e.source, e.dir);
+                        if let Some(err) = &e.error {
+                            s.push_str(&format!("  {}", self.style.red(&one_line(err))));
+                        }
+                        s
+                    })
+                    .collect();
+                self.say(lines.join("\n"));
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn show_reply(&self, r: &CommandReply) {
+        let tag = self.style.dim(&format!("[{}]", r.extension));
+        if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
+            return self.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
+        }
+        let text = match r.action.as_str() {
+            "prompt" => format!("{tag} {} {}", self.style.dim("→ submit:"), strip_controls(r.prompt.as_deref().unwrap_or(""))),
+            "insert" => format!("{tag} {} {}", self.style.dim("→ insert:"), strip_controls(r.insert.as_deref().unwrap_or(""))),
+            "display" => format!("{tag} {}", strip_controls(r.display.as_deref().unwrap_or(""))),
+            "open_panel" => match &r.open_panel {
+                Some(p) => {
+                    if let Ok(mut m) = self.panels.lock() {
+                        m.insert(p.id.clone(), r.extension.clone());
+                    }
+                    format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id))
+                }
+                None => format!("{tag} (open_panel without a panel)"),
+            },
+            "noop" => return,
+            other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
+        };
+        self.say(text);
+    }
+
+    fn tool(&mut self, args: &str) {
+        let (name, json_text) = match args.split_once(char::is_whitespace) {
+            Some((n, j)) => (n, j.trim()),
+            None => (args, ""),
+        };
+        if name.is_empty() {
+            return self.error("usage: /tool NAME JSON");
+        }
+        let mut tool_args = match parse_object(json_text) {
+            Ok(v) => v,
+            Err(e) => return self.error(&e),
+        };
+        self.tool_seq += 1;
+        let tool_id = format!("console-{}", self.tool_seq);
+        let payload = |a: &Value| {
+            let mut p = Payload::new();
+            p.insert("tool_id".into(), json!(tool_id));
+            p.insert("tool_name".into(), json!(name));
+            p.insert("tool_args".into(), a.clone());
+            p
+        };
+        match self.host.intercept("tool_call", payload(&tool_args)) {
+            Ok(InterceptOutcome { block: true, reason, .. }) => {
+                return self.say(self.style.red(&format!("tool call blocked: {}", one_line(reason.as_deref().unwrap_or("")))));
+            }
+            Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
+                self.say(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
+                tool_args = a;
+            }
+            Ok(_) => {}
+            Err(e) => return self.error(&e.to_string()),
+        }
+        let _ = self.host.event("tool_call", payload(&tool_args));
+        match self.host.tool(name, Some(tool_args)) {
+            Ok(r) => self.show_tool(&r),
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn show_tool(&self, r: &ToolReply) {
+        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let mut parts = Vec::new();
+        for b in &r.content {
+            match b.get("type").and_then(Value::as_str) {
+                Some("text") => parts.push(strip_controls(b.get("text").and_then(Value::as_str).unwrap_or(""))),
+                Some("image") => {
+                    let mime = b.get("mime_type").and_then(Value::as_str).unwrap_or("?");
+                    let len = b.get("data").and_then(Value::as_str).map_or(0, str::len);
+                    parts.push(format!("[image {}, {len} base64 bytes]", one_line(mime)));
+                }
+                _ => parts.push(strip_controls(&b.to_string())),
+            }
+        }
+        let body = parts.join("\n");
+        if r.is_error {
+            self.say(format!("{tag} {}", self.style.red(&format!("tool error: {body}"))));
+        } else {
+            self.say(format!("{tag} {body}"));
+        }
+    }
+
+    fn event(&self, args: &str) {
+        let (name, json_text) = match args.split_once(char::is_whitespace) {
+            Some((n, j)) => (n, j.trim()),
+            None => (args, ""),
+        };
+        if name.is_empty() {
+            return self.error("usage: /event NAME [JSON]");
+        }
+        let payload = match parse_object(json_text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => Payload::new(),
+            Err(e) => return self.error(&e),
+        };
+        match self.host.event(name, payload) {
+            Ok(n) => self.say(self.style.dim(&format!("event {name} delivered to {n} extension(s)"))),
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn intercept(&self, args: &str) {
+        let (name, json_text) = match args.split_once(char::is_whitespace) {
+            Some((n, j)) => (n, j.trim()),
+            None => (args, ""),
+        };
+        if name.is_empty() {
+            return self.error("usage: /intercept EVENT JSON");
+        }
+        let payload = match parse_object(json_text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => Payload::new(),
+            Err(e) => return self.error(&e),
+        };
+        match self.host.intercept(name, payload) {
+            Ok(v) => {
+                let s = serde_json::to_string(&v).unwrap_or_default();
+                let s = strip_controls(&s);
+                self.say(if v.block { self.style.red(&s) } else { s });
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn key(&self, args: &str) {
+        let mut it = args.splitn(3, char::is_whitespace);
+        let (Some(panel), Some(key)) = (it.next().filter(|s| !s.is_empty()), it.next()) else {
+            return self.error("usage: /key PANEL KEY [TEXT]");
+        };
+        let text = it.next().map(str::to_string);
+        let owner = self.panels.lock().ok().and_then(|m| m.get(panel).cloned());
+        let Some(ext) = owner else {
+            return self.error(&format!("no open panel {panel:?}"));
+        };
+        if let Err(e) = self.host.panel_key(&ext, panel, key, text) {
+            self.error(&e.to_string());
+        }
+    }
+
+    fn reload(&self) {
+        match self.host.reload() {
+            Ok(r) => {
+                let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
+                for e in &r.errors {
+                    s.push('\n');
+                    s.push_str(&self.style.red(&one_line(e)));
+                }
+                self.say(s);
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+}
+
+fn parse_object(text: &str) -> Result<Value, String> {
+    if text.is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("arguments must be a JSON object".into()),
+        Err(e) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+/// A panel as a framed block.
+fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
+    let title = format!("{} ({})", one_line(title), one_line(id));
+    let lines: Vec<String> = lines.iter().map(|l| one_line(l)).collect();
+    let footer = one_line(footer);
+    let width = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .chain([title.chars().count() + 2, footer.chars().count()])
+        .max()
+        .unwrap_or(0)
+        .min(200);
+    let pad = |s: &str| {
+        let s: String = s.chars().take(width).collect();
+        let n = width - s.chars().count();
+        format!("│ {s}{} │", " ".repeat(n))
+    };
+    let mut out = format!("┌─ {title} {}┐\n", "─".repeat(width.saturating_sub(title.chars().count() + 1)));
+    for l in &lines {
+        out.push_str(&pad(l));
+        out.push('\n');
+    }
+    if !footer.is_empty() {
+        out.push_str(&format!("├{}┤\n", "─".repeat(width + 2)));
+        out.push_str(&pad(&footer));
+        out.push('\n');
+    }
+    out.push_str(&format!("└{}┘", "─".repeat(width + 2)));
+    out
+}
+
+fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels) {
+    let stdout = io::stdout();
+    let print = |s: &str| {
+        if !s.is_empty() {
+            let mut o = stdout.lock();
+            let _ = writeln!(o, "{s}");
+            let _ = o.flush();
+        }
+    };
+    let show = |ev: HostEvent| print(&render_event(ev, style, &panels));
+    loop {
+        select! {
+            recv(events) -> ev => match ev {
+                Ok(ev) => show(ev),
+                Err(_) => {
+                    // The host is gone; finish the remaining jobs.
+                    for job in jobs.iter() {
+                        print(&job.text);
+                        if let Some(a) = job.ack { let _ = a.send(()); }
+                    }
+                    return;
+                }
+            },
+            recv(jobs) -> job => match job {
+                Ok(job) => {
+                    while let Ok(ev) = events.try_recv() {
+                        show(ev);
+                    }
+                    print(&job.text);
+                    if let Some(a) = job.ack { let _ = a.send(()); }
+                }
+                Err(_) => return,
+            },
+        }
+    }
+}
+
+fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
+    let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
+    match ev {
+        HostEvent::Ready { .. } => String::new(),
+        HostEvent::Notify { extension, level, message } => {
+            format!("{} {}", tag(&extension), st.level(&level, &strip_controls(&message)))
+        }
+        HostEvent::ClearNotes { extension } => format!("{} {}", tag(&extension), st.dim("(notes cleared)")),
+        HostEvent::Submit { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ submit:"), strip_controls(&text))
+        }
+        HostEvent::OpenPanel { extension, panel } => {
+            let Panel { id, title, lines, footer } = panel;
+            if let Ok(mut m) = panels.lock() {
+                m.insert(id.clone(), extension.clone());
+            }
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id))
+        }
+        HostEvent::PanelRender { extension, panel_id, title, lines, footer } => {
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id))
+        }
+        HostEvent::PanelClose { extension, panel_id } => {
+            if let Ok(mut m) = panels.lock() {
+                m.remove(&panel_id);
+            }
+            format!("{} {}", tag(&extension), st.dim(&format!("(panel {} closed)", one_line(&panel_id))))
+        }
+        HostEvent::Exited { extension, code, signal } => {
+            let how = match (code, signal) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "unknown status".into(),
+            };
+            format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")))
+        }
+        HostEvent::LoadFailed { extension, message } => {
+            format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))))
+        }
+    }
+}
+
+fn is_tty(fd: i32) -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(fd) == 1 }
 }

@@ -15,3 +15,5 @@ pub mod host;
 pub mod manifest;
 pub mod protocol;
 pub mod serve;
+pub mod signals;
+pub mod text;

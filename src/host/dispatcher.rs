@@ -27,6 +27,10 @@ pub const PANEL_KEYS: [&str; 14] = [
     "backspace", "delete", "rune",
 ];
 
+/// How long after stdout closes to wait for the exit status before calls
+/// in flight are failed without it.
+const EOF_GRACE: Duration = Duration::from_millis(50);
+
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
@@ -63,6 +67,7 @@ enum Timer {
     Hello(u64),
     ReadyIdle(u64),
     LoadGrace(u64),
+    Eof(u64),
     EofKill(u64),
     Stop(u64, StopStage),
 }
@@ -680,12 +685,23 @@ impl Dispatcher {
         }
     }
 
+    /// Stdout closed. The process usually exits at the same moment; give
+    /// its exit status a moment to arrive so the error can name it.
     fn on_eof(&mut self, slot: usize) {
         let ext = &self.exts[slot];
         if ext.stopping || !ext.live {
             return;
         }
-        ext.log("stdout closed");
+        let key = ext.key;
+        self.at(Instant::now() + EOF_GRACE, Timer::Eof(key));
+    }
+
+    fn on_eof_grace_over(&mut self, slot: usize) {
+        let ext = &self.exts[slot];
+        if ext.stopping || !ext.live {
+            return;
+        }
+        ext.log("stdout closed while the process runs on");
         let key = ext.key;
         if ext.state == State::Starting && !ext.hello {
             return self.fail(slot, "closed its stdout before saying hello".into());
@@ -766,6 +782,11 @@ impl Dispatcher {
             Timer::LoadGrace(gen) => {
                 if gen == self.load_gen {
                     self.check_load_done(true);
+                }
+            }
+            Timer::Eof(key) => {
+                if let Some(&slot) = self.by_key.get(&key) {
+                    self.on_eof_grace_over(slot);
                 }
             }
             Timer::EofKill(key) => {
