@@ -3,6 +3,7 @@
 //! writer thread (bounded queue → stdin), the waiter thread (exit status),
 //! and signals to its group.
 
+use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use std::fs::File;
@@ -94,14 +95,12 @@ pub struct Child {
 }
 
 impl Child {
-    /// Spawns the program `exec` for extension `name`, running in `dir`,
-    /// in its own process group. Every report of its threads reaches
-    /// `inbox` as `wrap(msg)`.
+    /// Spawns `exec` (the manifest's resolved program) with the manifest's
+    /// args, in its directory, in its own process group. Every report of
+    /// its threads reaches `inbox` as `wrap(msg)`.
     pub fn spawn<M, W>(
-        name: &str,
+        manifest: &Manifest,
         exec: &Path,
-        args: &[String],
-        dir: &Path,
         log: &Log,
         queue_limit: usize,
         inbox: Sender<M>,
@@ -111,9 +110,10 @@ impl Child {
         M: Send + 'static,
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
+        let name = &manifest.name;
         let mut cmd = Command::new(exec);
-        cmd.args(args)
-            .current_dir(dir)
+        cmd.args(&manifest.args)
+            .current_dir(&manifest.dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log.stdio()?)

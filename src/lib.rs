@@ -7,11 +7,13 @@
 //! in Rust; [`console`] and [`serve`] are the front ends of the `zot` binary.
 
 pub mod child;
+pub mod cli;
 pub mod console;
 pub mod discovery;
 pub mod ext;
 pub mod home;
 pub mod host;
+pub mod manage;
 pub mod manifest;
 pub mod protocol;
 pub mod serve;

@@ -2,8 +2,9 @@
 //! manifest says is stripped of escape sequences and control characters
 //! before it is printed.
 
-/// Removes ANSI escape sequences (CSI, OSC, and two-byte escapes) and every
-/// other control character except newline and tab.
+/// Removes ANSI escape sequences (CSI, OSC, and two-byte escapes), the
+/// bidirectional overrides, and every other control character except
+/// newline and tab.
 pub fn strip_controls(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -33,11 +34,17 @@ pub fn strip_controls(s: &str) -> String {
                 _ => {}
             },
             '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
+            c if c.is_control() || is_bidi_control(c) => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// The bidirectional-text overrides and isolates, which can make printed
+/// text read differently from what it is.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Like [`strip_controls`], and newlines and tabs become spaces: for text

@@ -363,7 +363,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(&m.name, &exec, &m.args, &m.dir, &log, queue_limit, inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &log, queue_limit, inbox, move |msg| {
             Inbox::Child(key, msg)
         });
         ext.log = Some(log);
@@ -630,7 +630,7 @@ impl Dispatcher {
     fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
         let Some(n) = id.parse::<u64>().ok() else { return };
         let key = self.exts[slot].key;
-        if !self.calls.get(&n).is_some_and(|c| c.key == key) {
+        if self.calls.get(&n).is_none_or(|c| c.key != key) {
             return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
         }
         let Some(call) = self.calls.remove(&n) else { return };

@@ -1,0 +1,220 @@
+//! The `zot` binary's argument handling: help and version texts, usage
+//! errors (one stderr line, exit 2), bad `SECS` values and a bad `--cwd`.
+//! Every run gets a fresh `ZOT_HOME` and working directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zot");
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("zot-test-{}-{tag}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(std::fs::canonicalize(&p).expect("canonicalize temp dir"))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn zot(args: &[&str]) -> Run {
+    let home = TempDir::new("home");
+    let cwd = TempDir::new("cwd");
+    let out: Output = Command::new(BIN)
+        .args(args)
+        .env("ZOT_HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .current_dir(cwd.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run zot");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A usage error: exit 2, nothing on stdout, exactly one line on stderr.
+fn usage_error(args: &[&str]) -> String {
+    let r = zot(args);
+    assert_eq!(r.code, 2, "{args:?}: stderr {:?}", r.stderr);
+    assert_eq!(r.stdout, "", "{args:?}");
+    assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {:?}", r.stderr);
+    assert!(r.stderr.ends_with('\n'));
+    r.stderr.trim_end().to_string()
+}
+
+#[test]
+fn top_level_help() {
+    for flag in ["--help", "-h"] {
+        let r = zot(&[flag]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.stderr, "");
+        for needle in [
+            "Usage:",
+            "zot serve [OPTIONS]",
+            "zot ext install <path|git-url>",
+            "zot ext remove <name> [-y|--yes]",
+            "zot ext logs <name> [-f|--follow]",
+            "--ext PATH",
+            "--intercept-timeout SECS",
+            "--fail-closed",
+            "--version",
+        ] {
+            assert!(r.stdout.contains(needle), "{flag}: missing {needle:?} in\n{}", r.stdout);
+        }
+    }
+}
+
+#[test]
+fn version() {
+    for flag in ["--version", "-V"] {
+        let r = zot(&[flag]);
+        assert_eq!(r.code, 0);
+        assert_eq!(r.stdout, format!("zot {}\n", env!("CARGO_PKG_VERSION")));
+        assert_eq!(r.stderr, "");
+    }
+}
+
+#[test]
+fn subcommand_help() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["serve", "--help"], "Usage: zot serve [OPTIONS]"),
+        (&["--no-ext", "serve", "-h"], "Usage: zot serve [OPTIONS]"),
+        (&["ext", "--help"], "Usage: zot ext <command>"),
+        (&["ext", "-h"], "Usage: zot ext <command>"),
+        (&["ext", "list", "--help"], "Usage: zot ext list [--json]"),
+        (&["ext", "install", "--help"], "Usage: zot ext install <path|git-url>"),
+        (&["ext", "install", "-h"], "Usage: zot ext install <path|git-url>"),
+        (&["ext", "remove", "--help"], "Usage: zot ext remove <name> [-y|--yes]"),
+        (&["ext", "enable", "--help"], "Usage: zot ext enable <name>"),
+        (&["ext", "disable", "--help"], "Usage: zot ext disable <name>"),
+        (&["ext", "logs", "--help"], "Usage: zot ext logs <name> [-f|--follow]"),
+    ];
+    for (args, start) in cases {
+        let r = zot(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.starts_with(start), "{args:?}:\n{}", r.stdout);
+        assert_eq!(r.stderr, "", "{args:?}");
+    }
+    // The serve help lists the shared options too.
+    assert!(zot(&["serve", "--help"]).stdout.contains("--tool-timeout SECS"));
+}
+
+#[test]
+fn unknown_flags_and_arguments() {
+    assert_eq!(usage_error(&["--bogus"]), "zot: unexpected argument '--bogus' (see 'zot --help')");
+    assert_eq!(usage_error(&["-x"]), "zot: unexpected argument '-x' (see 'zot --help')");
+    assert_eq!(
+        usage_error(&["frobnicate"]),
+        "zot: unexpected argument 'frobnicate' (see 'zot --help')"
+    );
+    assert_eq!(
+        usage_error(&["serve", "--bogus"]),
+        "zot serve: unexpected argument '--bogus' (see 'zot serve --help')"
+    );
+    assert_eq!(
+        usage_error(&["ext", "list", "--bogus"]),
+        "zot ext list: unexpected argument '--bogus' (see 'zot ext list --help')"
+    );
+    assert_eq!(
+        usage_error(&["ext", "frob"]),
+        "zot ext: unknown subcommand 'frob' (see 'zot ext --help')"
+    );
+    assert!(usage_error(&["ext", "remove", "a", "b"]).contains("unexpected argument 'b'"));
+    assert!(usage_error(&["ext", "list", "extra"]).contains("unexpected argument 'extra'"));
+    assert!(usage_error(&["ext", "enable", "-y", "a"]).contains("'-y'"));
+    assert!(usage_error(&["--no-ext=yes"]).contains("'--no-ext'"));
+    // Session options make no sense for `zot ext`.
+    assert!(usage_error(&["--model", "m", "ext", "list"]).contains("'--model'"));
+    // A hostile argument does not reach the terminal.
+    let e = usage_error(&["--\x1b]0;evil\x07"]);
+    assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+}
+
+#[test]
+fn missing_arguments() {
+    assert_eq!(
+        usage_error(&["ext", "install"]),
+        "zot ext install: missing <path|git-url> (see 'zot ext install --help')"
+    );
+    for sub in ["remove", "enable", "disable", "logs"] {
+        assert_eq!(
+            usage_error(&["ext", sub]),
+            format!("zot ext {sub}: missing <name> (see 'zot ext {sub} --help')")
+        );
+    }
+    assert!(usage_error(&["ext"]).starts_with("zot ext: missing subcommand"));
+    assert_eq!(usage_error(&["--cwd"]), "zot: missing value for '--cwd' (see 'zot --help')");
+    assert!(usage_error(&["serve", "-e"]).contains("missing value for '-e'"));
+    assert!(usage_error(&["--model"]).contains("'--model'"));
+}
+
+#[test]
+fn bad_seconds() {
+    for opt in [
+        "--hello-timeout",
+        "--ready-grace",
+        "--command-timeout",
+        "--tool-timeout",
+        "--intercept-timeout",
+    ] {
+        for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", ""] {
+            let e = usage_error(&["serve", opt, bad]);
+            assert!(e.contains(&format!("invalid value '{bad}' for '{opt}'")), "{opt} {bad}: {e}");
+        }
+    }
+    // Fractions and zero are fine (`--help` stops before anything runs).
+    for ok in ["0.5", "0", "2", ".25", "10.0"] {
+        let r = zot(&["--hello-timeout", ok, "serve", "--tool-timeout", ok, "--help"]);
+        assert_eq!(r.code, 0, "{ok}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn bad_cwd() {
+    let tmp = TempDir::new("cwdcheck");
+    let missing = tmp.path().join("missing");
+    let missing = missing.to_str().expect("utf-8 temp path");
+    for args in [
+        vec!["--cwd", missing],
+        vec!["serve", "--cwd", missing],
+        vec!["ext", "list", "--cwd", missing],
+        vec!["--cwd", missing, "ext", "list"],
+    ] {
+        let r = zot(&args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr, format!("zot: --cwd {missing}: no such directory\n"), "{args:?}");
+        assert_eq!(r.stdout, "");
+    }
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").expect("write");
+    let file = file.to_str().expect("utf-8 temp path");
+    let r = zot(&["serve", "--cwd", file]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr, format!("zot: --cwd {file}: not a directory\n"));
+    // `--cwd` means nothing to install.
+    assert!(usage_error(&["ext", "install", "x", "--cwd", "."]).contains("'--cwd'"));
+}
