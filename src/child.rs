@@ -19,7 +19,7 @@ pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// Stack size of the per-child threads. Frame decoding is the deepest work
 /// they do and serde_json caps nesting at 128 levels.
-const THREAD_STACK: usize = 256 * 1024;
+pub const THREAD_STACK: usize = 256 * 1024;
 
 /// An encoded frame, shared when the same bytes go to many children.
 pub type Bytes = Arc<Vec<u8>>;

@@ -146,7 +146,12 @@ impl Manifest {
         };
         let exec = Path::new(&self.exec);
         if exec.is_absolute() || self.exec.contains('/') {
-            let p = if exec.is_absolute() { exec.to_path_buf() } else { self.dir.join(exec) };
+            let p = if exec.is_absolute() {
+                exec.to_path_buf()
+            } else {
+                let parts = exec.components().filter(|c| *c != std::path::Component::CurDir);
+                parts.fold(self.dir.clone(), |p, c| p.join(c))
+            };
             return match check_executable(&p) {
                 Ok(()) => Ok(p),
                 Err(msg) => Err(err(format!("{}: {msg}", p.display()))),

@@ -11,7 +11,7 @@ use crate::discovery::{discover, Found};
 use crate::protocol::{encode, CommandResponse, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitStatus;
@@ -63,7 +63,6 @@ pub(super) fn spawn(
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    Call(u64),
     Hello(u64),
     ReadyIdle(u64),
     LoadGrace(u64),
@@ -141,6 +140,46 @@ struct Call {
     slot: usize,
     key: u64,
     kind: CallKind,
+    deadline: Instant,
+}
+
+/// The calls in flight, by correlation id, with their deadlines in order.
+/// A call's deadline leaves with the call, so a busy host holds nothing
+/// for calls already answered.
+#[derive(Default)]
+struct InFlight {
+    calls: HashMap<u64, Call>,
+    deadlines: BTreeSet<(Instant, u64)>,
+}
+
+impl InFlight {
+    fn insert(&mut self, id: u64, call: Call) {
+        self.deadlines.insert((call.deadline, id));
+        self.calls.insert(id, call);
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<Call> {
+        let call = self.calls.remove(id)?;
+        self.deadlines.remove(&(call.deadline, *id));
+        Some(call)
+    }
+
+    fn get(&self, id: &u64) -> Option<&Call> {
+        self.calls.get(id)
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// The id of a call whose deadline is at or before `now`.
+    fn expired(&self, now: Instant) -> Option<u64> {
+        self.deadlines.first().filter(|(t, _)| *t <= now).map(|(_, id)| *id)
+    }
+
+    fn ids_for(&self, slot: usize) -> Vec<u64> {
+        self.calls.iter().filter(|(_, c)| c.slot == slot).map(|(id, _)| *id).collect()
+    }
 }
 
 struct Chain {
@@ -173,7 +212,7 @@ struct Dispatcher {
     exts: Vec<Ext>,
     by_key: HashMap<u64, usize>,
     registry: Registry,
-    calls: HashMap<u64, Call>,
+    calls: InFlight,
     chains: HashMap<u64, Chain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     next_id: u64,
@@ -184,6 +223,9 @@ struct Dispatcher {
     waiters: Vec<Waiter>,
     stopped_count: usize,
     exit_waiters: Vec<Responder>,
+    /// Reloads asked for while a load was under way: its discovery is
+    /// older than the request, so another reload follows it.
+    reload_after_load: Vec<Responder>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -201,7 +243,7 @@ impl Dispatcher {
             exts: Vec::new(),
             by_key: HashMap::new(),
             registry,
-            calls: HashMap::new(),
+            calls: InFlight::default(),
             chains: HashMap::new(),
             timers: BinaryHeap::new(),
             next_id: 1,
@@ -212,6 +254,7 @@ impl Dispatcher {
             waiters: Vec::new(),
             stopped_count: 0,
             exit_waiters: Vec::new(),
+            reload_after_load: Vec::new(),
         }
     }
 
@@ -232,8 +275,13 @@ impl Dispatcher {
 
     fn run(&mut self, rx: &Receiver<Inbox>) {
         while self.phase != Phase::Done {
-            let msg = match self.timers.peek() {
-                Some(Reverse((when, _, _))) => match rx.recv_deadline(*when) {
+            let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
+            let next = match (next_timer, self.calls.next_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let msg = match next {
+                Some(when) => match rx.recv_deadline(when) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => return,
@@ -257,6 +305,9 @@ impl Dispatcher {
 
     fn fire_due_timers(&mut self) {
         let now = Instant::now();
+        while let Some(id) = self.calls.expired(now) {
+            self.on_call_timeout(id);
+        }
         while let Some(Reverse((when, _, t))) = self.timers.peek().copied() {
             if when > now {
                 break;
@@ -311,8 +362,7 @@ impl Dispatcher {
         let now = Instant::now();
         for found in disc.load {
             let key = self.next();
-            let slot = self.exts.len();
-            self.by_key.insert(key, slot);
+            self.by_key.insert(key, self.exts.len());
             self.exts.push(Ext {
                 key,
                 found,
@@ -332,6 +382,11 @@ impl Dispatcher {
                 stopped: false,
                 announced_exit: false,
             });
+        }
+        // Every extension is listed as starting before any is started: one
+        // that fails at once (exec missing) must not end the load while the
+        // later ones are not even in the table yet.
+        for slot in 0..self.exts.len() {
             self.start_ext(slot);
         }
         let grace = Instant::now() + self.cfg.timeouts.ready_grace;
@@ -442,6 +497,12 @@ impl Dispatcher {
                 ),
             }
         }
+        if !self.reload_after_load.is_empty() {
+            for d in std::mem::take(&mut self.reload_after_load) {
+                self.waiters.push(Waiter::Reload(d));
+            }
+            self.begin_stop_all(false);
+        }
     }
 
     // ----- frames from extensions ----------------------------------------
@@ -449,6 +510,9 @@ impl Dispatcher {
     fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
         let ext = &mut self.exts[slot];
         if !ext.live {
+            if ext.stopping && frame == ExtFrame::ShutdownAck {
+                ext.log("shutdown acknowledged");
+            }
             return;
         }
         ext.last_frame = Instant::now();
@@ -586,10 +650,10 @@ impl Dispatcher {
             return None;
         };
         let matches = matches!(
-            (&self.calls[&n].kind, frame),
-            (CallKind::Command { .. }, "command_response")
-                | (CallKind::Tool { .. }, "tool_result")
-                | (CallKind::Intercept { .. }, "event_intercept_response")
+            (self.calls.get(&n).map(|c| &c.kind), frame),
+            (Some(CallKind::Command { .. }), "command_response")
+                | (Some(CallKind::Tool { .. }), "tool_result")
+                | (Some(CallKind::Intercept { .. }), "event_intercept_response")
         );
         if !matches {
             self.exts[slot].log(&format!("dropped {frame} for request {id}, which is not a {frame} request"));
@@ -668,7 +732,7 @@ impl Dispatcher {
         ext.live = false;
         let extension = ext.name().to_string();
         self.registry.release(slot);
-        let ids: Vec<u64> = self.calls.iter().filter(|(_, c)| c.slot == slot).map(|(id, _)| *id).collect();
+        let ids = self.calls.ids_for(slot);
         for id in ids {
             let Some(call) = self.calls.remove(&id) else { continue };
             let err = || {
@@ -692,8 +756,11 @@ impl Dispatcher {
         if ext.stopping || !ext.live {
             return;
         }
+        // Before hello nothing can be in flight, so waiting longer for the
+        // exit status costs nothing and makes the load error name it.
+        let grace = if ext.hello { EOF_GRACE } else { self.cfg.timeouts.term_grace };
         let key = ext.key;
-        self.at(Instant::now() + EOF_GRACE, Timer::Eof(key));
+        self.at(Instant::now() + grace, Timer::Eof(key));
     }
 
     fn on_eof_grace_over(&mut self, slot: usize) {
@@ -757,7 +824,6 @@ impl Dispatcher {
 
     fn on_timer(&mut self, t: Timer, now: Instant) {
         match t {
-            Timer::Call(id) => self.on_call_timeout(id),
             Timer::Hello(key) => {
                 let Some(&slot) = self.by_key.get(&key) else { return };
                 let ext = &self.exts[slot];
@@ -865,16 +931,22 @@ impl Dispatcher {
                 let frame = HostFrame::PanelClose { panel_id };
                 respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
             }
-            Request::Reload => {
-                self.waiters.push(Waiter::Reload(done));
-                if self.phase == Phase::Running {
-                    self.begin_stop_all(false);
+            Request::Reload => match self.phase {
+                Phase::Loading => self.reload_after_load.push(done),
+                _ => {
+                    self.waiters.push(Waiter::Reload(done));
+                    if self.phase == Phase::Running {
+                        self.begin_stop_all(false);
+                    }
                 }
-            }
+            },
             Request::Shutdown => {
                 self.exit_waiters.push(done);
                 for w in std::mem::take(&mut self.waiters) {
                     let (Waiter::Ready(d) | Waiter::Reload(d)) = w;
+                    respond(d, Err(HostError::ShuttingDown));
+                }
+                for d in std::mem::take(&mut self.reload_after_load) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 self.begin_stop_all(true);
@@ -901,9 +973,8 @@ impl Dispatcher {
             return respond(done, Err(e));
         }
         let key = self.exts[slot].key;
-        self.calls.insert(id, Call { slot, key, kind: CallKind::Command { name, done } });
-        let when = Instant::now() + self.cfg.timeouts.command;
-        self.at(when, Timer::Call(id));
+        let deadline = Instant::now() + self.cfg.timeouts.command;
+        self.calls.insert(id, Call { slot, key, kind: CallKind::Command { name, done }, deadline });
     }
 
     fn start_tool(&mut self, name: String, args: Option<Value>, done: Responder) {
@@ -921,9 +992,8 @@ impl Dispatcher {
             return respond(done, Err(e));
         }
         let key = self.exts[slot].key;
-        self.calls.insert(id, Call { slot, key, kind: CallKind::Tool { name, done } });
-        let when = Instant::now() + self.cfg.timeouts.tool;
-        self.at(when, Timer::Call(id));
+        let deadline = Instant::now() + self.cfg.timeouts.tool;
+        self.calls.insert(id, Call { slot, key, kind: CallKind::Tool { name, done }, deadline });
     }
 
     // ----- intercept chains -------------------------------------------------
@@ -973,9 +1043,9 @@ impl Dispatcher {
             match ext.send(Arc::new(encode(&frame))) {
                 Ok(()) => {
                     let key = ext.key;
-                    self.calls.insert(call_id, Call { slot, key, kind: CallKind::Intercept { chain: id } });
-                    let when = Instant::now() + self.cfg.timeouts.intercept;
-                    self.at(when, Timer::Call(call_id));
+                    let deadline = Instant::now() + self.cfg.timeouts.intercept;
+                    let call = Call { slot, key, kind: CallKind::Intercept { chain: id }, deadline };
+                    self.calls.insert(call_id, call);
                     return;
                 }
                 Err(e) => {
@@ -1016,13 +1086,18 @@ impl Dispatcher {
             let reason = if r.reason.is_empty() { format!("blocked by extension {name:?}") } else { r.reason };
             return self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
         }
-        if let Some(args @ Value::Object(_)) = r.modified_args {
-            chain.payload.insert("tool_args".into(), args);
-            chain.args_changed = true;
-        }
-        if let Some(text) = r.replace_text {
-            chain.payload.insert("text".into(), Value::String(text));
-            chain.text_changed = true;
+        // Arguments can only be rewritten for a tool call, text only replaced
+        // for an assistant message; anything else is ignored.
+        match (chain.event.as_str(), r.modified_args, r.replace_text) {
+            ("tool_call", Some(args @ Value::Object(_)), _) => {
+                chain.payload.insert("tool_args".into(), args);
+                chain.args_changed = true;
+            }
+            ("assistant_message", _, Some(text)) => {
+                chain.payload.insert("text".into(), Value::String(text));
+                chain.text_changed = true;
+            }
+            _ => {}
         }
         self.step_chain(id);
     }

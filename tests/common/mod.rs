@@ -126,3 +126,72 @@ pub fn text_of(content: &[Value]) -> String {
 pub fn read_log(home: &Path, name: &str) -> String {
     std::fs::read_to_string(home.join("home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
 }
+
+// ----- host test helpers (host_*.rs) -----------------------------------------
+
+/// Starts a host, panicking if it cannot start.
+pub fn start_host(cfg: Config) -> (zot::host::Host, crossbeam_channel::Receiver<zot::host::HostEvent>) {
+    zot::host::Host::start(cfg).expect("host starts")
+}
+
+/// Receives host events until one matches `pred` or `limit` passes.
+pub fn wait_event(
+    rx: &crossbeam_channel::Receiver<zot::host::HostEvent>,
+    limit: Duration,
+    mut pred: impl FnMut(&zot::host::HostEvent) -> bool,
+) -> Option<zot::host::HostEvent> {
+    let end = Instant::now() + limit;
+    loop {
+        match rx.recv_deadline(end) {
+            Ok(e) if pred(&e) => return Some(e),
+            Ok(_) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The listing entry of extension `name`.
+pub fn ext_info(host: &zot::host::Host, name: &str) -> zot::host::ExtInfo {
+    let l = host.list().expect("list");
+    l.extensions
+        .into_iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("extension {name:?} not in the listing"))
+}
+
+/// Polls the log of `name` under `home` until it contains `needle`.
+pub fn log_contains(home: &Path, name: &str, needle: &str, limit: Duration) -> bool {
+    wait_until(limit, || read_log(home, name).contains(needle))
+}
+
+/// The process group of `pid`, from /proc.
+pub fn pgid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit(')').next()?;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Writes a manifest running a POSIX sh fixture (`sh <fixture> args...`).
+pub fn sh_ext(parent: &Path, dir: &str, name: &str, script: &str, args: &[&str]) -> PathBuf {
+    let mut argv = vec![fixture(script).display().to_string()];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    write_manifest(parent, dir, json!({"name": name, "exec": "sh", "args": argv}))
+}
+
+/// The JSON object a fixture's echoing tool answered with.
+pub fn echo_of(content: &[Value]) -> Value {
+    serde_json::from_str(&text_of(content)).unwrap_or(Value::Null)
+}
+
+/// Like [`config`], with generous hello, ready and call timeouts: they cost
+/// nothing when all goes well (the host moves on as soon as it can) and keep
+/// tests that are not about them steady on a loaded machine. Shutdown and
+/// intercept timeouts stay short.
+pub fn host_config(home: &Path, ext_paths: Vec<PathBuf>) -> Config {
+    let mut c = config(home, ext_paths);
+    c.timeouts.hello = Duration::from_secs(15);
+    c.timeouts.ready_grace = Duration::from_secs(15);
+    c.timeouts.command = Duration::from_secs(15);
+    c.timeouts.tool = Duration::from_secs(15);
+    c
+}

@@ -1,0 +1,187 @@
+//! PROTOCOL.md §3.8, §3.10: shutdown escalates shutdown → SIGTERM → SIGKILL
+//! for every extension in parallel, within a bound, and leaves no process of
+//! their groups behind; a leader that exits takes its group with it.
+
+mod common;
+
+use common::*;
+use crossbeam_channel::unbounded;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use zot::host::{HostError, HostEvent, Request, State};
+
+/// Pids (= process groups) of every extension in the listing.
+fn groups(host: &zot::host::Host) -> Vec<(String, u32)> {
+    host.list().unwrap().extensions.iter().filter_map(|e| e.pid.map(|p| (e.name.clone(), p))).collect()
+}
+
+#[test]
+fn stubborn_children_and_stdout_holding_grandchildren_are_gone_within_the_bound() {
+    let t = TempDir::new("sd-stubborn");
+    let dirs = vec![
+        py_ext(t.path(), "stubborn1", "stubborn1", &["--ignore-term", "--ignore-shutdown", "--linger"]),
+        py_ext(t.path(), "stubborn2", "stubborn2", &["--ignore-term", "--ignore-shutdown", "--linger", "--grandchild"]),
+        py_ext(t.path(), "holder", "holder", &["--grandchild", "--linger"]),
+        py_ext(t.path(), "lingerer", "lingerer", &["--grandchild", "--ignore-shutdown", "--linger"]),
+        py_ext(t.path(), "polite", "polite", &[]),
+    ];
+    let mut cfg = host_config(t.path(), dirs);
+    cfg.timeouts.shutdown_grace = Duration::from_millis(1000);
+    cfg.timeouts.term_grace = Duration::from_millis(500);
+    let (host, _ev) = start_host(cfg);
+    let report = host.wait_ready().unwrap();
+    assert_eq!(report.ready.len(), 5, "{report:?}");
+    let groups = groups(&host);
+    assert_eq!(groups.len(), 5);
+    for (name, pgid) in &groups {
+        let want = if ["stubborn2", "holder", "lingerer"].contains(&name.as_str()) { 2 } else { 1 };
+        assert!(
+            wait_until(Duration::from_secs(3), || group_members(*pgid).len() >= want),
+            "{name}: {:?}",
+            group_members(*pgid)
+        );
+    }
+
+    let started = Instant::now();
+    host.shutdown();
+    let took = started.elapsed();
+    // The stubborn ones need SIGKILL: not before shutdown_grace + term_grace;
+    // all in parallel, so well under the sum over extensions.
+    assert!(took >= Duration::from_millis(1500), "SIGKILL came early: {took:?}");
+    assert!(took < Duration::from_millis(1500 + 1000), "shutdown took {took:?}");
+    for (name, pgid) in &groups {
+        assert!(
+            wait_until(Duration::from_secs(2), || group_members(*pgid).is_empty()),
+            "{name}: group {pgid} still has {:?}",
+            group_members(*pgid)
+        );
+    }
+    let log = read_log(t.path(), "stubborn1");
+    assert!(log.contains("[zot] no exit 1s after shutdown; sending SIGTERM to its process group"), "{log}");
+    assert!(log.contains("[zot] no exit 500ms after SIGTERM; sending SIGKILL to its process group"), "{log}");
+    assert!(log.contains("[zot] stopped (signal 9)"), "{log}");
+    let log = read_log(t.path(), "polite");
+    assert!(!log.contains("SIGTERM"), "{log}");
+    assert!(log.contains("[zot] stopped (exit code 0)"), "{log}");
+    // The holder's leader acknowledged and exited; its grandchild went with it.
+    assert!(!read_log(t.path(), "holder").contains("SIGKILL"), "{}", read_log(t.path(), "holder"));
+    // Lingering after stdin closes ends with SIGTERM.
+    assert!(read_log(t.path(), "lingerer").contains("sending SIGTERM"));
+    assert!(!read_log(t.path(), "lingerer").contains("sending SIGKILL"));
+}
+
+#[test]
+fn cooperative_extensions_stop_quickly_and_shutdown_is_idempotent() {
+    let t = TempDir::new("sd-polite");
+    let dirs = (0..4).map(|i| py_ext(t.path(), &format!("p{i}"), &format!("p{i}"), &["--tools", &format!("t{i}")])).collect();
+    let mut cfg = host_config(t.path(), dirs);
+    cfg.timeouts.shutdown_grace = Duration::from_secs(5);
+    let (host, _ev) = start_host(cfg);
+    host.wait_ready().unwrap();
+    let groups = groups(&host);
+    let started = Instant::now();
+    host.shutdown();
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    for (_, pgid) in &groups {
+        assert!(wait_until(Duration::from_secs(2), || group_members(*pgid).is_empty()));
+    }
+    let again = Instant::now();
+    host.shutdown();
+    assert!(again.elapsed() < Duration::from_millis(200));
+    assert_eq!(host.tool("t0", None), Err(HostError::ShuttingDown));
+    assert_eq!(host.list().map(|_| ()), Err(HostError::ShuttingDown));
+}
+
+#[test]
+fn calls_in_flight_at_shutdown_are_answered() {
+    let t = TempDir::new("sd-inflight");
+    let d = py_ext(t.path(), "busy", "busy", &["--tools", "sleep"]);
+    let mut cfg = host_config(t.path(), vec![d]);
+    cfg.timeouts.tool = Duration::from_secs(30);
+    let (host, _ev) = start_host(cfg);
+    host.wait_ready().unwrap();
+    let (tx, rx) = unbounded();
+    for _ in 0..3 {
+        let tx = tx.clone();
+        let req = Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 20000})), tool_id: None };
+        host.submit(req, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+    }
+    let started = Instant::now();
+    host.shutdown();
+    for _ in 0..3 {
+        let r = rx.recv_timeout(Duration::from_secs(3)).expect("every call is answered");
+        assert_eq!(r.map(|_| ()), Err(HostError::ShuttingDown));
+    }
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_leader_that_exits_on_its_own_takes_its_group_with_it() {
+    let t = TempDir::new("sd-leader");
+    // The grandchild holds the leader's stdout, so no EOF ever comes: the
+    // exit status alone must fail the call and end the group.
+    let d = py_ext(t.path(), "parent", "parent", &["--grandchild", "--tools", "crash"]);
+    let other = py_ext(t.path(), "other", "other", &["--tools", "o"]);
+    let mut cfg = host_config(t.path(), vec![d, other]);
+    cfg.timeouts.tool = Duration::from_secs(30);
+    let (host, ev) = start_host(cfg);
+    host.wait_ready().unwrap();
+    let pgid = ext_info(&host, "parent").pid.unwrap();
+    assert!(wait_until(Duration::from_secs(3), || group_members(pgid).len() >= 2), "{:?}", group_members(pgid));
+    let grandchildren: Vec<u32> = group_members(pgid).into_iter().filter(|p| *p != pgid).collect();
+
+    let started = Instant::now();
+    let r = host.tool("crash", None);
+    assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "parent"), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None }));
+    assert!(
+        wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()),
+        "left behind: {:?}",
+        group_members(pgid)
+    );
+    for gc in grandchildren {
+        assert!(!process_alive(gc), "grandchild {gc} survived");
+    }
+    assert_eq!(ext_info(&host, "parent").state, State::Exited);
+    assert_eq!(host.tool("o", None).unwrap().extension, "other");
+}
+
+#[test]
+fn closing_stdout_but_running_on_is_treated_as_an_exit() {
+    let t = TempDir::new("sd-eof");
+    // `exec 1>&-` after the handshake: stdout closes, the process lives on.
+    let script = t.path().join("closer.sh");
+    std::fs::write(
+        &script,
+        concat!(
+            "printf '{\"type\":\"hello\",\"name\":\"closer\"}\\n'\n",
+            "printf '{\"type\":\"register_tool\",\"name\":\"c\",\"schema\":{}}\\n'\n",
+            "printf '{\"type\":\"ready\"}\\n'\n",
+            "read -r ack\n",
+            "read -r call\n",
+            "exec 1>&-\n",
+            "sleep 1000\n",
+        ),
+    )
+    .unwrap();
+    let d = write_manifest(t.path(), "closer", json!({"name": "closer", "exec": "sh", "args": [script.display().to_string()]}));
+    let mut cfg = host_config(t.path(), vec![d]);
+    cfg.timeouts.tool = Duration::from_secs(30);
+    let (host, ev) = start_host(cfg);
+    assert_eq!(host.wait_ready().unwrap().ready, vec!["closer".to_string()]);
+    let pgid = ext_info(&host, "closer").pid.unwrap();
+    let started = Instant::now();
+    let r = host.tool("c", None);
+    assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "closer"), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The host does not wait for the process to go by itself: it kills it.
+    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    assert!(matches!(exited, Some(HostEvent::Exited { ref extension, .. }) if extension == "closer"), "{exited:?}");
+    assert!(wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()), "{:?}", group_members(pgid));
+    assert!(read_log(t.path(), "closer").contains("still running after closing stdout"));
+    assert!(matches!(host.tool("c", None), Err(HostError::UnknownTool(_))));
+}
