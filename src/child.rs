@@ -7,11 +7,13 @@ use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 /// Longest line accepted from an extension, in bytes (without the `\n`).
@@ -39,7 +41,7 @@ pub enum ChildMsg {
 
 /// The extension's log file: stderr of the child and `[zot]` lines.
 #[derive(Debug, Clone)]
-pub struct Log(Arc<File>);
+pub struct Log(Arc<(File, PathBuf)>);
 
 impl Log {
     /// Opens (creating, appending) the log file at `path`.
@@ -48,7 +50,25 @@ impl Log {
             std::fs::create_dir_all(dir)?;
         }
         let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Log(Arc::new(f)))
+        Ok(Log(Arc::new((f, path.to_path_buf()))))
+    }
+
+    /// When the file is over `max` bytes, copies it to `<path>.1` and
+    /// truncates it in place. The child keeps writing through its own
+    /// append-mode descriptor, which continues at the new end; lines written
+    /// between the copy and the truncation are lost. Returns whether it
+    /// rotated.
+    pub fn rotate_if_over(&self, max: u64) -> io::Result<bool> {
+        let (file, path) = &*self.0;
+        if file.metadata()?.len() <= max {
+            return Ok(false);
+        }
+        let mut old = path.clone().into_os_string();
+        old.push(".1");
+        std::fs::copy(path, &old)?;
+        file.set_len(0)?;
+        self.line(&format!("log rotated past {max} bytes; older lines are in {}", Path::new(&old).display()));
+        Ok(true)
     }
 
     /// Appends one host line, `[zot] ` prefixed, in a single write.
@@ -65,18 +85,32 @@ impl Log {
             }
         }
         buf.push(b'\n');
-        let _ = (&*self.0).write_all(&buf);
+        let _ = (&self.0 .0).write_all(&buf);
     }
 
     fn stdio(&self) -> io::Result<Stdio> {
-        Ok(Stdio::from(self.0.try_clone()?))
+        Ok(Stdio::from(self.0 .0.try_clone()?))
     }
 }
 
 /// What the writer thread is told.
 enum WriterMsg {
-    Frame(Bytes),
+    /// A frame, from this byte on (the start may have been written already).
+    Frame(Bytes, usize),
     Close,
+}
+
+/// The child's stdin (non-blocking), shared by the dispatcher and the
+/// writer thread. While nothing is queued, [`Child::send`] writes a frame
+/// itself, without blocking: one thread hand-off less per call. What does
+/// not fit in the pipe, and everything after it until the writer has caught
+/// up, goes through the bounded queue and the writer thread, in order.
+struct Stdin {
+    /// `None` once closed; only ever locked with `try_lock` by the sender,
+    /// so a writer blocked on a full pipe never blocks it.
+    pipe: Mutex<Option<ChildStdin>>,
+    /// Messages queued for the writer thread and not written yet.
+    pending: AtomicUsize,
 }
 
 /// Why a frame could not be queued.
@@ -92,6 +126,7 @@ pub enum SendError {
 pub struct Child {
     pub pid: u32,
     queue: Sender<WriterMsg>,
+    stdin: Arc<Stdin>,
 }
 
 impl Child {
@@ -129,6 +164,8 @@ impl Child {
                 return Err(io::Error::other("child pipes missing"));
             }
         };
+        set_nonblocking(&stdin)?;
+        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
         let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
 
         let spawn_thread = |suffix: &str, f: Box<dyn FnOnce() + Send>| {
@@ -155,19 +192,44 @@ impl Child {
                 let _ = tx.send(w(ChildMsg::Exited(status)));
             }),
         );
-        let wr = spawn_thread("w", Box::new(move || write_loop(stdin, qrx)));
+        let shared = Arc::clone(&stdin);
+        let wr = spawn_thread("w", Box::new(move || write_loop(&shared, qrx)));
         if let Err(e) = r.and(x).and(wr) {
             kill_group(pid, libc::SIGKILL);
             return Err(e);
         }
-        Ok(Child { pid, queue: qtx })
+        Ok(Child { pid, queue: qtx, stdin })
     }
 
     /// Queues an encoded frame without blocking.
     pub fn send(&self, bytes: Bytes) -> Result<(), SendError> {
-        self.queue.try_send(WriterMsg::Frame(bytes)).map_err(|e| match e {
-            TrySendError::Full(_) => SendError::Full,
-            TrySendError::Disconnected(_) => SendError::Closed,
+        let mut from = 0;
+        if self.stdin.pending.load(Ordering::Acquire) == 0 {
+            if let Ok(mut pipe) = self.stdin.pipe.try_lock() {
+                let Some(p) = pipe.as_mut() else { return Err(SendError::Closed) };
+                // A write error (the child closed stdin) is left to the writer
+                // thread to find, as before: the frame is queued.
+                while from < bytes.len() {
+                    match p.write(&bytes[from..]) {
+                        Ok(n) if n > 0 => from += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        _ => break,
+                    }
+                }
+                if from == bytes.len() {
+                    return Ok(());
+                }
+            }
+        }
+        // A frame begun above cannot be refused: nothing was queued (pending
+        // was 0), so there is room for it.
+        self.stdin.pending.fetch_add(1, Ordering::AcqRel);
+        self.queue.try_send(WriterMsg::Frame(bytes, from)).map_err(|e| {
+            self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
+            match e {
+                TrySendError::Full(_) => SendError::Full,
+                TrySendError::Disconnected(_) => SendError::Closed,
+            }
         })
     }
 
@@ -175,6 +237,8 @@ impl Child {
     /// if the queue is full the writer is stuck anyway, and the signals that
     /// follow unblock it.
     pub fn close_stdin(&self) {
+        // Counted as pending, so no later frame is written ahead of it.
+        self.stdin.pending.fetch_add(1, Ordering::AcqRel);
         let _ = self.queue.try_send(WriterMsg::Close);
     }
 
@@ -292,22 +356,78 @@ pub fn preview(line: &[u8]) -> String {
     s
 }
 
-fn write_loop(stdin: std::process::ChildStdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
-    let mut w = BufWriter::with_capacity(64 * 1024, stdin);
-    while let Ok(msg) = rx.recv() {
-        match msg {
-            WriterMsg::Frame(b) => {
-                if w.write_all(&b).is_err() {
-                    return;
-                }
-            }
-            WriterMsg::Close => break,
-        }
-        if rx.is_empty() && w.flush().is_err() {
-            return;
+fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
+    let fd = stdin.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; only O_NONBLOCK is changed.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
         }
     }
-    let _ = w.flush();
+    Ok(())
+}
+
+/// Writes all of `buf` to the non-blocking pipe, waiting for room as long
+/// as it takes (a child that stopped reading is unblocked by the signals
+/// of a stop, which make the write fail).
+fn write_all_wait(stdin: &Stdin, buf: &[u8]) -> io::Result<()> {
+    let mut guard = stdin.pipe.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(pipe) = guard.as_mut() else { return Err(io::ErrorKind::BrokenPipe.into()) };
+    let mut done = 0;
+    while done < buf.len() {
+        match pipe.write(&buf[done..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut pfd = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one valid pollfd; a failure just retries the write.
+                unsafe { libc::poll(&mut pfd, 1, -1) };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The writer thread: writes queued frames in order, many per write when
+/// they pile up, and closes stdin on `Close` or on the first error.
+fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
+    const BATCH: usize = 64 * 1024;
+    let mut buf = Vec::new();
+    let mut held = 0;
+    while let Ok(msg) = rx.recv() {
+        let WriterMsg::Frame(b, from) = msg else { break };
+        let bytes = &b[from.min(b.len())..];
+        held += 1;
+        let ok = if buf.is_empty() && bytes.len() >= BATCH {
+            write_all_wait(stdin, bytes).is_ok()
+        } else {
+            buf.extend_from_slice(bytes);
+            true
+        };
+        if !ok {
+            break;
+        }
+        if !buf.is_empty() && (rx.is_empty() || buf.len() >= BATCH) {
+            if write_all_wait(stdin, &buf).is_err() {
+                break;
+            }
+            buf.clear();
+            if buf.capacity() > 4 * BATCH {
+                buf = Vec::new();
+            }
+        }
+        if buf.is_empty() {
+            stdin.pending.fetch_sub(std::mem::take(&mut held), Ordering::AcqRel);
+        }
+    }
+    if !buf.is_empty() {
+        let _ = write_all_wait(stdin, &buf);
+    }
+    // Closes the pipe; later sends find it closed.
+    drop(stdin.pipe.lock().unwrap_or_else(|e| e.into_inner()).take());
 }
 
 /// Describes an exit status: `code 3` or `signal 9`.

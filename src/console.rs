@@ -5,7 +5,7 @@
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 
-use crate::host::{CommandReply, Config, Host, HostEvent, InterceptOutcome, ToolReply};
+use crate::host::{CommandReply, Config, ExtInfo, Host, HostEvent, InterceptOutcome, Listing, ToolReply};
 use crate::protocol::{Panel, Payload};
 use crate::signals;
 use crate::text::{one_line, strip_controls};
@@ -239,14 +239,33 @@ impl Console {
 
     fn command_lines(&self) -> String {
         match self.host.list() {
-            Ok(l) if l.commands.is_empty() => "  (none)\n".into(),
-            Ok(l) => l
-                .commands
-                .iter()
-                .map(|c| format!("  /{:<12} {} {}\n", one_line(&c.name), one_line(&c.description), self.style.dim(&format!("[{}]", c.extension))))
-                .collect(),
+            Ok(l) => {
+                let mut s: String = l
+                    .commands
+                    .iter()
+                    .map(|c| format!("  /{:<12} {} {}\n", one_line(&c.name), one_line(&c.description), self.style.dim(&format!("[{}]", c.extension))))
+                    .collect();
+                if s.is_empty() {
+                    s.push_str("  (none)\n");
+                }
+                s.push_str(&self.shadowed(&l, |e| &e.shadowed_commands, "/", 13));
+                s
+            }
             Err(e) => format!("  {e}\n"),
         }
+    }
+
+    /// One line per registration that lost its name to a built-in or an
+    /// earlier extension (PROTOCOL.md §3.5: never silent to a user who asks).
+    fn shadowed(&self, l: &Listing, names: impl Fn(&ExtInfo) -> &Vec<String>, prefix: &str, width: usize) -> String {
+        let mut s = String::new();
+        for e in &l.extensions {
+            for n in names(e) {
+                let what = format!("{prefix}{}", one_line(n));
+                s.push_str(&format!("  {what:<width$} {} {}\n", self.style.dim("(shadowed, not callable)"), self.style.dim(&format!("[{}]", one_line(&e.name)))));
+            }
+        }
+        s
     }
 
     fn commands(&self) {
@@ -256,14 +275,17 @@ impl Console {
 
     fn tools(&self) {
         match self.host.list() {
-            Ok(l) if l.tools.is_empty() => self.say("(no tools)".into()),
             Ok(l) => {
-                let lines: Vec<String> = l
+                let mut s: String = l
                     .tools
                     .iter()
-                    .map(|t| format!("  {:<14} {} {}", one_line(&t.name), one_line(&t.description), self.style.dim(&format!("[{}]", t.extension))))
+                    .map(|t| format!("  {:<14} {} {}\n", one_line(&t.name), one_line(&t.description), self.style.dim(&format!("[{}]", t.extension))))
                     .collect();
-                self.say(lines.join("\n"));
+                if s.is_empty() {
+                    s.push_str("(no tools)\n");
+                }
+                s.push_str(&self.shadowed(&l, |e| &e.shadowed_tools, "", 14));
+                self.say(s.trim_end().to_string());
             }
             Err(e) => self.error(&e.to_string()),
         }

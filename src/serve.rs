@@ -10,7 +10,7 @@ use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 use std::io::{self, BufRead, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
 /// Longest request line accepted, in bytes.
@@ -59,15 +59,19 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
     let _ = host.wait_ready();
 
     let stopping = Arc::new(AtomicBool::new(false));
+    let pending = Arc::new(Pending::default());
     let mut stopper: Option<thread::JoinHandle<()>> = None;
     let start_stop = || {
         if stopping.swap(true, Ordering::SeqCst) {
             return None;
         }
-        let (host, out) = (host.clone(), out_tx.clone());
+        let (host, out, pending) = (host.clone(), out_tx.clone(), pending.clone());
         thread::Builder::new()
             .name("zot-serve-stop".into())
             .spawn(move || {
+                // Requests already accepted are answered first; each is
+                // bounded by its own timeout.
+                pending.wait_idle();
                 host.shutdown();
                 let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
                 let _ = out.send(Out::Flush(ack_tx));
@@ -120,9 +124,11 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
             }
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
+                let done = pending.begin();
                 host.submit(
                     req,
                     Box::new(move |r| {
+                        let _done = done;
                         let line = match r {
                             Ok(resp) => result_line(id, resp),
                             Err(e) => err(id, e.code(), &e.to_string()),
@@ -141,6 +147,47 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
         let _ = h.join();
     }
     0
+}
+
+/// How many requests are with the host, so that shutdown can wait for
+/// their answers.
+#[derive(Default)]
+struct Pending {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+/// Marks one request as answered when dropped.
+struct Done(Arc<Pending>);
+
+impl Pending {
+    fn begin(self: &Arc<Self>) -> Done {
+        if let Ok(mut n) = self.count.lock() {
+            *n += 1;
+        }
+        Done(self.clone())
+    }
+
+    fn wait_idle(&self) {
+        let Ok(mut n) = self.count.lock() else { return };
+        while *n > 0 {
+            match self.idle.wait(n) {
+                Ok(g) => n = g,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Ok(mut n) = self.0.count.lock() {
+            *n -= 1;
+            if *n == 0 {
+                self.0.idle.notify_all();
+            }
+        }
+    }
 }
 
 enum Method {

@@ -8,7 +8,7 @@ use super::registry::{self, Registry};
 use super::*;
 use crate::child::{describe_status, kill_group, Bytes, Child, ChildMsg, Log, SendError};
 use crate::discovery::{discover, Found};
-use crate::protocol::{encode, CommandResponse, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
+use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -30,6 +30,9 @@ pub const PANEL_KEYS: [&str; 14] = [
 /// How long after stdout closes to wait for the exit status before calls
 /// in flight are failed without it.
 const EOF_GRACE: Duration = Duration::from_millis(50);
+
+/// How often log sizes are checked against the rotation limit.
+const LOG_CHECK: Duration = Duration::from_secs(1);
 
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
@@ -66,6 +69,7 @@ enum Timer {
     Hello(u64),
     ReadyIdle(u64),
     LoadGrace(u64),
+    LogCheck(u64),
     Eof(u64),
     EofKill(u64),
     Stop(u64, StopStage),
@@ -98,6 +102,37 @@ struct Ext {
     stopping: bool,
     stopped: bool,
     announced_exit: bool,
+    /// Token bucket for spontaneous frames (notes, submits, panels).
+    notes: Bucket,
+    /// Registrations refused for being over a limit.
+    refused: u64,
+}
+
+/// A token bucket: `burst` at once, then `rate` per second.
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+    dropped: u64,
+}
+
+impl Bucket {
+    fn new(burst: u32) -> Bucket {
+        Bucket { tokens: f64::from(burst), at: Instant::now(), dropped: 0 }
+    }
+
+    fn take(&mut self, limits: &Limits) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.at).as_secs_f64() * f64::from(limits.notes_per_sec);
+        self.tokens = (self.tokens + refill).min(f64::from(limits.notes_burst));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
 }
 
 impl Ext {
@@ -150,22 +185,34 @@ struct Call {
 struct InFlight {
     calls: HashMap<u64, Call>,
     deadlines: BTreeSet<(Instant, u64)>,
+    per_slot: HashMap<usize, usize>,
 }
 
 impl InFlight {
     fn insert(&mut self, id: u64, call: Call) {
         self.deadlines.insert((call.deadline, id));
+        *self.per_slot.entry(call.slot).or_default() += 1;
         self.calls.insert(id, call);
     }
 
     fn remove(&mut self, id: &u64) -> Option<Call> {
         let call = self.calls.remove(id)?;
         self.deadlines.remove(&(call.deadline, *id));
+        if let Some(n) = self.per_slot.get_mut(&call.slot) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_slot.remove(&call.slot);
+            }
+        }
         Some(call)
     }
 
     fn get(&self, id: &u64) -> Option<&Call> {
         self.calls.get(id)
+    }
+
+    fn count(&self, slot: usize) -> usize {
+        self.per_slot.get(&slot).copied().unwrap_or(0)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -381,6 +428,8 @@ impl Dispatcher {
                 stopping: false,
                 stopped: false,
                 announced_exit: false,
+                notes: Bucket::new(self.cfg.limits.notes_burst),
+                refused: 0,
             });
         }
         // Every extension is listed as starting before any is started: one
@@ -392,6 +441,7 @@ impl Dispatcher {
         let grace = Instant::now() + self.cfg.timeouts.ready_grace;
         let gen = self.load_gen;
         self.at(grace, Timer::LoadGrace(gen));
+        self.at(Instant::now() + LOG_CHECK, Timer::LogCheck(gen));
         self.check_load_done(false);
     }
 
@@ -557,42 +607,83 @@ impl Dispatcher {
             ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
             ExtFrame::ToolResult(r) => self.on_tool_result(slot, r),
             ExtFrame::EventInterceptResponse(r) => self.on_intercept_response(slot, r),
-            ExtFrame::Notify { level, message } => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::Notify { extension, level, message })
-            }
-            ExtFrame::ClearNotes => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::ClearNotes { extension })
-            }
-            ExtFrame::OpenPanel { panel } => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::OpenPanel { extension, panel })
-            }
-            ExtFrame::PanelRender { panel_id, title, lines, footer } => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::PanelRender { extension, panel_id, title, lines, footer })
-            }
-            ExtFrame::PanelClose { panel_id } => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::PanelClose { extension, panel_id })
-            }
-            ExtFrame::Submit { text } => {
-                let extension = ext.name().to_string();
-                self.emit(HostEvent::Submit { extension, text })
-            }
+            ExtFrame::Notify { .. }
+            | ExtFrame::ClearNotes
+            | ExtFrame::OpenPanel { .. }
+            | ExtFrame::PanelRender { .. }
+            | ExtFrame::PanelClose { .. }
+            | ExtFrame::Submit { .. } => self.spontaneous(slot, frame),
             ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
             ExtFrame::Unknown => {}
         }
     }
 
+    /// Forwards a frame the extension sent of its own accord, within its
+    /// rate; what is over the rate is dropped and counted.
+    fn spontaneous(&mut self, slot: usize, frame: ExtFrame) {
+        let limits = self.cfg.limits;
+        let ext = &mut self.exts[slot];
+        if !ext.notes.take(&limits) {
+            if ext.notes.dropped == 1 {
+                ext.log(&format!(
+                    "over {} notes/s (burst {}): dropping notes, panels and submits until the rate falls",
+                    limits.notes_per_sec, limits.notes_burst
+                ));
+            }
+            return;
+        }
+        let extension = ext.name().to_string();
+        if ext.notes.dropped > 0 {
+            let n = std::mem::take(&mut ext.notes.dropped);
+            ext.log(&format!("dropped {n} notes, panels and submits over the rate limit"));
+            let message = format!("zot: dropped {n} notes from this extension (over {} per second)", limits.notes_per_sec);
+            self.emit(HostEvent::Notify { extension: extension.clone(), level: "warn".into(), message });
+        }
+        let t = limits.text_bytes;
+        let ev = match frame {
+            ExtFrame::Notify { level, message } => HostEvent::Notify { extension, level: cut(level, t), message },
+            ExtFrame::ClearNotes => HostEvent::ClearNotes { extension },
+            ExtFrame::OpenPanel { panel } => HostEvent::OpenPanel { extension, panel: trim_panel(panel, &limits) },
+            ExtFrame::PanelRender { panel_id, title, lines, footer } => {
+                let p = trim_panel(Panel { id: panel_id, title, lines, footer }, &limits);
+                HostEvent::PanelRender { extension, panel_id: p.id, title: p.title, lines: p.lines, footer: p.footer }
+            }
+            ExtFrame::PanelClose { panel_id } => HostEvent::PanelClose { extension, panel_id: cut(panel_id, t) },
+            ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
+            _ => return,
+        };
+        self.emit(ev);
+    }
+
+    /// Refuses a registration over a limit: logged the first time, counted
+    /// always, and the embedding program is told once.
+    fn refuse(&mut self, slot: usize, what: String) {
+        let ext = &mut self.exts[slot];
+        ext.refused += 1;
+        if ext.refused == 1 {
+            ext.log(&format!("refused {what}; further refusals are counted, not logged"));
+            let extension = ext.name().to_string();
+            let message = format!("zot: refused {what}");
+            self.emit(HostEvent::Notify { extension, level: "warn".into(), message });
+        }
+    }
+
     fn register_command(&mut self, slot: usize, name: String, description: String) {
+        let limits = self.cfg.limits;
         let ext = &mut self.exts[slot];
         if name.is_empty() {
             return ext.log("refused register_command with an empty name");
         }
+        if name.len() > limits.name_bytes {
+            return self.refuse(slot, format!("a command name of {} bytes (limit {})", name.len(), limits.name_bytes));
+        }
+        let description = cut(description, limits.text_bytes);
+        let full = ext.commands.len() >= limits.commands;
         match ext.commands.iter_mut().find(|(n, _)| *n == name) {
             Some(c) => c.1 = description,
+            None if full => {
+                return self.refuse(slot, format!("command /{name}: over {} commands", limits.commands));
+            }
             None => ext.commands.push((name.clone(), description)),
         }
         let msgs = self.registry.claim_command(&name, slot);
@@ -600,6 +691,7 @@ impl Dispatcher {
     }
 
     fn register_tool(&mut self, slot: usize, name: String, description: String, schema: Value) {
+        let limits = self.cfg.limits;
         let ext = &mut self.exts[slot];
         if name.is_empty() {
             return ext.log("refused register_tool with an empty name");
@@ -607,8 +699,20 @@ impl Dispatcher {
         if !schema.is_object() {
             return ext.log(&format!("refused tool {name:?}: its schema is not a JSON object"));
         }
+        if name.len() > limits.name_bytes {
+            return self.refuse(slot, format!("a tool name of {} bytes (limit {})", name.len(), limits.name_bytes));
+        }
+        let size = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
+        if size > limits.schema_bytes {
+            return self.refuse(slot, format!("tool {name:?}: a schema of {size} bytes (limit {})", limits.schema_bytes));
+        }
+        let description = cut(description, limits.text_bytes);
+        let full = ext.tools.len() >= limits.tools;
         match ext.tools.iter_mut().find(|(n, _, _)| *n == name) {
             Some(t) => (t.1, t.2) = (description, schema),
+            None if full => {
+                return self.refuse(slot, format!("tool {name:?}: over {} tools", limits.tools));
+            }
             None => ext.tools.push((name.clone(), description, schema)),
         }
         let msgs = self.registry.claim_tool(&name, slot);
@@ -626,12 +730,23 @@ impl Dispatcher {
     }
 
     fn subscribe(&mut self, slot: usize, events: Vec<String>, intercept: Vec<String>) {
+        let limits = self.cfg.limits;
+        let mut over = 0;
         let ext = &mut self.exts[slot];
         for e in events {
-            if !e.is_empty() && !ext.events.contains(&e) {
+            if e.is_empty() || e.len() > limits.name_bytes || ext.events.contains(&e) {
+                continue;
+            }
+            if ext.events.len() + ext.intercepts.len() >= limits.subscriptions {
+                over += 1;
+            } else {
                 ext.events.push(e);
             }
         }
+        if over > 0 {
+            self.refuse(slot, format!("{over} event subscriptions: over {} subscriptions", limits.subscriptions));
+        }
+        let ext = &mut self.exts[slot];
         for e in intercept {
             if !INTERCEPTABLE.contains(&e.as_str()) {
                 ext.log(&format!("ignored intercept {e:?}: only tool_call, turn_start and assistant_message can be intercepted"));
@@ -672,7 +787,7 @@ impl Dispatcher {
                 prompt: r.prompt,
                 insert: r.insert,
                 display: r.display,
-                open_panel: r.open_panel,
+                open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
                 error: r.error.filter(|e| !e.is_empty()),
             };
             respond(done, Ok(Response::Command(reply)));
@@ -807,15 +922,15 @@ impl Dispatcher {
             }
             State::Ready | State::Exited => {
                 ext.log(&format!("exited ({how})"));
-                self.lose(slot, &how);
-                let ext = &mut self.exts[slot];
                 ext.state = State::Exited;
                 ext.error = Some(format!("exited ({how})"));
+                // The notice goes out before the failed calls it explains.
                 if !ext.announced_exit {
                     ext.announced_exit = true;
                     let extension = ext.name().to_string();
                     self.emit(HostEvent::Exited { extension, code: status.code(), signal: status.signal() });
                 }
+                self.lose(slot, &how);
             }
         }
     }
@@ -854,6 +969,18 @@ impl Dispatcher {
                 if let Some(&slot) = self.by_key.get(&key) {
                     self.on_eof_grace_over(slot);
                 }
+            }
+            Timer::LogCheck(gen) => {
+                if gen != self.load_gen || self.phase == Phase::Done {
+                    return;
+                }
+                let max = self.cfg.limits.log_bytes;
+                for ext in &self.exts {
+                    if let Some(log) = &ext.log {
+                        let _ = log.rotate_if_over(max);
+                    }
+                }
+                self.at(now + LOG_CHECK, Timer::LogCheck(gen));
             }
             Timer::EofKill(key) => {
                 let Some(&slot) = self.by_key.get(&key) else { return };
@@ -963,10 +1090,23 @@ impl Dispatcher {
         ext.send(Arc::new(encode(frame)))
     }
 
+    /// Whether one more call may be sent to the extension in `slot`.
+    fn has_room(&self, slot: usize) -> Result<(), HostError> {
+        let limit = self.cfg.limits.in_flight;
+        if self.calls.count(slot) >= limit {
+            let extension = self.exts[slot].name().to_string();
+            return Err(HostError::TooManyCalls { extension, limit });
+        }
+        Ok(())
+    }
+
     fn start_command(&mut self, name: String, args: String, done: Responder) {
         let Some(slot) = self.registry.command_owner(&name) else {
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
+        if let Err(e) = self.has_room(slot) {
+            return respond(done, Err(e));
+        }
         let id = self.next();
         let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
@@ -986,6 +1126,9 @@ impl Dispatcher {
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
+        if let Err(e) = self.has_room(slot) {
+            return respond(done, Err(e));
+        }
         let id = self.next();
         let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args };
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
@@ -1040,7 +1183,7 @@ impl Dispatcher {
                 event: chain.event.clone(),
                 payload: chain.payload.clone(),
             };
-            match ext.send(Arc::new(encode(&frame))) {
+            match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
                 Ok(()) => {
                     let key = ext.key;
                     let deadline = Instant::now() + self.cfg.timeouts.intercept;
@@ -1252,5 +1395,30 @@ fn frame_type(f: &ExtFrame) -> String {
     match serde_json::to_value(f) {
         Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("?").to_string(),
         _ => "?".into(),
+    }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary, with an
+/// ellipsis when something was cut.
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max.saturating_sub(3);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+/// A panel within the limits: at most `panel_lines` lines, each text cut.
+fn trim_panel(p: Panel, limits: &Limits) -> Panel {
+    let t = limits.text_bytes;
+    Panel {
+        id: cut(p.id, t),
+        title: cut(p.title, t),
+        lines: p.lines.into_iter().take(limits.panel_lines).map(|l| cut(l, t)).collect(),
+        footer: cut(p.footer, t),
     }
 }

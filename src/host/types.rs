@@ -49,6 +49,56 @@ impl Default for Timeouts {
 /// with `busy`.
 pub const DEFAULT_QUEUE_LIMIT: usize = 1024;
 
+/// Bounds on what one extension can make the host hold. Past each, the
+/// extension is refused (and told in its log) and the others carry on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Calls in flight to one extension; more fail with `busy`.
+    pub in_flight: usize,
+    /// Commands one extension may register.
+    pub commands: usize,
+    /// Tools one extension may register.
+    pub tools: usize,
+    /// Event and intercept subscriptions of one extension, together.
+    pub subscriptions: usize,
+    /// Longest name of a command, tool or event, in bytes; longer is refused.
+    pub name_bytes: usize,
+    /// Longest description, panel title, footer or panel line, in bytes;
+    /// longer is cut.
+    pub text_bytes: usize,
+    /// Largest tool schema, serialized, in bytes; larger is refused.
+    pub schema_bytes: usize,
+    /// Lines kept of a panel; more are cut.
+    pub panel_lines: usize,
+    /// Spontaneous frames (notify, clear_notes, submit, panels) forwarded
+    /// in a burst; past it, the sustained rate below applies and the excess
+    /// is dropped and counted.
+    pub notes_burst: u32,
+    /// Sustained spontaneous frames forwarded per second.
+    pub notes_per_sec: u32,
+    /// A log file past this size is copied to `ext-<name>.log.1` and
+    /// truncated.
+    pub log_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            in_flight: 4096,
+            commands: 256,
+            tools: 256,
+            subscriptions: 64,
+            name_bytes: 256,
+            text_bytes: 4096,
+            schema_bytes: 64 * 1024,
+            panel_lines: 1000,
+            notes_burst: 200,
+            notes_per_sec: 100,
+            log_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
 /// How to run a host.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -64,6 +114,7 @@ pub struct Config {
     pub fail_closed: bool,
     /// Frames queued per child before calls to it fail with `busy`.
     pub queue_limit: usize,
+    pub limits: Limits,
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
     pub reserved_commands: Vec<String>,
@@ -82,6 +133,7 @@ impl Config {
             timeouts: Timeouts::default(),
             fail_closed: false,
             queue_limit: DEFAULT_QUEUE_LIMIT,
+            limits: Limits::default(),
             reserved_commands: Vec::new(),
         }
     }
@@ -292,6 +344,8 @@ pub enum HostError {
     Exited { extension: String, detail: String },
     /// The extension's write queue is full.
     Busy { extension: String },
+    /// The extension already has as many calls in flight as allowed.
+    TooManyCalls { extension: String, limit: usize },
     ShuttingDown,
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
@@ -307,7 +361,7 @@ impl HostError {
             HostError::UnknownExtension(_) => "unknown_extension",
             HostError::Timeout { .. } => "timeout",
             HostError::Exited { .. } => "extension_exited",
-            HostError::Busy { .. } => "busy",
+            HostError::Busy { .. } | HostError::TooManyCalls { .. } => "busy",
             HostError::ShuttingDown => "shutting_down",
         }
     }
@@ -331,6 +385,10 @@ impl fmt::Display for HostError {
             HostError::Busy { extension } => write!(
                 f,
                 "extension {extension:?} is busy: its input queue is full (it is not reading stdin)"
+            ),
+            HostError::TooManyCalls { extension, limit } => write!(
+                f,
+                "extension {extension:?} is busy: {limit} calls already in flight"
             ),
             HostError::ShuttingDown => write!(f, "the host is shutting down"),
             HostError::Internal(m) => write!(f, "internal error: {m}"),

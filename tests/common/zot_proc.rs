@@ -1,0 +1,273 @@
+//! Driving the `zot` binary through pipes (`zot serve` and the console):
+//! a child process whose stdout lines arrive on a channel read by a
+//! thread, so every wait has a deadline and a broken test fails instead of
+//! hanging. Included with `#[path]` by tests/serve.rs and tests/console.rs.
+#![allow(dead_code)]
+
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_zot");
+
+/// The longest wait for any one expected line or exit.
+pub const LINE_WAIT: Duration = Duration::from_secs(10);
+
+/// Short timeouts for every run, so the suite stays fast. Hello and ready
+/// grace cost nothing when every extension starts, so they leave room for
+/// a loaded machine (a Python start can take seconds under load).
+pub const FAST: [&str; 10] = [
+    "--hello-timeout",
+    "5",
+    "--ready-grace",
+    "5",
+    "--command-timeout",
+    "3",
+    "--tool-timeout",
+    "3",
+    "--intercept-timeout",
+    "1",
+];
+
+/// A running `zot`. Dropping it kills it and every extension it started.
+pub struct Zot {
+    pub pid: u32,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    exit: Receiver<ExitStatus>,
+    status: Option<ExitStatus>,
+    /// Every stdout byte so far, as written.
+    raw: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// Every stdout line read so far, in order.
+    pub seen: Vec<String>,
+    /// `ZOT_HOME`.
+    pub zot_home: PathBuf,
+}
+
+impl Zot {
+    /// Runs `zot args...` with `ZOT_HOME=home`, in `home` as working
+    /// directory, stdin/stdout/stderr piped.
+    pub fn spawn(home: &Path, args: &[String], env: &[(&str, &str)]) -> Zot {
+        let zot_home = home.join("zot-home");
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env("ZOT_HOME", &zot_home)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("NO_COLOR")
+            .current_dir(home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn zot");
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut stderr = child.stderr.take().expect("stderr");
+        let raw: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (tx, lines) = unbounded();
+        {
+            let raw = raw.clone();
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match stdout.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    raw.lock().unwrap().extend_from_slice(&buf);
+                    let line = String::from_utf8_lossy(buf.strip_suffix(b"\n").unwrap_or(&buf)).into_owned();
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let err_buf: Arc<Mutex<Vec<u8>>> = Arc::default();
+        {
+            let err_buf = err_buf.clone();
+            thread::spawn(move || {
+                let mut b = [0u8; 8192];
+                while let Ok(n) = stderr.read(&mut b) {
+                    if n == 0 {
+                        return;
+                    }
+                    err_buf.lock().unwrap().extend_from_slice(&b[..n]);
+                }
+            });
+        }
+        let (etx, exit) = unbounded();
+        thread::spawn(move || {
+            if let Ok(s) = child.wait() {
+                let _ = etx.send(s);
+            }
+        });
+        Zot { pid, stdin, lines, exit, status: None, raw, stderr: err_buf, seen: Vec::new(), zot_home }
+    }
+
+    /// Writes `bytes` to zot's stdin as they are.
+    pub fn write(&mut self, bytes: &[u8]) {
+        let w = self.stdin.as_mut().expect("stdin still open");
+        w.write_all(bytes).expect("write to zot");
+        w.flush().expect("flush to zot");
+    }
+
+    /// Writes one line (a newline is added).
+    pub fn send(&mut self, line: &str) {
+        let mut b = line.as_bytes().to_vec();
+        b.push(b'\n');
+        self.write(&b);
+    }
+
+    /// Closes zot's stdin (end of input).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout line, or None at end of output or after `limit`.
+    pub fn next_line(&mut self, limit: Duration) -> Option<String> {
+        match self.lines.recv_timeout(limit) {
+            Ok(l) => {
+                self.seen.push(l.clone());
+                Some(l)
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Reads lines until one satisfies `pred`; panics after [`LINE_WAIT`].
+    pub fn wait_line(&mut self, what: &str, mut pred: impl FnMut(&str) -> bool) -> String {
+        let end = Instant::now() + LINE_WAIT;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.next_line(left) {
+                Some(l) if pred(&l) => return l,
+                Some(_) => {}
+                None => panic!("no stdout line {what} within {LINE_WAIT:?}\n{}", self.context()),
+            }
+        }
+    }
+
+    /// Reads the rest of stdout (until zot closes it); panics after `limit`.
+    pub fn read_to_end(&mut self, limit: Duration) -> Vec<String> {
+        let end = Instant::now() + limit;
+        let mut out = Vec::new();
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    out.push(l);
+                }
+                Err(RecvTimeoutError::Disconnected) => return out,
+                Err(RecvTimeoutError::Timeout) => panic!("stdout still open after {limit:?}\n{}", self.context()),
+            }
+        }
+    }
+
+    /// Waits for zot to exit; panics after `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        if let Some(s) = self.status {
+            return s;
+        }
+        match self.exit.recv_timeout(limit) {
+            Ok(s) => {
+                self.status = Some(s);
+                s
+            }
+            Err(_) => panic!("zot did not exit within {limit:?}\n{}", self.context()),
+        }
+    }
+
+    /// Exit code after exiting; panics when it was ended by a signal.
+    pub fn exit_code(&mut self, limit: Duration) -> i32 {
+        let s = self.wait_exit(limit);
+        s.code().unwrap_or_else(|| panic!("zot ended by a signal: {s:?}\n{}", self.context()))
+    }
+
+    /// Everything written to stdout so far, as bytes.
+    pub fn raw_stdout(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Sends `sig` to zot itself.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid as i32, sig);
+        }
+    }
+
+    /// Stdout and stderr so far, for failure messages.
+    pub fn context(&self) -> String {
+        let mut s = String::from("--- stdout lines seen ---\n");
+        for l in self.seen.iter().rev().take(40).collect::<Vec<_>>().into_iter().rev() {
+            let l: String = l.chars().take(400).collect();
+            s.push_str(&l);
+            s.push('\n');
+        }
+        s.push_str("--- stderr ---\n");
+        s.push_str(&self.stderr_text());
+        if let Ok(rd) = std::fs::read_dir(self.zot_home.join("logs")) {
+            let mut logs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+            logs.sort();
+            for l in logs {
+                s.push_str(&format!("--- {} ---\n", l.display()));
+                s.push_str(&std::fs::read_to_string(&l).unwrap_or_default());
+            }
+        }
+        s
+    }
+}
+
+impl Drop for Zot {
+    fn drop(&mut self) {
+        if self.status.is_some() || self.exit.try_recv().is_ok() {
+            return;
+        }
+        // A failed test: leave nothing behind.
+        let kids = children_of(self.pid);
+        self.signal(libc::SIGKILL);
+        for k in kids {
+            // SAFETY: killing the process group an extension leads.
+            unsafe {
+                libc::kill(-(k as i32), libc::SIGKILL);
+            }
+        }
+        let _ = self.exit.recv_timeout(Duration::from_secs(5));
+    }
+}
+
+/// Live (non-zombie) processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        let rest = stat.rsplit(')').next().unwrap_or("");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // state ppid ...
+        if f.len() > 1 && f[0] != "Z" && f[1].parse::<u32>().ok() == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `args` as owned strings.
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}

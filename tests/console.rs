@@ -1,0 +1,480 @@
+//! The interactive session (`zot` without a subcommand) driven through a
+//! pipe: stdin is not a terminal, so there is no prompt, no banner and no
+//! colour. Each test writes a script of lines, then ends the input (or
+//! types `/exit`), and checks what reached stdout, the exit code, and that
+//! no extension process is left. Every run gets its own `ZOT_HOME`,
+//! `--cwd` and extension folders.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{group_members, process_alive, py_ext, wait_until, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+use zot_proc::{children_of, strings, Zot, FAST, LINE_WAIT};
+
+/// An extension folder under `t/exts/<name>` running the Python fixture.
+fn ext(t: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
+    py_ext(&t.path().join("exts"), name, name, flags)
+}
+
+/// `zot --no-ext --cwd T/cwd <FAST> <extra> --ext D...` with piped stdio.
+fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str], env: &[(&str, &str)]) -> Zot {
+    let cwd = t.path().join("cwd");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let mut args = strings(&["--no-ext", "--cwd"]);
+    args.push(cwd.display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(strings(extra));
+    for e in exts {
+        args.push("--ext".into());
+        args.push(e.display().to_string());
+    }
+    Zot::spawn(t.path(), &args, env)
+}
+
+/// Polls until no process in `pids` (nor in their groups) is left.
+fn assert_gone(pids: &[u32]) {
+    let gone =
+        wait_until(Duration::from_secs(5), || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
+    assert!(gone, "extension processes still running: {pids:?}");
+}
+
+/// What one scripted session printed.
+struct Session {
+    code: i32,
+    out: String,
+    /// Stderr and the extensions' logs, for failure messages.
+    context: String,
+}
+
+impl Session {
+    fn lines(&self) -> Vec<&str> {
+        self.out.lines().collect()
+    }
+
+    /// Panics unless some line is exactly `line`.
+    fn has_line(&self, line: &str) {
+        assert!(self.lines().contains(&line), "no line {line:?} in:\n{}\n{}", self.out, self.context);
+    }
+
+    /// Panics unless `lines` appear in this order, each one right after the other.
+    fn has_block(&self, lines: &[&str]) {
+        let all = self.lines();
+        let found = all.windows(lines.len()).any(|w| w == lines);
+        assert!(found, "no block {lines:#?} in:\n{}\n{}", self.out, self.context);
+    }
+
+    /// The index of the first line equal to `line`.
+    fn index(&self, line: &str) -> usize {
+        let i = self.lines().iter().position(|l| *l == line);
+        i.unwrap_or_else(|| panic!("no line {line:?} in:\n{}\n{}", self.out, self.context))
+    }
+}
+
+/// Runs `script` through a console session, then ends the input (unless
+/// `eof` is false: the script must end the session itself). Checks the
+/// exit code is 0-or-reported, that stdout has no escape byte, no prompt
+/// and no banner, and that every extension process is gone afterwards.
+fn run(t: &TempDir, exts: &[PathBuf], script: &[&str], eof: bool, env: &[(&str, &str)]) -> Session {
+    let mut z = start(t, exts, &[], env);
+    let mut text = String::new();
+    for l in script {
+        text.push_str(l);
+        text.push('\n');
+    }
+    // A first line marks the end of the load: the extensions are running.
+    z.send("/extensions");
+    z.next_line(LINE_WAIT).unwrap_or_else(|| panic!("no output\n{}", z.context()));
+    let pids = children_of(z.pid);
+    z.write(text.as_bytes());
+    if eof {
+        z.close_stdin();
+    }
+    z.read_to_end(LINE_WAIT);
+    let code = z.exit_code(LINE_WAIT);
+    assert_gone(&pids);
+    let raw = z.raw_stdout();
+    assert!(!raw.contains(&0x1b), "escape byte on stdout:\n{}", String::from_utf8_lossy(&raw));
+    let out = String::from_utf8(raw).expect("stdout is UTF-8");
+    assert!(!out.contains("zot>"), "a prompt in pipe mode:\n{out}");
+    assert!(!out.contains("extensions ready"), "a banner in pipe mode:\n{out}");
+    Session { code, out, context: z.context() }
+}
+
+// ----- commands --------------------------------------------------------------
+
+#[test]
+fn command_actions_are_shown() {
+    let t = TempDir::new("console-commands");
+    let a = ext(&t, "a", &["--commands", "display,prompt,insert,err,panel,noop,explicit_noop"]);
+    let s = run(
+        &t,
+        &[a],
+        &[
+            "/display x",
+            "/prompt hi there",
+            "/insert y",
+            "/err bad",
+            "/panel",
+            "/noop",
+            "/explicit_noop",
+            "/nope now",
+            "/",
+            "/display   last   ",
+        ],
+        true,
+        &[],
+    );
+    assert_eq!(s.code, 0);
+    s.has_line("[a] display:x");
+    s.has_line("[a] → submit: prompt:hi there");
+    s.has_line("[a] → insert: insert:y");
+    s.has_line("[a] error: failed: bad");
+    s.has_block(&[
+        "[a]",
+        "┌─ T (p1) ─┐",
+        "│ a        │",
+        "│ b        │",
+        "├──────────┤",
+        "│ f        │",
+        "└──────────┘",
+    ]);
+    s.has_line("error: unknown command /nope");
+    s.has_line("error: empty command; try /help");
+    s.has_line("[a] display:last");
+    // Replies come in script order; a noop prints nothing.
+    assert!(s.index("[a] display:x") < s.index("[a] → submit: prompt:hi there"));
+    assert_eq!(s.index("error: unknown command /nope"), s.index("└──────────┘") + 1);
+}
+
+#[test]
+fn tools_listings_and_help() {
+    let t = TempDir::new("console-lists");
+    let a = ext(&t, "a", &["--commands", "help,display", "--tools", "echo,image"]);
+    let b = ext(&t, "b", &["--commands", "own", "--tools", "echo,fail"]);
+    let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
+    let s = run(&t, &[a.clone(), b.clone(), missing], &["/tools", "/commands", "/help", "/extensions"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert!(s.out.contains("[missing] failed to load: "), "{}", s.out);
+    // /tools: effective tools in load order, the shadowed one reported.
+    s.has_block(&[
+        "  echo           echo from a [a]",
+        "  image          image from a [a]",
+        "  fail           fail from b [b]",
+        "  echo           (shadowed, not callable) [b]",
+    ]);
+    // /commands: the extension's `help` is shadowed by the built-in.
+    s.has_block(&[
+        "  /display      display from a [a]",
+        "  /own          own from b [b]",
+        "  /help         (shadowed, not callable) [a]",
+    ]);
+    // /help: the built-ins, then the extension commands.
+    s.has_line("built-in commands:");
+    for builtin in
+        ["help", "commands", "tools", "tool", "event", "intercept", "key", "reload-ext", "extensions", "exit"]
+    {
+        assert!(s.lines().iter().any(|l| l.starts_with(&format!("  /{builtin} "))), "no /{builtin} in:\n{}", s.out);
+    }
+    s.has_line("  /help         show this help");
+    assert!(!s.out.contains("help from a"), "{}", s.out);
+    let help = s.index("built-in commands:");
+    assert_eq!(s.lines()[help + 1], "  /help         show this help");
+    s.has_line("anything else is a prompt that would go to the model");
+    // /extensions
+    assert!(s
+        .lines()
+        .iter()
+        .any(|l| l.starts_with("  a ") && l.contains("ready") && l.ends_with(&a.display().to_string())));
+    assert!(s.lines().iter().any(|l| l.starts_with("  b ") && l.contains("ready") && l.contains(" ext ")));
+    assert!(s.lines().iter().any(|l| l.starts_with("  missing ") && l.contains("failed") && l.contains("not-there")));
+}
+
+#[test]
+fn tool_calls_and_results() {
+    let t = TempDir::new("console-tool");
+    let a = ext(&t, "a", &["--tools", "echo,image,fail,silent"]);
+    let s = run(
+        &t,
+        &[a],
+        &[
+            r#"/tool echo {"a":1}"#,
+            "/tool echo",
+            "/tool image {}",
+            "/tool fail {}",
+            "/tool nope {}",
+            "/tool echo [1]",
+            "/tool echo {bad",
+            "/tool",
+        ],
+        true,
+        &[],
+    );
+    assert_eq!(s.code, 0);
+    s.has_line(r#"[a] {"tool": "echo", "args": {"a": 1}, "from": "a"}"#);
+    s.has_line(r#"[a] {"tool": "echo", "args": {}, "from": "a"}"#);
+    s.has_block(&["[a] a picture", "[image image/png, 12 base64 bytes]"]);
+    s.has_line("[a] tool error: it failed");
+    s.has_line(r#"error: unknown tool "nope""#);
+    s.has_line("error: arguments must be a JSON object");
+    assert!(s.lines().iter().any(|l| l.starts_with("error: invalid JSON")), "{}", s.out);
+    s.has_line("error: usage: /tool NAME JSON");
+    assert!(!s.out.contains("args rewritten"), "{}", s.out);
+}
+
+#[test]
+fn tool_call_interceptors_rewrite_and_block() {
+    let t = TempDir::new("console-tool-intercept");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let rw = ext(&t, "rw", &["--intercepts", "tool_call", "--intercept-mode", "rewrite"]);
+    let s = run(&t, &[a.clone(), rw], &[r#"/tool echo {"a":1}"#], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_block(&[
+        r#"args rewritten: {"a":1,"by_rw":true}"#,
+        r#"[a] {"tool": "echo", "args": {"a": 1, "by_rw": true}, "from": "a"}"#,
+    ]);
+
+    let t = TempDir::new("console-tool-block");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let bl = ext(&t, "bl", &["--intercepts", "tool_call", "--intercept-mode", "block"]);
+    let s = run(
+        &t,
+        &[a, bl],
+        &[r#"/tool echo {"a":1}"#, "/intercept tool_call {\"tool_name\":\"echo\",\"tool_args\":{}}"],
+        true,
+        &[],
+    );
+    assert_eq!(s.code, 0);
+    s.has_line("tool call blocked: blocked by bl");
+    assert!(!s.out.contains(r#""tool": "echo""#), "the blocked tool ran:\n{}", s.out);
+    s.has_line(r#"{"block":true,"reason":"blocked by bl"}"#);
+}
+
+#[test]
+fn events_and_intercept_builtins() {
+    let t = TempDir::new("console-events");
+    let a = ext(&t, "a", &["--events", "x,y", "--intercepts", "tool_call", "--intercept-mode", "rewrite"]);
+    let b = ext(&t, "b", &["--events", "x", "--intercepts", "assistant_message", "--intercept-mode", "replace"]);
+    let s = run(
+        &t,
+        &[a, b],
+        &[
+            r#"/event x {"k":1}"#,
+            "/event y",
+            "/event z {}",
+            "/event x [1]",
+            "/event",
+            r#"/intercept tool_call {"tool_id":"t1","tool_name":"echo","tool_args":{"a":1}}"#,
+            r#"/intercept assistant_message {"text":"hi"}"#,
+            "/intercept turn_start {\"step\":1}",
+            "/intercept session_start {}",
+        ],
+        true,
+        &[],
+    );
+    assert_eq!(s.code, 0);
+    s.has_line("event x delivered to 2 extension(s)");
+    s.has_line("event y delivered to 1 extension(s)");
+    s.has_line("event z delivered to 0 extension(s)");
+    s.has_line("error: arguments must be a JSON object");
+    s.has_line("error: usage: /event NAME [JSON]");
+    s.has_line(r#"{"block":false,"modified_args":{"a":1,"by_a":true}}"#);
+    s.has_line(r#"{"block":false,"replace_text":"hi+b"}"#);
+    s.has_line(r#"{"block":false}"#);
+    assert!(s.lines().iter().any(|l| l.starts_with("error: bad request:") && l.contains("session_start")), "{}", s.out);
+}
+
+#[test]
+fn plain_text_is_a_prompt_for_the_model() {
+    let t = TempDir::new("console-prompt");
+    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events"]);
+    let s = run(&t, &[a], &["hello model", "  second   line  ", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("→ model: hello model");
+    s.has_line("→ model: second   line");
+    // The lifecycle events went out: session_start once, then a turn per prompt.
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] ")).expect("events tool output");
+    let seen: Value = serde_json::from_str(events).unwrap();
+    assert_eq!(
+        seen,
+        json!([
+            {"event": "session_start"},
+            {"event": "turn_start", "step": 1},
+            {"event": "turn_end", "stop": "end_turn"},
+            {"event": "turn_start", "step": 2},
+            {"event": "turn_end", "stop": "end_turn"},
+        ])
+    );
+
+    let t = TempDir::new("console-prompt-blocked");
+    let bl = ext(&t, "bl", &["--intercepts", "turn_start", "--intercept-mode", "block"]);
+    let s = run(&t, &[bl], &["hello model"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("turn blocked: blocked by bl");
+    assert!(!s.out.contains("→ model:"), "{}", s.out);
+}
+
+#[test]
+fn notifications_are_attributed() {
+    let t = TempDir::new("console-notes");
+    let a = ext(&t, "a", &["--commands", "notify,display"]);
+    let s = run(&t, &[a], &["/notify hi", "/display after"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_block(&[
+        "[a] note:hi",
+        "[a] (notes cleared)",
+        "[a] → submit: submit:hi",
+        "[a]",
+        "┌─ P (p2) ─┐",
+        "│ x        │",
+        "└──────────┘",
+        "[a]",
+        "┌─ P2 (p2) ─┐",
+        "│ y         │",
+        "├───────────┤",
+        "│ z         │",
+        "└───────────┘",
+        "[a] (panel p2 closed)",
+        "[a] display:after",
+    ]);
+}
+
+#[test]
+fn panel_keys_go_to_the_panel_owner() {
+    let t = TempDir::new("console-keys");
+    let a = ext(&t, "a", &["--commands", "panel", "--tools", "events"]);
+    let s =
+        run(&t, &[a], &["/key p1 up", "/panel", "/key p1 rune q", "/key p1 bogus", "/key", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line(r#"error: no open panel "p1""#);
+    assert!(s.lines().iter().any(|l| l.starts_with(r#"error: bad request: unknown key "bogus""#)), "{}", s.out);
+    s.has_line("error: usage: /key PANEL KEY [TEXT]");
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] [")).expect("events output");
+    let seen: Value = serde_json::from_str(&format!("[{events}")).unwrap();
+    assert_eq!(seen, json!([{"type": "panel_key", "panel_id": "p1", "key": "rune", "text": "q"}]));
+}
+
+#[test]
+fn crash_is_reported_and_the_others_still_answer() {
+    let t = TempDir::new("console-crash");
+    let a = ext(&t, "a", &["--commands", "crash,display"]);
+    let b = ext(&t, "b", &["--commands", "other"]);
+    let s = run(&t, &[a, b], &["/crash", "/display x", "/other y", "/extensions"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("[a] exited (exit code 4)");
+    s.has_line(r#"error: extension "a" exited: exit code 4"#);
+    s.has_line("error: unknown command /display");
+    s.has_line("[b] b:other:y");
+    assert!(s.index("error: unknown command /display") < s.index("[b] b:other:y"));
+    assert!(s.lines().iter().any(|l| l.starts_with("  a ") && l.contains("exited")), "{}", s.out);
+}
+
+#[test]
+fn control_sequences_are_stripped() {
+    let t = TempDir::new("console-escapes");
+    let a = ext(&t, "a", &["--commands", "display,notify,prompt", "--tools", "echo"]);
+    let s = run(
+        &t,
+        &[a],
+        &[
+            "/display \u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7}x \u{1b}]8;;http://e\u{1b}\\link\u{1b}]8;;\u{1b}\\ \u{9b}2Jz\u{7}\r!",
+            "/notify \u{1b}[2J\u{1b}[Hcleared?",
+            "/prompt \u{1b}[1mbold",
+            "plain \u{1b}[4munderlined\u{1b}[0m text",
+        ],
+        true,
+        &[],
+    );
+    assert_eq!(s.code, 0);
+    s.has_line("[a] display:red x link z!");
+    s.has_line("[a] note:cleared?");
+    s.has_line("[a] → submit: prompt:bold");
+    s.has_line("→ model: plain underlined text");
+    // No control character at all except newlines.
+    let bad: Vec<char> = s.out.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(bad.is_empty(), "control characters {bad:?} in:\n{}", s.out);
+}
+
+#[test]
+fn no_colour_in_pipe_mode_whatever_the_environment() {
+    let t = TempDir::new("console-colour");
+    let a = ext(&t, "a", &["--commands", "display,err,notify", "--tools", "fail"]);
+    let script = ["/display x", "/err e", "/notify n", "/tool fail {}", "/nope", "/help"];
+    let colourful = [("TERM", "xterm-256color"), ("CLICOLOR_FORCE", "1"), ("COLORTERM", "truecolor")];
+    let plain = run(&t, std::slice::from_ref(&a), &script, true, &colourful);
+    let no_color = run(&t, &[a], &script, true, &[("NO_COLOR", "1"), ("TERM", "xterm-256color")]);
+    assert_eq!(plain.code, 0);
+    // `run` checked there is no escape byte; NO_COLOR changes nothing.
+    assert_eq!(plain.out, no_color.out);
+    plain.has_line("[a] error: failed: e");
+    plain.has_line("[a] tool error: it failed");
+}
+
+// ----- leaving ---------------------------------------------------------------
+
+#[test]
+fn exit_command_ends_the_session() {
+    let t = TempDir::new("console-exit");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let b = ext(&t, "b", &["--grandchild"]);
+    // No end of input: /exit alone ends it; what follows is not run.
+    let s = run(&t, &[a, b], &["/display before", "/exit", "/display after"], false, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("[a] display:before");
+    assert!(!s.out.contains("display:after"), "{}", s.out);
+}
+
+#[test]
+fn end_of_input_ends_the_session() {
+    let t = TempDir::new("console-eof");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let b = ext(&t, "b", &["--grandchild"]);
+    let s = run(&t, &[a, b], &["/display last"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert_eq!(s.lines().last(), Some(&"[a] display:last"));
+}
+
+#[test]
+fn quit_and_input_that_is_not_utf8() {
+    let t = TempDir::new("console-quit");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    // A line that is not UTF-8 is skipped with an error; the session goes on.
+    let mut z = start(&t, &[a], &[], &[]);
+    z.write(b"/display \xff\xfe\n/display h\xc3\xa9llo \xe2\x9c\x93\n/quit\n/display after\n");
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    assert_eq!(out, ["error: input is not UTF-8; line skipped", "[a] display:héllo ✓"], "{}", z.context());
+}
+
+#[test]
+fn termination_signals_stop_extensions_and_exit_128_plus_n() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130), (libc::SIGHUP, 129)] {
+        let t = TempDir::new("console-signal");
+        let a = ext(&t, "a", &["--commands", "display,silent"]);
+        let b = ext(&t, "b", &["--grandchild"]);
+        let mut z = start(&t, &[a, b], &[], &[]);
+        z.send("/display up");
+        z.wait_line("[a] display:up", |l| l == "[a] display:up");
+        let pids = children_of(z.pid);
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        // A command in flight does not hold the exit up.
+        z.send("/silent");
+        z.signal(sig);
+        let status = z.wait_exit(LINE_WAIT);
+        assert_eq!(status.code(), Some(code), "signal {sig}: {status:?}\n{}", z.context());
+        assert_gone(&pids);
+    }
+}
+
+#[test]
+fn reload_restarts_extensions() {
+    let t = TempDir::new("console-reload");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let s = run(&t, &[a], &["/display one", "/reload-ext", "/display two"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("reloaded: stopped 1, loaded 1, ready 1");
+    s.has_line("[a] display:two");
+}

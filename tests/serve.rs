@@ -1,0 +1,960 @@
+//! `zot serve` end to end through the real binary (PROTOCOL.md §4): the
+//! `ready` and `extension_error` notifications, every method, every error
+//! code, pipelining and out-of-order answers, notifications and their
+//! order, stdout hygiene, shutdown (request, end of input, SIGTERM) and
+//! ids. Every run gets its own `ZOT_HOME`, `--cwd` and extension folders;
+//! every frame read is checked to be a protocol line.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{group_members, process_alive, py_ext, wait_until, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use zot_proc::{strings, Zot, FAST, LINE_WAIT};
+
+const NOTIFICATIONS: [&str; 9] = [
+    "ready",
+    "notify",
+    "clear_notes",
+    "submit",
+    "open_panel",
+    "panel_render",
+    "panel_close",
+    "extension_exited",
+    "extension_error",
+];
+
+const CODES: [&str; 8] = [
+    "bad_request",
+    "unknown_command",
+    "unknown_tool",
+    "unknown_extension",
+    "timeout",
+    "extension_exited",
+    "busy",
+    "shutting_down",
+];
+
+/// Panics unless `line` is a well-formed `zot serve` protocol line.
+fn check_protocol_line(line: &str) -> Value {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+    let obj = v.as_object().unwrap_or_else(|| panic!("stdout line is not an object: {line}"));
+    let ty = obj.get("type").and_then(Value::as_str).unwrap_or_else(|| panic!("no string type: {line}"));
+    if ty == "response" {
+        assert!(obj.contains_key("id"), "response without id: {line}");
+        let id = &obj["id"];
+        assert!(id.is_string() || id.is_number() || id.is_null(), "bad id: {line}");
+        match obj.get("ok") {
+            Some(Value::Bool(true)) => {
+                assert!(obj["result"].is_object(), "ok response without an object result: {line}");
+                assert!(!obj.contains_key("error"), "{line}");
+            }
+            Some(Value::Bool(false)) => {
+                let code = obj["error"]["code"].as_str().unwrap_or_else(|| panic!("no error code: {line}"));
+                assert!(CODES.contains(&code), "unknown error code {code}: {line}");
+                assert!(obj["error"]["message"].is_string(), "no error message: {line}");
+                assert!(!obj.contains_key("result"), "{line}");
+            }
+            _ => panic!("response without boolean ok: {line}"),
+        }
+    } else {
+        assert!(NOTIFICATIONS.contains(&ty), "unknown frame type {ty}: {line}");
+        assert!(!obj.contains_key("id"), "notification with an id: {line}");
+        if ty != "ready" {
+            assert!(obj["extension"].is_string(), "notification without extension: {line}");
+        }
+    }
+    v
+}
+
+/// A `zot serve` child and what it said so far.
+struct Serve {
+    z: Zot,
+    /// Every frame read, in order of arrival.
+    frames: Vec<Value>,
+    /// Responses already handed to the test.
+    taken: Vec<bool>,
+    /// How many extensions were given.
+    exts: usize,
+}
+
+impl Serve {
+    /// `zot serve --no-ext --cwd T/cwd <FAST> <extra> --ext D...`.
+    fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
+        let cwd = t.path().join("cwd");
+        std::fs::create_dir_all(&cwd).expect("cwd");
+        let mut args = strings(&["serve", "--no-ext", "--cwd"]);
+        args.push(cwd.display().to_string());
+        args.extend(strings(&FAST));
+        args.extend(strings(extra));
+        for e in exts {
+            args.push("--ext".into());
+            args.push(e.display().to_string());
+        }
+        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), taken: Vec::new(), exts: exts.len() }
+    }
+
+    /// Reads one frame, checking it; None at end of output or after `limit`.
+    fn read_frame(&mut self, limit: Duration) -> Option<usize> {
+        let line = self.z.next_line(limit)?;
+        self.frames.push(check_protocol_line(&line));
+        self.taken.push(false);
+        Some(self.frames.len() - 1)
+    }
+
+    /// Reads frames until `pred` holds for a new one; returns its index.
+    fn wait_frame(&mut self, what: &str, mut pred: impl FnMut(&Value) -> bool) -> usize {
+        let end = Instant::now() + LINE_WAIT;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.read_frame(left) {
+                Some(i) if pred(&self.frames[i]) => return i,
+                Some(_) => {}
+                None => panic!("no frame {what} within {LINE_WAIT:?}\n{}", self.z.context()),
+            }
+        }
+    }
+
+    /// The index of the first unclaimed response with `id` (read or to come).
+    fn response_index(&mut self, id: &Value) -> usize {
+        let is = |f: &Value| f["type"] == "response" && f["id"] == *id;
+        let found = (0..self.frames.len()).find(|&i| !self.taken[i] && is(&self.frames[i]));
+        let i = match found {
+            Some(i) => i,
+            None => self.wait_frame(&format!("response {id}"), is),
+        };
+        self.taken[i] = true;
+        i
+    }
+
+    fn response(&mut self, id: &Value) -> Value {
+        let i = self.response_index(id);
+        self.frames[i].clone()
+    }
+
+    /// The next unclaimed response, whatever its id.
+    fn next_response(&mut self) -> Value {
+        let is = |f: &Value| f["type"] == "response";
+        let found = (0..self.frames.len()).find(|&i| !self.taken[i] && is(&self.frames[i]));
+        let i = match found {
+            Some(i) => i,
+            None => self.wait_frame("response", is),
+        };
+        self.taken[i] = true;
+        self.frames[i].clone()
+    }
+
+    fn send(&mut self, v: &Value) {
+        self.z.send(&v.to_string());
+    }
+
+    /// Sends a request and waits for its response.
+    fn request(&mut self, v: Value) -> Value {
+        self.send(&v);
+        self.response(&v["id"])
+    }
+
+    /// A request that must succeed; its result.
+    fn ok(&mut self, v: Value) -> Value {
+        let r = self.request(v.clone());
+        assert_eq!(r["ok"], true, "request {v} failed: {r}\n{}", self.z.context());
+        r["result"].clone()
+    }
+
+    /// A request that must fail; its error code and message.
+    fn err(&mut self, v: Value) -> (String, String) {
+        let r = self.request(v.clone());
+        assert_eq!(r["ok"], false, "request {v} succeeded: {r}\n{}", self.z.context());
+        (r["error"]["code"].as_str().unwrap().to_string(), r["error"]["message"].as_str().unwrap().to_string())
+    }
+
+    /// The first notification of type `ty`, read already or to come.
+    fn note(&mut self, ty: &str) -> Value {
+        let i = match self.frames.iter().position(|f| f["type"] == ty) {
+            Some(i) => i,
+            None => self.wait_frame(ty, |f| f["type"] == ty),
+        };
+        self.frames[i].clone()
+    }
+
+    /// Waits for the `ready` notification; returns its extension names.
+    fn ready(&mut self) -> Vec<String> {
+        let names = self.note("ready")["extensions"].as_array().expect("ready.extensions").clone();
+        names.iter().map(|n| n.as_str().expect("name").to_string()).collect()
+    }
+
+    /// Waits for `ready` and checks every extension given made it.
+    fn ready_all(&mut self) {
+        let names = self.ready();
+        if names.len() != self.exts || !self.notes("extension_error").is_empty() {
+            panic!("not every extension is ready: {names:?}\n{}", self.z.context());
+        }
+    }
+
+    /// Notifications of type `ty` read so far.
+    fn notes(&self, ty: &str) -> Vec<Value> {
+        self.frames.iter().filter(|f| f["type"] == ty).cloned().collect()
+    }
+
+    /// Pids of the extensions as `list` reports them.
+    fn pids(&mut self) -> Vec<u32> {
+        let l = self.ok(json!({"id": "pids", "type": "list"}));
+        l["extensions"].as_array().unwrap().iter().filter_map(|e| e["pid"].as_u64()).map(|p| p as u32).collect()
+    }
+
+    /// Reads the rest of stdout (checking every line) and the exit code.
+    fn finish(&mut self) -> i32 {
+        for line in self.z.read_to_end(LINE_WAIT) {
+            self.frames.push(check_protocol_line(&line));
+            self.taken.push(false);
+        }
+        self.z.exit_code(LINE_WAIT)
+    }
+}
+
+/// Polls until no process in `pids` (nor in their groups) is left.
+fn assert_gone(pids: &[u32]) {
+    let gone =
+        wait_until(Duration::from_secs(5), || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
+    assert!(gone, "extension processes still running: {pids:?}");
+}
+
+/// An extension folder under `t/exts/<name>` running the Python fixture.
+fn ext(t: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
+    py_ext(&t.path().join("exts"), name, name, flags)
+}
+
+/// The JSON object the fixture's echoing tool answered with.
+fn echoed(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text block: {result}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("echo text is not JSON ({e}): {text}"))
+}
+
+// ----- start-up ------------------------------------------------------------
+
+#[test]
+fn ready_comes_first_and_failed_loads_are_reported() {
+    let t = TempDir::new("serve-ready");
+    let good = ext(&t, "good", &["--tools", "echo"]);
+    let mute = ext(&t, "mute", &["--no-hello"]);
+    let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
+    let mut s = Serve::start(&t, &[good, mute, missing], &["--hello-timeout", "3"]);
+    // Sent before anything is read: still answered after `ready`.
+    s.send(&json!({"id": "early", "type": "ping"}));
+    let resp = s.response_index(&json!("early"));
+    let ready = s.frames.iter().position(|f| f["type"] == "ready").expect("ready before the first response");
+    assert!(ready < resp, "ready after the first response: {:?}", s.frames);
+    assert_eq!(s.frames[ready], json!({"type": "ready", "extensions": ["good"]}));
+    assert_eq!(s.frames[..ready].iter().filter(|f| f["type"] == "response").count(), 0);
+
+    let errors = s.notes("extension_error");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    for e in &errors {
+        assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
+        assert_eq!(e.as_object().unwrap().len(), 3, "extension_error has type, extension, message: {e}");
+    }
+    let by_name: HashMap<&str, &Value> = errors.iter().map(|e| (e["extension"].as_str().unwrap(), e)).collect();
+    assert!(by_name["mute"]["message"].as_str().unwrap().contains("hello"), "{errors:?}");
+    assert!(by_name["missing"]["message"].as_str().unwrap().contains("not-there"), "{errors:?}");
+    // Load errors come before `ready`.
+    let last_error = s.frames.iter().rposition(|f| f["type"] == "extension_error").unwrap();
+    assert!(last_error < ready);
+
+    let l = s.ok(json!({"id": 1, "type": "list"}));
+    let states: Vec<(&str, &str)> = l["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [("good", "ready"), ("mute", "failed"), ("missing", "failed")]);
+    for e in l["extensions"].as_array().unwrap().iter().skip(1) {
+        assert!(e["error"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
+    }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn ready_with_no_extensions() {
+    let t = TempDir::new("serve-none");
+    let mut s = Serve::start(&t, &[], &[]);
+    assert!(s.ready().is_empty());
+    assert_eq!(s.ok(json!({"id": 1, "type": "ping"})), json!({"pong": true}));
+    let l = s.ok(json!({"id": 2, "type": "list"}));
+    assert_eq!(l, json!({"extensions": [], "commands": [], "tools": []}));
+    // No subscribers: allowed, nothing changed; delivered to nobody.
+    let v = s.ok(json!({"id": 3, "type": "intercept", "event": "tool_call", "tool_id": "t", "tool_name": "x", "tool_args": {"a": 1}}));
+    assert_eq!(v, json!({"block": false}));
+    assert_eq!(s.ok(json!({"id": 4, "type": "event", "event": "session_start"})), json!({"delivered": 0}));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+// ----- methods -------------------------------------------------------------
+
+#[test]
+fn ping_and_list_shapes() {
+    let t = TempDir::new("serve-list");
+    let a = ext(
+        &t,
+        "alpha",
+        &[
+            "--commands",
+            "display,prompt",
+            "--tools",
+            "echo,image",
+            "--events",
+            "x,turn_end",
+            "--intercepts",
+            "tool_call",
+        ],
+    );
+    let b = ext(&t, "beta", &["--tools", "echo,fail"]);
+    let mut s = Serve::start(&t, &[a.clone(), b.clone()], &[]);
+    s.ready_all();
+    assert_eq!(s.ready(), ["alpha", "beta"]);
+    assert_eq!(s.ok(json!({"id": "p", "type": "ping"})), json!({"pong": true}));
+
+    let l = s.ok(json!({"id": "l", "type": "list"}));
+    let exts = l["extensions"].as_array().unwrap();
+    assert_eq!(exts.len(), 2);
+    let alpha = &exts[0];
+    assert_eq!(alpha["name"], "alpha");
+    assert_eq!(alpha["version"], "1.0.0");
+    assert_eq!(alpha["dir"], a.display().to_string());
+    assert_eq!(alpha["source"], "ext");
+    assert_eq!(alpha["state"], "ready");
+    assert!(alpha["pid"].as_u64().is_some_and(|p| process_alive(p as u32)), "{alpha}");
+    assert_eq!(alpha["commands"], json!(["display", "prompt"]));
+    assert_eq!(alpha["tools"], json!(["echo", "image"]));
+    assert_eq!(alpha["events"], json!(["x", "turn_end"]));
+    assert_eq!(alpha["intercepts"], json!(["tool_call"]));
+    assert!(alpha.get("error").is_none(), "{alpha}");
+    let beta = &exts[1];
+    assert_eq!(beta["name"], "beta");
+    assert_eq!(beta["dir"], b.display().to_string());
+    assert_eq!(beta["events"], json!([]));
+    assert_eq!(beta["intercepts"], json!([]));
+
+    assert_eq!(
+        l["commands"],
+        json!([
+            {"name": "display", "description": "display from alpha", "extension": "alpha"},
+            {"name": "prompt", "description": "prompt from alpha", "extension": "alpha"},
+        ])
+    );
+    // First come, first served in load order: beta's echo is shadowed.
+    let schema = json!({"type": "object", "properties": {}});
+    assert_eq!(
+        l["tools"],
+        json!([
+            {"name": "echo", "description": "echo from alpha", "schema": schema, "extension": "alpha"},
+            {"name": "image", "description": "image from alpha", "schema": schema, "extension": "alpha"},
+            {"name": "fail", "description": "fail from beta", "schema": schema, "extension": "beta"},
+        ])
+    );
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn command_actions_and_errors() {
+    let t = TempDir::new("serve-command");
+    let a = ext(&t, "a", &["--commands", "display,prompt,insert,panel,err,notify,other"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let cmd = |id: &str, name: &str, args: Option<&str>| {
+        let mut v = json!({"id": id, "type": "command", "name": name});
+        if let Some(a) = args {
+            v["args"] = json!(a);
+        }
+        v
+    };
+    assert_eq!(
+        s.ok(cmd("1", "display", Some("x"))),
+        json!({"extension": "a", "action": "display", "display": "display:x"})
+    );
+    assert_eq!(
+        s.ok(cmd("2", "prompt", Some("  spaced out  "))),
+        json!({"extension": "a", "action": "prompt", "prompt": "prompt:spaced out"})
+    );
+    assert_eq!(
+        s.ok(cmd("3", "insert", Some("y"))),
+        json!({"extension": "a", "action": "insert", "insert": "insert:y"})
+    );
+    assert_eq!(
+        s.ok(cmd("4", "panel", None)),
+        json!({"extension": "a", "action": "open_panel",
+               "open_panel": {"id": "p1", "title": "T", "lines": ["a", "b"], "footer": "f"}})
+    );
+    let e = s.ok(cmd("5", "err", Some("bad")));
+    assert_eq!(e["extension"], "a");
+    assert_eq!(e["error"], "failed: bad");
+    // No action in the reply means noop.
+    assert_eq!(s.ok(cmd("6", "notify", Some("n"))), json!({"extension": "a", "action": "noop"}));
+    // Args default to "".
+    assert_eq!(s.ok(cmd("7", "other", None)), json!({"extension": "a", "action": "display", "display": "a:other:"}));
+    let (code, msg) = s.err(cmd("8", "nope", Some("x")));
+    assert_eq!(code, "unknown_command");
+    assert!(msg.contains("nope"), "{msg}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn tool_results() {
+    let t = TempDir::new("serve-tool");
+    let a = ext(&t, "a", &["--tools", "echo,image,fail"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let r = s.ok(json!({"id": 1, "type": "tool", "name": "echo", "args": {"a": 1, "s": "é"}}));
+    assert_eq!(r["extension"], "a");
+    assert_eq!(r["is_error"], false);
+    assert_eq!(r["content"].as_array().unwrap().len(), 1);
+    assert_eq!(r["content"][0]["type"], "text");
+    assert_eq!(echoed(&r), json!({"tool": "echo", "args": {"a": 1, "s": "é"}, "from": "a"}));
+    // Args default to {} (absent or null).
+    let r = s.ok(json!({"id": 2, "type": "tool", "name": "echo"}));
+    assert_eq!(echoed(&r)["args"], json!({}));
+    let r = s.ok(json!({"id": 3, "type": "tool", "name": "echo", "args": null, "tool_id": "call-1"}));
+    assert_eq!(echoed(&r)["args"], json!({}));
+    let r = s.ok(json!({"id": 4, "type": "tool", "name": "echo", "args": {}, "tool_id": 17}));
+    assert_eq!(echoed(&r)["args"], json!({}));
+
+    let r = s.ok(json!({"id": 5, "type": "tool", "name": "image"}));
+    assert_eq!(
+        r,
+        json!({"extension": "a", "is_error": false, "content": [
+            {"type": "text", "text": "a picture"},
+            {"type": "image", "mime_type": "image/png", "data": "iVBORw0KGgo="}]})
+    );
+    let r = s.ok(json!({"id": 6, "type": "tool", "name": "fail"}));
+    assert_eq!(r, json!({"extension": "a", "is_error": true, "content": [{"type": "text", "text": "it failed"}]}));
+    let (code, msg) = s.err(json!({"id": 7, "type": "tool", "name": "nope", "args": {}}));
+    assert_eq!(code, "unknown_tool");
+    assert!(msg.contains("nope"), "{msg}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn intercept_verdicts() {
+    let t = TempDir::new("serve-intercept");
+    let blocker = ext(&t, "blocker", &["--intercepts", "turn_start", "--intercept-mode", "block"]);
+    let rw1 = ext(&t, "rw1", &["--intercepts", "tool_call", "--intercept-mode", "rewrite"]);
+    let rw2 = ext(&t, "rw2", &["--intercepts", "tool_call", "--intercept-mode", "rewrite"]);
+    let rp = ext(&t, "rp", &["--intercepts", "assistant_message", "--intercept-mode", "replace"]);
+    let mut s = Serve::start(&t, &[blocker, rw1, rw2, rp], &[]);
+    s.ready_all();
+    assert_eq!(
+        s.ok(json!({"id": 1, "type": "intercept", "event": "turn_start", "step": 1})),
+        json!({"block": true, "reason": "blocked by blocker"})
+    );
+    // Rewrites chain in load order.
+    assert_eq!(
+        s.ok(json!({"id": 2, "type": "intercept", "event": "tool_call", "tool_id": "c1", "tool_name": "echo", "tool_args": {"a": 1}})),
+        json!({"block": false, "modified_args": {"a": 1, "by_rw1": true, "by_rw2": true}})
+    );
+    assert_eq!(
+        s.ok(json!({"id": 3, "type": "intercept", "event": "assistant_message", "text": "hi"})),
+        json!({"block": false, "replace_text": "hi+rp"})
+    );
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn events_are_delivered_to_subscribers() {
+    let t = TempDir::new("serve-event");
+    let a = ext(&t, "a", &["--events", "x,y", "--tools", "events@a"]);
+    let b = ext(&t, "b", &["--events", "x", "--tools", "events@b"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    assert_eq!(s.ok(json!({"id": 1, "type": "event", "event": "x", "k": 1})), json!({"delivered": 2}));
+    assert_eq!(s.ok(json!({"id": 2, "type": "event", "event": "y", "n": [1, 2]})), json!({"delivered": 1}));
+    assert_eq!(s.ok(json!({"id": 3, "type": "event", "event": "z"})), json!({"delivered": 0}));
+    // What the extensions saw, in order (a call to the same extension is
+    // written after the events).
+    let r = s.ok(json!({"id": 4, "type": "tool", "name": "events@a"}));
+    let seen: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen, json!([{"event": "x", "k": 1}, {"event": "y", "n": [1, 2]}]));
+    let r = s.ok(json!({"id": 5, "type": "tool", "name": "events@b"}));
+    let seen: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen, json!([{"event": "x", "k": 1}]));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn panel_key_and_panel_close() {
+    let t = TempDir::new("serve-panel");
+    let a = ext(&t, "a", &["--tools", "events"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let key = json!({"id": 1, "type": "panel_key", "extension": "a", "panel_id": "p1", "key": "rune", "text": "q"});
+    assert_eq!(s.ok(key), json!({}));
+    assert_eq!(
+        s.ok(json!({"id": 2, "type": "panel_key", "extension": "a", "panel_id": "p1", "key": "enter"})),
+        json!({})
+    );
+    assert_eq!(s.ok(json!({"id": 3, "type": "panel_close", "extension": "a", "panel_id": "p1"})), json!({}));
+    let r = s.ok(json!({"id": 4, "type": "tool", "name": "events"}));
+    let seen: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        seen,
+        json!([
+            {"type": "panel_key", "panel_id": "p1", "key": "rune", "text": "q"},
+            {"type": "panel_key", "panel_id": "p1", "key": "enter"},
+            {"type": "panel_close", "panel_id": "p1"},
+        ])
+    );
+    let (code, msg) = s.err(json!({"id": 5, "type": "panel_key", "extension": "ghost", "panel_id": "p1", "key": "up"}));
+    assert_eq!(code, "unknown_extension");
+    assert!(msg.contains("ghost"), "{msg}");
+    let (code, _) = s.err(json!({"id": 6, "type": "panel_close", "extension": "ghost", "panel_id": "p1"}));
+    assert_eq!(code, "unknown_extension");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn reload_reports_counts() {
+    let t = TempDir::new("serve-reload");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
+    let mut s = Serve::start(&t, &[a, missing], &[]);
+    assert_eq!(s.ready(), ["a"], "{}", s.z.context());
+    let before = s.pids();
+    assert_eq!(before.len(), 1);
+    let r = s.ok(json!({"id": "r", "type": "reload"}));
+    let obj = r.as_object().unwrap();
+    assert_eq!(obj.len(), 4, "{r}");
+    assert!(r["stopped"].is_u64(), "{r}");
+    assert_eq!(r["loaded"], 2, "{r}");
+    assert_eq!(r["ready"], 1, "{r}");
+    let errors = r["errors"].as_array().expect("errors array");
+    assert_eq!(errors.len(), 1, "{r}");
+    assert!(errors[0].as_str().is_some_and(|e| e.contains("missing")), "{r}");
+    // A new process answers; the old one is gone.
+    let after = s.pids();
+    assert_eq!(after.len(), 1);
+    assert_ne!(before, after);
+    assert_gone(&before);
+    let r = s.ok(json!({"id": "t", "type": "tool", "name": "echo", "args": {"i": 1}}));
+    assert_eq!(echoed(&r)["args"], json!({"i": 1}));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert_gone(&after);
+}
+
+// ----- shutdown --------------------------------------------------------------
+
+#[test]
+fn shutdown_answers_then_stops_everything() {
+    let t = TempDir::new("serve-shutdown");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let b = ext(&t, "b", &["--grandchild"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let pids = s.pids();
+    assert_eq!(pids.len(), 2);
+    assert_eq!(s.ok(json!({"id": "bye", "type": "shutdown"})), json!({}));
+    // Stdin stays open: shutdown alone ends the process.
+    assert_eq!(s.finish(), 0);
+    assert_gone(&pids);
+}
+
+#[test]
+fn end_of_input_is_shutdown() {
+    let t = TempDir::new("serve-eof");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let b = ext(&t, "b", &[]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let pids = s.pids();
+    assert_eq!(pids.len(), 2);
+    // A call in flight at the end of input is answered with its result
+    // before the extensions stop; a last line without a newline still
+    // counts.
+    s.send(&json!({"id": "inflight", "type": "tool", "name": "echo", "args": {"n": 1}}));
+    s.z.write(br#"{"id":"last","type":"ping"}"#);
+    s.z.close_stdin();
+    assert_eq!(s.response(&json!("last"))["result"], json!({"pong": true}));
+    let r = s.response(&json!("inflight"));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(echoed(&r["result"])["args"], json!({"n": 1}), "{r}");
+    assert_eq!(s.finish(), 0);
+    assert_gone(&pids);
+    let answers = s.frames.iter().filter(|f| f["id"] == "inflight").count();
+    assert_eq!(answers, 1);
+}
+
+#[test]
+fn request_after_shutdown_is_refused() {
+    let t = TempDir::new("serve-stopping");
+    let a = ext(&t, "a", &["--tools", "echo"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let pids = s.pids();
+    // Both lines in one write: the second is read while the host stops.
+    let two = format!(
+        "{}\n{}\n",
+        json!({"id": "s", "type": "shutdown"}),
+        json!({"id": "late", "type": "tool", "name": "echo"})
+    );
+    s.z.write(two.as_bytes());
+    assert_eq!(s.response(&json!("s"))["result"], json!({}));
+    let late = s.response(&json!("late"));
+    assert_eq!(late["error"]["code"], "shutting_down", "{late}");
+    assert_eq!(s.finish(), 0);
+    assert_gone(&pids);
+}
+
+#[test]
+fn sigterm_stops_extensions_and_exits_143() {
+    let t = TempDir::new("serve-sigterm");
+    let a = ext(&t, "a", &["--tools", "sleep"]);
+    let b = ext(&t, "b", &["--grandchild"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let pids = s.pids();
+    assert_eq!(pids.len(), 2);
+    // A call in flight does not hold the exit up.
+    s.send(&json!({"id": "slow", "type": "tool", "name": "sleep", "args": {"ms": 5000}}));
+    s.z.signal(libc::SIGTERM);
+    let status = s.z.wait_exit(LINE_WAIT);
+    assert_eq!(status.code(), Some(143), "{status:?}\n{}", s.z.context());
+    assert_gone(&pids);
+}
+
+// ----- errors --------------------------------------------------------------
+
+#[test]
+fn bad_requests() {
+    let t = TempDir::new("serve-bad");
+    let a = ext(&t, "a", &["--commands", "display", "--tools", "echo"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let cases: [(&str, Value); 24] = [
+        ("not json", Value::Null),
+        ("{\"id\":1,", Value::Null),
+        ("[1,2]", Value::Null),
+        ("\"ping\"", Value::Null),
+        ("42", Value::Null),
+        ("null", Value::Null),
+        (r#"{"type":"ping"}"#, Value::Null),
+        (r#"{"id":{"x":1},"type":"ping"}"#, Value::Null),
+        (r#"{"id":null,"type":"ping"}"#, Value::Null),
+        (r#"{"id":"t1"}"#, json!("t1")),
+        (r#"{"id":"t2","type":5}"#, json!("t2")),
+        (r#"{"id":"t3","type":"frobnicate"}"#, json!("t3")),
+        (r#"{"id":"t4","type":"command"}"#, json!("t4")),
+        (r#"{"id":"t5","type":"command","name":5}"#, json!("t5")),
+        (r#"{"id":"t6","type":"command","name":"display","args":[1]}"#, json!("t6")),
+        (r#"{"id":"t7","type":"tool","name":"echo","args":[1]}"#, json!("t7")),
+        (r#"{"id":"t8","type":"tool","name":"echo","args":"{}"}"#, json!("t8")),
+        (r#"{"id":"t9","type":"tool","args":{}}"#, json!("t9")),
+        (r#"{"id":"t10","type":"panel_key","extension":"a","panel_id":"p"}"#, json!("t10")),
+        (r#"{"id":"t11","type":"panel_close","extension":"a"}"#, json!("t11")),
+        (r#"{"id":"t12","type":"event"}"#, json!("t12")),
+        (r#"{"id":"t13","type":"intercept","tool_name":"x"}"#, json!("t13")),
+        (r#"{"id":"t14","type":"intercept","event":"session_start"}"#, json!("t14")),
+        (r#"{"id":"t15","type":"panel_key","extension":"a","panel_id":"p","key":"nope"}"#, json!("t15")),
+    ];
+    for (line, id) in cases {
+        s.z.send(line);
+        let r = s.next_response();
+        assert_eq!(r["id"], id, "{line} -> {r}");
+        assert_eq!(r["ok"], false, "{line} -> {r}");
+        assert_eq!(r["error"]["code"], "bad_request", "{line} -> {r}");
+        assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{line} -> {r}");
+    }
+    // Not UTF-8 inside a string: not JSON.
+    s.z.write(b"{\"id\":\"u\",\"type\":\"ping\",\"x\":\"\xff\"}\n");
+    let r = s.next_response();
+    assert_eq!((&r["id"], &r["error"]["code"]), (&Value::Null, &json!("bad_request")), "{r}");
+    // Blank lines are skipped; CRLF is accepted; the host still works.
+    s.z.write(b"\n   \n\r\n{\"id\":\"crlf\",\"type\":\"ping\"}\r\n");
+    let r = s.next_response();
+    assert_eq!(r, json!({"type": "response", "id": "crlf", "ok": true, "result": {"pong": true}}));
+    let r = s.ok(json!({"id": "after", "type": "command", "name": "display", "args": "ok"}));
+    assert_eq!(r["display"], "display:ok");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(s.notes("extension_exited").is_empty());
+}
+
+#[test]
+fn unknown_names() {
+    let t = TempDir::new("serve-unknown");
+    let a = ext(&t, "a", &["--commands", "display", "--tools", "echo"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let (code, msg) = s.err(json!({"id": 1, "type": "command", "name": "echo"}));
+    assert_eq!((code.as_str(), msg.contains("echo")), ("unknown_command", true), "{msg}");
+    let (code, msg) = s.err(json!({"id": 2, "type": "tool", "name": "display"}));
+    assert_eq!((code.as_str(), msg.contains("display")), ("unknown_tool", true), "{msg}");
+    let (code, msg) = s.err(json!({"id": 3, "type": "panel_key", "extension": "b", "panel_id": "p", "key": "up"}));
+    assert_eq!((code.as_str(), msg.contains('b')), ("unknown_extension", true), "{msg}");
+    let (code, _) = s.err(json!({"id": 4, "type": "panel_close", "extension": "", "panel_id": "p"}));
+    assert_eq!(code, "unknown_extension");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn silent_calls_time_out() {
+    let t = TempDir::new("serve-timeout");
+    let a = ext(&t, "a", &["--commands", "silent", "--tools", "silent,echo,cancelled"]);
+    let mut s = Serve::start(&t, &[a], &["--tool-timeout", "1", "--command-timeout", "0.5"]);
+    s.ready_all();
+    let start = Instant::now();
+    let (code, msg) = s.err(json!({"id": "tool", "type": "tool", "name": "silent"}));
+    let took = start.elapsed();
+    assert_eq!(code, "timeout");
+    assert!(msg.contains("\"a\"") && msg.contains("1s"), "{msg}");
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    let start = Instant::now();
+    let (code, msg) = s.err(json!({"id": "cmd", "type": "command", "name": "silent"}));
+    let took = start.elapsed();
+    assert_eq!(code, "timeout");
+    assert!(msg.contains("silent"), "{msg}");
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(5), "{took:?}");
+    // The extension was told to give the tool call up, and still answers.
+    let r = s.ok(json!({"id": "c", "type": "tool", "name": "cancelled"}));
+    let cancelled: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(cancelled.as_array().map(Vec::len), Some(1), "{r}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn crash_fails_calls_at_once_and_is_notified() {
+    let t = TempDir::new("serve-crash");
+    let a = ext(&t, "a", &["--tools", "crash,sleep"]);
+    let b = ext(&t, "b", &["--tools", "echo"]);
+    let mut s = Serve::start(&t, &[a, b], &["--tool-timeout", "30"]);
+    s.ready_all();
+    let start = Instant::now();
+    s.send(&json!({"id": "inflight", "type": "tool", "name": "sleep", "args": {"ms": 20000}}));
+    let (code, msg) = s.err(json!({"id": "boom", "type": "tool", "name": "crash"}));
+    assert_eq!(code, "extension_exited");
+    assert!(msg.contains("\"a\""), "{msg}");
+    let r = s.response(&json!("inflight"));
+    assert_eq!(r["error"]["code"], "extension_exited", "{r}");
+    assert!(start.elapsed() < Duration::from_secs(5), "calls waited: {:?}", start.elapsed());
+    s.note("extension_exited");
+    assert_eq!(s.notes("extension_exited"), [json!({"type": "extension_exited", "extension": "a", "code": 3})]);
+    // Its tools are gone; the other extension is unaffected.
+    let (code, _) = s.err(json!({"id": "again", "type": "tool", "name": "sleep", "args": {"ms": 1}}));
+    assert_eq!(code, "unknown_tool");
+    let r = s.ok(json!({"id": "b", "type": "tool", "name": "echo", "args": {"still": true}}));
+    assert_eq!(echoed(&r)["from"], "b");
+    let l = s.ok(json!({"id": "l", "type": "list"}));
+    assert_eq!(l["extensions"][0]["state"], "exited");
+    let effective: Vec<&Value> = l["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert_eq!(effective, [&json!("echo")], "{l}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn busy_when_the_extension_stops_reading() {
+    let t = TempDir::new("serve-busy");
+    // Registers before hello_ack, then never reads stdin again.
+    let stuck = ext(&t, "stuck", &["--legacy", "--ignore-stdin", "--tools", "echo"]);
+    let ok = ext(&t, "ok", &["--tools", "ping"]);
+    // No call times out during the test: an answer is busy or nothing.
+    let mut s = Serve::start(&t, &[stuck, ok], &["--tool-timeout", "30"]);
+    s.ready_all();
+    // 1 KiB per frame: the pipe (64 KiB) fills after some 60 frames, then
+    // the 1024-frame queue; the rest must fail at once.
+    const N: usize = 1400;
+    let pad = "x".repeat(1024);
+    let mut all = String::new();
+    for i in 0..N {
+        all.push_str(&json!({"id": i, "type": "tool", "name": "echo", "args": {"i": i, "pad": pad}}).to_string());
+        all.push('\n');
+    }
+    let start = Instant::now();
+    s.z.write(all.as_bytes());
+    // The last call is refused (the queue cannot have drained), and every
+    // refusal is answered before it, in order.
+    let last = s.response(&json!(N - 1));
+    assert_eq!(last["error"]["code"], "busy", "{last}");
+    assert!(last["error"]["message"].as_str().unwrap().contains("\"stuck\""), "{last}");
+    assert!(start.elapsed() < Duration::from_secs(10), "busy was not fast: {:?}", start.elapsed());
+    let busy: Vec<u64> =
+        s.frames.iter().filter(|f| f["error"]["code"] == "busy").map(|f| f["id"].as_u64().unwrap()).collect();
+    let first = busy[0] as usize;
+    assert!(first >= 1024, "busy before the queue could be full: call {first}");
+    assert_eq!(busy, (first as u64..N as u64).collect::<Vec<_>>(), "refusals not contiguous");
+    // Nothing else was answered: the accepted calls are still pending.
+    assert_eq!(s.frames.iter().filter(|f| f["type"] == "response").count(), N - first);
+    // The other extension is not held up.
+    let r = s.ok(json!({"id": "other", "type": "tool", "name": "ping"}));
+    assert_eq!(echoed(&r)["from"], "ok");
+    // Accepted calls are answered before shutdown completes; the stuck
+    // extension is killed so they fail at once rather than at their timeout.
+    let list = s.ok(json!({"id": "list", "type": "list"}));
+    let pid = list["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "stuck").unwrap()["pid"].as_i64().unwrap();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    let mut count = vec![0; N];
+    for f in s.frames.iter().filter(|f| f["type"] == "response" && f["id"] != "other" && f["id"] != "list") {
+        let i = f["id"].as_u64().unwrap() as usize;
+        count[i] += 1;
+        let code = f["error"]["code"].as_str().unwrap();
+        assert_eq!(code, if i < first { "extension_exited" } else { "busy" }, "{f}");
+    }
+    assert!(count.iter().all(|&n| n == 1), "ids not answered exactly once");
+}
+
+// ----- concurrency ---------------------------------------------------------
+
+#[test]
+fn five_hundred_pipelined_requests() {
+    let t = TempDir::new("serve-pipeline");
+    let a = ext(&t, "a", &["--tools", "echo", "--reverse"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let mut all = String::new();
+    for i in 0..500 {
+        all.push_str(&json!({"id": i, "type": "tool", "name": "echo", "args": {"i": i}}).to_string());
+        all.push('\n');
+    }
+    s.z.write(all.as_bytes());
+    let mut seen = vec![0; 500];
+    let mut order = Vec::new();
+    while order.len() < 500 {
+        let r = s.next_response();
+        let i = r["id"].as_u64().unwrap_or_else(|| panic!("unexpected response {r}")) as usize;
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(echoed(&r["result"])["args"], json!({"i": i}), "payload of {i}");
+        seen[i] += 1;
+        order.push(i);
+    }
+    assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+    // Nothing more comes.
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert_eq!(s.frames.iter().filter(|f| f["type"] == "response").count(), 500);
+}
+
+#[test]
+fn slow_tool_does_not_delay_fast_requests() {
+    let t = TempDir::new("serve-slow");
+    let a = ext(&t, "a", &["--tools", "sleep,echo"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let start = Instant::now();
+    s.send(&json!({"id": "slow", "type": "tool", "name": "sleep", "args": {"ms": 2500}}));
+    s.send(&json!({"id": "ping", "type": "ping"}));
+    s.send(&json!({"id": "echo", "type": "tool", "name": "echo", "args": {"fast": true}}));
+    let p = s.response_index(&json!("ping"));
+    let e = s.response_index(&json!("echo"));
+    let fast = start.elapsed();
+    let slow = s.response_index(&json!("slow"));
+    assert!(p < slow && e < slow, "{:?}", s.frames);
+    assert!(fast < Duration::from_millis(2000), "fast answers took {fast:?}");
+    assert!(start.elapsed() >= Duration::from_millis(2400));
+    assert_eq!(s.frames[slow]["ok"], true);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+// ----- stdout and notifications -------------------------------------------
+
+#[test]
+fn stdout_carries_only_protocol_lines() {
+    let t = TempDir::new("serve-junk");
+    let a = ext(&t, "a", &["--junk", "--commands", "notify,display", "--tools", "stderr,noise,big"]);
+    let b = ext(&t, "b", &["--junk", "--tools", "crash"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let junk = "\u{1b}[31mred\u{1b}]0;title\u{7} not json {\"type\":\"response\"}";
+    let r = s.ok(json!({"id": 1, "type": "tool", "name": "stderr", "args": {"text": junk}}));
+    assert_eq!(r["content"][0]["text"], "written");
+    let r = s.ok(json!({"id": 2, "type": "tool", "name": "noise"}));
+    assert_eq!(r["content"][0]["text"], "still here");
+    let r = s.ok(json!({"id": 3, "type": "tool", "name": "big", "args": {"bytes": 3_000_000}}));
+    assert_eq!(r["content"][0]["text"].as_str().map(str::len), Some(3_000_000));
+    s.ok(json!({"id": 4, "type": "command", "name": "notify", "args": junk}));
+    s.ok(json!({"id": 5, "type": "command", "name": "display", "args": "line1\nline2"}));
+    s.z.send("garbage");
+    s.err(json!({"id": 6, "type": "tool", "name": "crash"}));
+    s.note("extension_exited");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    // Every line was checked as it was read; the bytes are UTF-8 lines.
+    let raw = s.z.raw_stdout();
+    let text = String::from_utf8(raw).expect("stdout is UTF-8");
+    assert!(text.ends_with('\n'));
+    assert_eq!(text.lines().count(), s.frames.len());
+    // JSON escapes every control character: no raw ESC reaches stdout.
+    assert!(!text.contains('\u{1b}'));
+    assert!(s.notes("extension_exited").len() == 1);
+}
+
+#[test]
+fn notifications_come_before_the_response_they_caused() {
+    let t = TempDir::new("serve-notes");
+    let a = ext(&t, "a", &["--commands", "notify"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let start = s.frames.len();
+    s.send(&json!({"id": "n", "type": "command", "name": "notify", "args": "hi"}));
+    let resp = s.response_index(&json!("n"));
+    let got: Vec<Value> = s.frames[start..resp].to_vec();
+    assert_eq!(
+        got,
+        [
+            json!({"type": "notify", "extension": "a", "level": "warn", "message": "note:hi"}),
+            json!({"type": "clear_notes", "extension": "a"}),
+            json!({"type": "submit", "extension": "a", "text": "submit:hi"}),
+            json!({"type": "open_panel", "extension": "a", "panel": {"id": "p2", "title": "P", "lines": ["x"], "footer": ""}}),
+            json!({"type": "panel_render", "extension": "a", "panel_id": "p2", "title": "P2", "lines": ["y"], "footer": "z"}),
+            json!({"type": "panel_close", "extension": "a", "panel_id": "p2"}),
+        ]
+    );
+    assert_eq!(s.frames[resp]["result"], json!({"extension": "a", "action": "noop"}));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn ids_are_echoed_as_given() {
+    let t = TempDir::new("serve-ids");
+    let mut s = Serve::start(&t, &[], &[]);
+    s.ready_all();
+    let ids = [
+        json!("abc"),
+        json!(""),
+        json!("with \"quotes\" and \\ and é"),
+        json!("7"),
+        json!(7),
+        json!(0),
+        json!(-12),
+        json!(1.5),
+        json!(u64::MAX),
+    ];
+    for id in &ids {
+        let r = s.request(json!({"id": id, "type": "ping"}));
+        assert_eq!(&r["id"], id, "{r}");
+        assert_eq!(r["ok"], true);
+    }
+    // Same for an error with an id.
+    let r = s.request(json!({"id": "e1", "type": "command", "name": "x"}));
+    assert_eq!(r["id"], "e1");
+    // "7" and 7 are distinct ids; both answered, each once.
+    let sevens: Vec<&Value> = s.frames.iter().filter(|f| f["id"] == json!(7) || f["id"] == json!("7")).collect();
+    assert_eq!(sevens.len(), 2);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
