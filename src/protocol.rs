@@ -2,7 +2,7 @@
 //! one-line encoding, and a decoder that never panics and says exactly what
 //! was wrong with a line it cannot use.
 
-use serde::de::{DeserializeOwned, Deserializer};
+use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -225,17 +225,159 @@ fn id_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 pub trait Frame: DeserializeOwned + Serialize {
     /// True for the catch-all variant of an unknown `type`.
     fn is_unknown(&self) -> bool;
+
+    /// The frames of every call (requests and replies), decoded straight
+    /// into their fields: serde's tagged enums first copy the whole frame
+    /// into a buffer of their own. `None` (another type, or anything wrong)
+    /// leaves the line to the general decoder, which says what is wrong.
+    fn decode_fast(_line: &[u8]) -> Option<Self> {
+        None
+    }
+}
+
+/// The `type` of a frame that starts with it (`{"type":"...",`, spaces
+/// allowed, no escapes): how the SDKs write frames. Looking costs next to
+/// nothing; a full pass just to find the type would cost about as much as
+/// what the fast path saves.
+fn leading_type(line: &[u8]) -> Option<&[u8]> {
+    let ws = |s: &[u8]| -> usize { s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count() };
+    let mut rest = line;
+    for token in [&b"{"[..], b"\"type\"", b":", b"\""] {
+        rest = rest[ws(rest)..].strip_prefix(token)?;
+    }
+    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (rest[end] == b'"').then_some(&rest[..end])
+}
+
+// The hot frames with their `type` as a field of their own, so that a
+// second `type` key is an error here as it is for the tagged enum. Field
+// rules as in the public structs (the tests compare both paths).
+
+#[derive(Deserialize)]
+struct FastToolResult {
+    #[serde(rename = "type")]
+    _ty: de::IgnoredAny,
+    #[serde(deserialize_with = "id_string")]
+    id: String,
+    #[serde(default)]
+    content: Vec<Value>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+struct FastCommandResponse {
+    #[serde(rename = "type")]
+    _ty: de::IgnoredAny,
+    #[serde(deserialize_with = "id_string")]
+    id: String,
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    insert: Option<String>,
+    #[serde(default)]
+    display: Option<String>,
+    #[serde(default)]
+    open_panel: Option<Panel>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FastInterceptResponse {
+    #[serde(rename = "type")]
+    _ty: de::IgnoredAny,
+    #[serde(deserialize_with = "id_string")]
+    id: String,
+    #[serde(default)]
+    block: bool,
+    #[serde(default, deserialize_with = "lenient")]
+    reason: String,
+    #[serde(default)]
+    modified_args: Option<Value>,
+    #[serde(default)]
+    replace_text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FastToolCall {
+    #[serde(rename = "type")]
+    _ty: de::IgnoredAny,
+    #[serde(deserialize_with = "id_string")]
+    id: String,
+    name: String,
+    #[serde(default = "empty_object")]
+    args: Value,
+}
+
+#[derive(Deserialize)]
+struct FastCommandInvoked {
+    #[serde(rename = "type")]
+    _ty: de::IgnoredAny,
+    #[serde(deserialize_with = "id_string")]
+    id: String,
+    name: String,
+    #[serde(default, deserialize_with = "lenient")]
+    args: String,
 }
 
 impl Frame for ExtFrame {
     fn is_unknown(&self) -> bool {
         matches!(self, ExtFrame::Unknown)
     }
+
+    fn decode_fast(line: &[u8]) -> Option<ExtFrame> {
+        Some(match leading_type(line)? {
+            b"tool_result" => {
+                let f: FastToolResult = serde_json::from_slice(line).ok()?;
+                ExtFrame::ToolResult(ToolResult { id: f.id, content: f.content, is_error: f.is_error })
+            }
+            b"command_response" => {
+                let f: FastCommandResponse = serde_json::from_slice(line).ok()?;
+                ExtFrame::CommandResponse(CommandResponse {
+                    id: f.id,
+                    action: f.action,
+                    prompt: f.prompt,
+                    insert: f.insert,
+                    display: f.display,
+                    open_panel: f.open_panel,
+                    error: f.error,
+                })
+            }
+            b"event_intercept_response" => {
+                let f: FastInterceptResponse = serde_json::from_slice(line).ok()?;
+                ExtFrame::EventInterceptResponse(InterceptResponse {
+                    id: f.id,
+                    block: f.block,
+                    reason: f.reason,
+                    modified_args: f.modified_args,
+                    replace_text: f.replace_text,
+                })
+            }
+            _ => return None,
+        })
+    }
 }
 
 impl Frame for HostFrame {
     fn is_unknown(&self) -> bool {
         matches!(self, HostFrame::Unknown)
+    }
+
+    fn decode_fast(line: &[u8]) -> Option<HostFrame> {
+        Some(match leading_type(line)? {
+            b"tool_call" => {
+                let f: FastToolCall = serde_json::from_slice(line).ok()?;
+                HostFrame::ToolCall { id: f.id, name: f.name, args: f.args }
+            }
+            b"command_invoked" => {
+                let f: FastCommandInvoked = serde_json::from_slice(line).ok()?;
+                HostFrame::CommandInvoked { id: f.id, name: f.name, args: f.args }
+            }
+            _ => return None,
+        })
     }
 }
 
@@ -272,6 +414,14 @@ impl std::error::Error for DecodeError {}
 /// Decodes one line (without its `\n`; a trailing `\r` is accepted).
 pub fn decode<F: Frame>(line: &[u8]) -> Result<F, DecodeError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Serde's tagged enums also read a sequence (`["ready"]`, fields by
+    // position); only a JSON object is a frame.
+    if line.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) != Some(&b'{') {
+        return classify(line, None);
+    }
+    if let Some(f) = F::decode_fast(line) {
+        return Ok(f);
+    }
     let err = match serde_json::from_slice::<F>(line) {
         Ok(f) if !f.is_unknown() => return Ok(f),
         Ok(_) => None,
@@ -368,6 +518,50 @@ mod tests {
         assert!(ext(&deep).is_err());
         let invalid = b"{\"type\":\"notify\",\"message\":\"\xff\"}";
         assert!(decode::<ExtFrame>(invalid).is_err());
+    }
+
+    #[test]
+    fn fast_decoding_agrees_with_the_tagged_enum() {
+        let ext_lines = [
+            r#"{"type":"tool_result","id":"8","content":[{"type":"text","text":"x\n\u00e9"},{"n":1.5e3,"k":[null,true]}],"is_error":true}"#,
+            r#"{ "type" : "tool_result", "id": 9, "content": [], "extra": {"a": 1}}"#,
+            r#"{"type":"tool_result","id":"1"}"#,
+            r#"{"type":"command_response","id":"7","action":"display","display":"hi","open_panel":{"id":"p","lines":["a"]}}"#,
+            r#"{"type":"command_response","id":"7","error":""}"#,
+            r#"{"type":"event_intercept_response","id":"3","block":true,"reason":5,"modified_args":{"c":"ls"},"replace_text":"t"}"#,
+        ];
+        for line in ext_lines {
+            let slow: ExtFrame = serde_json::from_slice(line.as_bytes()).unwrap();
+            assert_eq!(ExtFrame::decode_fast(line.as_bytes()), Some(slow.clone()), "{line}");
+            assert_eq!(decode::<ExtFrame>(line.as_bytes()), Ok(slow));
+        }
+        let host_lines = [
+            r#"{"type":"tool_call","id":"1","name":"x","args":{"i":[1,2,{"j":"k"}]}}"#,
+            r#"{"type": "tool_call", "name": "x", "id": 2}"#,
+            r#"{"type":"tool_call","id":"1","name":"x","args":null}"#,
+            r#"{"type":"command_invoked","id":"4","name":"echo","args":"a b"}"#,
+            r#"{"type":"command_invoked","id":"4","name":"echo","args":7}"#,
+        ];
+        for line in host_lines {
+            let slow: HostFrame = serde_json::from_slice(line.as_bytes()).unwrap();
+            assert_eq!(HostFrame::decode_fast(line.as_bytes()), Some(slow), "{line}");
+        }
+        // Anything off goes to the general decoder and its exact errors.
+        for line in [
+            r#"{"type":"tool_result","id":[1]}"#,
+            r#"{"type":"tool_result","type":"tool_result","id":"1"}"#,
+            r#"{"type":"tool_\u0072esult","id":"1"}"#,
+            r#"{"type":"tool_result","id":"1"} x"#,
+            r#"{"id":"1","type":"tool_result"}"#,
+            r#"{"type":"tool_result","id":"1","type":"hello"}"#,
+        ] {
+            assert_eq!(ExtFrame::decode_fast(line.as_bytes()), None, "{line}");
+        }
+        assert!(matches!(
+            decode::<ExtFrame>(br#"{"type":"tool_result","id":"1","is_error":"no"}"#),
+            Err(DecodeError::BadFields { id: Some(_), .. })
+        ));
+        assert!(matches!(decode::<ExtFrame>(br#"{"type":"tool_\u0072esult","id":"1"}"#), Ok(ExtFrame::ToolResult(_))));
     }
 
     #[test]
