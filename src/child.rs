@@ -1,17 +1,19 @@
 //! One extension process: spawning it in its own process group with its
 //! stderr in the log file, the reader thread (stdout lines → frames), the
-//! writer thread (bounded queue → stdin), the waiter thread (exit status),
-//! and signals to its group.
+//! writer thread (bounded queue → stdin, for what the sender's own
+//! non-blocking writes leave), the waiter thread (exit status), and
+//! signals to its group.
 
 use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
+use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -20,8 +22,10 @@ use std::thread;
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// Stack size of the per-child threads. Frame decoding is the deepest work
-/// they do and serde_json caps nesting at 128 levels.
-pub const THREAD_STACK: usize = 256 * 1024;
+/// they do and serde_json caps nesting at 128 levels; a frame nested just
+/// under that cap needs about 270 KiB of stack in a debug build (an
+/// overflow aborts the whole host), so this leaves twice that.
+pub const THREAD_STACK: usize = 512 * 1024;
 
 /// An encoded frame, shared when the same bytes go to many children.
 pub type Bytes = Arc<Vec<u8>>;
@@ -88,8 +92,14 @@ impl Log {
         let _ = (&self.0 .0).write_all(&buf);
     }
 
-    fn stdio(&self) -> io::Result<Stdio> {
-        Ok(Stdio::from(self.0 .0.try_clone()?))
+    #[cfg(not(target_os = "linux"))]
+    fn stdio(&self) -> io::Result<std::process::Stdio> {
+        Ok(std::process::Stdio::from(self.0 .0.try_clone()?))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn fd(&self) -> std::os::fd::RawFd {
+        self.0 .0.as_raw_fd()
     }
 }
 
@@ -100,15 +110,21 @@ enum WriterMsg {
     Close,
 }
 
+/// Frames are gathered in the outbox up to this many bytes, and written
+/// (by the sender or the writer thread) in pieces of at most about this size.
+const BATCH: usize = 64 * 1024;
+
 /// The child's stdin (non-blocking), shared by the dispatcher and the
-/// writer thread. While nothing is queued, [`Child::send`] writes a frame
-/// itself, without blocking: one thread hand-off less per call. What does
-/// not fit in the pipe, and everything after it until the writer has caught
-/// up, goes through the bounded queue and the writer thread, in order.
+/// writer thread. While nothing is queued, [`Child::send`] puts frames in
+/// the outbox and [`Child::flush`] (called by the dispatcher when its inbox
+/// is empty) writes them itself, without blocking: no thread hand-off per
+/// call, and one write for a burst of frames. What does not fit in the
+/// pipe, and everything after it until the writer has caught up, goes
+/// through the bounded queue and the writer thread, in order.
 struct Stdin {
     /// `None` once closed; only ever locked with `try_lock` by the sender,
     /// so a writer blocked on a full pipe never blocks it.
-    pipe: Mutex<Option<ChildStdin>>,
+    pipe: Mutex<Option<File>>,
     /// Messages queued for the writer thread and not written yet.
     pending: AtomicUsize,
 }
@@ -127,17 +143,24 @@ pub struct Child {
     pub pid: u32,
     queue: Sender<WriterMsg>,
     stdin: Arc<Stdin>,
+    /// Frames not written yet; only ever non-empty while nothing is queued.
+    outbox: Mutex<Vec<u8>>,
+    /// `--trace`: frames out are recorded in [`Child::send`].
+    tap: Option<Tap>,
 }
 
 impl Child {
     /// Spawns `exec` (the manifest's resolved program) with the manifest's
     /// args, in its directory, in its own process group. Every report of
-    /// its threads reaches `inbox` as `wrap(msg)`.
+    /// its threads reaches `inbox` as `wrap(msg)`. With `trace`, every
+    /// frame in and out is recorded ([`crate::trace`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn spawn<M, W>(
         manifest: &Manifest,
         exec: &Path,
         log: &Log,
         queue_limit: usize,
+        trace: Option<&Arc<Tracer>>,
         inbox: Sender<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -146,24 +169,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let name = &manifest.name;
-        let mut cmd = Command::new(exec);
-        cmd.args(&manifest.args)
-            .current_dir(&manifest.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log.stdio()?)
-            .process_group(0);
-        set_parent_death_signal(&mut cmd);
-        let mut child = cmd.spawn()?;
-        let pid = child.id();
-        let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
-            (Some(i), Some(o)) => (i, o),
-            _ => {
-                kill_group(pid, libc::SIGKILL);
-                let _ = child.wait();
-                return Err(io::Error::other("child pipes missing"));
-            }
-        };
+        let Started { pid, stdin, stdout, wait } = start_process(manifest, exec, log)?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
         let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
@@ -177,18 +183,17 @@ impl Child {
 
         let (tx, w) = (inbox.clone(), wrap.clone());
         let rlog = log.clone();
-        let r = spawn_thread("r", Box::new(move || read_loop(stdout, &rlog, |m| tx.send(w(m)).is_ok())));
+        let tap = trace.map(|t| t.tap(name));
+        let rtap = tap.as_ref().map(Tap::for_reader);
+        let r = spawn_thread(
+            "r",
+            Box::new(move || read_loop_traced(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())),
+        );
         let (tx, w) = (inbox, wrap);
         let x = spawn_thread(
             "x",
             Box::new(move || {
-                let status = loop {
-                    match child.wait() {
-                        Ok(s) => break s,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(_) => break ExitStatus::from_raw(0),
-                    }
-                };
+                let status = wait();
                 let _ = tx.send(w(ChildMsg::Exited(status)));
             }),
         );
@@ -198,24 +203,24 @@ impl Child {
             kill_group(pid, libc::SIGKILL);
             return Err(e);
         }
-        Ok(Child { pid, queue: qtx, stdin })
+        Ok(Child { pid, queue: qtx, stdin, outbox: Mutex::new(Vec::new()), tap })
     }
 
     /// Queues an encoded frame without blocking.
     pub fn send(&self, bytes: Bytes) -> Result<(), SendError> {
+        if let Some(tap) = &self.tap {
+            tap.frame_out(&bytes);
+        }
         let mut from = 0;
-        if self.stdin.pending.load(Ordering::Acquire) == 0 {
-            if let Ok(mut pipe) = self.stdin.pipe.try_lock() {
-                let Some(p) = pipe.as_mut() else { return Err(SendError::Closed) };
-                // A write error (the child closed stdin) is left to the writer
-                // thread to find, as before: the frame is queued.
-                while from < bytes.len() {
-                    match p.write(&bytes[from..]) {
-                        Ok(n) if n > 0 => from += n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        _ => break,
-                    }
-                }
+        if self.idle() {
+            let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+            if outbox.len() + bytes.len() <= BATCH {
+                outbox.extend_from_slice(&bytes);
+                return Ok(());
+            }
+            self.flush_locked(&mut outbox);
+            if self.idle() {
+                from = self.write_now(&bytes);
                 if from == bytes.len() {
                     return Ok(());
                 }
@@ -233,10 +238,60 @@ impl Child {
         })
     }
 
+    /// Writes the outbox without blocking; what the pipe does not take goes
+    /// to the writer thread.
+    pub fn flush(&self) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        self.flush_locked(&mut outbox);
+    }
+
+    fn flush_locked(&self, outbox: &mut Vec<u8>) {
+        if outbox.is_empty() {
+            return;
+        }
+        let n = if self.idle() { self.write_now(outbox) } else { 0 };
+        if n < outbox.len() {
+            // Nothing is queued while the outbox holds frames, so there is room.
+            self.stdin.pending.fetch_add(1, Ordering::AcqRel);
+            if self.queue.try_send(WriterMsg::Frame(Arc::new(outbox.split_off(n)), 0)).is_err() {
+                self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        outbox.clear();
+        if outbox.capacity() > 2 * BATCH {
+            *outbox = Vec::new();
+        }
+    }
+
+    /// Nothing is queued for (or being written by) the writer thread.
+    fn idle(&self) -> bool {
+        self.stdin.pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Writes what the pipe takes without blocking; returns how much. A
+    /// write error (the child closed stdin) is left to the writer thread to
+    /// find, as before: the rest is queued.
+    fn write_now(&self, bytes: &[u8]) -> usize {
+        let mut from = 0;
+        if let Ok(mut pipe) = self.stdin.pipe.try_lock() {
+            if let Some(p) = pipe.as_mut() {
+                while from < bytes.len() {
+                    match p.write(&bytes[from..]) {
+                        Ok(n) if n > 0 => from += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        _ => break,
+                    }
+                }
+            }
+        }
+        from
+    }
+
     /// Asks the writer to flush what is queued and close stdin. Never blocks:
     /// if the queue is full the writer is stuck anyway, and the signals that
     /// follow unblock it.
     pub fn close_stdin(&self) {
+        self.flush();
         // Counted as pending, so no later frame is written ahead of it.
         self.stdin.pending.fetch_add(1, Ordering::AcqRel);
         let _ = self.queue.try_send(WriterMsg::Close);
@@ -268,31 +323,227 @@ pub fn group_alive(pgid: u32) -> bool {
     unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
-#[cfg(target_os = "linux")]
-fn set_parent_death_signal(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+/// A started extension process: its pid, our ends of its stdin and stdout,
+/// and how to wait for (and reap) it.
+struct Started {
+    pid: u32,
+    stdin: File,
+    stdout: File,
+    wait: Box<dyn FnOnce() -> ExitStatus + Send>,
 }
 
+/// Starts `exec` with the manifest's args, in its directory, in its own
+/// process group, stderr to the log.
 #[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_cmd: &mut Command) {}
+fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(exec)
+        .args(&manifest.args)
+        .current_dir(&manifest.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log.stdio()?)
+        .process_group(0)
+        .spawn()?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        kill_group(pid, libc::SIGKILL);
+        let _ = child.wait();
+        return Err(io::Error::other("child pipes missing"));
+    };
+    let wait = Box::new(move || loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break ExitStatus::from_raw(0),
+        }
+    });
+    Ok(Started { pid, stdin: File::from(OwnedFd::from(stdin)), stdout: File::from(OwnedFd::from(stdout)), wait })
+}
+
+/// Starts `exec` with the manifest's args, in its directory, in its own
+/// process group, stderr to the log, with SIGKILL as its parent-death
+/// signal, and with only fds 0, 1 and 2 crossing exec.
+///
+/// `std::process::Command` can only set the parent-death signal in a
+/// `pre_exec` hook, which makes it `fork`: copying the page tables of a
+/// host that already runs 3 threads per extension, with TLB shootdowns on
+/// every core, several milliseconds per extension at 50 of them. This
+/// starts the child the way `posix_spawn` does instead: `clone` with
+/// `CLONE_VM | CLONE_VFORK`, the child running on a stack of its own in our
+/// memory, doing only async-signal-safe system calls, while this thread
+/// waits for its exec (other threads run on). Everything the child needs is
+/// prepared before, every signal is blocked around the clone so that no
+/// handler of the host runs in the child, and the child resets handlers to
+/// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
+/// before exec, as `std` does.
+#[cfg(target_os = "linux")]
+fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+    use std::ffi::CString;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::AtomicI32;
+
+    /// What the child reads (in our memory) and where it reports a failure.
+    struct Plan {
+        path: CString,
+        argv: Vec<*const libc::c_char>,
+        envp: Vec<*const libc::c_char>,
+        dir: CString,
+        /// Become the child's fds 0, 1 and 2.
+        fds: [libc::c_int; 3],
+        parent: libc::pid_t,
+        max_fd: libc::c_int,
+        /// errno of the step that failed in the child; 0 when it exec'd.
+        err: AtomicI32,
+    }
+
+    extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Plan` of the parent, which is suspended
+        // (CLONE_VFORK) and keeps it alive until this exits or execs. Only
+        // system calls from here on: no allocation, no locks.
+        unsafe {
+            let p = &*(arg as *const Plan);
+            let fail = || -> libc::c_int {
+                p.err.store(*libc::__errno_location(), Ordering::SeqCst);
+                libc::_exit(127)
+            };
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            for sig in 1..65 {
+                if libc::sigaction(sig, std::ptr::null(), &mut sa) == 0
+                    && sa.sa_sigaction != libc::SIG_DFL
+                    && (sa.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE)
+                {
+                    let mut dfl: libc::sigaction = std::mem::zeroed();
+                    dfl.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                }
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return fail();
+            }
+            if libc::setpgid(0, 0) != 0 {
+                return fail();
+            }
+            for (target, &fd) in p.fds.iter().enumerate() {
+                let target = target as libc::c_int;
+                let ok = if fd == target { libc::fcntl(fd, libc::F_SETFD, 0) } else { libc::dup2(fd, target) };
+                if ok < 0 {
+                    return fail();
+                }
+            }
+            if libc::chdir(p.dir.as_ptr()) != 0 {
+                return fail();
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return fail();
+            }
+            if libc::getppid() != p.parent {
+                libc::_exit(1);
+            }
+            // Only fds 0, 1 and 2 cross exec: an fd zot inherited without
+            // close-on-exec (a pipe of whatever started zot) must not reach
+            // extensions and be held open by them.
+            let (first, last) = (3 as libc::c_uint, libc::c_uint::MAX);
+            if libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+                for fd in 3..p.max_fd {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            libc::execve(p.path.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
+            fail()
+        }
+    }
+
+    let cstr = |b: &[u8]| {
+        CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the program, its arguments, its directory or the environment"))
+    };
+    let path = cstr(exec.as_os_str().as_bytes())?;
+    let args = std::iter::once(Ok(path.clone()))
+        .chain(manifest.args.iter().map(|a| cstr(a.as_bytes())))
+        .collect::<io::Result<Vec<CString>>>()?;
+    let env = std::env::vars_os()
+        .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .collect::<io::Result<Vec<CString>>>()?;
+    let nul_terminated = |v: &[CString]| v.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect::<Vec<_>>();
+    let pipe = || -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two fds that we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both are fresh, open and ours.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    };
+    let (in_r, in_w) = pipe()?;
+    let (out_r, out_w) = pipe()?;
+    let plan = Plan {
+        argv: nul_terminated(&args),
+        envp: nul_terminated(&env),
+        path,
+        dir: cstr(manifest.dir.as_os_str().as_bytes())?,
+        fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), log.fd()],
+        parent: std::process::id() as libc::pid_t,
+        // SAFETY: sysconf only reads a limit.
+        max_fd: unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(3, 65536) as libc::c_int,
+        err: AtomicI32::new(0),
+    };
+    let mut stack = vec![0u8; 64 * 1024];
+    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we
+    // resume only once it has exec'd or exited); the signal mask is
+    // restored right after.
+    let pid = unsafe {
+        let top = stack.as_mut_ptr().add(stack.len()) as *mut libc::c_void;
+        let (mut all, mut old): (libc::sigset_t, libc::sigset_t) = (std::mem::zeroed(), std::mem::zeroed());
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+        let pid = libc::clone(child, top, flags, &plan as *const Plan as *mut libc::c_void);
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(err);
+        }
+        pid
+    };
+    drop(stack);
+    let reap = move || loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break ExitStatus::from_raw(status);
+        }
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        break ExitStatus::from_raw(0);
+    };
+    match plan.err.load(Ordering::SeqCst) {
+        0 => {}
+        errno => {
+            reap();
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+    }
+    drop((in_r, out_w));
+    Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r), wait: Box::new(reap) })
+}
 
 /// Splits `input` into lines of at most [`MAX_LINE`] bytes, decodes each and
 /// hands frames to `emit`; junk is logged and skipped, over-long lines are
 /// discarded whole without being kept. Returns at EOF, after emitting `Eof`,
 /// or when `emit` returns false.
-pub fn read_loop<R: Read>(input: R, log: &Log, mut emit: impl FnMut(ChildMsg) -> bool) {
+pub fn read_loop<R: Read>(input: R, log: &Log, emit: impl FnMut(ChildMsg) -> bool) {
+    read_loop_traced(input, log, None, emit);
+}
+
+/// [`read_loop`], recording every line in `tap` before it is decoded.
+pub fn read_loop_traced<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl FnMut(ChildMsg) -> bool) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::new();
     loop {
@@ -313,12 +564,18 @@ pub fn read_loop<R: Read>(input: R, log: &Log, mut emit: impl FnMut(ChildMsg) ->
             line.pop();
         } else if line.len() > MAX_LINE {
             let skipped = reader.skip_until(b'\n').unwrap_or(0);
+            if let Some(tap) = tap {
+                tap.discarded_in(&line, line.len() + skipped);
+            }
             log.line(&format!(
                 "discarded a line of {} bytes from stdout (limit {MAX_LINE} bytes)",
                 line.len() + skipped
             ));
             line = Vec::new();
             continue;
+        }
+        if let Some(tap) = tap {
+            tap.line_in(&line);
         }
         if !handle_line(&line, log, &mut emit) {
             return;
@@ -356,7 +613,7 @@ pub fn preview(line: &[u8]) -> String {
     s
 }
 
-fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
+fn set_nonblocking(stdin: &File) -> io::Result<()> {
     let fd = stdin.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own; only O_NONBLOCK is changed.
     unsafe {

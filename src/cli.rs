@@ -31,8 +31,14 @@ pub enum Command {
     Session(SessionArgs),
     /// `zot serve [OPTIONS]`: the host protocol on stdio.
     Serve(SessionArgs),
+    /// `zot mcp [OPTIONS]`: the extensions as an MCP server on stdio.
+    Mcp(SessionArgs),
     /// `zot ext ...`; `cwd` is `--cwd` as given (not yet checked).
     Ext { cwd: Option<PathBuf>, cmd: ExtCommand },
+    /// `zot ext new`.
+    ExtNew(crate::scaffold::NewOptions),
+    /// `zot ext check`.
+    ExtCheck(crate::check::CheckOptions),
 }
 
 /// The options shared by `zot` and `zot serve`, as given.
@@ -49,6 +55,8 @@ pub struct SessionArgs {
     pub tool_timeout: Option<Duration>,
     pub intercept_timeout: Option<Duration>,
     pub fail_closed: bool,
+    /// `--trace FILE` (else `ZOT_TRACE`): every frame, one JSON line each.
+    pub trace: Option<PathBuf>,
     /// The options that were given, in order, as spelled in the usage
     /// (`--ext`, `--model`, ...), to refuse them where they do not apply.
     pub given: Vec<&'static str>,
@@ -84,6 +92,14 @@ impl SessionArgs {
         set(&mut t.tool, self.tool_timeout);
         set(&mut t.intercept, self.intercept_timeout);
         config.fail_closed = self.fail_closed;
+        let trace = self.trace.or_else(|| {
+            env::var_os(crate::trace::TRACE_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
+        });
+        if let Some(path) = trace {
+            let tracer = crate::trace::Tracer::create(&path)
+                .map_err(|e| format!("trace file {}: {e}", path.display()))?;
+            config.trace = Some(tracer);
+        }
         Ok(config)
     }
 }
@@ -139,6 +155,10 @@ where
             Ok(config) => crate::serve::run(config),
             Err(e) => fail(&e),
         },
+        Command::Mcp(s) => match s.into_config() {
+            Ok(config) => crate::mcp::run(config),
+            Err(e) => fail(&e),
+        },
         Command::Ext { cwd, cmd } => {
             let home = match Home::from_env() {
                 Ok(h) => h,
@@ -150,6 +170,8 @@ where
             };
             manage::run(cmd, &home, cwd.as_deref())
         }
+        Command::ExtNew(opts) => crate::scaffold::run(&opts),
+        Command::ExtCheck(opts) => crate::check::run(&opts),
     }
 }
 
@@ -305,6 +327,10 @@ where
                 a.context = "zot serve".into();
                 return parse_serve(a, s);
             }
+            Tok::Value(v) if v == "mcp" => {
+                a.context = "zot mcp".into();
+                return parse_mcp(a, s);
+            }
             Tok::Value(v) if v == "ext" => {
                 a.context = "zot ext".into();
                 return parse_ext(a, s);
@@ -372,6 +398,10 @@ fn session_option(a: &mut Args, s: &mut SessionArgs, tok: &Tok) -> Result<bool, 
             s.fail_closed = true;
             "--fail-closed"
         }
+        "trace" => {
+            s.trace = Some(PathBuf::from(a.value()?));
+            "--trace"
+        }
         _ => return Ok(false),
     };
     s.given.push(name);
@@ -389,6 +419,19 @@ fn parse_serve(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
         return Err(a.unexpected(&tok));
     }
     Ok(Command::Serve(s))
+}
+
+fn parse_mcp(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
+    while let Some(tok) = a.next()? {
+        if session_option(&mut a, &mut s, &tok)? {
+            continue;
+        }
+        if is_help(&tok) {
+            return Ok(Command::Help(mcp_help()));
+        }
+        return Err(a.unexpected(&tok));
+    }
+    Ok(Command::Mcp(s))
 }
 
 fn parse_ext(mut a: Args, s: SessionArgs) -> Result<Command, UsageError> {
@@ -411,12 +454,18 @@ fn parse_ext(mut a: Args, s: SessionArgs) -> Result<Command, UsageError> {
             _ => return Err(a.unexpected(&tok)),
         }
     }
-    Err(a.err("missing subcommand (list, install, remove, enable, disable, logs)"))
+    Err(a.err("missing subcommand (list, install, remove, enable, disable, logs, new, check)"))
 }
 
-const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs"];
+const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs", "new", "check"];
 
 fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Command, UsageError> {
+    if sub == "new" || sub == "check" {
+        if cwd.is_some() {
+            return Err(a.err(format!("option '--cwd' does not apply to 'zot ext {sub}'")));
+        }
+        return if sub == "new" { parse_new(a) } else { parse_check(a) };
+    }
     let mut json = false;
     let mut yes = false;
     let mut follow = false;
@@ -461,6 +510,51 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Com
     Ok(Command::Ext { cwd, cmd })
 }
 
+/// `zot ext new <name> [--lang LANG] [--dir PATH]`.
+fn parse_new(mut a: Args) -> Result<Command, UsageError> {
+    let mut name: Option<String> = None;
+    let mut lang = "python".to_string();
+    let mut dir = None;
+    while let Some(tok) = a.next()? {
+        match &tok {
+            _ if is_help(&tok) => return Ok(Command::Help(crate::scaffold::HELP.to_string())),
+            Tok::Long(l) if l == "lang" => {
+                lang = a.string(&tok)?;
+                if !crate::scaffold::LANGS.contains(&lang.as_str()) {
+                    return Err(a.err(format!(
+                        "invalid value '{lang}' for '--lang': expected one of {}",
+                        crate::scaffold::LANGS.join(", ")
+                    )));
+                }
+            }
+            Tok::Long(l) if l == "dir" => dir = Some(PathBuf::from(a.value()?)),
+            // Checked at run time (validate_name), like every other name.
+            Tok::Value(v) if name.is_none() => name = Some(v.to_string_lossy().into_owned()),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    let Some(name) = name else { return Err(a.err("missing <name>")) };
+    Ok(Command::ExtNew(crate::scaffold::NewOptions { name, lang, dir }))
+}
+
+/// `zot ext check <path> [--json] [--timeout SECS]`.
+fn parse_check(mut a: Args) -> Result<Command, UsageError> {
+    let mut path = None;
+    let mut json = false;
+    let mut call_timeout = None;
+    while let Some(tok) = a.next()? {
+        match &tok {
+            _ if is_help(&tok) => return Ok(Command::Help(crate::check::HELP.to_string())),
+            Tok::Long(l) if l == "json" => json = true,
+            Tok::Long(l) if l == "timeout" => call_timeout = Some(a.secs(&tok)?),
+            Tok::Value(v) if path.is_none() => path = Some(PathBuf::from(v)),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    let Some(path) = path else { return Err(a.err("missing <path>")) };
+    Ok(Command::ExtCheck(crate::check::CheckOptions { path, json, call_timeout }))
+}
+
 // ---------------------------------------------------------------------------
 // Usage texts
 
@@ -472,12 +566,16 @@ pub fn top_help() -> String {
 Usage:
   zot [OPTIONS]                       interactive session
   zot serve [OPTIONS]                 host protocol (JSON lines) on stdin/stdout
+  zot mcp [OPTIONS]                   the extensions as an MCP server on stdio
   zot ext list [--json]               installed extensions and their state
   zot ext install <path|git-url>      copy or clone into $ZOT_HOME/extensions
   zot ext remove <name> [-y|--yes]    delete an installed extension
   zot ext enable <name>               load it again on launch
   zot ext disable <name>              keep it installed but skip it on launch
   zot ext logs <name> [-f|--follow]   print (or follow) the extension's log
+  zot ext new <name> [--lang LANG] [--dir PATH]
+                                      write a working extension to start from
+  zot ext check <path> [--json]       run an extension and report its problems
   zot --help | zot --version
 
 "
@@ -511,11 +609,37 @@ after the word 'serve'.
     s
 }
 
+/// `zot mcp --help`.
+pub fn mcp_help() -> String {
+    let mut s = String::from(
+        "Usage: zot mcp [OPTIONS]
+
+Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
+message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and
+2024-11-05), so that any MCP client can use the extensions: their tools as
+MCP tools (the tool_call intercept chain and event run first), their
+commands as MCP prompts with one optional argument, args, and their notes
+as log messages. Diagnostics go to stderr. End of stdin shuts the host
+down. Options may come before or after the word 'mcp'.
+
+Register it in a client's configuration, for example:
+  {\"mcpServers\": {\"zot\": {\"command\": \"zot\",
+                    \"args\": [\"mcp\", \"--ext\", \"/path/to/extension\"]}}}
+
+",
+    );
+    s.push_str(&session_options());
+    s.push_str(&opt_line("-h, --help", "print this help"));
+    s.push_str("SECS accepts fractions (0.5).\n");
+    s.push_str(&environment());
+    s
+}
+
 fn session_options() -> String {
     let d = Timeouts::default();
     let f = fmt_duration;
     let mut s = String::from("Options (zot and zot serve):\n");
-    let rows: [(&str, String); 13] = [
+    let rows: [(&str, String); 15] = [
         ("-e, --ext PATH", "load the extension in PATH for this run".into()),
         ("", "(repeatable; wins over installed ones)".into()),
         ("    --no-ext", "skip project-local and global discovery".into()),
@@ -535,6 +659,8 @@ fn session_options() -> String {
         ("    --intercept-timeout SECS", format!("per interceptor (default {})", f(d.intercept))),
         ("    --fail-closed", "a failed or late interceptor blocks instead".into()),
         ("", "of allowing".into()),
+        ("    --trace FILE", "write every frame in and out to FILE, one JSON".into()),
+        ("", "line each (default: $ZOT_TRACE)".into()),
     ];
     for (opt, help) in rows {
         s.push_str(&opt_line(opt, &help));
@@ -556,6 +682,8 @@ fn environment() -> String {
 Environment:
   ZOT_HOME   where installed extensions and logs live
              (now: {home})
+  ZOT_TRACE  a trace file, when --trace is not given:
+             {{\"t\":secs,\"ext\":name,\"dir\":\"in\"|\"out\",\"frame\":{{...}}}} per line
 Project-local extensions live in <cwd>/.zot/extensions.
 "
     )
@@ -581,6 +709,14 @@ Commands:
   disable <name>              keep it installed but skip it on launch
   logs <name> [-f|--follow]   print $ZOT_HOME/logs/ext-<name>.log, or follow it
 
+For extension authors:
+  new <name> [--lang LANG] [--dir PATH]
+                              write a working extension folder <PATH>/<name>
+                              (python, node, typescript, shell, rust, go)
+  check <path> [--json] [--timeout SECS]
+                              run the extension in <path> in a throw-away
+                              ZOT_HOME and report problems, with fixes
+
 Run 'zot ext <command> --help' for more.
 ",
     )
@@ -588,6 +724,8 @@ Run 'zot ext <command> --help' for more.
 
 fn ext_sub_help(sub: &str) -> String {
     let text = match sub {
+        "new" => crate::scaffold::HELP,
+        "check" => crate::check::HELP,
         "list" => {
             "Usage: zot ext list [--json] [--cwd DIR]
 

@@ -4,8 +4,12 @@
 //! manifests ([`manifest`]), runs them as child processes ([`child`]) and
 //! talks to them over newline-delimited JSON ([`protocol`]) from one
 //! dispatcher thread ([`host`]). [`ext`] is the SDK for writing extensions
-//! in Rust; [`console`] and [`serve`] are the front ends of the `zot` binary.
+//! in Rust; [`console`], [`serve`] and [`mcp`] are the front ends of the `zot`
+//! binary.
+//! [`scaffold`] (`zot ext new`), [`check`] (`zot ext check`) and [`trace`]
+//! (`--trace`) are the tools for extension authors.
 
+pub mod check;
 pub mod child;
 pub mod cli;
 pub mod console;
@@ -15,7 +19,10 @@ pub mod home;
 pub mod host;
 pub mod manage;
 pub mod manifest;
+pub mod mcp;
 pub mod protocol;
+pub mod scaffold;
 pub mod serve;
 pub mod signals;
 pub mod text;
+pub mod trace;

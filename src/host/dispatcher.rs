@@ -34,6 +34,11 @@ const EOF_GRACE: Duration = Duration::from_millis(50);
 /// How often log sizes are checked against the rotation limit.
 const LOG_CHECK: Duration = Duration::from_secs(1);
 
+/// Inbox messages handled at most before frames gathered for children are
+/// written even though more messages wait: a busy inbox (a chatty
+/// extension) must not hold back another extension's call.
+const FLUSH_EVERY: u32 = 64;
+
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
@@ -167,7 +172,7 @@ impl Ext {
 
 enum CallKind {
     Command { name: String, done: Responder },
-    Tool { name: String, done: Responder },
+    Tool { name: String, tool_id: Option<String>, done: Responder },
     Intercept { chain: u64 },
 }
 
@@ -321,7 +326,18 @@ impl Dispatcher {
     }
 
     fn run(&mut self, rx: &Receiver<Inbox>) {
+        let mut unflushed = 0;
         while self.phase != Phase::Done {
+            if rx.is_empty() || unflushed >= FLUSH_EVERY {
+                // Out of work for now (or busy for a while): write what was
+                // sent to children meanwhile, one write per child
+                // (`Child::send` only gathers while nothing is queued).
+                for c in self.exts.iter().filter_map(|e| e.child.as_ref()) {
+                    c.flush();
+                }
+                unflushed = 0;
+            }
+            unflushed += 1;
             let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
             let next = match (next_timer, self.calls.next_deadline()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -448,6 +464,7 @@ impl Dispatcher {
     fn start_ext(&mut self, slot: usize) {
         let inbox = self.inbox.clone();
         let queue_limit = self.cfg.queue_limit;
+        let trace = self.cfg.trace.clone();
         let hello_at = Instant::now() + self.cfg.timeouts.hello;
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
         let ext = &mut self.exts[slot];
@@ -468,7 +485,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &log, queue_limit, inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(key, msg)
         });
         ext.log = Some(log);
@@ -1007,7 +1024,7 @@ impl Dispatcher {
                 let what = format!("command /{name}");
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
-            CallKind::Tool { name, done } => {
+            CallKind::Tool { name, done, .. } => {
                 ext.log(&format!("tool {name} (request {id}) timed out after {}; cancelling", fmt_duration(t.tool)));
                 let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
                 let what = format!("tool {name}");
@@ -1033,7 +1050,8 @@ impl Dispatcher {
             },
             Request::List => respond(done, Ok(Response::List(self.listing()))),
             Request::Command { name, args } => self.start_command(name, args, done),
-            Request::Tool { name, args, tool_id: _ } => self.start_tool(name, args, done),
+            Request::Tool { name, args, tool_id } => self.start_tool(name, args, tool_id, done),
+            Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
                 let bytes = Arc::new(encode(&HostFrame::Event { event: event.clone(), payload }));
@@ -1117,7 +1135,7 @@ impl Dispatcher {
         self.calls.insert(id, Call { slot, key, kind: CallKind::Command { name, done }, deadline });
     }
 
-    fn start_tool(&mut self, name: String, args: Option<Value>, done: Responder) {
+    fn start_tool(&mut self, name: String, args: Option<Value>, tool_id: Option<String>, done: Responder) {
         let args = match args {
             None | Some(Value::Null) => Value::Object(Default::default()),
             Some(v @ Value::Object(_)) => v,
@@ -1136,7 +1154,28 @@ impl Dispatcher {
         }
         let key = self.exts[slot].key;
         let deadline = Instant::now() + self.cfg.timeouts.tool;
-        self.calls.insert(id, Call { slot, key, kind: CallKind::Tool { name, done }, deadline });
+        self.calls.insert(id, Call { slot, key, kind: CallKind::Tool { name, tool_id, done }, deadline });
+    }
+
+    /// [`Request::CancelTool`]: every tool call in flight started with
+    /// `tool_id` is dropped, cancelled at its extension, and failed.
+    fn cancel_tool(&mut self, tool_id: &str, done: Responder) {
+        let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == tool_id);
+        let ids: Vec<u64> = self.calls.calls.iter().filter(|(_, c)| mine(c)).map(|(id, _)| *id).collect();
+        if ids.is_empty() {
+            return respond(done, Err(HostError::BadRequest(format!("no tool call {tool_id:?} in flight"))));
+        }
+        for id in ids {
+            let Some(call) = self.calls.remove(&id) else { continue };
+            let ext = &self.exts[call.slot];
+            if let CallKind::Tool { name, done: caller, .. } = call.kind {
+                ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
+                let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                let extension = ext.name().to_string();
+                respond(caller, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
+            }
+        }
+        respond(done, Ok(Response::Done))
     }
 
     // ----- intercept chains -------------------------------------------------

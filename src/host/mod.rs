@@ -20,6 +20,7 @@ use crate::protocol::Payload;
 pub struct Host {
     tx: Sender<dispatcher::Inbox>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    trace: Option<std::sync::Arc<crate::trace::Tracer>>,
 }
 
 impl Host {
@@ -29,8 +30,9 @@ impl Host {
     pub fn start(config: Config) -> Result<(Host, Receiver<HostEvent>), HostError> {
         let (tx, rx) = unbounded();
         let (etx, erx) = unbounded();
+        let trace = config.trace.clone();
         let thread = dispatcher::spawn(config, tx.clone(), rx, etx)?;
-        Ok((Host { tx, thread: Mutex::new(Some(thread)) }, erx))
+        Ok((Host { tx, thread: Mutex::new(Some(thread)), trace }, erx))
     }
 
     /// Sends a request; `done` is called exactly once with the outcome, on
@@ -85,6 +87,20 @@ impl Host {
             Response::Tool(r) => Ok(r),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// Calls tool `name` with `args` under the caller's own key `tool_id`,
+    /// so that [`Host::cancel_tool`] can give up on it; `done` as in
+    /// [`Host::submit`].
+    pub fn submit_tool(&self, name: &str, args: Option<Value>, tool_id: &str, done: Responder) {
+        self.submit(Request::Tool { name: name.into(), args, tool_id: Some(tool_id.into()) }, done);
+    }
+
+    /// Gives up on the tool calls in flight started with `tool_id`: their
+    /// extension gets `tool_cancel` and their callers get
+    /// [`HostError::Cancelled`].
+    pub fn cancel_tool(&self, tool_id: &str) -> Result<(), HostError> {
+        self.call(Request::CancelTool { tool_id: tool_id.into() }).map(drop)
     }
 
     /// Runs the intercept chain for `event` (`tool_call`, `turn_start` or
@@ -142,6 +158,9 @@ impl Host {
         let handle = self.thread.lock().ok().and_then(|mut t| t.take());
         if let Some(h) = handle {
             let _ = h.join();
+        }
+        if let Some(t) = &self.trace {
+            t.flush(std::time::Duration::from_secs(2));
         }
     }
 }

@@ -118,6 +118,10 @@ pub struct Config {
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
     pub reserved_commands: Vec<String>,
+    /// `--trace FILE`: every frame in and out, recorded where each child's
+    /// lines are read and its frames sent ([`crate::trace`]); flushed by
+    /// [`Host::shutdown`](super::Host::shutdown).
+    pub trace: Option<std::sync::Arc<crate::trace::Tracer>>,
 }
 
 impl Config {
@@ -135,6 +139,7 @@ impl Config {
             queue_limit: DEFAULT_QUEUE_LIMIT,
             limits: Limits::default(),
             reserved_commands: Vec::new(),
+            trace: None,
         }
     }
 }
@@ -145,7 +150,13 @@ pub enum Request {
     WaitReady,
     List,
     Command { name: String, args: String },
+    /// `tool_id` is the caller's own key for the call, for [`Request::CancelTool`].
     Tool { name: String, args: Option<Value>, tool_id: Option<String> },
+    /// Gives up on the tool calls in flight that were started with this
+    /// `tool_id`: each leaves the calls in flight, its extension gets
+    /// `tool_cancel`, and its caller is answered [`HostError::Cancelled`].
+    /// Answers `Done`, or `BadRequest` when no such call is in flight.
+    CancelTool { tool_id: String },
     Intercept { event: String, payload: Payload },
     Event { event: String, payload: Payload },
     PanelKey { extension: String, panel_id: String, key: String, text: Option<String> },
@@ -347,6 +358,8 @@ pub enum HostError {
     /// The extension already has as many calls in flight as allowed.
     TooManyCalls { extension: String, limit: usize },
     ShuttingDown,
+    /// The caller gave up on the call ([`Request::CancelTool`]).
+    Cancelled { extension: String, what: String },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
 }
@@ -363,6 +376,7 @@ impl HostError {
             HostError::Exited { .. } => "extension_exited",
             HostError::Busy { .. } | HostError::TooManyCalls { .. } => "busy",
             HostError::ShuttingDown => "shutting_down",
+            HostError::Cancelled { .. } => "cancelled",
         }
     }
 }
@@ -391,6 +405,9 @@ impl fmt::Display for HostError {
                 "extension {extension:?} is busy: {limit} calls already in flight"
             ),
             HostError::ShuttingDown => write!(f, "the host is shutting down"),
+            HostError::Cancelled { extension, what } => {
+                write!(f, "{what} of extension {extension:?} was cancelled by the caller")
+            }
             HostError::Internal(m) => write!(f, "internal error: {m}"),
         }
     }

@@ -1,0 +1,671 @@
+//! `zot mcp` end to end through the real binary.
+//!
+//! Two kinds of tests:
+//! - driven by the official MCP Python SDK (tests/mcp/client.py, run with
+//!   `$ZOT_MCP_PYTHON` or `target/mcp-venv/bin/python`, which .ci/run
+//!   installs): tools of the Rust, Python and shell examples, prompts, the
+//!   guard, image blocks, logging, an extension exiting, cancellation.
+//!   They skip, saying so on stderr, only when the `mcp` package cannot be
+//!   imported.
+//! - raw JSON-RPC lines written to `zot mcp` and read back: every error
+//!   path, version negotiation, ping, batches, notification order and
+//!   gating, intercept rewrites, cancellation, reload, signals, and that
+//!   stdout carries JSON-RPC messages only.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{py_ext, TempDir};
+use crossbeam_channel::RecvTimeoutError;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
+
+const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An example extension's folder; the Rust ones must be built.
+fn example(rel: &str) -> String {
+    let dir = root().join("examples").join(rel);
+    if let Some(bin) = rel.strip_prefix("rust/") {
+        let exe = root().join("target/debug/examples").join(bin);
+        assert!(exe.exists(), "{} is missing: run `cargo build --examples` (make test does)", exe.display());
+    }
+    dir.display().to_string()
+}
+
+/// Panics unless `line` is one JSON-RPC 2.0 message (or a batch of them).
+fn check_line(line: &str) -> Value {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+    let items = match &v {
+        Value::Array(a) => {
+            assert!(!a.is_empty(), "empty batch answer: {line}");
+            a.clone()
+        }
+        _ => vec![v.clone()],
+    };
+    for m in items {
+        let o = m.as_object().unwrap_or_else(|| panic!("not an object: {line}"));
+        assert_eq!(o.get("jsonrpc"), Some(&json!("2.0")), "{line}");
+        if o.contains_key("method") {
+            assert!(o["method"].is_string() && !o.contains_key("id"), "server notification expected: {line}");
+        } else {
+            let id = &o["id"];
+            assert!(id.is_string() || id.is_number() || id.is_null(), "bad id: {line}");
+            assert!(o.contains_key("result") ^ o.contains_key("error"), "result xor error: {line}");
+            if let Some(e) = o.get("error") {
+                assert!(e["code"].is_i64() && e["message"].is_string(), "bad error: {line}");
+            }
+        }
+    }
+    v
+}
+
+/// `zot mcp --no-ext <exts> FAST...`.
+fn spawn(home: &Path, exts: &[String], extra: &[&str]) -> Zot {
+    let mut args = strings(&["mcp", "--no-ext"]);
+    for e in exts {
+        args.push("--ext".into());
+        args.push(e.clone());
+    }
+    args.extend(strings(&FAST));
+    args.extend(strings(extra));
+    Zot::spawn(home, &args, &[])
+}
+
+fn send(z: &mut Zot, v: Value) {
+    z.send(&v.to_string());
+}
+
+/// Sends a request and returns its answer; every line read is checked.
+fn rpc(z: &mut Zot, id: Value, method: &str, params: Value) -> Value {
+    send(z, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    answer(z, &id)
+}
+
+/// Reads lines until the answer to `id`.
+fn answer(z: &mut Zot, id: &Value) -> Value {
+    let line = z.wait_line(&format!("answering {id}"), |l| {
+        let v = check_line(l);
+        v.get("id") == Some(id) && v.get("method").is_none()
+    });
+    serde_json::from_str(&line).unwrap_or(Value::Null)
+}
+
+fn initialize(z: &mut Zot) -> Value {
+    let r = rpc(
+        z,
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+    );
+    send(z, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    r
+}
+
+fn code_of(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("no error code in {v}"))
+}
+
+/// Closes stdin, reads the rest of stdout (checked), expects exit 0.
+fn finish(z: &mut Zot) -> Vec<Value> {
+    z.close_stdin();
+    let rest: Vec<Value> = z.read_to_end(LINE_WAIT).iter().map(|l| check_line(l)).collect();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+    let raw = z.raw_stdout();
+    for l in String::from_utf8_lossy(&raw).lines() {
+        check_line(l);
+    }
+    assert!(raw.is_empty() || raw.ends_with(b"\n"), "stdout ends mid-line");
+    rest
+}
+
+// ---------------------------------------------------------------------------
+// Raw JSON-RPC
+
+#[test]
+fn raw_error_paths() {
+    let t = TempDir::new("mcp-errors");
+    let fx = py_ext(t.path(), "fx", "fx", &["--tools", "t1,sleep", "--commands", "c1"]).display().to_string();
+    let mut z = spawn(t.path(), &[fx], &[]);
+    initialize(&mut z);
+
+    // Not JSON: -32700 with id null.
+    z.send("this is not json");
+    let v = check_line(&z.wait_line("parse error", |l| l.contains("-32700")));
+    assert_eq!((code_of(&v), &v["id"]), (-32700, &Value::Null));
+    z.send("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"");
+    let v = check_line(&z.wait_line("parse error", |l| l.contains("-32700")));
+    assert_eq!(v["id"], Value::Null, "a truncated request has no usable id");
+
+    // Not a request object: -32600.
+    for (text, id) in [
+        ("42", Value::Null),
+        ("\"ping\"", Value::Null),
+        ("[]", Value::Null),
+        (r#"{"jsonrpc":"2.0","id":"nm"}"#, json!("nm")),
+        (r#"{"jsonrpc":"2.0","id":"mt","method":7}"#, json!("mt")),
+        (r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Value::Null),
+        (r#"{"id":"nv","method":"ping"}"#, json!("nv")),
+        (r#"{"jsonrpc":"1.0","id":"ov","method":"ping"}"#, json!("ov")),
+        (r#"{"jsonrpc":"2.0","id":"sp","method":"ping","params":"x"}"#, json!("sp")),
+    ] {
+        z.send(text);
+        let v = check_line(&z.wait_line(&format!("-32600 for {text}"), |l| l.contains("-32600")));
+        assert_eq!(code_of(&v), -32600, "{text}");
+        assert_eq!(v["id"], id, "{text}");
+    }
+
+    // Unknown method: -32601.
+    let v = rpc(&mut z, json!(1), "resources/list", json!({}));
+    assert_eq!(code_of(&v), -32601);
+    assert!(v["error"]["message"].as_str().unwrap_or("").contains("resources/list"), "{v}");
+    let v = rpc(&mut z, json!("disc"), "server/discover", json!({}));
+    assert_eq!(code_of(&v), -32601, "the 2026 probe falls back to initialize on -32601");
+
+    // Bad params: -32602.
+    let v = rpc(&mut z, json!(2), "tools/call", json!({"name": "no_such_tool", "arguments": {}}));
+    assert_eq!(code_of(&v), -32602);
+    assert!(v["error"]["message"].as_str().unwrap_or("").contains("no_such_tool"), "{v}");
+    let bad = [
+        ("tools/call", json!({})),
+        ("tools/call", json!({"name": 5})),
+        ("tools/call", json!({"name": "t1", "arguments": [1, 2]})),
+        ("tools/call", json!({"name": "t1", "arguments": "x"})),
+        ("prompts/get", json!({"name": "no_such_prompt"})),
+        ("prompts/get", json!({})),
+        ("prompts/get", json!({"name": "c1", "arguments": {"args": 5}})),
+        ("logging/setLevel", json!({"level": "loud"})),
+        ("logging/setLevel", json!({})),
+        ("initialize", json!({"capabilities": {}})),
+        ("tools/list", json!({"cursor": 5})),
+    ];
+    for (i, (method, params)) in bad.iter().enumerate() {
+        let v = rpc(&mut z, json!(100 + i), method, params.clone());
+        assert_eq!(code_of(&v), -32602, "{method} {params}: {v}");
+    }
+    send(&mut z, json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]}));
+    assert_eq!(code_of(&answer(&mut z, &json!(3))), -32602, "array params");
+
+    // A request id already in flight is refused.
+    let slow = json!({"name": "sleep", "arguments": {"ms": 1500}});
+    send(&mut z, json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": slow}));
+    let v = rpc(&mut z, json!("dup"), "ping", json!({}));
+    assert_eq!(code_of(&v), -32600, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap_or("").contains("already in use"), "{v}");
+    send(&mut z, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "dup"}}));
+
+    // Notifications and client responses get no answer; the server goes on.
+    z.send(r#"{"jsonrpc":"2.0","method":"notifications/unknown","params":{}}"#);
+    z.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never"}}"#);
+    z.send(r#"{"jsonrpc":"2.0","id":"r1","result":{}}"#);
+    z.send(r#"{"jsonrpc":"2.0","id":"r2","error":{"code":1,"message":"x"}}"#);
+    z.send("   ");
+    assert_eq!(rpc(&mut z, json!(4), "ping", json!({}))["result"], json!({}));
+
+    // A batch is answered with an array (requests only); a batch of
+    // notifications gets nothing.
+    z.send(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#);
+    z.send(r#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},1,{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b2","method":"nope"}]"#);
+    let line = z.wait_line("batch answer", |l| l.starts_with('['));
+    let arr = check_line(&line);
+    let arr = arr.as_array().cloned().unwrap_or_default();
+    assert_eq!(arr.len(), 3, "{line}");
+    assert!(arr.iter().any(|m| m["id"] == json!("b1") && m["result"] == json!({})), "{line}");
+    assert!(arr.iter().any(|m| m["id"].is_null() && code_of(m) == -32600), "{line}");
+    assert!(arr.iter().any(|m| m["id"] == json!("b2") && code_of(m) == -32601), "{line}");
+
+    let rest = finish(&mut z);
+    assert!(rest.iter().all(|v| !v.is_array()), "the notification-only batch was answered: {rest:?}");
+    let seen: Vec<Value> = z.seen.iter().map(|l| check_line(l)).collect();
+    for id in ["r1", "r2", "never"] {
+        assert!(seen.iter().all(|v| v["id"] != json!(id)), "answered {id}");
+    }
+    assert_eq!(seen.iter().filter(|v| v["id"] == json!("dup")).count(), 1, "the cancelled call was answered");
+}
+
+#[test]
+fn raw_initialize_negotiates_the_version() {
+    let t = TempDir::new("mcp-init");
+    let mut z = spawn(t.path(), &[], &[]);
+    // Requests before initialize are answered (lenient).
+    assert_eq!(rpc(&mut z, json!("early"), "ping", json!({}))["result"], json!({}));
+    assert_eq!(rpc(&mut z, json!("early-list"), "tools/list", json!({}))["result"], json!({"tools": []}));
+    let mut asked: Vec<&str> = VERSIONS.to_vec();
+    asked.extend(["1999-01-01", "2026-07-28", ""]);
+    for (i, v) in asked.iter().enumerate() {
+        let params = json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}});
+        let r = rpc(&mut z, json!(i), "initialize", params);
+        let want = if VERSIONS.contains(v) { *v } else { VERSIONS[0] };
+        let res = &r["result"];
+        assert_eq!(res["protocolVersion"], json!(want), "asked {v}: {r}");
+        assert_eq!(res["serverInfo"]["name"], json!("zot"));
+        assert_eq!(res["serverInfo"]["version"], json!(env!("CARGO_PKG_VERSION")));
+        assert_eq!(res["capabilities"]["tools"], json!({"listChanged": true}));
+        assert_eq!(res["capabilities"]["prompts"], json!({"listChanged": true}));
+        assert_eq!(res["capabilities"]["logging"], json!({}));
+    }
+    assert_eq!(rpc(&mut z, json!("p"), "ping", json!({})), json!({"jsonrpc": "2.0", "id": "p", "result": {}}));
+    finish(&mut z);
+}
+
+#[test]
+fn raw_notifications_wait_for_initialize_and_follow_the_level() {
+    let t = TempDir::new("mcp-notes");
+    // --echo-ack: a notify at load, before any client exists.
+    let fx = py_ext(t.path(), "fx", "fx", &["--echo-ack", "--tools", "note", "--commands", "notify"]);
+    let mut z = spawn(t.path(), &[fx.display().to_string(), example("python/notes")], &[]);
+    assert_eq!(rpc(&mut z, json!(1), "ping", json!({}))["result"], json!({}));
+    let init = initialize(&mut z);
+    assert!(init["result"].is_object());
+    let before: Vec<&String> = z.seen.iter().take_while(|l| !l.contains("protocolVersion")).collect();
+    assert!(before.iter().all(|l| !l.contains("notifications/")), "a notification before initialize: {before:?}");
+    assert!(common::wait_until(LINE_WAIT, || z.stderr_text().contains("ack:")), "the early note goes to stderr\n{}", z.context());
+
+    // success → notice, written before the answer it came with.
+    let n0 = z.seen.len();
+    let r = rpc(&mut z, json!(2), "prompts/get", json!({"name": "note", "arguments": {"args": "buy milk"}}));
+    assert_eq!(r["result"]["messages"][0]["content"], json!({"type": "text", "text": "noted: buy milk"}));
+    let log = z.seen[n0..].iter().map(|l| check_line(l)).find(|v| v["method"] == json!("notifications/message"));
+    assert_eq!(
+        log.map(|v| v["params"].clone()),
+        Some(json!({"level": "notice", "logger": "notes", "data": "1 note(s) kept"})),
+        "{}",
+        z.context()
+    );
+    // warn → warning; the fixture's other frames (clear_notes, submit,
+    // panels) are not MCP's business.
+    let n0 = z.seen.len();
+    let r = rpc(&mut z, json!(3), "prompts/get", json!({"name": "notify", "arguments": {"args": "x"}}));
+    assert_eq!(r["result"]["messages"], json!([]), "a noop command has no message: {r}");
+    let logs: Vec<Value> = z.seen[n0..].iter().map(|l| check_line(l)).filter(|v| v.get("method").is_some()).collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["params"], json!({"level": "warning", "logger": "fx", "data": "note:x"}));
+
+    // Below the level: dropped.
+    assert_eq!(rpc(&mut z, json!(4), "logging/setLevel", json!({"level": "error"}))["result"], json!({}));
+    let n0 = z.seen.len();
+    rpc(&mut z, json!(5), "prompts/get", json!({"name": "note", "arguments": {"args": "quiet"}}));
+    rpc(&mut z, json!(6), "tools/call", json!({"name": "note", "arguments": {"text": "info note"}}));
+    assert_eq!(rpc(&mut z, json!(7), "ping", json!({}))["result"], json!({}));
+    assert!(z.seen[n0..].iter().all(|l| !l.contains("notifications/message")), "{}", z.context());
+    // debug shows the server's own messages.
+    rpc(&mut z, json!(8), "logging/setLevel", json!({"level": "debug"}));
+    let n0 = z.seen.len();
+    rpc(&mut z, json!(9), "tools/call", json!({"name": "note", "arguments": {"text": "hi"}}));
+    let msgs: Vec<Value> = z.seen[n0..].iter().map(|l| check_line(l)).filter(|v| v.get("method").is_some()).collect();
+    assert!(msgs.iter().any(|v| v["params"]["logger"] == json!("zot")), "{msgs:?}");
+    assert!(msgs.iter().any(|v| v["params"] == json!({"level": "info", "logger": "fx", "data": "hi"})), "{msgs:?}");
+    finish(&mut z);
+}
+
+#[test]
+fn raw_tool_calls_run_intercepts_then_the_event() {
+    let t = TempDir::new("mcp-intercepts");
+    let p = t.path();
+    let rw = py_ext(p, "rw", "rw", &["--intercepts", "tool_call", "--intercept-mode", "rewrite"]);
+    let fx = py_ext(p, "fx", "fx", &["--tools", "bash,events,image,fail,silent", "--events", "tool_call"]);
+    let exts = [rw, fx, PathBuf::from(example("rust/guard"))].map(|d| d.display().to_string());
+    let mut z = spawn(p, &exts, &["--tool-timeout", "0.5"]);
+    initialize(&mut z);
+
+    let list = rpc(&mut z, json!(1), "tools/list", json!({"cursor": "anything"}));
+    let tools = list["result"]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(list["result"].get("nextCursor").is_none());
+    let bash = tools.iter().find(|t| t["name"] == json!("bash")).unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(bash["description"], json!("bash from fx"));
+    assert_eq!(bash["inputSchema"], json!({"type": "object", "properties": {}}));
+
+    // rw rewrites the args; the tool gets the rewritten ones.
+    let r = rpc(&mut z, json!(2), "tools/call", json!({"name": "bash", "arguments": {"command": "ls"}}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    let got: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap_or("")).unwrap_or_default();
+    assert_eq!(got["args"], json!({"command": "ls", "by_rw": true}), "{r}");
+    // ... and the tool_call event carried them, with a fresh tool_id.
+    let r = rpc(&mut z, json!(3), "tools/call", json!({"name": "events"}));
+    let seen: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap_or("")).unwrap_or_default();
+    let ev = seen.as_array().and_then(|a| a.iter().find(|e| e["event"] == json!("tool_call") && e["tool_name"] == json!("bash")));
+    let ev = ev.unwrap_or_else(|| panic!("no tool_call event: {seen}"));
+    assert_eq!(ev["tool_args"], json!({"command": "ls", "by_rw": true}));
+    assert!(ev["tool_id"].as_str().is_some_and(|id| id.starts_with("mcp-")), "{ev}");
+
+    // The guard blocks: a tool result with isError and the reason.
+    let r = rpc(&mut z, json!(4), "tools/call", json!({"name": "bash", "arguments": {"command": "rm -rf /"}}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("rm -rf") && text.contains("blocked"), "{r}");
+
+    // Images, is_error, and a host error (timeout) as a tool result.
+    let r = rpc(&mut z, json!(5), "tools/call", json!({"name": "image"}));
+    assert_eq!(r["result"]["content"][1], json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}));
+    let r = rpc(&mut z, json!(6), "tools/call", json!({"name": "fail"}));
+    assert_eq!(r["result"], json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}));
+    let r = rpc(&mut z, json!(7), "tools/call", json!({"name": "silent"}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap_or("").contains("did not answer"), "{r}");
+    finish(&mut z);
+}
+
+#[test]
+fn raw_prompts() {
+    let t = TempDir::new("mcp-prompts");
+    let fx = py_ext(t.path(), "fx", "fx", &["--commands", "prompt,insert,display,err,panel"]);
+    let mut z = spawn(t.path(), &[fx.display().to_string(), example("rust/weather")], &[]);
+    initialize(&mut z);
+    let l = rpc(&mut z, json!(1), "prompts/list", json!({}));
+    let prompts = l["result"]["prompts"].as_array().cloned().unwrap_or_default();
+    let p = prompts.iter().find(|p| p["name"] == json!("weather")).unwrap_or_else(|| panic!("{l}"));
+    assert_eq!(p["description"], json!("current weather for a city"));
+    assert_eq!(p["arguments"][0]["name"], json!("args"));
+    assert_eq!(p["arguments"][0]["required"], json!(false));
+    for (i, (name, want)) in
+        [("prompt", "prompt:a b"), ("insert", "insert:a b"), ("display", "display:a b"), ("panel", "T\na\nb\nf")]
+            .iter()
+            .enumerate()
+    {
+        let r = rpc(&mut z, json!(10 + i), "prompts/get", json!({"name": name, "arguments": {"args": "  a b "}}));
+        let m = &r["result"]["messages"];
+        assert_eq!(m, &json!([{"role": "user", "content": {"type": "text", "text": want}}]), "{name}: {r}");
+        assert!(r["result"]["description"].as_str().unwrap_or("").contains(name), "{r}");
+    }
+    let r = rpc(&mut z, json!(2), "prompts/get", json!({"name": "weather", "arguments": {"args": "berlin"}}));
+    assert_eq!(r["result"]["messages"][0]["content"]["text"], json!("Tell me the weather for berlin"));
+    let r = rpc(&mut z, json!(3), "prompts/get", json!({"name": "err", "arguments": {"args": "boom"}}));
+    assert_eq!(code_of(&r), -32603, "{r}");
+    assert_eq!(r["error"]["message"], json!("failed: boom"));
+    assert_eq!(r["error"]["data"]["extension"], json!("fx"));
+    finish(&mut z);
+}
+
+#[test]
+fn raw_cancel_sends_tool_cancel_and_no_answer() {
+    let t = TempDir::new("mcp-cancel");
+    let mut z = spawn(t.path(), &[example("rust/echo")], &["--tool-timeout", "30"]);
+    initialize(&mut z);
+    rpc(&mut z, json!(1), "logging/setLevel", json!({"level": "debug"}));
+    let started = Instant::now();
+    send(&mut z, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 30000}}}));
+    z.wait_line("the slow call to start", |l| l.contains("calling the tool"));
+    send(&mut z, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}}));
+    // The server keeps answering; the id can even be used again.
+    assert_eq!(rpc(&mut z, json!(8), "ping", json!({}))["result"], json!({}));
+    let r = rpc(&mut z, json!(9), "tools/call", json!({"name": "echo", "arguments": {"k": 1}}));
+    assert_eq!(r["result"]["content"][0]["text"], json!("{\"k\":1}"));
+    let home = z.zot_home.clone();
+    let log = || std::fs::read_to_string(home.join("logs/ext-echo.log")).unwrap_or_default();
+    assert!(common::wait_until(LINE_WAIT, || log().contains("dropped tool_result")), "{}", log());
+    assert!(log().contains("cancelled by the caller; sending tool_cancel"), "{}", log());
+    let r = rpc(&mut z, json!(10), "tools/call", json!({"name": "slow", "arguments": {"ms": 1}}));
+    assert_eq!(r["result"]["content"][0]["text"], json!("slept 1 ms"));
+    let answers_to_7 = z.seen.iter().map(|l| check_line(l)).filter(|v| v["id"] == json!(7)).count();
+    assert_eq!(answers_to_7, 0, "the cancelled call was answered\n{}", z.context());
+    finish(&mut z);
+    assert!(started.elapsed() < Duration::from_secs(25), "the slow call was not cut short");
+}
+
+#[test]
+fn raw_lists_change_on_reload_and_exit() {
+    let t = TempDir::new("mcp-changed");
+    let fx = py_ext(t.path(), "fx", "fx", &["--tools", "crash,t1"]);
+    let mut z = spawn(t.path(), &[fx.display().to_string()], &[]);
+    initialize(&mut z);
+    let r = rpc(&mut z, json!(1), "zot/reload", json!({}));
+    assert_eq!(r["result"]["loaded"], json!(1), "{r}");
+    for m in ["notifications/tools/list_changed", "notifications/prompts/list_changed"] {
+        assert!(z.seen.iter().any(|l| l.contains(m)), "no {m} after reload\n{}", z.context());
+    }
+    let n0 = z.seen.len();
+    let r = rpc(&mut z, json!(2), "tools/call", json!({"name": "crash"}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap_or("").contains("exited"), "{r}");
+    // The notice comes before or after the failed call it explains.
+    if !z.seen[n0..].iter().any(|l| l.contains("notifications/tools/list_changed")) {
+        z.wait_line("tools/list_changed after the exit", |l| l.contains("notifications/tools/list_changed"));
+    }
+    assert!(z.seen[n0..].iter().any(|l| l.contains("\"warning\"") && l.contains("exited")), "{}", z.context());
+    let l = rpc(&mut z, json!(3), "tools/list", json!({}));
+    assert_eq!(l["result"]["tools"], json!([]), "{l}");
+    finish(&mut z);
+}
+
+#[test]
+fn raw_end_of_input_waits_for_calls_in_flight() {
+    let t = TempDir::new("mcp-eof");
+    let mut z = spawn(t.path(), &[example("rust/echo")], &[]);
+    initialize(&mut z);
+    send(&mut z, json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 300}}}));
+    let rest = finish(&mut z);
+    let a = rest.iter().find(|v| v["id"] == json!("s")).unwrap_or_else(|| panic!("{rest:?}"));
+    assert_eq!(a["result"]["content"][0]["text"], json!("slept 300 ms"));
+}
+
+#[test]
+fn raw_sigterm_stops_the_extensions() {
+    let t = TempDir::new("mcp-term");
+    let mut z = spawn(t.path(), &[example("rust/echo")], &[]);
+    initialize(&mut z);
+    let kids = zot_proc::children_of(z.pid);
+    assert!(!kids.is_empty());
+    z.signal(libc::SIGTERM);
+    assert_eq!(z.exit_code(LINE_WAIT), 143, "{}", z.context());
+    assert!(kids.iter().all(|k| !common::process_alive(*k)), "an extension outlived zot mcp");
+}
+
+#[test]
+fn help_and_usage() {
+    let out = Command::new(BIN).args(["mcp", "--help"]).output().expect("run zot");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Usage: zot mcp [OPTIONS]") && text.contains("mcpServers"), "{text}");
+    let out = Command::new(BIN).arg("--help").output().expect("run zot");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("zot mcp [OPTIONS]"));
+    let out = Command::new(BIN).args(["mcp", "--bogus"]).output().expect("run zot");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zot mcp: unexpected argument '--bogus'"));
+}
+
+// ---------------------------------------------------------------------------
+// Driven by the official MCP Python SDK
+
+/// Says on the process's stderr (past the test harness's capture) that the
+/// SDK-driven tests skip, and why.
+fn skip(why: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP: {why}; skipping the SDK-driven zot mcp tests (set ZOT_MCP_PYTHON, or: python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
+    );
+}
+
+/// The Python meant to have the `mcp` package: `$ZOT_MCP_PYTHON`, else
+/// `target/mcp-venv/bin/python`; None (said) when there is none.
+fn sdk_python() -> Option<PathBuf> {
+    let py = std::env::var_os("ZOT_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/mcp-venv/bin/python"));
+    let runs = Command::new(&py).arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !runs {
+        skip(&format!("no Python at {}", py.display()));
+        return None;
+    }
+    Some(py)
+}
+
+/// Runs tests/mcp/client.py SCENARIO against `zot mcp`; its transcript,
+/// or None (said) when the `mcp` package cannot be imported.
+fn run_client(py: &Path, scenario: &str, home: &Path, exts: &[String]) -> Option<Value> {
+    let mut cmd = Command::new(py);
+    cmd.arg(root().join("tests/mcp/client.py"))
+        .args([scenario, "--", BIN, "mcp", "--no-ext"])
+        .env("ZOT_HOME", home.join("zot-home"))
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for e in exts {
+        cmd.args(["--ext", e]);
+    }
+    let mut child = cmd.spawn().expect("run the MCP client");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let (mut out, mut err) = (String::new(), String::new());
+        let e = std::thread::spawn(move || {
+            let _ = stderr.read_to_string(&mut err);
+            err
+        });
+        let _ = stdout.read_to_string(&mut out);
+        let err = e.join().unwrap_or_default();
+        let _ = tx.send((out, err));
+    });
+    let (out, err) = match rx.recv_timeout(Duration::from_secs(90)) {
+        Ok(r) => r,
+        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+            let _ = child.kill();
+            panic!("the MCP client did not finish within 90 s");
+        }
+    };
+    let status = child.wait().expect("wait for the client");
+    if status.code() == Some(3) {
+        skip(&format!("{} cannot import the mcp package ({})", py.display(), err.trim()));
+        return None;
+    }
+    assert!(status.success(), "client {scenario} failed ({status})\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("transcript is not JSON ({e}):\n{out}\n{err}"));
+    for w in v["wire"].as_array().into_iter().flatten() {
+        assert_eq!(w["msg"]["jsonrpc"], json!("2.0"), "not JSON-RPC on the wire: {w}");
+    }
+    Some(v)
+}
+
+fn step<'a>(t: &'a Value, name: &str) -> &'a Value {
+    t["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["step"] == json!(name)))
+        .unwrap_or_else(|| panic!("no step {name:?} in the transcript:\n{t:#}"))
+}
+
+fn text(step: &Value) -> &str {
+    step["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text in {step}"))
+}
+
+#[test]
+fn sdk_tour() {
+    let Some(py) = sdk_python() else { return };
+    let t = TempDir::new("mcp-sdk-tour");
+    let p = t.path();
+    let fx = py_ext(p, "fx", "fx", &["--tools", "bash,image"]);
+    let crashy = py_ext(p, "crashy", "crashy", &["--tools", "crash"]);
+    let mut exts: Vec<String> =
+        ["rust/echo", "rust/weather", "rust/guard", "python/notes", "shell/greet"].iter().map(|e| example(e)).collect();
+    exts.extend([fx, crashy].map(|d| d.display().to_string()));
+    let Some(tr) = run_client(&py, "tour", p, &exts) else { return };
+
+    assert_eq!(tr["init"]["protocolVersion"], json!("2025-11-25"), "the SDK's newest handshake revision");
+    assert_eq!(tr["init"]["serverInfo"]["name"], json!("zot"));
+
+    let tools: Vec<&str> = step(&tr, "list_tools")["result"]["tools"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    for want in ["echo", "slow", "weather", "audit_log", "read_notes", "uptime", "bash", "image", "crash"] {
+        assert!(tools.contains(&want), "tool {want} missing: {tools:?}");
+    }
+    assert_eq!(text(step(&tr, "call weather")), "Oslo: sunny, 21°C (fake)");
+    assert_eq!(serde_json::from_str::<Value>(text(step(&tr, "call echo"))).ok(), Some(json!({"a": 1, "b": "two"})));
+    assert_eq!(text(step(&tr, "call read_notes (python)")), "(no notes yet)");
+    assert!(!text(step(&tr, "call uptime (shell)")).is_empty());
+    let blocked = step(&tr, "call bash rm (guard)");
+    assert_eq!(blocked["result"]["isError"], json!(true), "{blocked}");
+    assert!(text(blocked).contains("danger pattern \"rm -rf\""), "{blocked}");
+    let ls = step(&tr, "call bash ls (guard)");
+    assert_eq!(ls["result"]["isError"], json!(false), "{ls}");
+    let got: Value = serde_json::from_str(text(ls)).unwrap_or_default();
+    assert_eq!(got["args"], json!({"command": "ls"}), "the guard rewrote nothing: {ls}");
+    let img = step(&tr, "call image");
+    assert_eq!(img["result"]["content"][1], json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}));
+    let unknown = step(&tr, "call unknown tool");
+    assert_eq!(unknown["error"]["code"], json!(-32602), "{unknown}");
+    assert!(unknown["error"]["message"].as_str().unwrap_or("").contains("no_such_tool"));
+
+    let prompts = step(&tr, "list_prompts")["result"]["prompts"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = prompts.iter().filter_map(|p| p["name"].as_str()).collect();
+    for want in ["echo", "weather", "note", "greet"] {
+        assert!(names.contains(&want), "prompt {want} missing: {names:?}");
+    }
+    let msg = |s: &str| step(&tr, s)["result"]["messages"][0].clone();
+    assert_eq!(
+        msg("get prompt weather"),
+        json!({"role": "user", "content": {"type": "text", "text": "Tell me the weather for berlin"}})
+    );
+    assert_eq!(msg("get prompt greet")["content"]["text"], json!("hello, you"));
+    assert_eq!(msg("get prompt note")["content"]["text"], json!("noted: buy milk"));
+    assert_eq!(step(&tr, "get prompt note without args")["error"], json!({"code": -32603, "message": "usage: /note TEXT"}));
+    assert_eq!(step(&tr, "get unknown prompt")["error"]["code"], json!(-32602));
+
+    // Logging: notice for the first note, nothing while at warning, then
+    // notice again; each written before the answer it came with.
+    let logs = tr["logs"].as_array().cloned().unwrap_or_default();
+    let notes: Vec<&Value> = logs.iter().filter(|l| l["logger"] == json!("notes")).collect();
+    assert_eq!(notes.len(), 2, "{logs:?}");
+    assert_eq!(notes[0], &json!({"level": "notice", "logger": "notes", "data": "1 note(s) kept"}));
+    assert_eq!(notes[1], &json!({"level": "notice", "logger": "notes", "data": "3 note(s) kept"}));
+    assert_eq!(text(step(&tr, "read_notes after notes")), "buy milk\nquiet one\nloud one");
+    let wire = tr["wire"].as_array().cloned().unwrap_or_default();
+    let pos = |pred: &dyn Fn(&Value) -> bool| wire.iter().position(|w| pred(&w["msg"]));
+    let log_at = pos(&|m| m["params"]["data"] == json!("1 note(s) kept"));
+    let note_req = pos(&|m| m["method"] == json!("prompts/get") && m["params"]["arguments"]["args"] == json!("buy milk"));
+    let note_id = note_req.map(|i| wire[i]["msg"]["id"].clone());
+    let answer_at = pos(&|m| Some(&m["id"]) == note_id.as_ref() && m.get("result").is_some());
+    assert!(log_at.is_some() && log_at < answer_at, "log {log_at:?} before its answer {answer_at:?}");
+
+    // The crash: an error result, a warning, the lists change, the tool is gone.
+    let crash = step(&tr, "call crash");
+    assert_eq!(crash["result"]["isError"], json!(true));
+    assert!(text(crash).contains("crashy") && text(crash).contains("exited"), "{crash}");
+    step(&tr, "tools list_changed received");
+    assert!(wire.iter().any(|w| w["msg"]["method"] == json!("notifications/prompts/list_changed")));
+    assert!(logs.iter().any(|l| l["logger"] == json!("crashy") && l["level"] == json!("warning")), "{logs:?}");
+    let after = step(&tr, "list_tools after crash")["result"]["tools"].to_string();
+    assert!(!after.contains("\"crash\"") && after.contains("\"weather\""), "{after}");
+    assert_eq!(step(&tr, "ping")["result"], json!({}));
+}
+
+#[test]
+fn sdk_cancel() {
+    let Some(py) = sdk_python() else { return };
+    let t = TempDir::new("mcp-sdk-cancel");
+    let started = Instant::now();
+    let Some(tr) = run_client(&py, "cancel", t.path(), &[example("rust/echo")]) else { return };
+    let c = step(&tr, "slow call cancelled");
+    assert_eq!(c["cancelled"], json!(true), "{c}");
+    assert!(c["result"].is_null(), "{c}");
+    let wire = tr["wire"].as_array().cloned().unwrap_or_default();
+    let slow_id = wire
+        .iter()
+        .find(|w| w["dir"] == json!("out") && w["msg"]["params"]["name"] == json!("slow"))
+        .map(|w| w["msg"]["id"].clone())
+        .unwrap_or_else(|| panic!("no slow call on the wire: {tr:#}"));
+    assert!(
+        wire.iter().any(|w| w["dir"] == json!("out")
+            && w["msg"]["method"] == json!("notifications/cancelled")
+            && w["msg"]["params"]["requestId"] == slow_id),
+        "the SDK sent no notifications/cancelled: {tr:#}"
+    );
+    let answers = wire.iter().filter(|w| w["dir"] == json!("in") && w["msg"]["id"] == slow_id).count();
+    assert_eq!(answers, 0, "the cancelled call was answered: {tr:#}");
+    assert_eq!(text(step(&tr, "call echo after cancel")), "{\"after\":\"cancel\"}");
+    assert_eq!(step(&tr, "ping after cancel")["result"], json!({}));
+    assert_eq!(text(step(&tr, "call slow short")), "slept 10 ms");
+    let log = std::fs::read_to_string(t.path().join("zot-home/logs/ext-echo.log")).unwrap_or_default();
+    assert!(log.contains("cancelled by the caller; sending tool_cancel"), "{log}");
+    assert!(started.elapsed() < Duration::from_secs(50), "the 60 s call was not cut short");
+}
