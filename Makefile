@@ -4,7 +4,7 @@ DESTDIR ?=
 CARGO ?= cargo
 DEMO_EXTS = --ext examples/rust/weather --ext examples/rust/guard --ext examples/python/notes --ext examples/shell/greet
 
-.PHONY: all build test lint demo install uninstall clean
+.PHONY: all build test lint demo install uninstall clean soak bench
 
 all: build
 
@@ -18,6 +18,21 @@ test:
 
 lint:
 	$(CARGO) clippy --all-targets -- -D warnings
+
+# A long soak (tests/soak.rs) in release: mixed calls from several threads
+# while extensions crash and the host reloads; prints calls, crashes,
+# reloads, threads and fds before/after. 100000 calls, or ZOT_SOAK_CALLS=N
+# calls, or ZOT_SOAK_SECS=N seconds.
+soak:
+	if [ -z "$$ZOT_SOAK_SECS" ]; then export ZOT_SOAK_CALLS=$${ZOT_SOAK_CALLS:-100000}; fi; \
+	$(CARGO) test --release --test soak -- --nocapture
+
+# Benchmarks (examples/bench.rs, std only): the host against the raw-pipe
+# floor, interleaved in one run; prints a markdown table, writes
+# target/bench.json. Under 2 minutes.
+bench:
+	$(CARGO) build --release --examples --bin zot
+	./target/release/examples/bench
 
 # An interactive session on the bundled examples (Rust, Python, shell).
 demo:

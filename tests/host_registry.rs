@@ -13,9 +13,11 @@ use zot::host::{HostError, HostEvent, State};
 #[test]
 fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {
     let t = TempDir::new("reg-shadow");
-    // `first` is first in load order but registers 700 ms late, so
-    // `second`'s registrations arrive first.
-    let first = py_ext(t.path(), "first", "first", &["--delay-register", "700", "--tools", "dup,crash", "--commands", "dupc"]);
+    // `first` is first in load order but registers only once the test opens
+    // its gate, so `second`'s registrations arrive first.
+    let gate = t.path().join("gate");
+    let gate_arg = gate.display().to_string();
+    let first = py_ext(t.path(), "first", "first", &["--gate", &gate_arg, "--tools", "dup,crash", "--commands", "dupc"]);
     let second = py_ext(t.path(), "second", "second", &["--tools", "dup,own", "--commands", "dupc"]);
     let mut cfg = host_config(t.path(), vec![first, second]);
     cfg.timeouts.ready_idle = Duration::from_secs(3); // only a `ready` frame counts
@@ -25,6 +27,7 @@ fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {
     let early = host.tool("dup", None).unwrap();
     assert!(ext_info(&host, "first").tools.is_empty(), "precondition: `first` registered too early");
     assert_eq!(early.extension, "second");
+    std::fs::write(&gate, b"").unwrap();
     let report = host.wait_ready().unwrap();
     assert_eq!(report.ready, vec!["first".to_string(), "second".to_string()]);
 

@@ -195,3 +195,52 @@ pub fn host_config(home: &Path, ext_paths: Vec<PathBuf>) -> Config {
     c.timeouts.tool = Duration::from_secs(15);
     c
 }
+
+// ----- process resources (soak.rs, lifetime.rs) ------------------------------
+
+/// Threads of this process (`Threads:` in /proc/self/status).
+pub fn thread_count() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads: in /proc/self/status")
+}
+
+/// Open file descriptors of this process (entries of /proc/self/fd, less
+/// the one the listing itself holds).
+pub fn open_fd_count() -> usize {
+    let n = std::fs::read_dir("/proc/self/fd").expect("read /proc/self/fd").count();
+    n.saturating_sub(1)
+}
+
+/// State letter and parent pid of `pid`, from /proc (None once it is gone).
+pub fn proc_state(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit(')').next()?;
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Zombie processes whose parent is `pid`.
+pub fn zombie_children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if proc_state(p) == Some(('Z', pid)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Start time of `pid` (clock ticks since boot, /proc/<pid>/stat field 22):
+/// with the pid, it names one process even when pids are reused.
+pub fn proc_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(19)?.parse().ok()
+}
