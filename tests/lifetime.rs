@@ -196,11 +196,17 @@ fn console_sighup_stops_extensions_and_exits_129() {
 #[test]
 fn sigkill_to_serve_takes_its_extensions_along() {
     let t = TempDir::new("life-sigkill");
-    let exts = [ext(&t, "a", &["--tools", "sleep,echo"]), ext(&t, "b", &["--grandchild", "--tools", "echo_b"])];
+    // `c` never reads stdin, so the end of its input cannot be what stops
+    // it: only the parent-death signal can.
+    let exts = [
+        ext(&t, "a", &["--tools", "sleep,echo"]),
+        ext(&t, "b", &["--grandchild", "--tools", "echo_b"]),
+        ext(&t, "c", &["--legacy", "--ignore-stdin", "--tools", "echo_c"]),
+    ];
     let mut z = start(&t, true, &exts);
-    assert_eq!(wait_ready(&mut z), ["a", "b"], "{}", z.context());
+    assert_eq!(wait_ready(&mut z), ["a", "b", "c"], "{}", z.context());
     let pids = serve_pids(&mut z);
-    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert_eq!(pids.len(), 3, "{pids:?}");
     let b = pids["b"];
     assert!(wait_until(LINE_WAIT, || !grandchildren(b).is_empty()), "b's grandchild never started");
     // Pid and start time: what is killed below in the clean-up is exactly
