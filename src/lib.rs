@@ -24,5 +24,6 @@ pub mod protocol;
 pub mod scaffold;
 pub mod serve;
 pub mod signals;
+pub mod stdio;
 pub mod text;
 pub mod trace;

@@ -27,13 +27,14 @@ use crate::host::{
     ToolReply,
 };
 use crate::protocol::Payload;
+use crate::stdio::{self, Done, Line, Lines, Out, Pending};
 use crate::text::strip_controls;
-use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Sender};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 /// The MCP revisions this server speaks, newest first. `initialize` answers
@@ -56,9 +57,6 @@ pub mod codes {
     /// getting a prompt (the message says which).
     pub const INTERNAL_ERROR: i64 = -32603;
 }
-
-/// Longest message line accepted, in bytes.
-const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// MCP's log levels (RFC 5424 severities), least severe first.
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -88,14 +86,6 @@ fn zot_level(level: &str) -> u8 {
     }
 }
 
-enum Out {
-    Line(Vec<u8>),
-    /// Written, then notifications may flow (the `initialize` answer).
-    Open(Vec<u8>),
-    /// Everything queued before this is written and flushed; then ack.
-    Flush(Sender<()>),
-}
-
 /// Whether notifications may be sent yet, and from which level.
 struct Gate {
     open: AtomicBool,
@@ -123,7 +113,7 @@ struct Shared {
     out: Sender<Out>,
     gate: Arc<Gate>,
     flights: Mutex<HashMap<String, Flight>>,
-    pending: Pending,
+    pending: Arc<Pending>,
     seq: AtomicU64,
 }
 
@@ -213,7 +203,7 @@ struct Reply {
 
 impl Reply {
     fn new(shared: &Arc<Shared>, sink: &Sink, id: Value) -> Reply {
-        let done = shared.pending.begin(shared);
+        let done = shared.pending.begin();
         Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, _done: done }
     }
 
@@ -255,7 +245,13 @@ impl Drop for Reply {
             Sink::Direct => {
                 if let Some(m) = msg {
                     let line = encode(&m);
-                    let out = if self.opens { Out::Open(line) } else { Out::Line(line) };
+                    // Notifications may flow once the `initialize` answer is out.
+                    let out = if self.opens {
+                        let gate = self.shared.gate.clone();
+                        Out::LineThen(line, Box::new(move || gate.open.store(true, Ordering::SeqCst)))
+                    } else {
+                        Out::Line(line)
+                    };
                     let _ = self.shared.out.send(out);
                 }
             }
@@ -286,26 +282,15 @@ pub fn run(config: Config) -> i32 {
 /// `exit_on_shutdown`, the process exits once the host has stopped (and
 /// on SIGINT/SIGTERM/SIGHUP, after stopping the extensions).
 pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    let (host, events) = match Host::start(config) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("zot mcp: {e}");
-            return 1;
-        }
+    let Some((host, events)) = stdio::start_host(config, "zot mcp", exit_on_shutdown) else {
+        return 1;
     };
-    let host = Arc::new(host);
-    if exit_on_shutdown {
-        let host = host.clone();
-        let _ = crate::signals::on_termination(move |sig| {
-            host.shutdown();
-            std::process::exit(crate::signals::exit_code(sig));
-        });
-    }
     let gate = Arc::new(Gate { open: AtomicBool::new(false), level: AtomicU8::new(INFO) });
     let (out_tx, out_rx) = unbounded::<Out>();
     let writer = {
         let gate = gate.clone();
-        thread::Builder::new().name("zot-mcp-out".into()).spawn(move || write_loop(output, events, out_rx, &gate))
+        let render = move |ev| event_lines(ev, &gate);
+        thread::Builder::new().name("zot-mcp-out".into()).spawn(move || stdio::write_loop(output, events, out_rx, render))
     };
     if writer.is_err() {
         eprintln!("zot mcp: cannot start threads");
@@ -321,42 +306,28 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
         out: out_tx,
         gate,
         flights: Mutex::new(HashMap::new()),
-        pending: Pending::default(),
+        pending: Arc::new(Pending::default()),
         seq: AtomicU64::new(0),
     });
     let server = Server { host: host.clone(), shared: shared.clone() };
 
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = match <&mut R as io::Read>::take(&mut input, MAX_MESSAGE as u64 + 1).read_until(b'\n', &mut line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => 0,
+    let mut lines = Lines::default();
+    while let Some(line) = lines.next(&mut input) {
+        let text = match line {
+            Line::Text(t) => t,
+            Line::TooLong => {
+                let msg = format!("parse error: message longer than {} bytes", stdio::MAX_LINE);
+                Reply::new(&shared, &Sink::Direct, Value::Null).err(codes::PARSE_ERROR, &msg, None);
+                continue;
+            }
         };
-        if n == 0 {
-            break;
-        }
-        if line.last() != Some(&b'\n') && line.len() > MAX_MESSAGE {
-            let _ = input.skip_until(b'\n');
-            let msg = format!("parse error: message longer than {MAX_MESSAGE} bytes");
-            Reply::new(&shared, &Sink::Direct, Value::Null).err(codes::PARSE_ERROR, &msg, None);
-            continue;
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
         server.line(text);
     }
     // End of input: answer what was accepted (each bounded by its own
     // timeout), stop every extension, flush, exit.
     shared.pending.wait_idle();
     host.shutdown();
-    let (ack_tx, ack_rx) = bounded(1);
-    let _ = shared.out.send(Out::Flush(ack_tx));
-    let _ = ack_rx.recv();
+    stdio::flush(&shared.out);
     if exit_on_shutdown {
         std::process::exit(0);
     }
@@ -823,111 +794,6 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         | HostEvent::PanelClose { .. } => {}
     }
     out
-}
-
-/// Writes responses and notifications. A notification caused before a
-/// response was ready is written before that response.
-fn write_loop<W: Write>(output: W, events: Receiver<HostEvent>, rx: Receiver<Out>, gate: &Gate) {
-    let mut w = BufWriter::with_capacity(64 * 1024, output);
-    let mut broken = false;
-    // After a failed write (the client went away) lines are dropped, but
-    // the loop goes on so that shutdown still completes.
-    let put = |w: &mut BufWriter<W>, broken: &mut bool, bytes: &[u8]| {
-        if !*broken && w.write_all(bytes).is_err() {
-            *broken = true;
-        }
-    };
-    let mut events_open = true;
-    loop {
-        // Lines first: a response queued before an event is written before
-        // it (and events already emitted are written just before it).
-        let msg = if let Ok(m) = rx.try_recv() {
-            Some(m)
-        } else if events_open {
-            select! {
-                recv(events) -> ev => match ev {
-                    Ok(ev) => {
-                        for l in event_lines(ev, gate) {
-                            put(&mut w, &mut broken, &l);
-                        }
-                        None
-                    }
-                    Err(_) => { events_open = false; None }
-                },
-                recv(rx) -> m => match m { Ok(m) => Some(m), Err(_) => break },
-            }
-        } else {
-            match rx.recv() {
-                Ok(m) => Some(m),
-                Err(_) => break,
-            }
-        };
-        if let Some(m) = msg {
-            while let Ok(ev) = events.try_recv() {
-                for l in event_lines(ev, gate) {
-                    put(&mut w, &mut broken, &l);
-                }
-            }
-            match m {
-                Out::Line(l) => put(&mut w, &mut broken, &l),
-                Out::Open(l) => {
-                    put(&mut w, &mut broken, &l);
-                    gate.open.store(true, Ordering::SeqCst);
-                }
-                Out::Flush(ack) => {
-                    let _ = w.flush();
-                    let _ = ack.send(());
-                    continue;
-                }
-            }
-        }
-        if rx.is_empty() && events.is_empty() && w.flush().is_err() {
-            broken = true;
-        }
-    }
-    let _ = w.flush();
-}
-
-/// How many messages are not answered yet, so that the end of input can
-/// wait for their answers.
-#[derive(Default)]
-struct Pending {
-    count: Mutex<usize>,
-    idle: Condvar,
-}
-
-/// Marks one message as answered when dropped.
-struct Done(Arc<Shared>);
-
-impl Pending {
-    fn begin(&self, shared: &Arc<Shared>) -> Done {
-        if let Ok(mut n) = self.count.lock() {
-            *n += 1;
-        }
-        Done(shared.clone())
-    }
-
-    fn wait_idle(&self) {
-        let Ok(mut n) = self.count.lock() else { return };
-        while *n > 0 {
-            match self.idle.wait(n) {
-                Ok(g) => n = g,
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        let p = &self.0.pending;
-        if let Ok(mut n) = p.count.lock() {
-            *n -= 1;
-            if *n == 0 {
-                p.idle.notify_all();
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,24 +3,16 @@
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
 
-use crate::host::{Config, Host, HostError, HostEvent, Request, Response};
-use serde::Serialize;
+use crate::host::{Config, HostError, Request, Response};
 use crate::protocol::Payload;
-use crossbeam_channel::{select, unbounded, Receiver, Sender};
+use crate::stdio::{self, Line, Lines, Out, Pending};
+use crossbeam_channel::unbounded;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
-
-/// Longest request line accepted, in bytes.
-const MAX_REQUEST: usize = 64 * 1024 * 1024;
-
-enum Out {
-    Line(Vec<u8>),
-    /// Everything queued before this is written and flushed; then ack.
-    Flush(Sender<()>),
-}
 
 /// Runs `zot serve` on the process's stdin/stdout until `shutdown` or end
 /// of input; returns the exit code.
@@ -33,23 +25,13 @@ pub fn run(config: Config) -> i32 {
 /// With `exit_on_shutdown`, the process exits as soon as the host has
 /// stopped, even if `input` never ends.
 pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    let (host, events) = match Host::start(config) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("zot serve: {e}");
-            return 1;
-        }
+    let Some((host, events)) = stdio::start_host(config, "zot serve", exit_on_shutdown) else {
+        return 1;
     };
-    let host = Arc::new(host);
-    if exit_on_shutdown {
-        let host = host.clone();
-        let _ = crate::signals::on_termination(move |sig| {
-            host.shutdown();
-            std::process::exit(crate::signals::exit_code(sig));
-        });
-    }
     let (out_tx, out_rx) = unbounded::<Out>();
-    let writer = thread::Builder::new().name("zot-serve-out".into()).spawn(move || write_loop(output, events, out_rx));
+    let render = |ev| vec![encode(&ev)];
+    let writer =
+        thread::Builder::new().name("zot-serve-out".into()).spawn(move || stdio::write_loop(output, events, out_rx, render));
     if writer.is_err() {
         eprintln!("zot serve: cannot start threads");
         return 1;
@@ -73,9 +55,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
                 // bounded by its own timeout.
                 pending.wait_idle();
                 host.shutdown();
-                let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-                let _ = out.send(Out::Flush(ack_tx));
-                let _ = ack_rx.recv();
+                stdio::flush(&out);
                 if exit_on_shutdown {
                     std::process::exit(0);
                 }
@@ -83,28 +63,16 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
             .ok()
     };
 
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = match <&mut R as io::Read>::take(&mut input, MAX_REQUEST as u64 + 1).read_until(b'\n', &mut line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => 0,
+    let mut lines = Lines::default();
+    while let Some(line) = lines.next(&mut input) {
+        let text = match line {
+            Line::Text(t) => t,
+            Line::TooLong => {
+                let msg = format!("request line longer than {} bytes", stdio::MAX_LINE);
+                let _ = out_tx.send(Out::Line(err(Value::Null, "bad_request", &msg)));
+                continue;
+            }
         };
-        if n == 0 {
-            break;
-        }
-        if line.last() != Some(&b'\n') && line.len() > MAX_REQUEST {
-            let _ = input.skip_until(b'\n');
-            let msg = format!("request line longer than {MAX_REQUEST} bytes");
-            let _ = out_tx.send(Out::Line(err(Value::Null, "bad_request", &msg)));
-            continue;
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
         match parse_request(text) {
             Err((id, msg)) => {
                 let _ = out_tx.send(Out::Line(err(id, "bad_request", &msg)));
@@ -147,47 +115,6 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
         let _ = h.join();
     }
     0
-}
-
-/// How many requests are with the host, so that shutdown can wait for
-/// their answers.
-#[derive(Default)]
-struct Pending {
-    count: Mutex<usize>,
-    idle: Condvar,
-}
-
-/// Marks one request as answered when dropped.
-struct Done(Arc<Pending>);
-
-impl Pending {
-    fn begin(self: &Arc<Self>) -> Done {
-        if let Ok(mut n) = self.count.lock() {
-            *n += 1;
-        }
-        Done(self.clone())
-    }
-
-    fn wait_idle(&self) {
-        let Ok(mut n) = self.count.lock() else { return };
-        while *n > 0 {
-            match self.idle.wait(n) {
-                Ok(g) => n = g,
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        if let Ok(mut n) = self.0.count.lock() {
-            *n -= 1;
-            if *n == 0 {
-                self.0.idle.notify_all();
-            }
-        }
-    }
 }
 
 enum Method {
@@ -326,53 +253,4 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     let mut b = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
     b.push(b'\n');
     b
-}
-
-/// Writes responses and notifications. A notification the host emitted
-/// before a response was ready is written before that response, so an
-/// agent sees causes before effects.
-fn write_loop<W: Write>(output: W, events: Receiver<HostEvent>, rx: Receiver<Out>) {
-    let mut w = BufWriter::with_capacity(64 * 1024, output);
-    let mut broken = false;
-    // After a failed write (the agent went away) lines are dropped, but
-    // the loop goes on so that shutdown still completes.
-    fn put<W: Write>(w: &mut BufWriter<W>, broken: &mut bool, bytes: &[u8]) {
-        if !*broken && w.write_all(bytes).is_err() {
-            *broken = true;
-        }
-    }
-    let mut events_open = true;
-    loop {
-        let msg = if events_open {
-            select! {
-                recv(events) -> ev => match ev {
-                    Ok(ev) => { put(&mut w, &mut broken, &encode(&ev)); None }
-                    Err(_) => { events_open = false; None }
-                },
-                recv(rx) -> m => match m { Ok(m) => Some(m), Err(_) => break },
-            }
-        } else {
-            match rx.recv() {
-                Ok(m) => Some(m),
-                Err(_) => break,
-            }
-        };
-        if let Some(m) = msg {
-            while let Ok(ev) = events.try_recv() {
-                put(&mut w, &mut broken, &encode(&ev));
-            }
-            match m {
-                Out::Line(l) => put(&mut w, &mut broken, &l),
-                Out::Flush(ack) => {
-                    let _ = w.flush();
-                    let _ = ack.send(());
-                    continue;
-                }
-            }
-        }
-        if rx.is_empty() && events.is_empty() && w.flush().is_err() {
-            broken = true;
-        }
-    }
-    let _ = w.flush();
 }

@@ -1,0 +1,203 @@
+//! What the JSON-lines front ends on stdin/stdout (`zot serve`, `zot mcp`)
+//! share: starting the host with a clean stop on termination signals,
+//! reading bounded input lines, counting the requests still with the host
+//! so that the end of input waits for their answers, and the one writer
+//! thread that puts host events before the responses they caused.
+
+use crate::host::{Config, Host, HostEvent};
+use crossbeam_channel::{bounded, select, Receiver, Sender};
+use std::io::{self, BufRead, BufWriter, Write};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Longest input line accepted, in bytes.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// Starts the host for front end `who` (`zot serve`, `zot mcp`). With
+/// `exit_on_signal`, SIGINT, SIGTERM and SIGHUP stop every extension and
+/// then exit with 128 + the signal.
+pub fn start_host(config: Config, who: &str, exit_on_signal: bool) -> Option<(Arc<Host>, Receiver<HostEvent>)> {
+    let (host, events) = match Host::start(config) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{who}: {e}");
+            return None;
+        }
+    };
+    let host = Arc::new(host);
+    if exit_on_signal {
+        let host = host.clone();
+        let _ = crate::signals::on_termination(move |sig| {
+            host.shutdown();
+            std::process::exit(crate::signals::exit_code(sig));
+        });
+    }
+    Some((host, events))
+}
+
+/// One line of input.
+pub enum Line<'a> {
+    /// The line without its `\n` (and `\r`); never blank.
+    Text(&'a [u8]),
+    /// A line over [`MAX_LINE`] bytes, skipped whole without being kept.
+    TooLong,
+}
+
+/// Reads lines of at most [`MAX_LINE`] bytes, skipping blank ones.
+#[derive(Default)]
+pub struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// The next non-blank line; `None` at the end of input.
+    pub fn next<R: BufRead>(&mut self, input: &mut R) -> Option<Line<'_>> {
+        loop {
+            self.buf.clear();
+            let n = match <&mut R as io::Read>::take(input, MAX_LINE as u64 + 1).read_until(b'\n', &mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => 0,
+            };
+            if n == 0 {
+                return None;
+            }
+            if self.buf.last() != Some(&b'\n') && self.buf.len() > MAX_LINE {
+                let _ = input.skip_until(b'\n');
+                return Some(Line::TooLong);
+            }
+            if !self.buf.iter().all(u8::is_ascii_whitespace) {
+                break;
+            }
+        }
+        let text = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+        Some(Line::Text(text.strip_suffix(b"\r").unwrap_or(text)))
+    }
+}
+
+/// How many requests are with the host, so that shutdown can wait for
+/// their answers.
+#[derive(Default)]
+pub struct Pending {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+/// Marks one request as answered when dropped.
+pub struct Done(Arc<Pending>);
+
+impl Pending {
+    /// Counts one more request; it is answered when the result is dropped.
+    pub fn begin(self: &Arc<Self>) -> Done {
+        if let Ok(mut n) = self.count.lock() {
+            *n += 1;
+        }
+        Done(self.clone())
+    }
+
+    /// Waits until every request counted so far is answered.
+    pub fn wait_idle(&self) {
+        let Ok(mut n) = self.count.lock() else { return };
+        while *n > 0 {
+            match self.idle.wait(n) {
+                Ok(g) => n = g,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Ok(mut n) = self.0.count.lock() {
+            *n -= 1;
+            if *n == 0 {
+                self.0.idle.notify_all();
+            }
+        }
+    }
+}
+
+/// What the writer thread is given.
+pub enum Out {
+    Line(Vec<u8>),
+    /// A line, then something to do once it is written.
+    LineThen(Vec<u8>, Box<dyn FnOnce() + Send>),
+    /// Everything queued before this is written and flushed; then ack.
+    Flush(Sender<()>),
+}
+
+/// Asks the writer to write out everything queued so far, and waits.
+pub fn flush(out: &Sender<Out>) {
+    let (ack_tx, ack_rx) = bounded(1);
+    if out.send(Out::Flush(ack_tx)).is_ok() {
+        let _ = ack_rx.recv();
+    }
+}
+
+/// Writes lines and host events (each rendered by `render` into zero or
+/// more lines) until every sender of `rx` is gone. Lines go first, and the
+/// events already emitted when a line is due are written just before it,
+/// so an agent sees causes before effects. After a failed write (the
+/// agent went away) output is dropped, but the loop goes on so that
+/// shutdown still completes.
+pub fn write_loop<W: Write>(
+    output: W,
+    events: Receiver<HostEvent>,
+    rx: Receiver<Out>,
+    mut render: impl FnMut(HostEvent) -> Vec<Vec<u8>>,
+) {
+    let mut w = BufWriter::with_capacity(64 * 1024, output);
+    let mut broken = false;
+    let mut put = |w: &mut BufWriter<W>, bytes: &[u8]| {
+        if !broken && w.write_all(bytes).is_err() {
+            broken = true;
+        }
+    };
+    let mut events_open = true;
+    loop {
+        let msg = if let Ok(m) = rx.try_recv() {
+            Some(m)
+        } else if events_open {
+            select! {
+                recv(events) -> ev => match ev {
+                    Ok(ev) => {
+                        for l in render(ev) {
+                            put(&mut w, &l);
+                        }
+                        None
+                    }
+                    Err(_) => { events_open = false; None }
+                },
+                recv(rx) -> m => match m { Ok(m) => Some(m), Err(_) => break },
+            }
+        } else {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => break,
+            }
+        };
+        if let Some(m) = msg {
+            while let Ok(ev) = events.try_recv() {
+                for l in render(ev) {
+                    put(&mut w, &l);
+                }
+            }
+            match m {
+                Out::Line(l) => put(&mut w, &l),
+                Out::LineThen(l, then) => {
+                    put(&mut w, &l);
+                    then();
+                }
+                Out::Flush(ack) => {
+                    let _ = w.flush();
+                    let _ = ack.send(());
+                    continue;
+                }
+            }
+        }
+        if rx.is_empty() && events.is_empty() {
+            let _ = w.flush();
+        }
+    }
+    let _ = w.flush();
+}
