@@ -24,7 +24,7 @@ impl TempDir {
         ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
+        TempDir(std::fs::canonicalize(&p).expect("canonicalize temp dir"))
     }
     pub fn path(&self) -> &Path {
         &self.0
