@@ -2,16 +2,30 @@
 //! command/tool indexes, the calls in flight and every deadline. It never
 //! blocks on I/O: frames go out through each child's bounded queue, frames
 //! and exits come in through one inbox, and timers are a min-heap that the
-//! inbox wait is bounded by.
+//! inbox wait is bounded by. This file holds the loop, loading, ends of
+//! processes, timers and requests; [`frames`] the frames from extensions,
+//! [`chain`] intercept chains, [`stop`] shutdown and reload, [`calls`] the
+//! calls in flight, [`limits`] the per-extension bounds, [`listing`] the
+//! listing.
+
+mod calls;
+mod chain;
+mod frames;
+mod limits;
+mod listing;
+mod stop;
 
 use super::registry::{self, Registry};
 use super::*;
+use calls::{Call, CallKind, InFlight};
+use chain::Chain;
+use limits::Bucket;
 use crate::child::{describe_status, kill_group, Bytes, Child, ChildMsg, Log, SendError};
 use crate::discovery::{discover, Found};
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitStatus;
@@ -113,33 +127,6 @@ struct Ext {
     refused: u64,
 }
 
-/// A token bucket: `burst` at once, then `rate` per second.
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-    dropped: u64,
-}
-
-impl Bucket {
-    fn new(burst: u32) -> Bucket {
-        Bucket { tokens: f64::from(burst), at: Instant::now(), dropped: 0 }
-    }
-
-    fn take(&mut self, limits: &Limits) -> bool {
-        let now = Instant::now();
-        let refill = now.duration_since(self.at).as_secs_f64() * f64::from(limits.notes_per_sec);
-        self.tokens = (self.tokens + refill).min(f64::from(limits.notes_burst));
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            self.dropped += 1;
-            false
-        }
-    }
-}
-
 impl Ext {
     fn name(&self) -> &str {
         &self.found.manifest.name
@@ -168,80 +155,6 @@ impl Ext {
             }
         }
     }
-}
-
-enum CallKind {
-    Command { name: String, done: Responder },
-    Tool { name: String, tool_id: Option<String>, done: Responder },
-    Intercept { chain: u64 },
-}
-
-struct Call {
-    slot: usize,
-    key: u64,
-    kind: CallKind,
-    deadline: Instant,
-}
-
-/// The calls in flight, by correlation id, with their deadlines in order.
-/// A call's deadline leaves with the call, so a busy host holds nothing
-/// for calls already answered.
-#[derive(Default)]
-struct InFlight {
-    calls: HashMap<u64, Call>,
-    deadlines: BTreeSet<(Instant, u64)>,
-    per_slot: HashMap<usize, usize>,
-}
-
-impl InFlight {
-    fn insert(&mut self, id: u64, call: Call) {
-        self.deadlines.insert((call.deadline, id));
-        *self.per_slot.entry(call.slot).or_default() += 1;
-        self.calls.insert(id, call);
-    }
-
-    fn remove(&mut self, id: &u64) -> Option<Call> {
-        let call = self.calls.remove(id)?;
-        self.deadlines.remove(&(call.deadline, *id));
-        if let Some(n) = self.per_slot.get_mut(&call.slot) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_slot.remove(&call.slot);
-            }
-        }
-        Some(call)
-    }
-
-    fn get(&self, id: &u64) -> Option<&Call> {
-        self.calls.get(id)
-    }
-
-    fn count(&self, slot: usize) -> usize {
-        self.per_slot.get(&slot).copied().unwrap_or(0)
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(t, _)| *t)
-    }
-
-    /// The id of a call whose deadline is at or before `now`.
-    fn expired(&self, now: Instant) -> Option<u64> {
-        self.deadlines.first().filter(|(t, _)| *t <= now).map(|(_, id)| *id)
-    }
-
-    fn ids_for(&self, slot: usize) -> Vec<u64> {
-        self.calls.iter().filter(|(_, c)| c.slot == slot).map(|(id, _)| *id).collect()
-    }
-}
-
-struct Chain {
-    event: String,
-    payload: Payload,
-    order: Vec<usize>,
-    pos: usize,
-    args_changed: bool,
-    text_changed: bool,
-    done: Option<Responder>,
 }
 
 enum Waiter {
@@ -572,287 +485,6 @@ impl Dispatcher {
         }
     }
 
-    // ----- frames from extensions ----------------------------------------
-
-    fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
-        let ext = &mut self.exts[slot];
-        if !ext.live {
-            if ext.stopping && frame == ExtFrame::ShutdownAck {
-                ext.log("shutdown acknowledged");
-            }
-            return;
-        }
-        ext.last_frame = Instant::now();
-        if !ext.hello {
-            let ExtFrame::Hello { name, .. } = frame else {
-                let why = format!("first frame was {:?}, expected \"hello\"", frame_type(&frame));
-                return self.fail(slot, why);
-            };
-            ext.hello = true;
-            if name != ext.name() {
-                ext.log(&format!(
-                    "hello names {name:?} but the manifest says {:?}; using the manifest's",
-                    ext.name()
-                ));
-            }
-            let m = &ext.found.manifest;
-            let dir = m.dir.display().to_string();
-            let ack = HostFrame::HelloAck(HelloAck {
-                protocol_version: PROTOCOL_VERSION,
-                zot_version: self.cfg.zot_version.clone(),
-                provider: self.cfg.provider.clone(),
-                model: self.cfg.model.clone(),
-                cwd: self.cfg.cwd.display().to_string(),
-                extension_dir: dir.clone(),
-                data_dir: dir,
-            });
-            if let Err(e) = ext.send(Arc::new(encode(&ack))) {
-                return self.fail(slot, format!("cannot send hello_ack: {e}"));
-            }
-            let (key, when) = (ext.key, ext.last_frame + self.cfg.timeouts.ready_idle);
-            self.at(when, Timer::ReadyIdle(key));
-            return;
-        }
-        match frame {
-            ExtFrame::Hello { .. } => ext.log("ignored a second hello"),
-            ExtFrame::RegisterCommand { name, description } => self.register_command(slot, name, description),
-            ExtFrame::RegisterTool { name, description, schema } => {
-                self.register_tool(slot, name, description, schema)
-            }
-            ExtFrame::Subscribe { events, intercept } => self.subscribe(slot, events, intercept),
-            ExtFrame::Ready => self.mark_ready(slot, "ready frame"),
-            ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
-            ExtFrame::ToolResult(r) => self.on_tool_result(slot, r),
-            ExtFrame::EventInterceptResponse(r) => self.on_intercept_response(slot, r),
-            ExtFrame::Notify { .. }
-            | ExtFrame::ClearNotes
-            | ExtFrame::OpenPanel { .. }
-            | ExtFrame::PanelRender { .. }
-            | ExtFrame::PanelClose { .. }
-            | ExtFrame::Submit { .. } => self.spontaneous(slot, frame),
-            ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
-            ExtFrame::Unknown => {}
-        }
-    }
-
-    /// Forwards a frame the extension sent of its own accord, within its
-    /// rate; what is over the rate is dropped and counted.
-    fn spontaneous(&mut self, slot: usize, frame: ExtFrame) {
-        let limits = self.cfg.limits;
-        let ext = &mut self.exts[slot];
-        if !ext.notes.take(&limits) {
-            if ext.notes.dropped == 1 {
-                ext.log(&format!(
-                    "over {} notes/s (burst {}): dropping notes, panels and submits until the rate falls",
-                    limits.notes_per_sec, limits.notes_burst
-                ));
-            }
-            return;
-        }
-        let extension = ext.name().to_string();
-        if ext.notes.dropped > 0 {
-            let n = std::mem::take(&mut ext.notes.dropped);
-            ext.log(&format!("dropped {n} notes, panels and submits over the rate limit"));
-            let message = format!("zot: dropped {n} notes from this extension (over {} per second)", limits.notes_per_sec);
-            self.emit(HostEvent::Notify { extension: extension.clone(), level: "warn".into(), message });
-        }
-        let t = limits.text_bytes;
-        let ev = match frame {
-            ExtFrame::Notify { level, message } => HostEvent::Notify { extension, level: cut(level, t), message },
-            ExtFrame::ClearNotes => HostEvent::ClearNotes { extension },
-            ExtFrame::OpenPanel { panel } => HostEvent::OpenPanel { extension, panel: trim_panel(panel, &limits) },
-            ExtFrame::PanelRender { panel_id, title, lines, footer } => {
-                let p = trim_panel(Panel { id: panel_id, title, lines, footer }, &limits);
-                HostEvent::PanelRender { extension, panel_id: p.id, title: p.title, lines: p.lines, footer: p.footer }
-            }
-            ExtFrame::PanelClose { panel_id } => HostEvent::PanelClose { extension, panel_id: cut(panel_id, t) },
-            ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
-            _ => return,
-        };
-        self.emit(ev);
-    }
-
-    /// Refuses a registration over a limit: logged the first time, counted
-    /// always, and the embedding program is told once.
-    fn refuse(&mut self, slot: usize, what: String) {
-        let ext = &mut self.exts[slot];
-        ext.refused += 1;
-        if ext.refused == 1 {
-            ext.log(&format!("refused {what}; further refusals are counted, not logged"));
-            let extension = ext.name().to_string();
-            let message = format!("zot: refused {what}");
-            self.emit(HostEvent::Notify { extension, level: "warn".into(), message });
-        }
-    }
-
-    fn register_command(&mut self, slot: usize, name: String, description: String) {
-        let limits = self.cfg.limits;
-        let ext = &mut self.exts[slot];
-        if name.is_empty() {
-            return ext.log("refused register_command with an empty name");
-        }
-        if name.len() > limits.name_bytes {
-            return self.refuse(slot, format!("a command name of {} bytes (limit {})", name.len(), limits.name_bytes));
-        }
-        let description = cut(description, limits.text_bytes);
-        let full = ext.commands.len() >= limits.commands;
-        match ext.commands.iter_mut().find(|(n, _)| *n == name) {
-            Some(c) => c.1 = description,
-            None if full => {
-                return self.refuse(slot, format!("command /{name}: over {} commands", limits.commands));
-            }
-            None => ext.commands.push((name.clone(), description)),
-        }
-        let msgs = self.registry.claim_command(&name, slot);
-        self.log_claims(msgs);
-    }
-
-    fn register_tool(&mut self, slot: usize, name: String, description: String, schema: Value) {
-        let limits = self.cfg.limits;
-        let ext = &mut self.exts[slot];
-        if name.is_empty() {
-            return ext.log("refused register_tool with an empty name");
-        }
-        if !schema.is_object() {
-            return ext.log(&format!("refused tool {name:?}: its schema is not a JSON object"));
-        }
-        if name.len() > limits.name_bytes {
-            return self.refuse(slot, format!("a tool name of {} bytes (limit {})", name.len(), limits.name_bytes));
-        }
-        let size = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
-        if size > limits.schema_bytes {
-            return self.refuse(slot, format!("tool {name:?}: a schema of {size} bytes (limit {})", limits.schema_bytes));
-        }
-        let description = cut(description, limits.text_bytes);
-        let full = ext.tools.len() >= limits.tools;
-        match ext.tools.iter_mut().find(|(n, _, _)| *n == name) {
-            Some(t) => (t.1, t.2) = (description, schema),
-            None if full => {
-                return self.refuse(slot, format!("tool {name:?}: over {} tools", limits.tools));
-            }
-            None => ext.tools.push((name.clone(), description, schema)),
-        }
-        let msgs = self.registry.claim_tool(&name, slot);
-        self.log_claims(msgs);
-    }
-
-    /// Writes shadowing news into the log of the extension that lost.
-    fn log_claims(&self, shadowed: Option<registry::Shadowed>) {
-        let Some(s) = shadowed else { return };
-        let text = match s.by.and_then(|w| self.exts.get(w)) {
-            Some(w) => format!("{} is shadowed by extension {:?} (earlier in load order)", s.what, w.name()),
-            None => format!("{} is shadowed by a host built-in", s.what),
-        };
-        self.exts[s.slot].log(&text);
-    }
-
-    fn subscribe(&mut self, slot: usize, events: Vec<String>, intercept: Vec<String>) {
-        let limits = self.cfg.limits;
-        let mut over = 0;
-        let ext = &mut self.exts[slot];
-        for e in events {
-            if e.is_empty() || e.len() > limits.name_bytes || ext.events.contains(&e) {
-                continue;
-            }
-            if ext.events.len() + ext.intercepts.len() >= limits.subscriptions {
-                over += 1;
-            } else {
-                ext.events.push(e);
-            }
-        }
-        if over > 0 {
-            self.refuse(slot, format!("{over} event subscriptions: over {} subscriptions", limits.subscriptions));
-        }
-        let ext = &mut self.exts[slot];
-        for e in intercept {
-            if !INTERCEPTABLE.contains(&e.as_str()) {
-                ext.log(&format!("ignored intercept {e:?}: only tool_call, turn_start and assistant_message can be intercepted"));
-            } else if !ext.intercepts.contains(&e) {
-                ext.intercepts.push(e);
-            }
-        }
-    }
-
-    /// Takes the call `id` if it was sent to the extension in `slot`.
-    fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
-        let key = self.exts[slot].key;
-        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.key == key));
-        let Some(n) = found else {
-            self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
-            return None;
-        };
-        let matches = matches!(
-            (self.calls.get(&n).map(|c| &c.kind), frame),
-            (Some(CallKind::Command { .. }), "command_response")
-                | (Some(CallKind::Tool { .. }), "tool_result")
-                | (Some(CallKind::Intercept { .. }), "event_intercept_response")
-        );
-        if !matches {
-            self.exts[slot].log(&format!("dropped {frame} for request {id}, which is not a {frame} request"));
-            return None;
-        }
-        self.calls.remove(&n)
-    }
-
-    fn on_command_response(&mut self, slot: usize, r: CommandResponse) {
-        let Some(call) = self.take_call(slot, &r.id, "command_response") else { return };
-        if let CallKind::Command { done, .. } = call.kind {
-            let action = if r.action.is_empty() { "noop".to_string() } else { r.action };
-            let reply = CommandReply {
-                extension: self.exts[slot].name().to_string(),
-                action,
-                prompt: r.prompt,
-                insert: r.insert,
-                display: r.display,
-                open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
-                error: r.error.filter(|e| !e.is_empty()),
-            };
-            respond(done, Ok(Response::Command(reply)));
-        }
-    }
-
-    fn on_tool_result(&mut self, slot: usize, r: ToolResult) {
-        let Some(call) = self.take_call(slot, &r.id, "tool_result") else { return };
-        if let CallKind::Tool { done, .. } = call.kind {
-            let reply = ToolReply {
-                extension: self.exts[slot].name().to_string(),
-                content: r.content,
-                is_error: r.is_error,
-            };
-            respond(done, Ok(Response::Tool(reply)));
-        }
-    }
-
-    fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
-        let Some(n) = id.parse::<u64>().ok() else { return };
-        let key = self.exts[slot].key;
-        if self.calls.get(&n).is_none_or(|c| c.key != key) {
-            return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
-        }
-        let Some(call) = self.calls.remove(&n) else { return };
-        let extension = self.exts[slot].name().to_string();
-        let msg = format!("malformed reply from extension {extension:?}: {error}");
-        match call.kind {
-            CallKind::Command { done, .. } => {
-                let reply = CommandReply {
-                    extension,
-                    action: "noop".into(),
-                    prompt: None,
-                    insert: None,
-                    display: None,
-                    open_panel: None,
-                    error: Some(msg),
-                };
-                respond(done, Ok(Response::Command(reply)));
-            }
-            CallKind::Tool { done, .. } => {
-                let content = vec![serde_json::json!({"type": "text", "text": msg})];
-                respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true })));
-            }
-            CallKind::Intercept { chain } => self.chain_failed(chain, slot, "sent a malformed reply"),
-        }
-    }
-
     // ----- end of a process ----------------------------------------------
 
     /// Unregisters the extension and fails every call in flight to it.
@@ -864,7 +496,7 @@ impl Dispatcher {
         ext.live = false;
         let extension = ext.name().to_string();
         self.registry.release(slot);
-        let ids = self.calls.ids_for(slot);
+        let ids = self.calls.ids_where(|c| c.slot == slot);
         for id in ids {
             let Some(call) = self.calls.remove(&id) else { continue };
             let err = || {
@@ -1161,7 +793,7 @@ impl Dispatcher {
     /// `tool_id` is dropped, cancelled at its extension, and failed.
     fn cancel_tool(&mut self, tool_id: &str, done: Responder) {
         let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == tool_id);
-        let ids: Vec<u64> = self.calls.calls.iter().filter(|(_, c)| mine(c)).map(|(id, _)| *id).collect();
+        let ids = self.calls.ids_where(mine);
         if ids.is_empty() {
             return respond(done, Err(HostError::BadRequest(format!("no tool call {tool_id:?} in flight"))));
         }
@@ -1177,287 +809,11 @@ impl Dispatcher {
         }
         respond(done, Ok(Response::Done))
     }
-
-    // ----- intercept chains -------------------------------------------------
-
-    fn start_chain(&mut self, event: String, payload: Payload, done: Responder) {
-        if !INTERCEPTABLE.contains(&event.as_str()) {
-            let msg = format!("event {event:?} cannot be intercepted (tool_call, turn_start, assistant_message)");
-            return respond(done, Err(HostError::BadRequest(msg)));
-        }
-        let order: Vec<usize> = (0..self.exts.len())
-            .filter(|&s| self.exts[s].live && self.exts[s].intercepts.contains(&event))
-            .collect();
-        let id = self.next();
-        let chain = Chain { event, payload, order, pos: 0, args_changed: false, text_changed: false, done: Some(done) };
-        self.chains.insert(id, chain);
-        self.step_chain(id);
-    }
-
-    /// Asks the next interceptor in the chain, or finishes it.
-    fn step_chain(&mut self, id: u64) {
-        loop {
-            let Some(chain) = self.chains.get_mut(&id) else { return };
-            let Some(&slot) = chain.order.get(chain.pos) else {
-                let outcome = InterceptOutcome {
-                    block: false,
-                    reason: None,
-                    modified_args: chain.args_changed.then(|| chain.payload.get("tool_args").cloned()).flatten(),
-                    replace_text: chain
-                        .text_changed
-                        .then(|| chain.payload.get("text").and_then(|t| t.as_str().map(str::to_owned)))
-                        .flatten(),
-                };
-                return self.finish_chain(id, outcome);
-            };
-            chain.pos += 1;
-            let ext = &self.exts[slot];
-            if !ext.live || !ext.intercepts.contains(&chain.event) {
-                continue;
-            }
-            let call_id = self.next_id;
-            self.next_id += 1;
-            let frame = HostFrame::EventIntercept {
-                id: call_id.to_string(),
-                event: chain.event.clone(),
-                payload: chain.payload.clone(),
-            };
-            match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
-                Ok(()) => {
-                    let key = ext.key;
-                    let deadline = Instant::now() + self.cfg.timeouts.intercept;
-                    let call = Call { slot, key, kind: CallKind::Intercept { chain: id }, deadline };
-                    self.calls.insert(call_id, call);
-                    return;
-                }
-                Err(e) => {
-                    if self.interceptor_failed(id, slot, &e.to_string()) {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Records an interceptor's failure. Returns true when the chain is over
-    /// (fail-closed blocks).
-    fn interceptor_failed(&mut self, id: u64, slot: usize, why: &str) -> bool {
-        let ext = &self.exts[slot];
-        let event = self.chains.get(&id).map(|c| c.event.clone()).unwrap_or_default();
-        ext.log(&format!("intercept of {event} failed: {why}"));
-        if self.cfg.fail_closed {
-            let reason = format!("intercept by extension {:?} failed ({why}); blocking (fail-closed)", ext.name());
-            self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
-            return true;
-        }
-        false
-    }
-
-    fn chain_failed(&mut self, id: u64, slot: usize, why: &str) {
-        if !self.interceptor_failed(id, slot, why) {
-            self.step_chain(id);
-        }
-    }
-
-    fn on_intercept_response(&mut self, slot: usize, r: InterceptResponse) {
-        let Some(call) = self.take_call(slot, &r.id, "event_intercept_response") else { return };
-        let CallKind::Intercept { chain: id } = call.kind else { return };
-        let name = self.exts[slot].name().to_string();
-        let Some(chain) = self.chains.get_mut(&id) else { return };
-        if r.block {
-            let reason = if r.reason.is_empty() { format!("blocked by extension {name:?}") } else { r.reason };
-            return self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
-        }
-        // Arguments can only be rewritten for a tool call, text only replaced
-        // for an assistant message; anything else is ignored.
-        match (chain.event.as_str(), r.modified_args, r.replace_text) {
-            ("tool_call", Some(args @ Value::Object(_)), _) => {
-                chain.payload.insert("tool_args".into(), args);
-                chain.args_changed = true;
-            }
-            ("assistant_message", _, Some(text)) => {
-                chain.payload.insert("text".into(), Value::String(text));
-                chain.text_changed = true;
-            }
-            _ => {}
-        }
-        self.step_chain(id);
-    }
-
-    fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
-        if let Some(done) = self.chains.remove(&id).and_then(|mut c| c.done.take()) {
-            respond(done, Ok(Response::Intercept(outcome)));
-        }
-    }
-
-    // ----- stopping ----------------------------------------------------------
-
-    fn begin_stop_all(&mut self, exit: bool) {
-        self.phase = Phase::Stopping { exit };
-        self.stopped_count = 0;
-        let shutdown = Arc::new(encode(&HostFrame::Shutdown));
-        let when = Instant::now() + self.cfg.timeouts.shutdown_grace;
-        for slot in 0..self.exts.len() {
-            let detail = if exit { "the host is shutting down" } else { "stopped for reload" };
-            self.lose(slot, detail);
-            let ext = &mut self.exts[slot];
-            ext.stopping = true;
-            if ext.child.is_some() {
-                self.stopped_count += 1;
-            }
-            match (&ext.child, ext.alive) {
-                (Some(c), true) => {
-                    let _ = c.send(shutdown.clone());
-                    c.close_stdin();
-                    let key = ext.key;
-                    self.at(when, Timer::Stop(key, StopStage::Term));
-                }
-                (Some(c), false) => {
-                    c.signal_group(libc::SIGKILL);
-                    ext.stopped = true;
-                }
-                (None, _) => ext.stopped = true,
-            }
-        }
-        self.check_stopped();
-    }
-
-    fn on_stop_timer(&mut self, key: u64, stage: StopStage) {
-        let Some(&slot) = self.by_key.get(&key) else { return };
-        let t = self.cfg.timeouts;
-        let ext = &self.exts[slot];
-        if ext.stopped {
-            return;
-        }
-        let Some(child) = &ext.child else { return };
-        let next = match stage {
-            StopStage::Term => {
-                ext.log(&format!("no exit {} after shutdown; sending SIGTERM to its process group", fmt_duration(t.shutdown_grace)));
-                child.signal_group(libc::SIGTERM);
-                Some((t.term_grace, StopStage::Kill))
-            }
-            StopStage::Kill => {
-                ext.log(&format!("no exit {} after SIGTERM; sending SIGKILL to its process group", fmt_duration(t.term_grace)));
-                child.signal_group(libc::SIGKILL);
-                Some((REAP_GRACE, StopStage::GiveUp))
-            }
-            StopStage::GiveUp => {
-                ext.log("not reaped after SIGKILL; giving up on it");
-                None
-            }
-        };
-        match next {
-            Some((after, stage)) => self.at(Instant::now() + after, Timer::Stop(key, stage)),
-            None => self.stop_done(slot),
-        }
-    }
-
-    fn stop_done(&mut self, slot: usize) {
-        let ext = &mut self.exts[slot];
-        if ext.stopped {
-            return;
-        }
-        ext.stopped = true;
-        if ext.state != State::Failed {
-            ext.state = State::Exited;
-        }
-        self.check_stopped();
-    }
-
-    fn check_stopped(&mut self) {
-        let Phase::Stopping { exit } = self.phase else { return };
-        if self.exts.iter().any(|e| !e.stopped) {
-            return;
-        }
-        if exit {
-            self.phase = Phase::Done;
-            for done in std::mem::take(&mut self.exit_waiters) {
-                respond(done, Ok(Response::Done));
-            }
-        } else {
-            self.load();
-        }
-    }
-
-    // ----- listing -------------------------------------------------------------
-
-    fn listing(&self) -> Listing {
-        let mut out = Listing::default();
-        for (slot, e) in self.exts.iter().enumerate() {
-            let m = &e.found.manifest;
-            let owns_cmd = |n: &str| self.registry.command_owner(n) == Some(slot);
-            let owns_tool = |n: &str| self.registry.tool_owner(n) == Some(slot);
-            for (n, d) in &e.commands {
-                if owns_cmd(n) {
-                    out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
-                }
-            }
-            for (n, d, s) in &e.tools {
-                if owns_tool(n) {
-                    out.tools.push(ToolInfo {
-                        name: n.clone(),
-                        description: d.clone(),
-                        schema: s.clone(),
-                        extension: m.name.clone(),
-                    });
-                }
-            }
-            out.extensions.push(ExtInfo {
-                name: m.name.clone(),
-                version: m.version.clone(),
-                dir: m.dir.display().to_string(),
-                source: e.found.source.as_str(),
-                state: e.state,
-                pid: if e.alive { e.pid() } else { None },
-                commands: e.commands.iter().map(|c| c.0.clone()).collect(),
-                tools: e.tools.iter().map(|t| t.0.clone()).collect(),
-                events: e.events.clone(),
-                intercepts: e.intercepts.clone(),
-                error: e.error.clone(),
-                shadowed_commands: if e.live {
-                    e.commands.iter().filter(|c| !owns_cmd(&c.0)).map(|c| c.0.clone()).collect()
-                } else {
-                    Vec::new()
-                },
-                shadowed_tools: if e.live {
-                    e.tools.iter().filter(|t| !owns_tool(&t.0)).map(|t| t.0.clone()).collect()
-                } else {
-                    Vec::new()
-                },
-            });
-        }
-        out
-    }
 }
 
 fn frame_type(f: &ExtFrame) -> String {
     match serde_json::to_value(f) {
         Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("?").to_string(),
         _ => "?".into(),
-    }
-}
-
-/// `s` cut to at most `max` bytes, at a character boundary, with an
-/// ellipsis when something was cut.
-fn cut(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max.saturating_sub(3);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-        s.push('…');
-    }
-    s
-}
-
-/// A panel within the limits: at most `panel_lines` lines, each text cut.
-fn trim_panel(p: Panel, limits: &Limits) -> Panel {
-    let t = limits.text_bytes;
-    Panel {
-        id: cut(p.id, t),
-        title: cut(p.title, t),
-        lines: p.lines.into_iter().take(limits.panel_lines).map(|l| cut(l, t)).collect(),
-        footer: cut(p.footer, t),
     }
 }

@@ -1,0 +1,73 @@
+//! The calls in flight: who waits for which correlation id, of what kind,
+//! until when. Deadlines are kept in order beside the calls and leave with
+//! them, so the dispatcher's wait is bounded by the nearest one and a busy
+//! host holds nothing for calls already answered.
+
+use super::super::Responder;
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+pub(super) enum CallKind {
+    Command { name: String, done: Responder },
+    Tool { name: String, tool_id: Option<String>, done: Responder },
+    Intercept { chain: u64 },
+}
+
+pub(super) struct Call {
+    pub slot: usize,
+    pub key: u64,
+    pub kind: CallKind,
+    pub deadline: Instant,
+}
+
+/// The calls in flight, by correlation id, with their deadlines in order.
+/// A call's deadline leaves with the call, so a busy host holds nothing
+/// for calls already answered.
+#[derive(Default)]
+pub(super) struct InFlight {
+    calls: HashMap<u64, Call>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    per_slot: HashMap<usize, usize>,
+}
+
+impl InFlight {
+    pub fn insert(&mut self, id: u64, call: Call) {
+        self.deadlines.insert((call.deadline, id));
+        *self.per_slot.entry(call.slot).or_default() += 1;
+        self.calls.insert(id, call);
+    }
+
+    pub fn remove(&mut self, id: &u64) -> Option<Call> {
+        let call = self.calls.remove(id)?;
+        self.deadlines.remove(&(call.deadline, *id));
+        if let Some(n) = self.per_slot.get_mut(&call.slot) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_slot.remove(&call.slot);
+            }
+        }
+        Some(call)
+    }
+
+    pub fn get(&self, id: &u64) -> Option<&Call> {
+        self.calls.get(id)
+    }
+
+    pub fn count(&self, slot: usize) -> usize {
+        self.per_slot.get(&slot).copied().unwrap_or(0)
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// The id of a call whose deadline is at or before `now`.
+    pub fn expired(&self, now: Instant) -> Option<u64> {
+        self.deadlines.first().filter(|(t, _)| *t <= now).map(|(_, id)| *id)
+    }
+
+    /// The ids of the calls that `pred` picks.
+    pub fn ids_where(&self, pred: impl Fn(&Call) -> bool) -> Vec<u64> {
+        self.calls.iter().filter(|(_, c)| pred(c)).map(|(id, _)| *id).collect()
+    }
+}

@@ -1,0 +1,130 @@
+//! Intercept chains: subscribers asked one after another in load order,
+//! the first block winning, `modified_args` and `replace_text` carried from
+//! one interceptor to the next, and a failed interceptor counting as allow
+//! (or as block when the host is fail-closed).
+
+use super::calls::{Call, CallKind};
+use super::*;
+
+/// An intercept chain under way.
+pub(super) struct Chain {
+    event: String,
+    payload: Payload,
+    order: Vec<usize>,
+    pos: usize,
+    args_changed: bool,
+    text_changed: bool,
+    done: Option<Responder>,
+}
+
+impl Dispatcher {
+    pub(super) fn start_chain(&mut self, event: String, payload: Payload, done: Responder) {
+        if !INTERCEPTABLE.contains(&event.as_str()) {
+            let msg = format!("event {event:?} cannot be intercepted (tool_call, turn_start, assistant_message)");
+            return respond(done, Err(HostError::BadRequest(msg)));
+        }
+        let order: Vec<usize> = (0..self.exts.len())
+            .filter(|&s| self.exts[s].live && self.exts[s].intercepts.contains(&event))
+            .collect();
+        let id = self.next();
+        let chain = Chain { event, payload, order, pos: 0, args_changed: false, text_changed: false, done: Some(done) };
+        self.chains.insert(id, chain);
+        self.step_chain(id);
+    }
+
+    /// Asks the next interceptor in the chain, or finishes it.
+    pub(super) fn step_chain(&mut self, id: u64) {
+        loop {
+            let Some(chain) = self.chains.get_mut(&id) else { return };
+            let Some(&slot) = chain.order.get(chain.pos) else {
+                let outcome = InterceptOutcome {
+                    block: false,
+                    reason: None,
+                    modified_args: chain.args_changed.then(|| chain.payload.get("tool_args").cloned()).flatten(),
+                    replace_text: chain
+                        .text_changed
+                        .then(|| chain.payload.get("text").and_then(|t| t.as_str().map(str::to_owned)))
+                        .flatten(),
+                };
+                return self.finish_chain(id, outcome);
+            };
+            chain.pos += 1;
+            let ext = &self.exts[slot];
+            if !ext.live || !ext.intercepts.contains(&chain.event) {
+                continue;
+            }
+            let call_id = self.next_id;
+            self.next_id += 1;
+            let frame = HostFrame::EventIntercept {
+                id: call_id.to_string(),
+                event: chain.event.clone(),
+                payload: chain.payload.clone(),
+            };
+            match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
+                Ok(()) => {
+                    let key = ext.key;
+                    let deadline = Instant::now() + self.cfg.timeouts.intercept;
+                    let call = Call { slot, key, kind: CallKind::Intercept { chain: id }, deadline };
+                    self.calls.insert(call_id, call);
+                    return;
+                }
+                Err(e) => {
+                    if self.interceptor_failed(id, slot, &e.to_string()) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records an interceptor's failure. Returns true when the chain is over
+    /// (fail-closed blocks).
+    pub(super) fn interceptor_failed(&mut self, id: u64, slot: usize, why: &str) -> bool {
+        let ext = &self.exts[slot];
+        let event = self.chains.get(&id).map(|c| c.event.clone()).unwrap_or_default();
+        ext.log(&format!("intercept of {event} failed: {why}"));
+        if self.cfg.fail_closed {
+            let reason = format!("intercept by extension {:?} failed ({why}); blocking (fail-closed)", ext.name());
+            self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn chain_failed(&mut self, id: u64, slot: usize, why: &str) {
+        if !self.interceptor_failed(id, slot, why) {
+            self.step_chain(id);
+        }
+    }
+
+    pub(super) fn on_intercept_response(&mut self, slot: usize, r: InterceptResponse) {
+        let Some(call) = self.take_call(slot, &r.id, "event_intercept_response") else { return };
+        let CallKind::Intercept { chain: id } = call.kind else { return };
+        let name = self.exts[slot].name().to_string();
+        let Some(chain) = self.chains.get_mut(&id) else { return };
+        if r.block {
+            let reason = if r.reason.is_empty() { format!("blocked by extension {name:?}") } else { r.reason };
+            return self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
+        }
+        // Arguments can only be rewritten for a tool call, text only replaced
+        // for an assistant message; anything else is ignored.
+        match (chain.event.as_str(), r.modified_args, r.replace_text) {
+            ("tool_call", Some(args @ Value::Object(_)), _) => {
+                chain.payload.insert("tool_args".into(), args);
+                chain.args_changed = true;
+            }
+            ("assistant_message", _, Some(text)) => {
+                chain.payload.insert("text".into(), Value::String(text));
+                chain.text_changed = true;
+            }
+            _ => {}
+        }
+        self.step_chain(id);
+    }
+
+    pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
+        if let Some(done) = self.chains.remove(&id).and_then(|mut c| c.done.take()) {
+            respond(done, Ok(Response::Intercept(outcome)));
+        }
+    }
+}

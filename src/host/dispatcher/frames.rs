@@ -1,0 +1,289 @@
+//! Frames from extensions: the handshake and `hello_ack`, registrations
+//! (within the limits, shadowing by load order), subscriptions, replies
+//! matched to their calls by id and sender, and the spontaneous frames
+//! forwarded as host events at a bounded rate.
+
+use super::calls::{Call, CallKind};
+use super::limits::{cut, trim_panel};
+use super::*;
+
+impl Dispatcher {
+    pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
+        let ext = &mut self.exts[slot];
+        if !ext.live {
+            if ext.stopping && frame == ExtFrame::ShutdownAck {
+                ext.log("shutdown acknowledged");
+            }
+            return;
+        }
+        ext.last_frame = Instant::now();
+        if !ext.hello {
+            let ExtFrame::Hello { name, .. } = frame else {
+                let why = format!("first frame was {:?}, expected \"hello\"", frame_type(&frame));
+                return self.fail(slot, why);
+            };
+            ext.hello = true;
+            if name != ext.name() {
+                ext.log(&format!(
+                    "hello names {name:?} but the manifest says {:?}; using the manifest's",
+                    ext.name()
+                ));
+            }
+            let m = &ext.found.manifest;
+            let dir = m.dir.display().to_string();
+            let ack = HostFrame::HelloAck(HelloAck {
+                protocol_version: PROTOCOL_VERSION,
+                zot_version: self.cfg.zot_version.clone(),
+                provider: self.cfg.provider.clone(),
+                model: self.cfg.model.clone(),
+                cwd: self.cfg.cwd.display().to_string(),
+                extension_dir: dir.clone(),
+                data_dir: dir,
+            });
+            if let Err(e) = ext.send(Arc::new(encode(&ack))) {
+                return self.fail(slot, format!("cannot send hello_ack: {e}"));
+            }
+            let (key, when) = (ext.key, ext.last_frame + self.cfg.timeouts.ready_idle);
+            self.at(when, Timer::ReadyIdle(key));
+            return;
+        }
+        match frame {
+            ExtFrame::Hello { .. } => ext.log("ignored a second hello"),
+            ExtFrame::RegisterCommand { name, description } => self.register_command(slot, name, description),
+            ExtFrame::RegisterTool { name, description, schema } => {
+                self.register_tool(slot, name, description, schema)
+            }
+            ExtFrame::Subscribe { events, intercept } => self.subscribe(slot, events, intercept),
+            ExtFrame::Ready => self.mark_ready(slot, "ready frame"),
+            ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
+            ExtFrame::ToolResult(r) => self.on_tool_result(slot, r),
+            ExtFrame::EventInterceptResponse(r) => self.on_intercept_response(slot, r),
+            ExtFrame::Notify { .. }
+            | ExtFrame::ClearNotes
+            | ExtFrame::OpenPanel { .. }
+            | ExtFrame::PanelRender { .. }
+            | ExtFrame::PanelClose { .. }
+            | ExtFrame::Submit { .. } => self.spontaneous(slot, frame),
+            ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
+            ExtFrame::Unknown => {}
+        }
+    }
+
+    /// Forwards a frame the extension sent of its own accord, within its
+    /// rate; what is over the rate is dropped and counted.
+    pub(super) fn spontaneous(&mut self, slot: usize, frame: ExtFrame) {
+        let limits = self.cfg.limits;
+        let ext = &mut self.exts[slot];
+        if !ext.notes.take(&limits) {
+            if ext.notes.dropped == 1 {
+                ext.log(&format!(
+                    "over {} notes/s (burst {}): dropping notes, panels and submits until the rate falls",
+                    limits.notes_per_sec, limits.notes_burst
+                ));
+            }
+            return;
+        }
+        let extension = ext.name().to_string();
+        if ext.notes.dropped > 0 {
+            let n = std::mem::take(&mut ext.notes.dropped);
+            ext.log(&format!("dropped {n} notes, panels and submits over the rate limit"));
+            let message = format!("zot: dropped {n} notes from this extension (over {} per second)", limits.notes_per_sec);
+            self.emit(HostEvent::Notify { extension: extension.clone(), level: "warn".into(), message });
+        }
+        let t = limits.text_bytes;
+        let ev = match frame {
+            ExtFrame::Notify { level, message } => HostEvent::Notify { extension, level: cut(level, t), message },
+            ExtFrame::ClearNotes => HostEvent::ClearNotes { extension },
+            ExtFrame::OpenPanel { panel } => HostEvent::OpenPanel { extension, panel: trim_panel(panel, &limits) },
+            ExtFrame::PanelRender { panel_id, title, lines, footer } => {
+                let p = trim_panel(Panel { id: panel_id, title, lines, footer }, &limits);
+                HostEvent::PanelRender { extension, panel_id: p.id, title: p.title, lines: p.lines, footer: p.footer }
+            }
+            ExtFrame::PanelClose { panel_id } => HostEvent::PanelClose { extension, panel_id: cut(panel_id, t) },
+            ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
+            _ => return,
+        };
+        self.emit(ev);
+    }
+
+    /// Refuses a registration over a limit: logged the first time, counted
+    /// always, and the embedding program is told once.
+    pub(super) fn refuse(&mut self, slot: usize, what: String) {
+        let ext = &mut self.exts[slot];
+        ext.refused += 1;
+        if ext.refused == 1 {
+            ext.log(&format!("refused {what}; further refusals are counted, not logged"));
+            let extension = ext.name().to_string();
+            let message = format!("zot: refused {what}");
+            self.emit(HostEvent::Notify { extension, level: "warn".into(), message });
+        }
+    }
+
+    pub(super) fn register_command(&mut self, slot: usize, name: String, description: String) {
+        let limits = self.cfg.limits;
+        let ext = &mut self.exts[slot];
+        if name.is_empty() {
+            return ext.log("refused register_command with an empty name");
+        }
+        if name.len() > limits.name_bytes {
+            return self.refuse(slot, format!("a command name of {} bytes (limit {})", name.len(), limits.name_bytes));
+        }
+        let description = cut(description, limits.text_bytes);
+        let full = ext.commands.len() >= limits.commands;
+        match ext.commands.iter_mut().find(|(n, _)| *n == name) {
+            Some(c) => c.1 = description,
+            None if full => {
+                return self.refuse(slot, format!("command /{name}: over {} commands", limits.commands));
+            }
+            None => ext.commands.push((name.clone(), description)),
+        }
+        let msgs = self.registry.claim_command(&name, slot);
+        self.log_claims(msgs);
+    }
+
+    pub(super) fn register_tool(&mut self, slot: usize, name: String, description: String, schema: Value) {
+        let limits = self.cfg.limits;
+        let ext = &mut self.exts[slot];
+        if name.is_empty() {
+            return ext.log("refused register_tool with an empty name");
+        }
+        if !schema.is_object() {
+            return ext.log(&format!("refused tool {name:?}: its schema is not a JSON object"));
+        }
+        if name.len() > limits.name_bytes {
+            return self.refuse(slot, format!("a tool name of {} bytes (limit {})", name.len(), limits.name_bytes));
+        }
+        let size = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
+        if size > limits.schema_bytes {
+            return self.refuse(slot, format!("tool {name:?}: a schema of {size} bytes (limit {})", limits.schema_bytes));
+        }
+        let description = cut(description, limits.text_bytes);
+        let full = ext.tools.len() >= limits.tools;
+        match ext.tools.iter_mut().find(|(n, _, _)| *n == name) {
+            Some(t) => (t.1, t.2) = (description, schema),
+            None if full => {
+                return self.refuse(slot, format!("tool {name:?}: over {} tools", limits.tools));
+            }
+            None => ext.tools.push((name.clone(), description, schema)),
+        }
+        let msgs = self.registry.claim_tool(&name, slot);
+        self.log_claims(msgs);
+    }
+
+    /// Writes shadowing news into the log of the extension that lost.
+    pub(super) fn log_claims(&self, shadowed: Option<registry::Shadowed>) {
+        let Some(s) = shadowed else { return };
+        let text = match s.by.and_then(|w| self.exts.get(w)) {
+            Some(w) => format!("{} is shadowed by extension {:?} (earlier in load order)", s.what, w.name()),
+            None => format!("{} is shadowed by a host built-in", s.what),
+        };
+        self.exts[s.slot].log(&text);
+    }
+
+    pub(super) fn subscribe(&mut self, slot: usize, events: Vec<String>, intercept: Vec<String>) {
+        let limits = self.cfg.limits;
+        let mut over = 0;
+        let ext = &mut self.exts[slot];
+        for e in events {
+            if e.is_empty() || e.len() > limits.name_bytes || ext.events.contains(&e) {
+                continue;
+            }
+            if ext.events.len() + ext.intercepts.len() >= limits.subscriptions {
+                over += 1;
+            } else {
+                ext.events.push(e);
+            }
+        }
+        if over > 0 {
+            self.refuse(slot, format!("{over} event subscriptions: over {} subscriptions", limits.subscriptions));
+        }
+        let ext = &mut self.exts[slot];
+        for e in intercept {
+            if !INTERCEPTABLE.contains(&e.as_str()) {
+                ext.log(&format!("ignored intercept {e:?}: only tool_call, turn_start and assistant_message can be intercepted"));
+            } else if !ext.intercepts.contains(&e) {
+                ext.intercepts.push(e);
+            }
+        }
+    }
+
+    /// Takes the call `id` if it was sent to the extension in `slot`.
+    pub(super) fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
+        let key = self.exts[slot].key;
+        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.key == key));
+        let Some(n) = found else {
+            self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
+            return None;
+        };
+        let matches = matches!(
+            (self.calls.get(&n).map(|c| &c.kind), frame),
+            (Some(CallKind::Command { .. }), "command_response")
+                | (Some(CallKind::Tool { .. }), "tool_result")
+                | (Some(CallKind::Intercept { .. }), "event_intercept_response")
+        );
+        if !matches {
+            self.exts[slot].log(&format!("dropped {frame} for request {id}, which is not a {frame} request"));
+            return None;
+        }
+        self.calls.remove(&n)
+    }
+
+    pub(super) fn on_command_response(&mut self, slot: usize, r: CommandResponse) {
+        let Some(call) = self.take_call(slot, &r.id, "command_response") else { return };
+        if let CallKind::Command { done, .. } = call.kind {
+            let action = if r.action.is_empty() { "noop".to_string() } else { r.action };
+            let reply = CommandReply {
+                extension: self.exts[slot].name().to_string(),
+                action,
+                prompt: r.prompt,
+                insert: r.insert,
+                display: r.display,
+                open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
+                error: r.error.filter(|e| !e.is_empty()),
+            };
+            respond(done, Ok(Response::Command(reply)));
+        }
+    }
+
+    pub(super) fn on_tool_result(&mut self, slot: usize, r: ToolResult) {
+        let Some(call) = self.take_call(slot, &r.id, "tool_result") else { return };
+        if let CallKind::Tool { done, .. } = call.kind {
+            let reply = ToolReply {
+                extension: self.exts[slot].name().to_string(),
+                content: r.content,
+                is_error: r.is_error,
+            };
+            respond(done, Ok(Response::Tool(reply)));
+        }
+    }
+
+    pub(super) fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
+        let Some(n) = id.parse::<u64>().ok() else { return };
+        let key = self.exts[slot].key;
+        if self.calls.get(&n).is_none_or(|c| c.key != key) {
+            return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
+        }
+        let Some(call) = self.calls.remove(&n) else { return };
+        let extension = self.exts[slot].name().to_string();
+        let msg = format!("malformed reply from extension {extension:?}: {error}");
+        match call.kind {
+            CallKind::Command { done, .. } => {
+                let reply = CommandReply {
+                    extension,
+                    action: "noop".into(),
+                    prompt: None,
+                    insert: None,
+                    display: None,
+                    open_panel: None,
+                    error: Some(msg),
+                };
+                respond(done, Ok(Response::Command(reply)));
+            }
+            CallKind::Tool { done, .. } => {
+                let content = vec![serde_json::json!({"type": "text", "text": msg})];
+                respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true })));
+            }
+            CallKind::Intercept { chain } => self.chain_failed(chain, slot, "sent a malformed reply"),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The listing: every extension in load order with its state and
+//! registrations, and the commands and tools in effect.
+
+use super::*;
+
+impl Dispatcher {
+    pub(super) fn listing(&self) -> Listing {
+        let mut out = Listing::default();
+        for (slot, e) in self.exts.iter().enumerate() {
+            let m = &e.found.manifest;
+            let owns_cmd = |n: &str| self.registry.command_owner(n) == Some(slot);
+            let owns_tool = |n: &str| self.registry.tool_owner(n) == Some(slot);
+            for (n, d) in &e.commands {
+                if owns_cmd(n) {
+                    out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
+                }
+            }
+            for (n, d, s) in &e.tools {
+                if owns_tool(n) {
+                    out.tools.push(ToolInfo {
+                        name: n.clone(),
+                        description: d.clone(),
+                        schema: s.clone(),
+                        extension: m.name.clone(),
+                    });
+                }
+            }
+            out.extensions.push(ExtInfo {
+                name: m.name.clone(),
+                version: m.version.clone(),
+                dir: m.dir.display().to_string(),
+                source: e.found.source.as_str(),
+                state: e.state,
+                pid: if e.alive { e.pid() } else { None },
+                commands: e.commands.iter().map(|c| c.0.clone()).collect(),
+                tools: e.tools.iter().map(|t| t.0.clone()).collect(),
+                events: e.events.clone(),
+                intercepts: e.intercepts.clone(),
+                error: e.error.clone(),
+                shadowed_commands: if e.live {
+                    e.commands.iter().filter(|c| !owns_cmd(&c.0)).map(|c| c.0.clone()).collect()
+                } else {
+                    Vec::new()
+                },
+                shadowed_tools: if e.live {
+                    e.tools.iter().filter(|t| !owns_tool(&t.0)).map(|t| t.0.clone()).collect()
+                } else {
+                    Vec::new()
+                },
+            });
+        }
+        out
+    }
+}
