@@ -1,7 +1,7 @@
 //! `zot ext`: managing installed extensions on disk. Listing project-local
 //! and global extensions (broken ones too), installing from a local folder
 //! or a git URL into `$ZOT_HOME/extensions/<name>` with complete rollback,
-//! removing, enabling/disabling (through [`manifest::set_enabled`]), and
+//! removing, enabling/disabling (through [`crate::manifest::set_enabled`]), and
 //! printing or following an extension's log. Everything printed goes
 //! through [`sanitize`] ([`crate::text::one_line`]).
 //!

@@ -8,7 +8,7 @@ use common::*;
 use crossbeam_channel::unbounded;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use zot::host::{HostError, HostEvent, Request, State};
+use zot::host::{HostError, HostEvent, Request, Response, State};
 
 /// Pids (= process groups) of every extension in the listing.
 fn groups(host: &zot::host::Host) -> Vec<(String, u32)> {
@@ -184,4 +184,37 @@ fn closing_stdout_but_running_on_is_treated_as_an_exit() {
     assert!(wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()), "{:?}", group_members(pgid));
     assert!(read_log(t.path(), "closer").contains("still running after closing stdout"));
     assert!(matches!(host.tool("c", None), Err(HostError::UnknownTool(_))));
+}
+
+#[test]
+fn calls_written_before_a_stop_are_answered_before_the_extension_exits() {
+    // Calls already written to an extension reach it before `shutdown`; one
+    // that answers in order answers them, and those answers count, for a
+    // reload as for a shutdown.
+    let t = TempDir::new("sd-drain");
+    let d = py_ext(t.path(), "orderly", "orderly", &["--tools", "echo"]);
+    let (host, _ev) = start_host(host_config(t.path(), vec![d]));
+    host.wait_ready().unwrap();
+    for stop in ["reload", "shutdown"] {
+        let (tx, rx) = unbounded();
+        for i in 0..50 {
+            let tx = tx.clone();
+            let req = Request::Tool { name: "echo".into(), args: Some(json!({"i": i})), tool_id: None };
+            host.submit(req, Box::new(move |r| {
+                let _ = tx.send((i, r));
+            }));
+        }
+        if stop == "reload" {
+            let r = host.reload().unwrap();
+            assert_eq!((r.stopped, r.ready), (1, 1), "{r:?}");
+        } else {
+            host.shutdown();
+        }
+        for _ in 0..50 {
+            let (i, r) = rx.recv_timeout(Duration::from_secs(5)).expect("every call is answered");
+            let reply = r.unwrap_or_else(|e| panic!("{stop}: call {i} failed: {e}"));
+            let Response::Tool(reply) = reply else { panic!("{reply:?}") };
+            assert_eq!(echo_of(&reply.content)["args"], json!({"i": i}), "{stop}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! The host: the public handle that embedding programs (the console,
 //! `zot serve`, tests, libraries) use to run extensions, and the types that
-//! cross it. All state lives on one dispatcher thread ([`dispatcher`]); a
+//! cross it. All state lives on one dispatcher thread (the private `dispatcher` module); a
 //! [`Host`] is only a sender of requests plus the receiver of host events.
 
 mod dispatcher;

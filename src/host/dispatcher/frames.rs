@@ -11,10 +11,17 @@ impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
         let ext = &mut self.exts[slot];
         if !ext.live {
-            if ext.stopping && frame == ExtFrame::ShutdownAck {
-                ext.log("shutdown acknowledged");
-            }
             return;
+        }
+        if ext.stopping {
+            // Only answers to calls still in flight count now.
+            return match frame {
+                ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
+                ExtFrame::ToolResult(r) => self.on_tool_result(slot, r),
+                ExtFrame::EventInterceptResponse(r) => self.on_intercept_response(slot, r),
+                ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
+                _ => {}
+            };
         }
         ext.last_frame = Instant::now();
         if !ext.hello {

@@ -147,6 +147,9 @@ impl Ext {
         if !self.live {
             return Err(HostError::Exited { extension: name, detail: "not running".into() });
         }
+        if self.stopping {
+            return Err(HostError::Exited { extension: name, detail: "it is being stopped".into() });
+        }
         match self.child.as_ref().map(|c| c.send(bytes)) {
             Some(Ok(())) => Ok(()),
             Some(Err(SendError::Full)) => Err(HostError::Busy { extension: name }),
@@ -688,7 +691,7 @@ impl Dispatcher {
             Request::Event { event, payload } => {
                 let bytes = Arc::new(encode(&HostFrame::Event { event: event.clone(), payload }));
                 let mut n = 0;
-                for ext in self.exts.iter().filter(|e| e.live && e.events.contains(&event)) {
+                for ext in self.exts.iter().filter(|e| e.live && !e.stopping && e.events.contains(&event)) {
                     match ext.send(bytes.clone()) {
                         Ok(()) => n += 1,
                         Err(e) => ext.log(&format!("event {event} not delivered: {e}")),

@@ -12,8 +12,10 @@ impl Dispatcher {
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
         let when = Instant::now() + self.cfg.timeouts.shutdown_grace;
         for slot in 0..self.exts.len() {
-            let detail = if exit { "the host is shutting down" } else { "stopped for reload" };
-            self.lose(slot, detail);
+            // No new calls reach it; the calls in flight were written before
+            // `shutdown`, so an extension that answers in order answers them
+            // before it exits. What is still unanswered at its exit fails then.
+            self.registry.release(slot);
             let ext = &mut self.exts[slot];
             ext.stopping = true;
             if ext.child.is_some() {
@@ -29,8 +31,12 @@ impl Dispatcher {
                 (Some(c), false) => {
                     c.signal_group(libc::SIGKILL);
                     ext.stopped = true;
+                    self.lose(slot, self.stop_detail());
                 }
-                (None, _) => ext.stopped = true,
+                (None, _) => {
+                    ext.stopped = true;
+                    self.lose(slot, self.stop_detail());
+                }
             }
         }
         self.check_stopped();
@@ -66,11 +72,21 @@ impl Dispatcher {
         }
     }
 
+    /// Why calls still in flight to a stopped extension fail.
+    pub(super) fn stop_detail(&self) -> &'static str {
+        if self.phase == (Phase::Stopping { exit: true }) {
+            "the host is shutting down"
+        } else {
+            "stopped for reload"
+        }
+    }
+
     pub(super) fn stop_done(&mut self, slot: usize) {
-        let ext = &mut self.exts[slot];
-        if ext.stopped {
+        if self.exts[slot].stopped {
             return;
         }
+        self.lose(slot, self.stop_detail());
+        let ext = &mut self.exts[slot];
         ext.stopped = true;
         if ext.state != State::Failed {
             ext.state = State::Exited;
