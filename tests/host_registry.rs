@@ -8,7 +8,7 @@ use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 use zot::discovery::Sources;
-use zot::host::{HostError, HostEvent, State};
+use zot::host::{HostError, HostEvent, Request, Response, State};
 
 #[test]
 fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {
@@ -261,4 +261,37 @@ fn a_reload_asked_for_during_the_initial_load_still_reloads() {
     assert_eq!(host.tool("after", None).unwrap().extension, "cli");
     assert!(matches!(host.tool("before", None), Err(HostError::UnknownTool(_))));
     assert_ne!(ext_info(&host, "cli").pid, Some(old_pid));
+}
+
+#[test]
+fn calls_made_during_a_reload_wait_for_it() {
+    let t = TempDir::new("reg-during-reload");
+    let a = py_ext(t.path(), "a", "alpha", &["--tools", "echo", "--commands", "hi"]);
+    let (host, _ev) = start_host(host_config(t.path(), vec![a]));
+    host.wait_ready().unwrap();
+    let old_pid = ext_info(&host, "alpha").pid;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let send = |tag: &'static str, req: Request| {
+        let tx = tx.clone();
+        host.submit(req, Box::new(move |r| {
+            let _ = tx.send((tag, r));
+        }));
+    };
+    send("reload", Request::Reload);
+    send("tool", Request::Tool { name: "echo".into(), args: Some(json!({"n": 1})), tool_id: None });
+    send("command", Request::Command { name: "hi".into(), args: "there".into() });
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (tag, r) = rx.recv_timeout(Duration::from_secs(10)).expect("answered");
+        match (tag, r) {
+            ("reload", Ok(Response::Reload(r))) => assert_eq!((r.stopped, r.ready), (1, 1), "{r:?}"),
+            ("tool", Ok(Response::Tool(r))) => assert_eq!(echo_of(&r.content)["args"], json!({"n": 1})),
+            ("command", Ok(Response::Command(r))) => assert_eq!(r.display.as_deref(), Some("alpha:hi:there")),
+            (tag, other) => panic!("{tag}: {other:?}"),
+        }
+        seen.push(tag);
+    }
+    assert_eq!(seen[0], "reload", "the calls ran after the reload: {seen:?}");
+    assert_ne!(ext_info(&host, "alpha").pid, old_pid, "a new process answered");
+    host.shutdown();
 }

@@ -194,6 +194,8 @@ struct Dispatcher {
     /// Reloads asked for while a load was under way: its discovery is
     /// older than the request, so another reload follows it.
     reload_after_load: Vec<Responder>,
+    /// Calls that arrived during a reload, run once it is over.
+    deferred: Vec<(Request, Responder)>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -223,6 +225,7 @@ impl Dispatcher {
             stopped_count: 0,
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -480,6 +483,9 @@ impl Dispatcher {
                 ),
             }
         }
+        for (req, done) in std::mem::take(&mut self.deferred) {
+            self.on_request(req, done);
+        }
         if !self.reload_after_load.is_empty() {
             for d in std::mem::take(&mut self.reload_after_load) {
                 self.waiters.push(Waiter::Reload(d));
@@ -678,6 +684,23 @@ impl Dispatcher {
         if matches!(self.phase, Phase::Stopping { exit: true } | Phase::Done) {
             return respond(done, Err(HostError::ShuttingDown));
         }
+        // During a reload the names are about to come back: calls wait for
+        // the new load instead of failing as unknown.
+        let reloading = matches!(self.phase, Phase::Stopping { exit: false })
+            || (self.phase == Phase::Loading && self.last_load.is_some());
+        if reloading
+            && matches!(
+                req,
+                Request::Command { .. }
+                    | Request::Tool { .. }
+                    | Request::Intercept { .. }
+                    | Request::Event { .. }
+                    | Request::PanelKey { .. }
+                    | Request::PanelClose { .. }
+            )
+        {
+            return self.deferred.push((req, done));
+        }
         match req {
             Request::WaitReady => match (&self.phase, &self.last_load) {
                 (Phase::Running, Some(r)) => respond(done, Ok(Response::Load(r.clone()))),
@@ -727,6 +750,9 @@ impl Dispatcher {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 for d in std::mem::take(&mut self.reload_after_load) {
+                    respond(d, Err(HostError::ShuttingDown));
+                }
+                for (_, d) in std::mem::take(&mut self.deferred) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 self.begin_stop_all(true);
