@@ -32,6 +32,7 @@
 //! Exit code: 0 when there is no error (warnings do not fail), 1 otherwise.
 
 use crate::child::{group_alive, kill_group, MAX_LINE};
+use crate::lines::{Line, LineBuf};
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::{Manifest, MANIFEST_FILE};
 use crate::protocol::{decode, CommandResponse, DecodeError, ExtFrame, HelloAck, HostFrame, Payload, PROTOCOL_VERSION};
@@ -41,7 +42,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
@@ -511,29 +512,13 @@ fn parent_death_signal(_cmd: &mut Command) {}
 
 fn read_lines<R: Read>(input: R, tx: &Sender<Ev>) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => 0,
+    let mut lines = LineBuf::new(MAX_LINE);
+    while let Ok(Some(line)) = lines.next(&mut reader) {
+        let ev = match line {
+            Line::Text(l) => Ev::Line(Instant::now(), l.to_vec()),
+            Line::TooLong(len) => Ev::TooLong(len),
         };
-        if n == 0 {
-            break;
-        }
-        let at = Instant::now();
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        } else if line.len() > MAX_LINE {
-            let skipped = reader.skip_until(b'\n').unwrap_or(0);
-            if tx.send(Ev::TooLong(line.len() + skipped)).is_err() {
-                return;
-            }
-            line = Vec::new();
-            continue;
-        }
-        if tx.send(Ev::Line(at, std::mem::take(&mut line))).is_err() {
+        if tx.send(ev).is_err() {
             return;
         }
     }

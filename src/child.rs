@@ -4,12 +4,13 @@
 //! non-blocking writes leave), the waiter thread (exit status), and
 //! signals to its group.
 
+use crate::lines::{Line, LineBuf};
 use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -187,7 +188,7 @@ impl Child {
         let rtap = tap.as_ref().map(Tap::for_reader);
         let r = spawn_thread(
             "r",
-            Box::new(move || read_loop_traced(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())),
+            Box::new(move || read_loop(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())),
         );
         let (tx, w) = (inbox, wrap);
         let x = spawn_thread(
@@ -534,54 +535,34 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
     Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r), wait: Box::new(reap) })
 }
 
-/// Splits `input` into lines of at most [`MAX_LINE`] bytes, decodes each and
-/// hands frames to `emit`; junk is logged and skipped, over-long lines are
-/// discarded whole without being kept. Returns at EOF, after emitting `Eof`,
-/// or when `emit` returns false.
-pub fn read_loop<R: Read>(input: R, log: &Log, emit: impl FnMut(ChildMsg) -> bool) {
-    read_loop_traced(input, log, None, emit);
-}
-
-/// [`read_loop`], recording every line in `tap` before it is decoded.
-pub fn read_loop_traced<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl FnMut(ChildMsg) -> bool) {
+/// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
+/// in `tap` (`--trace`), decodes it and hands frames to `emit`; junk is
+/// logged and skipped, over-long lines are discarded whole without being
+/// kept. Returns at EOF, after emitting `Eof`, or when `emit` returns false.
+pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl FnMut(ChildMsg) -> bool) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut line = Vec::new();
+    let mut lines = LineBuf::new(MAX_LINE);
     loop {
-        line.clear();
-        let limit = MAX_LINE as u64 + 1;
-        let n = match (&mut reader).take(limit).read_until(b'\n', &mut line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+        match lines.next(&mut reader) {
+            Ok(None) => break,
             Err(e) => {
                 log.line(&format!("reading stdout failed: {e}"));
-                0
+                break;
             }
-        };
-        if n == 0 {
-            break;
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        } else if line.len() > MAX_LINE {
-            let skipped = reader.skip_until(b'\n').unwrap_or(0);
-            if let Some(tap) = tap {
-                tap.discarded_in(&line, line.len() + skipped);
+            Ok(Some(Line::TooLong(len))) => {
+                if let Some(tap) = tap {
+                    tap.discarded_in(lines.text(), len);
+                }
+                log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)"));
             }
-            log.line(&format!(
-                "discarded a line of {} bytes from stdout (limit {MAX_LINE} bytes)",
-                line.len() + skipped
-            ));
-            line = Vec::new();
-            continue;
-        }
-        if let Some(tap) = tap {
-            tap.line_in(&line);
-        }
-        if !handle_line(&line, log, &mut emit) {
-            return;
-        }
-        if line.capacity() > 1024 * 1024 {
-            line = Vec::new();
+            Ok(Some(Line::Text(line))) => {
+                if let Some(tap) = tap {
+                    tap.line_in(line);
+                }
+                if !handle_line(line, log, &mut emit) {
+                    return;
+                }
+            }
         }
     }
     emit(ChildMsg::Eof);

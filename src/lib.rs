@@ -17,6 +17,7 @@ pub mod discovery;
 pub mod ext;
 pub mod home;
 pub mod host;
+pub mod lines;
 pub mod manage;
 pub mod manifest;
 pub mod mcp;

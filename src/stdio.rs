@@ -6,7 +6,8 @@
 
 use crate::host::{Config, Host, HostEvent};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
-use std::io::{self, BufRead, BufWriter, Write};
+use crate::lines::{self, LineBuf};
+use std::io::{BufRead, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Longest input line accepted, in bytes.
@@ -43,33 +44,29 @@ pub enum Line<'a> {
 }
 
 /// Reads lines of at most [`MAX_LINE`] bytes, skipping blank ones.
-#[derive(Default)]
 pub struct Lines {
-    buf: Vec<u8>,
+    buf: LineBuf,
+}
+
+impl Default for Lines {
+    fn default() -> Lines {
+        Lines { buf: LineBuf::new(MAX_LINE) }
+    }
 }
 
 impl Lines {
-    /// The next non-blank line; `None` at the end of input.
+    /// The next non-blank line; `None` at the end of input (or when it
+    /// cannot be read any more).
     pub fn next<R: BufRead>(&mut self, input: &mut R) -> Option<Line<'_>> {
         loop {
-            self.buf.clear();
-            let n = match <&mut R as io::Read>::take(input, MAX_LINE as u64 + 1).read_until(b'\n', &mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => 0,
-            };
-            if n == 0 {
-                return None;
-            }
-            if self.buf.last() != Some(&b'\n') && self.buf.len() > MAX_LINE {
-                let _ = input.skip_until(b'\n');
-                return Some(Line::TooLong);
-            }
-            if !self.buf.iter().all(u8::is_ascii_whitespace) {
-                break;
+            match self.buf.next(input) {
+                Ok(None) | Err(_) => return None,
+                Ok(Some(lines::Line::TooLong(_))) => return Some(Line::TooLong),
+                Ok(Some(lines::Line::Text(t))) if t.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(Some(lines::Line::Text(_))) => break,
             }
         }
-        let text = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+        let text = self.buf.text();
         Some(Line::Text(text.strip_suffix(b"\r").unwrap_or(text)))
     }
 }
