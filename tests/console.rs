@@ -9,11 +9,11 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{group_members, process_alive, py_ext, wait_until, write_manifest, TempDir};
+use common::{py_ext, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
-use zot_proc::{children_of, strings, Zot, FAST, LINE_WAIT};
+use zot_proc::{assert_gone_within, children_of, session_args, Zot, LINE_WAIT};
 
 /// An extension folder under `t/exts/<name>` running the Python fixture.
 fn ext(t: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
@@ -22,24 +22,11 @@ fn ext(t: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
 
 /// `zot --no-ext --cwd T/cwd <FAST> <extra> --ext D...` with piped stdio.
 fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str], env: &[(&str, &str)]) -> Zot {
-    let cwd = t.path().join("cwd");
-    std::fs::create_dir_all(&cwd).expect("cwd");
-    let mut args = strings(&["--no-ext", "--cwd"]);
-    args.push(cwd.display().to_string());
-    args.extend(strings(&FAST));
-    args.extend(strings(extra));
-    for e in exts {
-        args.push("--ext".into());
-        args.push(e.display().to_string());
-    }
-    Zot::spawn(t.path(), &args, env)
+    Zot::spawn(t.path(), &session_args(t.path(), None, exts, extra), env)
 }
 
-/// Polls until no process in `pids` (nor in their groups) is left.
 fn assert_gone(pids: &[u32]) {
-    let gone =
-        wait_until(Duration::from_secs(5), || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
-    assert!(gone, "extension processes still running: {pids:?}");
+    assert_gone_within(pids, Duration::from_secs(5), "");
 }
 
 /// What one scripted session printed.

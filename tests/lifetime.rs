@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
-use zot_proc::{children_of, strings, Zot, FAST, LINE_WAIT};
+use zot_proc::{assert_gone_within, children_of, session_args, Zot, LINE_WAIT};
 
 /// How long a clean stop may take: the shutdown grace (2 s), SIGTERM and
 /// its grace (1 s), SIGKILL, on a loaded machine.
@@ -37,19 +37,7 @@ fn ext(t: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
 
 /// `zot [serve] --no-ext --cwd T/cwd <FAST> --ext D...`, stdin a pipe.
 fn start(t: &TempDir, serve: bool, exts: &[PathBuf]) -> Zot {
-    let cwd = t.path().join("cwd");
-    std::fs::create_dir_all(&cwd).expect("cwd");
-    let mut args = Vec::new();
-    if serve {
-        args.push("serve".to_string());
-    }
-    args.extend(strings(&["--no-ext", "--cwd"]));
-    args.push(cwd.display().to_string());
-    args.extend(strings(&FAST));
-    for e in exts {
-        args.push("--ext".into());
-        args.push(e.display().to_string());
-    }
+    let args = session_args(t.path(), serve.then_some("serve"), exts, &[]);
     Zot::spawn(t.path(), &args, &[])
 }
 
@@ -88,9 +76,7 @@ fn serve_pids(z: &mut Zot) -> BTreeMap<String, u32> {
 
 /// Polls until no process in `pids`, nor any member of their groups, is left.
 fn assert_gone(z: &Zot, pids: &[u32]) {
-    let gone = wait_until(STOP_WAIT, || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
-    let left: Vec<(u32, Vec<u32>)> = pids.iter().map(|&p| (p, group_members(p))).filter(|(_, g)| !g.is_empty()).collect();
-    assert!(gone, "extension processes still running (pid, group): {left:?}\n{}", z.context());
+    assert_gone_within(pids, STOP_WAIT, &z.context());
 }
 
 fn log_of(z: &Zot, name: &str) -> String {

@@ -9,12 +9,12 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{group_members, process_alive, py_ext, wait_until, write_manifest, TempDir};
+use common::{process_alive, py_ext, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use zot_proc::{strings, Zot, FAST, LINE_WAIT};
+use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
 const NOTIFICATIONS: [&str; 9] = [
     "ready",
@@ -85,16 +85,7 @@ struct Serve {
 impl Serve {
     /// `zot serve --no-ext --cwd T/cwd <FAST> <extra> --ext D...`.
     fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
-        let cwd = t.path().join("cwd");
-        std::fs::create_dir_all(&cwd).expect("cwd");
-        let mut args = strings(&["serve", "--no-ext", "--cwd"]);
-        args.push(cwd.display().to_string());
-        args.extend(strings(&FAST));
-        args.extend(strings(extra));
-        for e in exts {
-            args.push("--ext".into());
-            args.push(e.display().to_string());
-        }
+        let args = session_args(t.path(), Some("serve"), exts, extra);
         Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), taken: Vec::new(), exts: exts.len() }
     }
 
@@ -218,9 +209,7 @@ impl Serve {
 
 /// Polls until no process in `pids` (nor in their groups) is left.
 fn assert_gone(pids: &[u32]) {
-    let gone =
-        wait_until(Duration::from_secs(5), || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
-    assert!(gone, "extension processes still running: {pids:?}");
+    assert_gone_within(pids, Duration::from_secs(5), "");
 }
 
 /// An extension folder under `t/exts/<name>` running the Python fixture.

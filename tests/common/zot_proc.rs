@@ -1,7 +1,8 @@
 //! Driving the `zot` binary through pipes (`zot serve` and the console):
 //! a child process whose stdout lines arrive on a channel read by a
 //! thread, so every wait has a deadline and a broken test fails instead of
-//! hanging. Included with `#[path]` by tests/serve.rs and tests/console.rs.
+//! hanging. Included with `#[path]` (beside `mod common`) by tests/serve.rs,
+//! tests/console.rs and tests/lifetime.rs.
 #![allow(dead_code)]
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
@@ -270,4 +271,31 @@ pub fn children_of(pid: u32) -> Vec<u32> {
 /// `args` as owned strings.
 pub fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
+}
+
+/// `zot [sub] --no-ext --cwd <dir>/cwd <FAST> <extra> --ext D...`; the
+/// cwd is created.
+pub fn session_args(dir: &Path, sub: Option<&str>, exts: &[PathBuf], extra: &[&str]) -> Vec<String> {
+    let cwd = dir.join("cwd");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let mut args: Vec<String> = sub.into_iter().map(str::to_string).collect();
+    args.extend(strings(&["--no-ext", "--cwd"]));
+    args.push(cwd.display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(strings(extra));
+    for e in exts {
+        args.push("--ext".into());
+        args.push(e.display().to_string());
+    }
+    args
+}
+
+/// Polls until no process in `pids`, nor in their process groups, is left;
+/// `context` is shown when some are.
+pub fn assert_gone_within(pids: &[u32], limit: Duration, context: &str) {
+    use crate::common::{group_members, process_alive, wait_until};
+    let gone = wait_until(limit, || pids.iter().all(|&p| !process_alive(p) && group_members(p).is_empty()));
+    let left: Vec<(u32, Vec<u32>)> =
+        pids.iter().map(|&p| (p, group_members(p))).filter(|(p, g)| process_alive(*p) || !g.is_empty()).collect();
+    assert!(gone, "extension processes still running (pid, group): {left:?}\n{context}");
 }
