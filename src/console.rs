@@ -184,10 +184,7 @@ impl Console {
             self.prompt(text);
             return true;
         };
-        let (name, args) = match cmd.split_once(char::is_whitespace) {
-            Some((n, a)) => (n, a.trim()),
-            None => (cmd, ""),
-        };
+        let (name, args) = split_word(cmd);
         match name {
             "exit" | "quit" => return false,
             "help" => self.help(),
@@ -337,15 +334,8 @@ impl Console {
     }
 
     fn tool(&mut self, args: &str) {
-        let (name, json_text) = match args.split_once(char::is_whitespace) {
-            Some((n, j)) => (n, j.trim()),
-            None => (args, ""),
-        };
-        if name.is_empty() {
-            return self.error("usage: /tool NAME JSON");
-        }
-        let mut tool_args = match parse_object(json_text) {
-            Ok(v) => v,
+        let (name, mut tool_args) = match name_and_object(args, "/tool NAME JSON") {
+            Ok((n, a)) => (n, Value::Object(a)),
             Err(e) => return self.error(&e),
         };
         self.tool_seq += 1;
@@ -398,16 +388,8 @@ impl Console {
     }
 
     fn event(&self, args: &str) {
-        let (name, json_text) = match args.split_once(char::is_whitespace) {
-            Some((n, j)) => (n, j.trim()),
-            None => (args, ""),
-        };
-        if name.is_empty() {
-            return self.error("usage: /event NAME [JSON]");
-        }
-        let payload = match parse_object(json_text) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => Payload::new(),
+        let (name, payload) = match name_and_object(args, "/event NAME [JSON]") {
+            Ok(v) => v,
             Err(e) => return self.error(&e),
         };
         match self.host.event(name, payload) {
@@ -417,16 +399,8 @@ impl Console {
     }
 
     fn intercept(&self, args: &str) {
-        let (name, json_text) = match args.split_once(char::is_whitespace) {
-            Some((n, j)) => (n, j.trim()),
-            None => (args, ""),
-        };
-        if name.is_empty() {
-            return self.error("usage: /intercept EVENT JSON");
-        }
-        let payload = match parse_object(json_text) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => Payload::new(),
+        let (name, payload) = match name_and_object(args, "/intercept EVENT JSON") {
+            Ok(v) => v,
             Err(e) => return self.error(&e),
         };
         match self.host.intercept(name, payload) {
@@ -469,12 +443,26 @@ impl Console {
     }
 }
 
-fn parse_object(text: &str) -> Result<Value, String> {
+/// The first word of `s` and the rest, trimmed.
+fn split_word(s: &str) -> (&str, &str) {
+    match s.split_once(char::is_whitespace) {
+        Some((w, rest)) => (w, rest.trim()),
+        None => (s, ""),
+    }
+}
+
+/// The `NAME [JSON]` arguments of a built-in: the name, and the JSON object
+/// (empty when there is none).
+fn name_and_object<'a>(args: &'a str, usage: &str) -> Result<(&'a str, Payload), String> {
+    let (name, text) = split_word(args);
+    if name.is_empty() {
+        return Err(format!("usage: {usage}"));
+    }
     if text.is_empty() {
-        return Ok(Value::Object(Default::default()));
+        return Ok((name, Payload::new()));
     }
     match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(Value::Object(m)) => Ok((name, m)),
         Ok(_) => Err("arguments must be a JSON object".into()),
         Err(e) => Err(format!("invalid JSON: {e}")),
     }
