@@ -39,6 +39,8 @@ pub enum Command {
     ExtNew(crate::scaffold::NewOptions),
     /// `zot ext check`.
     ExtCheck(crate::check::CheckOptions),
+    /// `zot ext doctor [session options] [--json]`.
+    ExtDoctor(SessionArgs, bool),
 }
 
 /// The options shared by `zot` and `zot serve`, as given.
@@ -172,6 +174,10 @@ where
         }
         Command::ExtNew(opts) => crate::scaffold::run(&opts),
         Command::ExtCheck(opts) => crate::check::run(&opts),
+        Command::ExtDoctor(s, json) => match s.into_config() {
+            Ok(config) => crate::doctor::run(config, json),
+            Err(e) => fail(&e),
+        },
     }
 }
 
@@ -454,12 +460,15 @@ fn parse_ext(mut a: Args, s: SessionArgs) -> Result<Command, UsageError> {
             _ => return Err(a.unexpected(&tok)),
         }
     }
-    Err(a.err("missing subcommand (list, install, remove, enable, disable, logs, new, check)"))
+    Err(a.err("missing subcommand (list, install, remove, enable, disable, logs, new, check, doctor)"))
 }
 
-const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs", "new", "check"];
+const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs", "new", "check", "doctor"];
 
 fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Command, UsageError> {
+    if sub == "doctor" {
+        return parse_doctor(a, cwd);
+    }
     if sub == "new" || sub == "check" {
         if cwd.is_some() {
             return Err(a.err(format!("option '--cwd' does not apply to 'zot ext {sub}'")));
@@ -508,6 +517,24 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Com
         _ => ExtCommand::Logs { name, follow },
     };
     Ok(Command::Ext { cwd, cmd })
+}
+
+/// `zot ext doctor [session options] [--json]`; `cwd` is a `--cwd` given
+/// before `doctor`.
+fn parse_doctor(mut a: Args, cwd: Option<PathBuf>) -> Result<Command, UsageError> {
+    let mut s = SessionArgs { cwd, ..SessionArgs::default() };
+    let mut json = false;
+    while let Some(tok) = a.next()? {
+        if session_option(&mut a, &mut s, &tok)? {
+            continue;
+        }
+        match &tok {
+            _ if is_help(&tok) => return Ok(Command::Help(crate::doctor::HELP.to_string())),
+            Tok::Long(l) if l == "json" => json = true,
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    Ok(Command::ExtDoctor(s, json))
 }
 
 /// `zot ext new <name> [--lang LANG] [--dir PATH]`.
@@ -576,6 +603,7 @@ Usage:
   zot ext new <name> [--lang LANG] [--dir PATH]
                                       write a working extension to start from
   zot ext check <path> [--json]       run an extension and report its problems
+  zot ext doctor [OPTIONS] [--json]   load as a session would, report, stop
   zot --help | zot --version
 
 "
@@ -716,6 +744,9 @@ For extension authors:
   check <path> [--json] [--timeout SECS]
                               run the extension in <path> in a throw-away
                               ZOT_HOME and report problems, with fixes
+  doctor [OPTIONS] [--json]   load every extension as a session with the same
+                              options would, report each one's state, names
+                              and log lines of the load, then stop them
 
 Run 'zot ext <command> --help' for more.
 ",
