@@ -11,7 +11,7 @@
 //!
 //! 1. the manifest ([`Manifest::load`], [`Manifest::resolve_exec`]);
 //! 2. `hello` within 5 s, as the first frame;
-//! 3. `hello_ack` held back for [`Deadlines::hold`] (200 ms) to see whether
+//! 3. `hello_ack` (listing the `call_tool` capability) held back for [`Deadlines::hold`] (200 ms) to see whether
 //!    it registers before the ack (legal, legacy: info), then sent; then
 //!    `ready`, or the host's 250 ms auto-ready (warning);
 //! 4. the registrations: names, descriptions, tool schemas (JSON Schema
@@ -75,7 +75,15 @@ schemas; every command run with empty args and every tool called with {},
 answered in time with a well-formed reply carrying the right id; subscribed
 intercepts answered (a harmless payload each); shutdown acknowledged, the
 process gone within 2s, nothing left in its process group; anything written
-to stderr. Deadlines: hello 5s, each call 5s, shutdown 2s.
+to stderr. Frames and fields of the current upstream revision are known:
+call_tool (answered with an error result: the check runs no other tool;
+flagged without the call_tool capability or with a wrong parent_id),
+call_tool_cancel, submit_slash (must start with /), register_tool's
+output_schema, deferred, exposure and replay (unknown values flagged),
+interactive (such tools are not called), namespace fields, tool_result's
+structured_content, activate_tools and text format, the tool_prompt action
+(needs tool_name); a tool slower than 1s without the tool_cancel
+capability is flagged. Deadlines: hello 5s, each call 5s, shutdown 2s.
 
 Exit status: 0 when there are no errors (warnings do not fail), 1 otherwise.
 
@@ -549,6 +557,10 @@ fn intercept_payload(event: &str) -> Option<Payload> {
         "tool_call" => json!({"tool_id": "zot-check-1", "tool_name": "zot_check_noop", "tool_args": {}}),
         "turn_start" => json!({"step": 1}),
         "assistant_message" => json!({"text": "zot ext check: a harmless message"}),
+        "before_agent_start" => json!({
+            "session_id": "zot-check", "agent_run_id": "zot-check-1", "cwd": "", "provider": "", "model": "",
+            "system_prompt": "zot ext check: a harmless system prompt"
+        }),
         _ => return None,
     };
     match v {
@@ -557,8 +569,25 @@ fn intercept_payload(event: &str) -> Option<Payload> {
     }
 }
 
-const KNOWN_EVENTS: [&str; 5] = ["session_start", "turn_start", "turn_end", "tool_call", "assistant_message"];
-const ACTIONS: [&str; 5] = ["prompt", "insert", "display", "open_panel", "noop"];
+/// The events of PROTOCOL.md §6.4.
+const KNOWN_EVENTS: [&str; 14] = [
+    "session_start", "session_end", "user_prompt_submit", "turn_start", "turn_end", "tool_call",
+    "tool_confirmation_requested", "permission_decision", "tool_result", "assistant_message",
+    "pre_compact", "post_compact", "subagent_start", "subagent_stop",
+];
+const ACTIONS: [&str; 6] = ["prompt", "insert", "display", "open_panel", "tool_prompt", "noop"];
+/// `register_tool.exposure` values (§6.2); anything else makes the host refuse the tool.
+const EXPOSURES: [&str; 5] = ["", "direct", "deferred", "codemode", "model-only"];
+/// `register_tool.replay` values (§6.2); anything else counts as `never`.
+const REPLAYS: [&str; 5] = ["", "never", "safe", "idempotent", "reconcile"];
+/// Extension frames of the current upstream revision (§6.1, §6.3) that the
+/// check reads from the raw line.
+const UPSTREAM_FRAMES: [&str; 3] = ["call_tool", "call_tool_cancel", "submit_slash"];
+/// What the host answers to a `call_tool` from an extension that did not
+/// declare the capability.
+const NO_CALL_TOOL: &str = "extension did not opt in to call_tool";
+/// A tool answering slower than this should let the host cancel it.
+const SLOW_TOOL: Duration = Duration::from_secs(1);
 const LEVELS: [&str; 4] = ["info", "success", "warn", "error"];
 
 /// A reply the session is waiting for.
@@ -591,6 +620,10 @@ struct Session<'a> {
     intercepts: Vec<String>,
     /// Frame types sent after hello but before hello_ack.
     early: Vec<&'static str>,
+    /// `hello.capabilities`.
+    caps: Vec<String>,
+    /// Tools registered with `"interactive": true`: they wait for a user.
+    interactive: HashSet<String>,
     shutdown_sent: bool,
     shutdown_acked: bool,
     /// Ids asked and not yet answered, with the reply type expected.
@@ -626,6 +659,8 @@ impl<'a> Session<'a> {
             events: Vec::new(),
             intercepts: Vec::new(),
             early: Vec::new(),
+            caps: Vec::new(),
+            interactive: HashSet::new(),
             shutdown_sent: false,
             shutdown_acked: false,
             asked: HashMap::new(),
@@ -671,9 +706,12 @@ impl<'a> Session<'a> {
     // ----- low level ------------------------------------------------------
 
     fn send(&mut self, frame: &HostFrame) -> bool {
+        self.send_bytes(&crate::protocol::encode(frame))
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) -> bool {
         let Some(stdin) = self.stdin.as_mut() else { return false };
-        let bytes = crate::protocol::encode(frame);
-        match stdin.write_all(&bytes).and_then(|()| stdin.flush()) {
+        match stdin.write_all(bytes).and_then(|()| stdin.flush()) {
             Ok(()) => true,
             Err(e) => {
                 if !self.write_failed && self.exited.is_none() && !self.eof {
@@ -734,6 +772,10 @@ impl<'a> Session<'a> {
 
     /// Decodes a line, reporting what is wrong with it.
     fn classify(&mut self, line: &[u8]) -> Option<ExtFrame> {
+        if let Some((ty, obj)) = upstream_frame(line) {
+            self.upstream(ty, &obj);
+            return None;
+        }
         match decode::<ExtFrame>(line) {
             Ok(frame) => {
                 self.check_fields(line, &frame);
@@ -780,13 +822,28 @@ impl<'a> Session<'a> {
     fn check_fields(&mut self, line: &[u8], frame: &ExtFrame) {
         const STR: u8 = 0;
         const STRS: u8 = 1;
+        const BOOL: u8 = 2;
+        const OBJ: u8 = 3;
         let rules: &[(&str, u8, bool)] = match frame {
             ExtFrame::Hello { .. } => &[("name", STR, true), ("version", STR, false), ("capabilities", STRS, false)],
-            ExtFrame::RegisterCommand { .. } | ExtFrame::RegisterTool { .. } => &[("description", STR, false)],
+            ExtFrame::RegisterCommand { .. } => &[("description", STR, false)],
+            ExtFrame::RegisterTool { .. } => &[
+                ("description", STR, false),
+                ("output_schema", OBJ, false),
+                ("deferred", BOOL, false),
+                ("interactive", BOOL, false),
+                ("exposure", STR, false),
+                ("replay", STR, false),
+                ("namespace", STR, false),
+                ("namespace_description", STR, false),
+                ("namespace_instructions", STR, false),
+            ],
+            ExtFrame::ToolResult(_) => &[("activate_tools", STRS, false)],
+            ExtFrame::CommandResponse(_) => &[("tool_name", STR, false), ("tool_args", OBJ, false)],
             ExtFrame::Subscribe { .. } => &[("events", STRS, false), ("intercept", STRS, false)],
             ExtFrame::Notify { .. } => &[("level", STR, true), ("message", STR, true)],
             ExtFrame::PanelRender { .. } => &[("title", STR, false), ("lines", STRS, false), ("footer", STR, false)],
-            ExtFrame::EventInterceptResponse(_) => &[("reason", STR, false)],
+            ExtFrame::EventInterceptResponse(_) => &[("reason", STR, false), ("system_prompt", STR, false)],
             _ => &[],
         };
         if rules.is_empty() {
@@ -806,10 +863,12 @@ impl<'a> Session<'a> {
                 }
                 Some(Value::String(_)) => *kind == STR,
                 Some(Value::Array(a)) => *kind == STRS && a.iter().all(Value::is_string),
+                Some(Value::Bool(_)) => *kind == BOOL,
+                Some(Value::Object(_)) => *kind == OBJ,
                 Some(_) => false,
             };
             if !ok {
-                let want = if *kind == STR { "a string" } else { "an array of strings" };
+                let want = ["a string", "an array of strings", "true or false", "a JSON object"][usize::from(*kind)];
                 self.f.warning("mistyped_field", format!("{ty}.{field} is not {want}; the host ignores it"), format!("send {field:?} as {want}"));
             }
         }
@@ -818,6 +877,131 @@ impl<'a> Session<'a> {
                 self.f.warning("bad_level", format!("notify level {level:?} is not one of {}", LEVELS.join(", ")), "use info, success, warn or error");
             }
         }
+        self.check_revision_fields(frame, &obj);
+    }
+
+    /// The values of the fields of the current upstream revision (§6.2,
+    /// §6.3) that the host acts on.
+    fn check_revision_fields(&mut self, frame: &ExtFrame, obj: &Map<String, Value>) {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str);
+        match frame {
+            ExtFrame::RegisterTool { name, .. } => {
+                if let Some(e) = s("exposure").filter(|e| !EXPOSURES.contains(e)) {
+                    self.f.error(
+                        "unknown_exposure",
+                        format!("tool {name} has unknown exposure {e:?}; the host refuses the tool"),
+                        "use direct, deferred, codemode or model-only (or leave exposure out)",
+                    );
+                }
+                if let Some(r) = s("replay").filter(|r| !REPLAYS.contains(r)) {
+                    self.f.warning(
+                        "unknown_replay",
+                        format!("tool {name} has unknown replay {r:?}; the host treats it as never"),
+                        "use never, safe, idempotent or reconcile (or leave replay out)",
+                    );
+                }
+                if obj.get("interactive") == Some(&Value::Bool(true)) {
+                    self.interactive.insert(name.clone());
+                } else {
+                    self.interactive.remove(name);
+                }
+            }
+            ExtFrame::CommandResponse(r) if r.action == "tool_prompt" => {
+                if s("tool_name").is_none_or(str::is_empty) {
+                    self.f.error(
+                        "tool_prompt_no_tool",
+                        format!("command_response {} has action tool_prompt without a tool_name; the front end has no tool to run", r.id),
+                        "send {\"action\":\"tool_prompt\",\"prompt\":...,\"tool_name\":...,\"tool_args\":{...}}",
+                    );
+                }
+                if r.prompt.is_none() {
+                    self.f.warning("bad_action", format!("command_response {} has action tool_prompt without a prompt", r.id), "send the prompt to submit after the tool in \"prompt\"");
+                }
+            }
+            ExtFrame::ToolResult(r) => {
+                let own: Vec<&str> = self.tools.iter().map(|t| t.0.as_str()).collect();
+                let unknown: Vec<&str> = obj
+                    .get("activate_tools")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).filter(|n| !own.contains(n)).collect())
+                    .unwrap_or_default();
+                if !unknown.is_empty() {
+                    self.f.warning(
+                        "unknown_activation",
+                        format!("tool_result {} activates {}, which it did not register; the host ignores them", r.id, unknown.join(", ")),
+                        "activate only this extension's own (deferred) tools",
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A frame of the current upstream revision that the decoder does not
+    /// know; `call_tool` is answered as a host would answer it with no
+    /// other tool to run.
+    fn upstream(&mut self, ty: &'static str, obj: &Map<String, Value>) {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str);
+        match ty {
+            "submit_slash" => match s("text") {
+                Some(t) if t.trim().starts_with('/') => {}
+                Some(t) => self.f.warning(
+                    "bad_submit_slash",
+                    format!("submit_slash text {:?} does not start with '/'; the host refuses it", crate::child::preview(t.as_bytes())),
+                    "send the slash command as typed: {\"type\":\"submit_slash\",\"text\":\"/name args\"}",
+                ),
+                None => self.f.warning("missing_field", "submit_slash has no string \"text\"; the host refuses it", "add a string \"text\" starting with /"),
+            },
+            "call_tool_cancel" => {
+                if s("id").is_none_or(str::is_empty) {
+                    self.f.warning("missing_field", "call_tool_cancel has no string \"id\"; the host ignores it", "send the id of the call_tool to cancel");
+                }
+            }
+            _ => self.call_tool(obj),
+        }
+    }
+
+    fn call_tool(&mut self, obj: &Map<String, Value>) {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str);
+        let Some(id) = s("id").filter(|i| !i.is_empty()).map(str::to_string) else {
+            self.f.error("bad_call_tool", "call_tool without a string id; the host drops it", "give every call_tool an id of its own (the Go SDK uses sdk-1, sdk-2, ...)");
+            return;
+        };
+        let name = s("name").unwrap_or_default().to_string();
+        let in_flight: Vec<&String> = self.asked.iter().filter(|(_, t)| **t == "tool_result").map(|(i, _)| i).collect();
+        let refusal = if !self.caps.iter().any(|c| c == "call_tool") {
+            self.f.error(
+                "call_tool_capability",
+                format!("sent call_tool {name:?} without \"call_tool\" in hello's capabilities; the host refuses it"),
+                "list \"call_tool\" in hello.capabilities",
+            );
+            NO_CALL_TOOL.to_string()
+        } else if name.is_empty() || !obj.get("args").is_some_and(Value::is_object) {
+            let text = "call_tool requires a name and JSON object args";
+            self.f.error("bad_call_tool", format!("call_tool {id}: {text}; the host refuses it"), "send \"name\" and \"args\" as a JSON object ({} when none)");
+            text.to_string()
+        } else {
+            match s("parent_id") {
+                Some(p) if !in_flight.iter().any(|i| i.as_str() == p) => {
+                    let text = "unknown or expired parent tool call";
+                    self.f.error("bad_parent_id", format!("call_tool {id}: parent_id {p:?} is no tool_call in flight: {text}"), "use the id of the tool_call being handled as parent_id");
+                    text.to_string()
+                }
+                None if !in_flight.is_empty() => {
+                    let text = "parent_id is required while an extension tool is active";
+                    self.f.error("bad_parent_id", format!("call_tool {id}: no parent_id: {text}"), "send the id of the tool_call being handled as parent_id");
+                    text.to_string()
+                }
+                _ => {
+                    self.f.info("call_tool", format!("called tool {name:?} through the host; the check runs no other tool and answered with an error result"), "");
+                    format!("zot ext check runs this extension alone: tool {name:?} was not run")
+                }
+            }
+        };
+        let reply = json!({"type": "tool_result", "id": id, "name": name, "content": [{"type": "text", "text": refusal}], "is_error": true});
+        let mut bytes = reply.to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send_bytes(&bytes);
     }
 
     /// Bookkeeping common to every frame.
@@ -932,7 +1116,8 @@ impl<'a> Session<'a> {
                     return false;
                 }
                 Step::Frame(frame, at) if matches!(*frame, ExtFrame::Hello { .. }) => {
-                    let ExtFrame::Hello { name, .. } = *frame else { continue };
+                    let ExtFrame::Hello { name, capabilities, .. } = *frame else { continue };
+                    self.caps = capabilities;
                     self.hello_at = Some(at);
                     timings.hello_ms = Some(ms(at - self.start));
                     if name != self.m.name && !name.is_empty() {
@@ -973,7 +1158,15 @@ impl<'a> Session<'a> {
             extension_dir: dir.clone(),
             data_dir: dir,
         });
-        self.send(&ack);
+        // §6.1: the host lists what it supports; the Go SDK sends call_tool
+        // only to a host that lists it.
+        let mut ack = serde_json::to_value(&ack).unwrap_or(Value::Null);
+        if let Value::Object(o) = &mut ack {
+            o.insert("capabilities".into(), json!(["call_tool"]));
+        }
+        let mut bytes = ack.to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send_bytes(&bytes);
         let ack_at = Instant::now();
         self.ack_at = Some(ack_at);
         if !self.early.is_empty() {
@@ -1090,12 +1283,12 @@ impl<'a> Session<'a> {
         }
         for e in self.intercepts.clone() {
             if intercept_payload(&e).is_none() {
-                self.f.warning("bad_intercept", format!("subscribes to intercept {e:?}, which cannot be intercepted; the host ignores it"), "intercept only tool_call, turn_start or assistant_message");
+                self.f.warning("bad_intercept", format!("subscribes to intercept {e:?}, which cannot be intercepted; the host ignores it"), "intercept only tool_call, turn_start, assistant_message or before_agent_start");
             }
         }
         for e in self.events.clone() {
             if !KNOWN_EVENTS.contains(&e.as_str()) {
-                self.f.info("unknown_event", format!("subscribes to event {e:?}, which zot does not send itself (an agent may)"), "known events: session_start, turn_start, turn_end, tool_call, assistant_message");
+                self.f.info("unknown_event", format!("subscribes to event {e:?}, which zot does not send itself (an agent may)"), "see PROTOCOL.md 6.4 for the events zot sends");
             }
         }
     }
@@ -1108,6 +1301,10 @@ impl<'a> Session<'a> {
         };
         let commands: Vec<String> = self.commands.iter().map(|c| c.0.clone()).filter(|c| !c.is_empty()).collect();
         let tools: Vec<String> = self.tools.iter().filter(|t| t.2.is_object() && !t.0.is_empty()).map(|t| t.0.clone()).collect();
+        let (waiting, tools): (Vec<String>, Vec<String>) = tools.into_iter().partition(|t| self.interactive.contains(t));
+        for t in waiting {
+            self.f.info("not_all_called", format!("tool {t} is interactive (it waits for the user): not called"), "");
+        }
         for (kind, list) in [("command", &commands), ("tool", &tools)] {
             if list.len() > MAX_CALLS {
                 self.f.info("not_all_called", format!("{} {kind}s registered; only the first {MAX_CALLS} were called", list.len()), "");
@@ -1156,6 +1353,9 @@ impl<'a> Session<'a> {
             if let Some(reply) = self.replies.remove(&id) {
                 let Reply::Frame(reply, at) = reply else { return result };
                 result.ms = Some(ms(at - sent_at));
+                if kind == "tool" && at - sent_at >= SLOW_TOOL {
+                    self.slow_without_cancel(name, &format!("took {}", fmt_ms(ms(at - sent_at))));
+                }
                 result.ok = self.judge(&shown, expected, reply);
                 return result;
             }
@@ -1163,9 +1363,16 @@ impl<'a> Session<'a> {
                 Step::Malformed => {}
                 Step::Timeout => {
                     self.asked.remove(&id);
-                    self.late.insert(id);
+                    self.late.insert(id.clone());
                     self.timeouts += 1;
                     self.f.error("no_reply", format!("{shown}: no {expected} within {}", fmt_duration(self.d.call)), format!("answer every {} with {} {expected} carrying its id", frame_type_host(frame), if expected.starts_with('e') { "an" } else { "a" }));
+                    if kind == "tool" {
+                        if self.caps.iter().any(|c| c == "tool_cancel") {
+                            self.send(&HostFrame::ToolCancel { id });
+                        } else {
+                            self.slow_without_cancel(name, &format!("did not answer within {}", fmt_duration(self.d.call)));
+                        }
+                    }
                     return result;
                 }
                 Step::Gone => {
@@ -1175,6 +1382,17 @@ impl<'a> Session<'a> {
                 Step::Frame(f, at) => self.observe(f, at),
             }
         }
+    }
+
+    fn slow_without_cancel(&mut self, tool: &str, what: &str) {
+        if self.caps.iter().any(|c| c == "tool_cancel") {
+            return;
+        }
+        self.f.warning(
+            "no_tool_cancel",
+            format!("tool {tool} {what}, and hello does not declare \"tool_cancel\": the host cannot tell it to stop when it gives up"),
+            "list \"tool_cancel\" in hello.capabilities and stop the work on {\"type\":\"tool_cancel\",\"id\":...}",
+        );
     }
 
     /// Whether a reply is the right kind and well formed; reports what is not.
@@ -1197,6 +1415,8 @@ impl<'a> Session<'a> {
                     "insert" => r.insert.is_some(),
                     "display" => r.display.is_some(),
                     "open_panel" => r.open_panel.is_some(),
+                    // Its fields are checked as it arrives (check_revision_fields).
+                    "tool_prompt" => true,
                     other => {
                         self.f.warning("bad_action", format!("{shown} answered with action {other:?}, which is not one of {}", ACTIONS.join(", ")), "use one of the protocol's actions");
                         return true;
@@ -1366,6 +1586,20 @@ impl<'a> Session<'a> {
     }
 }
 
+/// The `type` and fields of a line holding one of [`UPSTREAM_FRAMES`].
+fn upstream_frame(line: &[u8]) -> Option<(&'static str, Map<String, Value>)> {
+    let needle = |n: &[u8]| line.windows(n.len()).any(|w| w == n);
+    if !needle(b"call_tool") && !needle(b"submit_slash") {
+        return None;
+    }
+    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line.strip_suffix(b"\r").unwrap_or(line)) else {
+        return None;
+    };
+    let ty = obj.get("type").and_then(Value::as_str)?;
+    let ty = UPSTREAM_FRAMES.iter().find(|t| **t == ty)?;
+    Some((ty, obj))
+}
+
 fn is_reply(ty: &str) -> bool {
     matches!(ty, "command_response" | "tool_result" | "event_intercept_response")
 }
@@ -1423,6 +1657,7 @@ fn block_problem(b: &Value) -> Option<&'static str> {
     let Value::Object(o) = b else { return Some("not an object") };
     let s = |k: &str| o.get(k).and_then(Value::as_str);
     match s("type") {
+        Some("text") if o.get("format").is_some_and(|f| !f.is_string()) => Some("format is not a string (\"markdown\")"),
         Some("text") if s("text").is_some() => None,
         Some("text") => Some("a text block without a string \"text\""),
         Some("image") if s("mime_type").is_some() && s("data").is_some() => None,
