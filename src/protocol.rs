@@ -323,6 +323,48 @@ struct FastCommandInvoked {
     args: String,
 }
 
+impl ExtFrame {
+    /// The frame's `type` on the wire (`unknown` for the catch-all).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ExtFrame::Hello { .. } => "hello",
+            ExtFrame::RegisterCommand { .. } => "register_command",
+            ExtFrame::RegisterTool { .. } => "register_tool",
+            ExtFrame::Subscribe { .. } => "subscribe",
+            ExtFrame::Ready => "ready",
+            ExtFrame::CommandResponse(_) => "command_response",
+            ExtFrame::ToolResult(_) => "tool_result",
+            ExtFrame::EventInterceptResponse(_) => "event_intercept_response",
+            ExtFrame::Notify { .. } => "notify",
+            ExtFrame::ClearNotes => "clear_notes",
+            ExtFrame::OpenPanel { .. } => "open_panel",
+            ExtFrame::PanelRender { .. } => "panel_render",
+            ExtFrame::PanelClose { .. } => "panel_close",
+            ExtFrame::Submit { .. } => "submit",
+            ExtFrame::ShutdownAck => "shutdown_ack",
+            ExtFrame::Unknown => "unknown",
+        }
+    }
+}
+
+impl HostFrame {
+    /// The frame's `type` on the wire (`unknown` for the catch-all).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HostFrame::HelloAck(_) => "hello_ack",
+            HostFrame::CommandInvoked { .. } => "command_invoked",
+            HostFrame::ToolCall { .. } => "tool_call",
+            HostFrame::ToolCancel { .. } => "tool_cancel",
+            HostFrame::Event { .. } => "event",
+            HostFrame::EventIntercept { .. } => "event_intercept",
+            HostFrame::PanelKey { .. } => "panel_key",
+            HostFrame::PanelClose { .. } => "panel_close",
+            HostFrame::Shutdown => "shutdown",
+            HostFrame::Unknown => "unknown",
+        }
+    }
+}
+
 impl Frame for ExtFrame {
     fn is_unknown(&self) -> bool {
         matches!(self, ExtFrame::Unknown)
@@ -562,6 +604,47 @@ mod tests {
             Err(DecodeError::BadFields { id: Some(_), .. })
         ));
         assert!(matches!(decode::<ExtFrame>(br#"{"type":"tool_\u0072esult","id":"1"}"#), Ok(ExtFrame::ToolResult(_))));
+    }
+
+    #[test]
+    fn type_names_are_the_wire_types() {
+        let ext = [
+            r#"{"type":"hello","name":"x"}"#,
+            r#"{"type":"register_command","name":"x"}"#,
+            r#"{"type":"register_tool","name":"x","schema":{}}"#,
+            r#"{"type":"subscribe"}"#,
+            r#"{"type":"ready"}"#,
+            r#"{"type":"command_response","id":"1"}"#,
+            r#"{"type":"tool_result","id":"1"}"#,
+            r#"{"type":"event_intercept_response","id":"1"}"#,
+            r#"{"type":"notify"}"#,
+            r#"{"type":"clear_notes"}"#,
+            r#"{"type":"open_panel","panel":{}}"#,
+            r#"{"type":"panel_render","panel_id":"p"}"#,
+            r#"{"type":"panel_close","panel_id":"p"}"#,
+            r#"{"type":"submit","text":"t"}"#,
+            r#"{"type":"shutdown_ack"}"#,
+        ];
+        for line in ext {
+            let f: ExtFrame = serde_json::from_str(line).unwrap();
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(f.type_name(), v["type"], "{line}");
+        }
+        let host = [
+            HostFrame::HelloAck(HelloAck::default()),
+            HostFrame::CommandInvoked { id: "1".into(), name: "n".into(), args: String::new() },
+            HostFrame::ToolCall { id: "1".into(), name: "n".into(), args: Value::Null },
+            HostFrame::ToolCancel { id: "1".into() },
+            HostFrame::Event { event: "e".into(), payload: Payload::new() },
+            HostFrame::EventIntercept { id: "1".into(), event: "e".into(), payload: Payload::new() },
+            HostFrame::PanelKey { panel_id: "p".into(), key: "k".into(), text: None },
+            HostFrame::PanelClose { panel_id: "p".into() },
+            HostFrame::Shutdown,
+        ];
+        for f in host {
+            let v = serde_json::to_value(&f).unwrap();
+            assert_eq!(f.type_name(), v["type"], "{v}");
+        }
     }
 
     #[test]

@@ -12,7 +12,6 @@ use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use frames::frame_type;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -240,7 +239,7 @@ impl<'a> Session<'a> {
                     break;
                 }
                 Step::Frame(other, _) => {
-                    self.f.error("hello_not_first", format!("the first frame is {:?}, not hello; the host refuses to load it", frame_type(&other)), "send hello before anything else");
+                    self.f.error("hello_not_first", format!("the first frame is {:?}, not hello; the host refuses to load it", other.type_name()), "send hello before anything else");
                     return false;
                 }
             }

@@ -2,7 +2,7 @@
 //! command, tool and intercept called once with a harmless input, each
 //! reply judged.
 
-use super::frames::{block_problem, frame_type_host};
+use super::frames::block_problem;
 use super::*;
 use crate::check::schema::schema_findings;
 use crate::protocol::Payload;
@@ -175,7 +175,7 @@ impl Session<'_> {
                     self.asked.remove(&id);
                     self.late.insert(id.clone());
                     self.timeouts += 1;
-                    self.f.error("no_reply", format!("{shown}: no {expected} within {}", fmt_duration(self.d.call)), format!("answer every {} with {} {expected} carrying its id", frame_type_host(frame), if expected.starts_with('e') { "an" } else { "a" }));
+                    self.f.error("no_reply", format!("{shown}: no {expected} within {}", fmt_duration(self.d.call)), format!("answer every {} with {} {expected} carrying its id", frame.type_name(), if expected.starts_with('e') { "an" } else { "a" }));
                     if kind == "tool" {
                         if self.caps.iter().any(|c| c == "tool_cancel") {
                             self.send(&HostFrame::ToolCancel { id });
@@ -208,7 +208,7 @@ impl Session<'_> {
     /// Whether a reply is the right kind and well formed; reports what is not.
     pub(super) fn judge(&mut self, shown: &str, expected: &str, reply: Box<ExtFrame>) -> bool {
         let reply = *reply;
-        let got = frame_type(&reply);
+        let got = reply.type_name();
         if got != expected {
             self.f.error("wrong_reply", format!("{shown} was answered with {got}, not {expected}"), format!("answer with a {expected}"));
             return false;

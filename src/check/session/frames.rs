@@ -262,12 +262,12 @@ impl Session<'_> {
         if registration && self.host_ready && self.ready_at.is_none_or(|r| r < at) {
             self.f.warning(
                 "late_registration",
-                format!("{} arrived after the host considered the extension ready ({} after hello_ack)", frame_type(&frame), fmt_ms(self.host_ms(at) - self.host_ms(self.ack_at.unwrap_or(at)))),
+                format!("{} arrived after the host considered the extension ready ({} after hello_ack)", frame.type_name(), fmt_ms(self.host_ms(at) - self.host_ms(self.ack_at.unwrap_or(at)))),
                 "register everything before sending ready",
             );
         }
         if before_ack && self.hello_at.is_some() && !matches!(frame, ExtFrame::Hello { .. }) {
-            let t = frame_type(&frame);
+            let t = frame.type_name();
             if !self.early.contains(&t) {
                 self.early.push(t);
             }
@@ -327,7 +327,7 @@ impl Session<'_> {
             | ExtFrame::ToolResult(crate::protocol::ToolResult { ref id, .. })
             | ExtFrame::EventInterceptResponse(crate::protocol::InterceptResponse { ref id, .. }) => {
                 let id = id.clone();
-                let ty = frame_type(&frame);
+                let ty = frame.type_name();
                 match self.asked.remove(&id) {
                     Some(_) => {
                         self.replies.insert(id, Reply::Frame(Box::new(frame), at));
@@ -382,37 +382,6 @@ fn frame_hint(ty: &str) -> String {
         "open_panel" => "{\"type\":\"open_panel\",\"panel\":{\"id\":\"...\",\"title\":\"...\",\"lines\":[...]}}".into(),
         "submit" => "{\"type\":\"submit\",\"text\":\"...\"}".into(),
         _ => "see PROTOCOL.md 2.1 for the frame's fields".into(),
-    }
-}
-
-/// The `type` of an extension frame.
-pub(super) fn frame_type(f: &ExtFrame) -> &'static str {
-    match f {
-        ExtFrame::Hello { .. } => "hello",
-        ExtFrame::RegisterCommand { .. } => "register_command",
-        ExtFrame::RegisterTool { .. } => "register_tool",
-        ExtFrame::Subscribe { .. } => "subscribe",
-        ExtFrame::Ready => "ready",
-        ExtFrame::CommandResponse(_) => "command_response",
-        ExtFrame::ToolResult(_) => "tool_result",
-        ExtFrame::EventInterceptResponse(_) => "event_intercept_response",
-        ExtFrame::Notify { .. } => "notify",
-        ExtFrame::ClearNotes => "clear_notes",
-        ExtFrame::OpenPanel { .. } => "open_panel",
-        ExtFrame::PanelRender { .. } => "panel_render",
-        ExtFrame::PanelClose { .. } => "panel_close",
-        ExtFrame::Submit { .. } => "submit",
-        ExtFrame::ShutdownAck => "shutdown_ack",
-        ExtFrame::Unknown => "unknown",
-    }
-}
-
-pub(super) fn frame_type_host(f: &HostFrame) -> &'static str {
-    match f {
-        HostFrame::CommandInvoked { .. } => "command_invoked",
-        HostFrame::ToolCall { .. } => "tool_call",
-        HostFrame::EventIntercept { .. } => "event_intercept",
-        _ => "request",
     }
 }
 
