@@ -235,3 +235,19 @@ fn usage() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(json_of(&r)["extensions"], json!([]));
 }
+
+#[test]
+fn an_extension_not_ready_when_the_grace_runs_out_fails() {
+    let t = TempDir::new("doctor-grace");
+    let slow = py_ext(t.path(), "slow", "slow", &["--no-hello"]);
+    let mut args = ext_args(&[&slow]);
+    args.extend(strings(&["--hello-timeout", "30", "--ready-grace", "0.5", "--json"]));
+    let r = doctor(&t, &args);
+    let report = json_of(&r);
+    assert_eq!(r.code, 1, "{report:#}");
+    let e = entry(&report, "slow");
+    assert_eq!(e["state"], "ready_grace_exceeded", "{e:#}");
+    assert!(e["reason"].as_str().is_some_and(|s| s.contains("ready grace (500ms)")), "{e:#}");
+    assert!(e["findings"][0]["hint"].as_str().is_some_and(|h| h.contains("--ready-grace")), "{e:#}");
+    assert_none_left(&report);
+}
