@@ -8,7 +8,8 @@
 //!
 //! What the host does not load (disabled, shadowed by a higher source,
 //! broken manifests) comes from [`discover`], the same pass the host makes.
-//! How an extension became ready is read from its `ready (...)` log line.
+//! How an extension became ready is read from its `ready (...)` log line,
+//! and the problems the host logged during the load become warnings.
 //!
 //! Exit code: 0 when every enabled extension loaded and no command or tool
 //! name is in conflict, else 1. A disabled, untrusted, or shadowed (same
@@ -35,8 +36,9 @@ and stops them all. For each extension: source, folder, log file, state
 (ready, auto_ready, ready_grace_exceeded, failed with the reason, exited,
 disabled, shadowed, untrusted, static), its commands and tools each in
 force or shadowed by whom, and the [zot] lines the host logged for it
-during this load. Then the name conflicts, and one finding per problem
-with a fix hint:
+during this load (a problem the host logged, such as a refused
+registration or a hello under another name, is a warning). Then the name
+conflicts, and one finding per problem with a fix hint:
   <severity> <code> <extension>: <message> (fix: <what to do>)
 
 Exit status: 0 when every enabled extension loaded and no command or tool
@@ -395,11 +397,30 @@ fn finding(severity: Severity, code: &'static str, message: impl Into<String>, h
     Finding { severity, code, message: message.into(), hint: hint.into() }
 }
 
+/// `[zot]` log lines of a load that point at a problem of the extension,
+/// by their start: the code, and the fix.
+const LOG_FINDINGS: [(&str, &str, &str); 6] = [
+    ("hello names ", "hello_name", "use the manifest's name in hello"),
+    ("refused ", "refused", "fix that registration (zot ext check DIR shows each problem)"),
+    ("ignored intercept ", "bad_intercept", "intercept only events the host lets extensions intercept (PROTOCOL.md 2.1, 6.4)"),
+    ("ignored a second hello", "second_hello", "send hello once, as the first frame"),
+    ("skipped a stdout line", "not_a_frame", "stdout is for protocol frames only: print logs to stderr"),
+    ("discarded a line of ", "line_too_long", "send large data in smaller pieces"),
+];
+
 /// Refines the host's state with the log of the load, and adds the
 /// finding it calls for.
 fn diagnose(e: &mut ExtReport, grace: Duration) {
     let check = format!("zot ext check {}", e.dir);
     let logs = format!("zot ext logs {}", e.name);
+    for (start, code, hint) in LOG_FINDINGS {
+        let hits: Vec<&String> = e.log_lines.iter().filter(|l| l.starts_with(start)).collect();
+        if let Some(first) = hits.first() {
+            let more = if hits.len() > 1 { format!(" (and {} more like it)", hits.len() - 1) } else { String::new() };
+            let msg = format!("the host logged: {first}{more}");
+            e.findings.push(finding(Severity::Warning, code, msg, hint.replace("DIR", &e.dir)));
+        }
+    }
     match e.state.as_str() {
         "ready" => {
             if e.log_lines.iter().any(|l| l.starts_with("ready (no ready frame")) {

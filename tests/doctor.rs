@@ -251,3 +251,16 @@ fn an_extension_not_ready_when_the_grace_runs_out_fails() {
     assert!(e["findings"][0]["hint"].as_str().is_some_and(|h| h.contains("--ready-grace")), "{e:#}");
     assert_none_left(&report);
 }
+
+#[test]
+fn problems_the_host_logged_during_the_load_are_findings() {
+    let t = TempDir::new("doctor-logged");
+    let e = py_ext(t.path(), "e", "named", &["--hello-name", "other", "--bad-schema", "--tools", "ok"]);
+    let r = doctor(&t, &[ext_args(&[&e]), strings(&["--json"])].concat());
+    let report = json_of(&r);
+    assert_eq!(r.code, 0, "warnings do not fail: {report:#}");
+    let n = entry(&report, "named");
+    let codes: Vec<&str> = n["findings"].as_array().expect("findings").iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"hello_name") && codes.contains(&"refused"), "{n:#}");
+    assert!(n["findings"].as_array().expect("findings").iter().all(|f| f["severity"] == "warning" && f["hint"].is_string()), "{n:#}");
+}
