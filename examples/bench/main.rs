@@ -1039,10 +1039,12 @@ fn run() -> Res<()> {
     t.row(
         "host: tool call round trip, p50 / p99",
         format!("{} ({rt:.2}× floor)", lt(&lat.host_tool)),
-        "p50 ≤ 1.25× floor",
-        Some(rt <= 1.25),
+        "p50 ≤ 2× floor",
+        Some(rt <= 2.0),
     );
-    t.goal("tool_round_trip_p50_ratio_to_floor", rt, "<= 1.25", rt <= 1.25);
+    // Issue 16: in process within 2× of the pipe floor; the serve path
+    // (below) is held to 1.25× of its relay floor.
+    t.goal("tool_round_trip_p50_ratio_to_floor", rt, "<= 2", rt <= 2.0);
     t.row(
         "context switches per tool call (caller, host threads, echo process)",
         format!("floor {:.1}, host {:.1}; one thread hand-off here: p50 {:.1} µs", lat.switches.0, lat.switches.1, lat.hop.p50()),
