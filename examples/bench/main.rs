@@ -970,7 +970,7 @@ fn profile(kind: &str, n: u64) -> Res<()> {
         }
         "serve" => {
             for r in serve::run(&env)?.report().0 {
-                eprintln!("{}: relay {} / serve {} ({}) {}", r.what, r.floor, r.serve, r.ratio, r.target);
+                eprintln!("{}: relay {} / serve {} {} {}", r.what, r.floor, r.serve, r.ratio, r.target);
             }
         }
         _ => return Err(format!("unknown profile kind {kind:?}").into()),
@@ -1187,7 +1187,8 @@ fn run() -> Res<()> {
     // The serve path.
     let (rows, sj, goals) = sv.report();
     for r in rows {
-        t.row(&format!("serve: {}", r.what), format!("relay {} / serve {} ({})", r.floor, r.serve, r.ratio), r.target, r.pass);
+        let ratio = if r.ratio.is_empty() { String::new() } else { format!(" ({})", r.ratio) };
+        t.row(&format!("serve: {}", r.what), format!("relay {} / serve {}{ratio}", r.floor, r.serve), r.target, r.pass);
     }
     for (name, value, target, pass) in goals {
         t.goal(&name, value, target, pass);

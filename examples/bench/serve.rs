@@ -14,7 +14,7 @@
 //! process from `/proc/PID/task/*/status`; CPU per call is utime + stime of
 //! `/proc/PID/stat` over the sequential calls.
 
-use super::{r2, stat_cpu, switches_of_process, us, Dist, Env, Res};
+use super::{r2, stat_cpu, switches_in, switches_of_process, thread_cpu, us, Dist, Env, Res};
 use serde_json::{json, Value};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -329,9 +329,44 @@ struct SideFigures {
     start50: Vec<f64>,
     stop50: Vec<f64>,
     hwm50: Vec<f64>,
+    /// Per thread name over the sequential calls: CPU seconds, switches.
+    threads: Vec<(String, f64, u64)>,
+}
+
+/// CPU seconds (schedstat) and context switches of each thread of `pid`.
+fn thread_times(pid: u32) -> Vec<(String, f64, u64)> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    rd.flatten()
+        .map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().trim_end().to_string();
+            (name, thread_cpu(&t.path()), switches_in(&t.path().join("status")))
+        })
+        .collect()
 }
 
 impl SideFigures {
+    /// Adds what each thread did between `before` and `after`.
+    fn add_threads(&mut self, before: &[(String, f64, u64)], after: &[(String, f64, u64)]) {
+        for (name, cpu, sw) in after {
+            let (c0, s0) = before.iter().find(|b| &b.0 == name).map_or((0.0, 0), |b| (b.1, b.2));
+            match self.threads.iter_mut().find(|t| &t.0 == name) {
+                Some(t) => {
+                    t.1 += cpu - c0;
+                    t.2 += sw.saturating_sub(s0);
+                }
+                None => self.threads.push((name.clone(), cpu - c0, sw.saturating_sub(s0))),
+            }
+        }
+    }
+
+    /// `name CPU µs / switches` per call, busiest first.
+    fn threads_per_call(&self) -> Vec<(String, f64, f64)> {
+        let n = self.seq.len().max(1) as f64;
+        let mut v: Vec<(String, f64, f64)> = self.threads.iter().map(|(t, c, s)| (t.clone(), c / n * 1e6, *s as f64 / n)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v
+    }
+
     fn error(&mut self, code: String) {
         match self.pipe_errors.iter_mut().find(|e| e.0 == code) {
             Some(e) => e.1 += 1,
@@ -402,7 +437,7 @@ pub fn run(env: &Env) -> Res<ServeBench> {
             let (p, f) = if floor_now { (&mut relay, &mut fl) } else { (&mut serve, &mut sv) };
             let warm = round == 0;
             let n = if warm { WARM_CALLS } else { per_round };
-            let (sw0, cpu0) = (switches_of_process(p.pid()), pid_stat_cpu(p.pid()));
+            let (sw0, cpu0, th0) = (switches_of_process(p.pid()), pid_stat_cpu(p.pid()), thread_times(p.pid()));
             for _ in 0..n {
                 id += 1;
                 let t = Instant::now();
@@ -416,6 +451,7 @@ pub fn run(env: &Env) -> Res<ServeBench> {
             if !warm {
                 f.switches += switches_of_process(p.pid()).saturating_sub(sw0);
                 f.cpu += pid_stat_cpu(p.pid()) - cpu0;
+                f.add_threads(&th0, &thread_times(p.pid()));
             }
         }
     }
@@ -510,6 +546,10 @@ impl ServeBench {
         row("context switches per call (relay / zot process, all threads)", format!("{fsw:.2}"), format!("{ssw:.2}"), x(ssw, fsw), "", None);
         let (fcpu, scpu) = (f.cpu / n * 1e6, s.cpu / ns * 1e6);
         row("CPU per call (relay / zot process, utime+stime)", format!("{fcpu:.1} µs"), format!("{scpu:.1} µs"), x(scpu, fcpu), "", None);
+        let threads = |v: &SideFigures| {
+            v.threads_per_call().iter().map(|(t, c, s)| format!("{t} {c:.1} µs/{s:.2}")).collect::<Vec<_>>().join(", ")
+        };
+        row("per thread: CPU (schedstat) / switches per call", threads(f), threads(s), String::new(), "", None);
         let (fr, sr) = (med(&f.pipe_rates), med(&s.pipe_rates));
         let se = s.pipe_error_count();
         let codes = |v: &SideFigures| {
@@ -555,6 +595,7 @@ impl ServeBench {
                 "startup_1_ms": r2(ms(&v.start1)), "startup_50_ms": r2(ms(&v.start50)),
                 "stop_1_ms": r2(ms(&v.stop1)), "stop_50_ms": r2(ms(&v.stop50)),
                 "vm_hwm_50_kib": med(&v.hwm50),
+                "threads_per_call": v.threads_per_call().iter().map(|(t, c, s)| json!({"thread": t, "cpu_us": r2(*c), "switches": r2(*s)})).collect::<Vec<_>>(),
             })
         };
         let j = json!({
