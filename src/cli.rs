@@ -736,6 +736,9 @@ Commands:
   enable <name>               load it on launch again
   disable <name>              keep it installed but skip it on launch
   logs <name> [-f|--follow]   print $ZOT_HOME/logs/ext-<name>.log, or follow it
+  doctor [OPTIONS] [--json]   load every extension as a session with the same
+                              options would, report each one's state, names
+                              and log lines of the load, then stop them
 
 For extension authors:
   new <name> [--lang LANG] [--dir PATH]
@@ -744,9 +747,6 @@ For extension authors:
   check <path> [--json] [--timeout SECS]
                               run the extension in <path> in a throw-away
                               ZOT_HOME and report problems, with fixes
-  doctor [OPTIONS] [--json]   load every extension as a session with the same
-                              options would, report each one's state, names
-                              and log lines of the load, then stop them
 
 Run 'zot ext <command> --help' for more.
 ",
