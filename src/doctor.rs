@@ -202,10 +202,11 @@ fn build(
 ) -> Report {
     let mut exts = Vec::new();
     let mut conflicts = Vec::new();
-    let cmd_owner: HashMap<&str, &str> =
-        listing.commands.iter().map(|c| (c.name.as_str(), c.extension.as_str())).collect();
-    let tool_owner: HashMap<&str, &str> =
-        listing.tools.iter().map(|t| (t.name.as_str(), t.extension.as_str())).collect();
+    // Command names are matched without case (PROTOCOL.md §6.3).
+    let cmd_owner: HashMap<String, &str> =
+        listing.commands.iter().map(|c| (c.name.to_lowercase(), c.extension.as_str())).collect();
+    let tool_owner: HashMap<String, &str> =
+        listing.tools.iter().map(|t| (t.name.clone(), t.extension.as_str())).collect();
     let skipped_dirs: Vec<String> =
         disc.shadowed.iter().map(|(f, _)| format!("skipped {} (", f.manifest.dir.display())).collect();
     for info in &listing.extensions {
@@ -236,13 +237,14 @@ fn build(
         if v["static"] == Value::Bool(true) && e.state == "ready" {
             e.state = "static".into();
         }
-        let mark = |list: &[String], shadowed: &[String], owners: &HashMap<&str, &str>, host_owns: bool| {
+        let mark = |list: &[String], shadowed: &[String], owners: &HashMap<String, &str>, command: bool| {
             list.iter()
                 .map(|n| {
                     let lost = shadowed.contains(n);
-                    let by = lost.then(|| match owners.get(n.as_str()) {
+                    let key = if command { n.to_lowercase() } else { n.clone() };
+                    let by = lost.then(|| match owners.get(&key) {
                         Some(o) => o.to_string(),
-                        None if host_owns => "the host".to_string(),
+                        None if command => "the host".to_string(),
                         None => "an extension that has since stopped".to_string(),
                     });
                     Name { name: n.clone(), in_force: !lost, shadowed_by: by }
