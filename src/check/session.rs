@@ -66,6 +66,8 @@ pub(super) struct Session<'a> {
     caps: Vec<String>,
     /// Tools registered with `"interactive": true`: they wait for a user.
     interactive: HashSet<String>,
+    /// Tools the host refuses (an unknown `exposure`): not called.
+    refused: HashSet<String>,
     shutdown_sent: bool,
     shutdown_acked: bool,
     /// Ids asked and not yet answered, with the reply type expected.
@@ -103,6 +105,7 @@ impl<'a> Session<'a> {
             early: Vec::new(),
             caps: Vec::new(),
             interactive: HashSet::new(),
+            refused: HashSet::new(),
             shutdown_sent: false,
             shutdown_acked: false,
             asked: HashMap::new(),

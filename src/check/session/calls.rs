@@ -110,7 +110,8 @@ impl Session<'_> {
             format!("zot-check-{n}")
         };
         let commands: Vec<String> = self.commands.iter().map(|c| c.0.clone()).filter(|c| !c.is_empty()).collect();
-        let tools: Vec<String> = self.tools.iter().filter(|t| t.2.is_object() && !t.0.is_empty()).map(|t| t.0.clone()).collect();
+        let tools: Vec<String> =
+            self.tools.iter().filter(|t| t.2.is_object() && !t.0.is_empty() && !self.refused.contains(&t.0)).map(|t| t.0.clone()).collect();
         let (waiting, tools): (Vec<String>, Vec<String>) = tools.into_iter().partition(|t| self.interactive.contains(t));
         for t in waiting {
             self.f.info("not_all_called", format!("tool {t} is interactive (it waits for the user): not called"), "");

@@ -136,7 +136,9 @@ impl Session<'_> {
         let s = |k: &str| obj.get(k).and_then(Value::as_str);
         match frame {
             ExtFrame::RegisterTool { name, .. } => {
+                self.refused.remove(name);
                 if let Some(e) = s("exposure").filter(|e| !EXPOSURES.contains(e)) {
+                    self.refused.insert(name.clone());
                     self.f.error(
                         "unknown_exposure",
                         format!("tool {name} has unknown exposure {e:?}; the host refuses the tool"),
