@@ -9,6 +9,7 @@ use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{bounded, Sender, TrySendError};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -170,7 +171,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let name = &manifest.name;
-        let Started { pid, stdin, stdout, wait } = start_process(manifest, exec, log)?;
+        let Started { pid, stdin, stdout, wait } = start_process(manifest, exec, log, &[])?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
         let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
@@ -326,23 +327,31 @@ pub fn group_alive(pgid: u32) -> bool {
 
 /// A started extension process: its pid, our ends of its stdin and stdout,
 /// and how to wait for (and reap) it.
-struct Started {
-    pid: u32,
-    stdin: File,
-    stdout: File,
-    wait: Box<dyn FnOnce() -> ExitStatus + Send>,
+pub struct Started {
+    pub pid: u32,
+    pub stdin: File,
+    pub stdout: File,
+    pub wait: Box<dyn FnOnce() -> ExitStatus + Send>,
+}
+
+/// Starts an extension exactly as [`Child::spawn`] does, with `env` added
+/// to the environment, but without the threads: for a tool that drives
+/// the pipes itself (`zot ext check`).
+pub fn start_bare(manifest: &Manifest, exec: &Path, log: &Log, env: &[(OsString, OsString)]) -> io::Result<Started> {
+    start_process(manifest, exec, log, env)
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
 /// process group, stderr to the log.
 #[cfg(not(target_os = "linux"))]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(manifest: &Manifest, exec: &Path, log: &Log, env: &[(OsString, OsString)]) -> io::Result<Started> {
     use std::os::fd::OwnedFd;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut child = Command::new(exec)
         .args(&manifest.args)
         .current_dir(&manifest.dir)
+        .envs(env.iter().cloned())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(log.stdio()?)
@@ -381,7 +390,7 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
 /// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
 /// before exec, as `std` does.
 #[cfg(target_os = "linux")]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(manifest: &Manifest, exec: &Path, log: &Log, extra_env: &[(OsString, OsString)]) -> io::Result<Started> {
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
@@ -468,6 +477,8 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
         .chain(manifest.args.iter().map(|a| cstr(a.as_bytes())))
         .collect::<io::Result<Vec<CString>>>()?;
     let env = std::env::vars_os()
+        .filter(|(k, _)| !extra_env.iter().any(|(e, _)| e == k))
+        .chain(extra_env.iter().cloned())
         .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
         .collect::<io::Result<Vec<CString>>>()?;
     let nul_terminated = |v: &[CString]| v.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect::<Vec<_>>();

@@ -1,18 +1,20 @@
 //! Running the extension for the check: a throw-away `ZOT_HOME`, the
-//! process in its own process group with its stderr in a file, a reader
-//! thread turning stdout into capped lines and a waiter thread for its
-//! exit, both reporting on one channel; and who is left in its group.
+//! process started as the host starts extensions ([`start_bare`]: its own
+//! process group, the parent-death signal, only fds 0 to 2 across exec)
+//! with its stderr in a file, a reader thread turning stdout into capped
+//! lines and a waiter thread for its exit, both reporting on one channel;
+//! and who is left in its group.
 
-use crate::child::{kill_group, MAX_LINE};
+use crate::child::{kill_group, start_bare, Log, Started, MAX_LINE};
 use crate::lines::{Line, LineBuf};
 use crate::manifest::Manifest;
 use crate::text::one_line;
 use crossbeam_channel::{unbounded, Receiver, Sender};
+use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::thread;
 use std::time::Instant;
 
@@ -69,61 +71,23 @@ impl Drop for Group {
     }
 }
 
-pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<(u32, ChildStdin, Receiver<Ev>)> {
+pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<(u32, File, Receiver<Ev>)> {
     let home = sandbox.home();
     fs::create_dir_all(&home)?;
-    let stderr = File::create(sandbox.stderr_path())?;
-    let mut cmd = Command::new(exec);
-    cmd.args(&m.args)
-        .current_dir(&m.dir)
-        .env("ZOT_HOME", &home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
-        .process_group(0);
-    parent_death_signal(&mut cmd);
-    let mut child = cmd.spawn()?;
-    let pid = child.id();
+    let stderr = Log::open(&sandbox.stderr_path())?;
+    let env = [(OsString::from("ZOT_HOME"), home.into_os_string())];
+    let Started { pid, stdin, stdout, wait } = start_bare(m, exec, &stderr, &env)?;
     let guard = Group(pid);
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(io::Error::other("child pipes missing"));
-    };
     let (tx, rx) = unbounded();
     let rtx = tx.clone();
     thread::Builder::new().name("zot-check-r".into()).spawn(move || read_lines(stdout, &rtx))?;
     thread::Builder::new().name("zot-check-x".into()).spawn(move || {
-        let status = loop {
-            match child.wait() {
-                Ok(s) => break s,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break ExitStatus::from_raw(0),
-            }
-        };
+        let status = wait();
         let _ = tx.send(Ev::Exited(Instant::now(), status));
     })?;
     std::mem::forget(guard);
     Ok((pid, stdin, rx))
 }
-
-#[cfg(target_os = "linux")]
-fn parent_death_signal(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn parent_death_signal(_cmd: &mut Command) {}
 
 fn read_lines<R: Read>(input: R, tx: &Sender<Ev>) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);

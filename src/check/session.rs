@@ -14,10 +14,10 @@ use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::fs;
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
-use std::process::{ChildStdin, ExitStatus};
+use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ pub(super) struct Session<'a> {
     limits: Limits,
     start: Instant,
     rx: Option<Receiver<Ev>>,
-    stdin: Option<ChildStdin>,
+    stdin: Option<File>,
     pgid: u32,
     exited: Option<(Instant, ExitStatus)>,
     eof: bool,
