@@ -20,6 +20,9 @@ use std::time::Duration;
 /// The crate version, as `zot --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The longest duration option, in seconds: one day.
+pub const MAX_SECS: f64 = 86400.0;
+
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -286,17 +289,19 @@ impl Args {
         })
     }
 
+    /// A duration option: a positive number of seconds, at most
+    /// [`MAX_SECS`] (PROTOCOL.md §3 rule 6).
     fn secs(&mut self, opt: &Tok) -> Result<Duration, UsageError> {
         let v = self.value()?;
         let text = v.to_string_lossy();
         let bad = || {
             self.err(format!(
-                "invalid value '{text}' for '{}': expected seconds, a non-negative number like 5 or 0.5",
+                "invalid value '{text}' for '{}': expected seconds, a positive number up to {MAX_SECS} like 5 or 0.5",
                 opt.spelled()
             ))
         };
         let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-        if !secs.is_finite() || secs < 0.0 {
+        if !secs.is_finite() || secs <= 0.0 || secs > MAX_SECS {
             return Err(bad());
         }
         Duration::try_from_secs_f64(secs).map_err(|_| bad())

@@ -18,6 +18,7 @@ pub mod ext;
 pub mod home;
 pub mod host;
 pub mod lines;
+pub mod log;
 pub mod manage;
 pub mod manifest;
 pub mod mcp;

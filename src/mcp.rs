@@ -29,7 +29,7 @@ use crate::host::{
 use crate::protocol::Payload;
 use crate::stdio::{self, Done, Line, Lines, Out, Pending};
 use crate::text::strip_controls;
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::{bounded, Sender};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -244,15 +244,12 @@ impl Drop for Reply {
         match &self.sink {
             Sink::Direct => {
                 if let Some(m) = msg {
-                    let line = encode(&m);
-                    // Notifications may flow once the `initialize` answer is out.
-                    let out = if self.opens {
-                        let gate = self.shared.gate.clone();
-                        Out::LineThen(line, Box::new(move || gate.open.store(true, Ordering::SeqCst)))
-                    } else {
-                        Out::Line(line)
-                    };
-                    let _ = self.shared.out.send(out);
+                    let _ = self.shared.out.send(Out::Line(encode(&m)));
+                    // Notifications may flow once the `initialize` answer is
+                    // queued: whatever is queued after it is written after it.
+                    if self.opens {
+                        self.shared.gate.open.store(true, Ordering::SeqCst);
+                    }
                 }
             }
             Sink::Batch(b) => {
@@ -282,20 +279,21 @@ pub fn run(config: Config) -> i32 {
 /// `exit_on_shutdown`, the process exits once the host has stopped (and
 /// on SIGINT/SIGTERM/SIGHUP, after stopping the extensions).
 pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    let Some((host, events)) = stdio::start_host(config, "zot mcp", exit_on_shutdown) else {
+    let Some((out_tx, writer)) = stdio::start_writer("zot mcp", output) else {
         return 1;
     };
     let gate = Arc::new(Gate { open: AtomicBool::new(false), level: AtomicU8::new(INFO) });
-    let (out_tx, out_rx) = unbounded::<Out>();
-    let writer = {
-        let gate = gate.clone();
-        let render = move |ev| event_lines(ev, &gate);
-        thread::Builder::new().name("zot-mcp-out".into()).spawn(move || stdio::write_loop(output, events, out_rx, render))
+    let sink = {
+        let (gate, out) = (gate.clone(), out_tx.clone());
+        Box::new(move |ev| {
+            for line in event_lines(ev, &gate) {
+                let _ = out.send(Out::Line(line));
+            }
+        })
     };
-    if writer.is_err() {
-        eprintln!("zot mcp: cannot start threads");
+    let Some(host) = stdio::start_host(config, "zot mcp", exit_on_shutdown, sink) else {
         return 1;
-    }
+    };
     // Messages are read once the initial load is over, so that the first
     // tools/list already sees every extension's tools.
     if let Ok(r) = host.wait_ready() {
@@ -331,6 +329,8 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
     if exit_on_shutdown {
         std::process::exit(0);
     }
+    drop((server, shared, host));
+    let _ = writer.join();
     0
 }
 
@@ -431,7 +431,7 @@ impl Server {
                 };
                 let host = &self.host;
                 let found = self.shared.cancel(&key, |tool_id| {
-                    host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, Box::new(|_| {}));
+                    host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, |_| {});
                 });
                 if found {
                     let why = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
@@ -486,12 +486,12 @@ impl Server {
                 let tools = method == "tools/list";
                 self.host.submit(
                     Request::List,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::List(l)) if tools => reply.ok(tools_list(&l)),
                         Ok(Response::List(l)) => reply.ok(prompts_list(&l)),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             "tools/call" => {
@@ -530,26 +530,26 @@ impl Server {
                 let req = Request::Command { name: name.clone(), args };
                 self.host.submit(
                     req,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::Command(c)) => prompt_result(reply, &name, c),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(HostError::UnknownCommand(_)) => bad_params(reply, &format!("unknown prompt {name:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             "zot/reload" => {
                 let shared = self.shared.clone();
                 self.host.submit(
                     Request::Reload,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::Reload(rep)) => {
                             shared.lists_changed();
                             reply.ok(serde_json::to_value(rep).unwrap_or_default());
                         }
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             other => {
@@ -599,9 +599,9 @@ fn tool_call(host: &Host, shared: &Shared, reply: Reply, name: String, mut args:
     let _ = host.event("tool_call", payload(&args));
     let (tx, rx) = bounded(1);
     let started = shared.start_tool(&key, &tool_id, || {
-        let done = Box::new(move |r| {
+        let done = move |r| {
             let _ = tx.send(r);
-        });
+        };
         host.submit_tool(&name, Some(args), &tool_id, done);
     });
     if !started {
@@ -788,6 +788,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
         }
         HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
         | HostEvent::ClearNotes { .. }
         | HostEvent::OpenPanel { .. }
         | HostEvent::PanelRender { .. }

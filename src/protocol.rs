@@ -478,6 +478,102 @@ pub fn encode<F: Serialize>(frame: &F) -> Vec<u8> {
     buf
 }
 
+/// The `id` of the top-level object that `head` begins, read from as much
+/// of it as there is: for a reply line over the cap, of which only the head
+/// was kept (PROTOCOL.md §3 rule 9). A string id as is, a number as its
+/// digits; `None` when the head holds no top-level `id`.
+pub fn head_id(head: &[u8]) -> Option<String> {
+    let mut s = Scan { b: head, i: 0 };
+    s.ws();
+    s.eat(b'{')?;
+    loop {
+        s.ws();
+        let key = s.string()?;
+        s.ws();
+        s.eat(b':')?;
+        s.ws();
+        if key == b"id" {
+            return match s.peek()? {
+                b'"' => String::from_utf8(s.string()?.to_vec()).ok(),
+                b'0'..=b'9' => {
+                    let start = s.i;
+                    while s.peek().is_some_and(|c| c.is_ascii_digit()) {
+                        s.i += 1;
+                    }
+                    s.peek()?;
+                    String::from_utf8(head[start..s.i].to_vec()).ok()
+                }
+                _ => None,
+            };
+        }
+        s.skip_value()?;
+        s.ws();
+        s.eat(b',')?;
+    }
+}
+
+/// A forward-only look at JSON bytes, enough to skip values.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// A string's raw bytes (escapes left as they are).
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(&self.b[start..self.i - 1]);
+                }
+                b'\\' => self.i += 2,
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn skip_value(&mut self) -> Option<()> {
+        let mut depth = 0usize;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    self.i += 1;
+                }
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    self.i += 1;
+                }
+                b',' | b'}' | b']' if depth == 0 => return Some(()),
+                _ => self.i += 1,
+            }
+            if depth == 0 && matches!(self.peek(), Some(b',' | b'}')) {
+                return Some(());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +581,18 @@ mod tests {
 
     fn ext(s: &str) -> Result<ExtFrame, DecodeError> {
         decode(s.as_bytes())
+    }
+
+    #[test]
+    fn the_id_of_a_cut_reply() {
+        let big = "x".repeat(100);
+        let line = format!(r#"{{"type":"tool_result","content":[{{"type":"text","text":"{big}","id":"inner"}}],"id":"42","is_error":false"#);
+        assert_eq!(head_id(line.as_bytes()).as_deref(), Some("42"));
+        assert_eq!(head_id(br#"{"id":17,"type":"tool_result","content":[{"#).as_deref(), Some("17"));
+        assert_eq!(head_id(br#" { "a" : {"id":"no"}, "b":"q\"id\"", "id" : "7" "#).as_deref(), Some("7"));
+        assert_eq!(head_id(br#"{"type":"tool_result","content":[{"type":"text","text":"aaaa"#), None);
+        assert_eq!(head_id(b"not json"), None);
+        assert_eq!(head_id(br#"{"id":12"#), None, "a number cut short is not an id");
     }
 
     #[test]

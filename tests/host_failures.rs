@@ -165,9 +165,9 @@ fn a_crash_mid_call_fails_it_at_once_and_leaves_the_others_alone() {
     // A slow call in flight, then the crash.
     let (tx, rx) = unbounded();
     let req = Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 20000})), tool_id: None };
-    host.submit(req, Box::new(move |r| {
+    host.submit(req, move |r| {
         let _ = tx.send(r);
-    }));
+    });
     let started = Instant::now();
     let r = host.tool("crash", None);
     let took = started.elapsed();
@@ -240,9 +240,9 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
     for i in 0..40 {
         let tx = tx.clone();
         let req = Request::Tool { name: "d_tool".into(), args: Some(json!({"i": i, "big": big})), tool_id: None };
-        host.submit(req, Box::new(move |r| {
+        host.submit(req, move |r| {
             let _ = tx.send((i, r));
-        }));
+        });
         // Busy answers come back synchronously from the dispatcher.
         while let Ok((j, r)) = rx.try_recv() {
             match r {

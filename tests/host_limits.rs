@@ -21,7 +21,7 @@ fn calls_in_flight_per_extension_are_bounded() {
     for _ in 0..5 {
         let answers = answers.clone();
         let req = Request::Tool { name: "silent".into(), args: None, tool_id: None };
-        host.submit(req, Box::new(move |r| answers.lock().unwrap().push(r.map(drop))));
+        host.submit(req, move |r| answers.lock().unwrap().push(r.map(drop)));
     }
     let started = Instant::now();
     let sixth = host.tool("silent", None);

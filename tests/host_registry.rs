@@ -273,9 +273,9 @@ fn calls_made_during_a_reload_wait_for_it() {
     let (tx, rx) = crossbeam_channel::unbounded();
     let send = |tag: &'static str, req: Request| {
         let tx = tx.clone();
-        host.submit(req, Box::new(move |r| {
+        host.submit(req, move |r| {
             let _ = tx.send((tag, r));
-        }));
+        });
     };
     send("reload", Request::Reload);
     send("tool", Request::Tool { name: "echo".into(), args: Some(json!({"n": 1})), tool_id: None });

@@ -104,9 +104,9 @@ fn calls_in_flight_at_shutdown_are_answered() {
     for _ in 0..3 {
         let tx = tx.clone();
         let req = Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 20000})), tool_id: None };
-        host.submit(req, Box::new(move |r| {
+        host.submit(req, move |r| {
             let _ = tx.send(r);
-        }));
+        });
     }
     let started = Instant::now();
     host.shutdown();
@@ -200,9 +200,9 @@ fn calls_written_before_a_stop_are_answered_before_the_extension_exits() {
         for i in 0..50 {
             let tx = tx.clone();
             let req = Request::Tool { name: "echo".into(), args: Some(json!({"i": i})), tool_id: None };
-            host.submit(req, Box::new(move |r| {
+            host.submit(req, move |r| {
                 let _ = tx.send((i, r));
-            }));
+            });
         }
         if stop == "reload" {
             let r = host.reload().unwrap();

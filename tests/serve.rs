@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 9] = [
+const NOTIFICATIONS: [&str; 10] = [
     "ready",
+    "extension_ready",
     "notify",
     "clear_notes",
     "submit",
@@ -28,7 +29,10 @@ const NOTIFICATIONS: [&str; 9] = [
     "extension_error",
 ];
 
-const CODES: [&str; 8] = [
+const CODES: [&str; 11] = [
+    "internal",
+    "too_large",
+    "cancelled",
     "bad_request",
     "unknown_command",
     "unknown_tool",
@@ -232,13 +236,25 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     let mute = ext(&t, "mute", &["--no-hello"]);
     let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
     let mut s = Serve::start(&t, &[good, mute, missing], &["--hello-timeout", "3"]);
-    // Sent before anything is read: still answered after `ready`.
+    // PROTOCOL.md §4 start-up: `ping` and `list` are answered during the
+    // initial load (the mute extension holds it for 3 s); a tool call waits
+    // for its end.
     s.send(&json!({"id": "early", "type": "ping"}));
-    let resp = s.response_index(&json!("early"));
-    let ready = s.frames.iter().position(|f| f["type"] == "ready").expect("ready before the first response");
-    assert!(ready < resp, "ready after the first response: {:?}", s.frames);
+    s.send(&json!({"id": "early-list", "type": "list"}));
+    s.send(&json!({"id": "early-tool", "type": "tool", "name": "echo", "args": {}}));
+    let ping = s.response_index(&json!("early"));
+    let list = s.response_index(&json!("early-list"));
+    let tool = s.response_index(&json!("early-tool"));
+    let ready = s.frames.iter().position(|f| f["type"] == "ready").expect("ready before the tool call's answer");
+    assert!(ping < ready && list < ready, "ping and list wait for the load: {:?}", s.frames);
+    assert!(ready < tool, "a tool call answered before `ready`: {:?}", s.frames);
+    assert_eq!(s.frames[tool]["ok"], json!(true), "{:?}", s.frames[tool]);
+    let mute_state = s.frames[list]["result"]["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "mute").unwrap()["state"].clone();
+    assert_eq!(mute_state, json!("starting"), "list during the load shows `starting`");
     assert_eq!(s.frames[ready], json!({"type": "ready", "extensions": ["good"]}));
-    assert_eq!(s.frames[..ready].iter().filter(|f| f["type"] == "response").count(), 0);
+    let good_ready = s.frames.iter().position(|f| f["type"] == "extension_ready").expect("extension_ready");
+    assert_eq!(s.frames[good_ready], json!({"type": "extension_ready", "extension": "good", "commands": [], "tools": ["echo"]}));
+    assert!(good_ready < ready);
 
     let errors = s.notes("extension_error");
     assert_eq!(errors.len(), 2, "{errors:?}");

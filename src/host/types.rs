@@ -118,6 +118,12 @@ pub struct Config {
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
     pub reserved_commands: Vec<String>,
+    /// Requests about extensions (commands, tools, events, intercepts,
+    /// panels) that arrive during the initial load wait for it to end, as
+    /// `zot serve` promises (PROTOCOL.md §4, start-up); otherwise they run
+    /// at once against what has registered so far. During a reload they
+    /// always wait.
+    pub hold_until_loaded: bool,
     /// `--trace FILE`: every frame in and out, recorded where each child's
     /// lines are read and its frames sent ([`crate::trace`]); flushed by
     /// [`Host::shutdown`](super::Host::shutdown).
@@ -139,6 +145,7 @@ impl Config {
             queue_limit: DEFAULT_QUEUE_LIMIT,
             limits: Limits::default(),
             reserved_commands: Vec::new(),
+            hold_until_loaded: false,
             trace: None,
         }
     }
@@ -165,6 +172,14 @@ pub enum Request {
     Shutdown,
 }
 
+impl Request {
+    /// Whether the request is about the extensions' names and so waits for
+    /// a load (or reload) under way to end, instead of failing as unknown.
+    pub fn needs_extensions(&self) -> bool {
+        !matches!(self, Request::WaitReady | Request::List | Request::CancelTool { .. } | Request::Reload | Request::Shutdown)
+    }
+}
+
 /// The outcome of a request.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -179,8 +194,42 @@ pub enum Response {
     Done,
 }
 
-/// Called once, on the dispatcher thread, with the outcome of a request.
-pub type Responder = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
+/// The answer to one request: called exactly once, on the dispatcher
+/// thread, with its outcome. Answering consumes it; a responder dropped
+/// without an answer (a request lost to a bug, or a panic on the way)
+/// answers [`HostError::Internal`] by itself, so every request gets one
+/// answer. It runs on the dispatcher thread, so it must be quick and must
+/// not wait for the host: [`Host::call`](super::Host::call) and the other
+/// blocking calls refuse to run there.
+pub struct Responder(Option<Box<dyn FnOnce(Result<Response, HostError>) + Send>>);
+
+impl Responder {
+    pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
+        Responder(Some(Box::new(f)))
+    }
+
+    /// Answers the request; a panic in the embedder's code stays there.
+    pub fn answer(mut self, r: Result<Response, HostError>) {
+        if let Some(f) = self.0.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r)));
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            let e = HostError::Internal("the request was dropped without an answer".into());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(Err(e))));
+        }
+    }
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Responder")
+    }
+}
 
 /// An extension's answer to a command.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -336,6 +385,9 @@ pub enum HostEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
+    /// An extension became ready (initial load, restart, reload), with the
+    /// commands and tools it registered.
+    ExtensionReady { extension: String, commands: Vec<String>, tools: Vec<String> },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed { extension: String, message: String },
@@ -362,13 +414,18 @@ pub enum HostError {
     Cancelled { extension: String, what: String },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
+    /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
+    /// to the extension would be too big, or a reply line over the cap.
+    TooLarge { extension: String, what: String },
 }
 
 impl HostError {
     /// The error code of the `zot serve` protocol.
     pub fn code(&self) -> &'static str {
         match self {
-            HostError::BadRequest(_) | HostError::Internal(_) => "bad_request",
+            HostError::BadRequest(_) => "bad_request",
+            HostError::Internal(_) => "internal",
+            HostError::TooLarge { .. } => "too_large",
             HostError::UnknownCommand(_) => "unknown_command",
             HostError::UnknownTool(_) => "unknown_tool",
             HostError::UnknownExtension(_) => "unknown_extension",
@@ -409,6 +466,7 @@ impl fmt::Display for HostError {
                 write!(f, "{what} of extension {extension:?} was cancelled by the caller")
             }
             HostError::Internal(m) => write!(f, "internal error: {m}"),
+            HostError::TooLarge { extension, what } => write!(f, "{what} of extension {extension:?} is too large"),
         }
     }
 }

@@ -24,7 +24,7 @@ impl Dispatcher {
             return respond(done, Err(HostError::BadRequest(msg)));
         }
         let order: Vec<usize> = (0..self.exts.len())
-            .filter(|&s| self.exts[s].live && self.exts[s].intercepts.contains(&event))
+            .filter(|&s| self.exts[s].life.running() && self.exts[s].intercepts.contains(&event))
             .collect();
         let id = self.next();
         let chain = Chain { event, payload, order, pos: 0, args_changed: false, text_changed: false, done: Some(done) };
@@ -50,7 +50,7 @@ impl Dispatcher {
             };
             chain.pos += 1;
             let ext = &self.exts[slot];
-            if !ext.live || !ext.intercepts.contains(&chain.event) {
+            if !ext.life.running() || !ext.intercepts.contains(&chain.event) {
                 continue;
             }
             let call_id = self.next_id;
@@ -62,9 +62,8 @@ impl Dispatcher {
             };
             match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
                 Ok(()) => {
-                    let key = ext.key;
-                    let deadline = Instant::now() + self.cfg.timeouts.intercept;
-                    let call = Call { slot, key, kind: CallKind::Intercept { chain: id }, deadline };
+                    let deadline = after(self.cfg.timeouts.intercept);
+                    let call = Call { ext: ext.id, kind: CallKind::Intercept { chain: id }, deadline };
                     self.calls.insert(call_id, call);
                     return;
                 }

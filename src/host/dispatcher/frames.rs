@@ -10,10 +10,7 @@ use super::*;
 impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
         let ext = &mut self.exts[slot];
-        if !ext.live {
-            return;
-        }
-        if ext.stopping {
+        if let Life::Stopping { .. } = ext.life {
             // Only answers to calls still in flight count now.
             return match frame {
                 ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
@@ -23,13 +20,16 @@ impl Dispatcher {
                 _ => {}
             };
         }
+        if !ext.life.running() {
+            return;
+        }
         ext.last_frame = Instant::now();
-        if !ext.hello {
+        if ext.life == Life::Spawned {
             let ExtFrame::Hello { name, .. } = frame else {
                 let why = format!("first frame was {:?}, expected \"hello\"", frame_type(&frame));
                 return self.fail(slot, why);
             };
-            ext.hello = true;
+            ext.life = Life::Registering;
             if name != ext.name() {
                 ext.log(&format!(
                     "hello names {name:?} but the manifest says {:?}; using the manifest's",
@@ -50,8 +50,8 @@ impl Dispatcher {
             if let Err(e) = ext.send(Arc::new(encode(&ack))) {
                 return self.fail(slot, format!("cannot send hello_ack: {e}"));
             }
-            let (key, when) = (ext.key, ext.last_frame + self.cfg.timeouts.ready_idle);
-            self.at(when, Timer::ReadyIdle(key));
+            let (id, when) = (ext.id, after(self.cfg.timeouts.ready_idle));
+            self.at(when, Timer::ReadyIdle(id));
             return;
         }
         match frame {
@@ -154,6 +154,8 @@ impl Dispatcher {
         if name.is_empty() {
             return ext.log("refused register_tool with an empty name");
         }
+        // Upstream's SDK sends no schema for a tool without arguments.
+        let schema = if schema.is_null() { serde_json::json!({"type": "object"}) } else { schema };
         if !schema.is_object() {
             return ext.log(&format!("refused tool {name:?}: its schema is not a JSON object"));
         }
@@ -216,8 +218,8 @@ impl Dispatcher {
 
     /// Takes the call `id` if it was sent to the extension in `slot`.
     pub(super) fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
-        let key = self.exts[slot].key;
-        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.key == key));
+        let ext = self.exts[slot].id;
+        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext));
         let Some(n) = found else {
             self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
             return None;
@@ -266,8 +268,8 @@ impl Dispatcher {
 
     pub(super) fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
         let Some(n) = id.parse::<u64>().ok() else { return };
-        let key = self.exts[slot].key;
-        if self.calls.get(&n).is_none_or(|c| c.key != key) {
+        let ext = self.exts[slot].id;
+        if self.calls.get(&n).is_none_or(|c| c.ext != ext) {
             return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
         }
         let Some(call) = self.calls.remove(&n) else { return };

@@ -30,19 +30,19 @@ impl Dispatcher {
                 version: m.version.clone(),
                 dir: m.dir.display().to_string(),
                 source: e.found.source.as_str(),
-                state: e.state,
-                pid: if e.alive { e.pid() } else { None },
+                state: e.life.state(),
+                pid: e.pid(),
                 commands: e.commands.iter().map(|c| c.0.clone()).collect(),
                 tools: e.tools.iter().map(|t| t.0.clone()).collect(),
                 events: e.events.clone(),
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),
-                shadowed_commands: if e.live {
+                shadowed_commands: if e.life.running() {
                     e.commands.iter().filter(|c| !owns_cmd(&c.0)).map(|c| c.0.clone()).collect()
                 } else {
                     Vec::new()
                 },
-                shadowed_tools: if e.live {
+                shadowed_tools: if e.life.running() {
                     e.tools.iter().filter(|t| !owns_tool(&t.0)).map(|t| t.0.clone()).collect()
                 } else {
                     Vec::new()
