@@ -680,3 +680,39 @@ pub fn describe_status(status: ExitStatus) -> String {
         _ => "unknown status".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    #[test]
+    fn the_group_is_never_signalled_after_the_reap() {
+        let dir = std::env::temp_dir().join(format!("zot-child-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = br#"{"name":"quick","exec":"/bin/sh","args":["-c","exit 3"]}"#;
+        let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
+        let log = Log::open(&dir.join("quick.log")).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &log, 8, None, tx, |m| m).unwrap();
+        let status = loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the exit is reported") {
+                ChildMsg::Exited(s) => break s,
+                _ => continue,
+            }
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(3));
+        // Seen but not reaped: the zombie still pins the pid and group id.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap();
+        assert!(stat.rsplit(')').next().unwrap().trim_start().starts_with('Z'), "{stat}");
+        assert!(child.signal_group(0), "signalled while the zombie pins the group");
+        child.reap();
+        assert!(!std::path::Path::new(&format!("/proc/{}", child.pid)).exists() || {
+            // The pid may already be someone else's; it is not our zombie.
+            let s = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap_or_default();
+            !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
+        });
+        assert!(!child.signal_group(libc::SIGKILL), "no signal after the reap");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

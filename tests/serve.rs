@@ -176,6 +176,14 @@ impl Serve {
         self.frames[i].clone()
     }
 
+    /// The index of the first frame `pred` holds for, read already or to come.
+    fn wait_or_find(&mut self, mut pred: impl FnMut(&Value) -> bool) -> usize {
+        match self.frames.iter().position(&mut pred) {
+            Some(i) => i,
+            None => self.wait_frame("matching", pred),
+        }
+    }
+
     /// Waits for the `ready` notification; returns its extension names.
     fn ready(&mut self) -> Vec<String> {
         let names = self.note("ready")["extensions"].as_array().expect("ready.extensions").clone();
@@ -960,6 +968,88 @@ fn ids_are_echoed_as_given() {
     // "7" and 7 are distinct ids; both answered, each once.
     let sevens: Vec<&Value> = s.frames.iter().filter(|f| f["id"] == json!(7) || f["id"] == json!("7")).collect();
     assert_eq!(sevens.len(), 2);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn notifications_sent_after_a_reply_come_after_its_response() {
+    // PROTOCOL.md §4, order of output: 20 pipelined commands whose
+    // extension answers first and then sends a note and redraws the panel
+    // the answer opened. Each response comes before its own note and redraw.
+    let t = TempDir::new("serve-after");
+    let a = ext(&t, "a", &["--commands", "note_after"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let mut batch = String::new();
+    for i in 0..20 {
+        batch.push_str(&json!({"id": i, "type": "command", "name": "note_after", "args": i.to_string()}).to_string());
+        batch.push('\n');
+    }
+    s.z.write(batch.as_bytes());
+    for i in 0..20 {
+        let resp = s.response_index(&json!(i));
+        assert_eq!(s.frames[resp]["result"]["open_panel"]["id"], format!("np{i}"), "{}", s.frames[resp]);
+        let text = format!("after:{i}");
+        let note = s.wait_or_find(|f| f["type"] == "notify" && f["message"] == text.as_str());
+        let redraw = s.wait_or_find(|f| f["type"] == "panel_render" && f["panel_id"] == format!("np{i}").as_str());
+        assert!(resp < note && note < redraw, "command {i}: response {resp}, note {note}, redraw {redraw}: {:?}", s.frames);
+    }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn shutdown_is_bounded_and_answers_everything_before_its_own_response() {
+    // PROTOCOL.md §4, shutdown: a tool call that is never answered does not
+    // hold the stop for its timeout (60 s by default); it is answered
+    // `shutting_down` before the `shutdown` response, which comes last.
+    let t = TempDir::new("serve-shut-hung");
+    let a = ext(&t, "a", &["--tools", "silent,echo"]);
+    let args = session_args(t.path(), Some("serve"), &[a], &["--tool-timeout", "60"]);
+    let mut s = Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), taken: Vec::new(), exts: 1 };
+    s.ready_all();
+    let pids = s.pids();
+    s.send(&json!({"id": "hung", "type": "tool", "name": "silent"}));
+    s.send(&json!({"id": "quick", "type": "tool", "name": "echo"}));
+    assert_eq!(s.response(&json!("quick"))["ok"], true);
+    let started = Instant::now();
+    s.send(&json!({"id": "bye", "type": "shutdown"}));
+    let bye = s.response_index(&json!("bye"));
+    let stop_took = started.elapsed();
+    let hung = s.frames.iter().position(|f| f["id"] == "hung").expect("the hung call is answered");
+    assert!(hung < bye, "the hung call's answer comes before the shutdown response: {:?}", s.frames);
+    assert_eq!(s.frames[hung]["error"]["code"], "shutting_down", "{}", s.frames[hung]);
+    assert_eq!(s.frames[bye]["result"], json!({}));
+    assert_eq!(bye, s.frames.len() - 1);
+    assert_eq!(s.finish(), 0);
+    assert!(s.frames.last().is_some_and(|f| f["id"] == "bye"), "the shutdown response is the last line: {:?}", s.frames);
+    // Far below the 60 s tool timeout it would otherwise wait for.
+    assert!(stop_took < Duration::from_secs(30), "{stop_took:?}");
+    assert_gone(&pids);
+}
+
+#[test]
+fn an_answer_written_just_before_exiting_is_kept() {
+    // PROTOCOL.md §3 rule 8: 40 extensions each answer and exit at once;
+    // every answer counts (none comes back `extension_exited`).
+    let t = TempDir::new("serve-last-words");
+    let exts: Vec<PathBuf> = (0..40).map(|i| ext(&t, &format!("x{i:02}"), &["--tools", &format!("answer_exit@{i}")])).collect();
+    let mut s = Serve::start(&t, &exts, &[]);
+    s.ready_all();
+    let mut batch = String::new();
+    for i in 0..40 {
+        batch.push_str(&json!({"id": i, "type": "tool", "name": format!("answer_exit@{i}")}).to_string());
+        batch.push('\n');
+    }
+    s.z.write(batch.as_bytes());
+    for i in 0..40 {
+        let r = s.response(&json!(i));
+        assert_eq!(r["ok"], true, "call {i}: {r}");
+        assert_eq!(r["result"]["content"][0]["text"], "last words", "{r}");
+        let exited = s.wait_or_find(|f| f["type"] == "extension_exited" && f["extension"] == format!("x{i:02}").as_str());
+        assert!(exited < s.frames.len());
+    }
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }

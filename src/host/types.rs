@@ -201,7 +201,9 @@ pub enum Response {
 /// answer. It runs on the dispatcher thread, so it must be quick and must
 /// not wait for the host: [`Host::call`](super::Host::call) and the other
 /// blocking calls refuse to run there.
-pub struct Responder(Option<Box<dyn FnOnce(Result<Response, HostError>) + Send>>);
+pub struct Responder(Option<AnswerFn>);
+
+type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
 
 impl Responder {
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
