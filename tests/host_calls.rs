@@ -284,5 +284,5 @@ fn a_command_timeout_is_reported() {
         matches!(&r, Err(HostError::Timeout { extension, what, .. }) if extension == "mum" && what == "command /silent"),
         "{r:?}"
     );
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(14), "a 300 ms timeout, not the others");
 }

@@ -75,7 +75,7 @@ fn a_reply_over_the_cap_fails_its_call_at_once_with_too_large() {
     // Not the 600 s timeout: the id was read from the head of the line.
     assert!(matches!(&e, HostError::TooLarge { extension, .. } if extension == "a"), "{e:?}");
     assert_eq!(e.code(), "too_large");
-    assert!(read_log(t.path(), "a").contains("for request"), "{}", read_log(t.path(), "a"));
+    assert!(log_contains(t.path(), "a", "for request", Duration::from_secs(10)), "{}", read_log(t.path(), "a"));
     // The stream goes on.
     assert_eq!(host.tool("echo", None).unwrap().extension, "a");
 }
@@ -150,4 +150,30 @@ fn absurd_durations_in_the_library_do_not_kill_the_dispatcher() {
     assert_eq!(report.ready, vec!["a".to_string()]);
     let r = host.tool("echo", Some(json!({"k": 1}))).unwrap();
     assert_eq!(echo_of(&r.content)["args"], json!({"k": 1}));
+}
+
+#[test]
+fn last_words_before_an_exit_count_in_the_library_too() {
+    let t = TempDir::new("exact-last-words");
+    const N: usize = 20;
+    let dirs = (0..N).map(|i| py_ext(t.path(), &format!("x{i:02}"), &format!("x{i:02}"), &["--tools", &format!("answer_exit@{i}")])).collect();
+    let mut cfg = host_config(t.path(), dirs);
+    cfg.timeouts.hello = Duration::from_secs(60);
+    cfg.timeouts.ready_grace = Duration::from_secs(60);
+    let (host, _ev) = start_host(cfg);
+    assert_eq!(host.wait_ready().unwrap().ready.len(), N);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for i in 0..N {
+        let tx = tx.clone();
+        host.submit(Request::Tool { name: format!("answer_exit@{i}"), args: None, tool_id: None }, move |r| {
+            let _ = tx.send((i, r));
+        });
+    }
+    for _ in 0..N {
+        let (i, r) = rx.recv_timeout(Duration::from_secs(30)).expect("every call is answered");
+        match r {
+            Ok(Response::Tool(t)) => assert_eq!(text_of(&t.content), "last words", "call {i}"),
+            other => panic!("call {i}: the answer before the exit was lost: {other:?}"),
+        }
+    }
 }
