@@ -539,7 +539,10 @@ fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, pa
 fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
     let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
     match ev {
-        HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. } => String::new(),
+        HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. } | HostEvent::ToolsChanged { .. } => String::new(),
+        HostEvent::SubmitSlash { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ run:"), strip_controls(&text))
+        }
         HostEvent::Notify { extension, level, message } => {
             format!("{} {}", tag(&extension), st.level(&level, &strip_controls(&message)))
         }

@@ -3,7 +3,7 @@
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
 
-use crate::host::{Config, HostError, Request, Response};
+use crate::host::{Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
 use crate::stdio::{self, Line, Lines, Out, Pending};
 use serde::Serialize;
@@ -170,7 +170,14 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
                 Some(v @ Value::Object(_)) => Some(v),
                 Some(_) => return Err("param `args` must be an object".into()),
             };
-            Request::Tool { name: req_str(&mut p, "name")?, args, tool_id: opt_id(&mut p, "tool_id")? }
+            Request::ToolCall(ToolCall {
+                name: req_str(&mut p, "name")?,
+                args,
+                tool_id: opt_id(&mut p, "tool_id")?,
+                operation_key: p.remove("operation_key").filter(|v| !v.is_null()),
+                reconcile: p.remove("reconcile").filter(|v| !v.is_null()),
+                as_model: false,
+            })
         }
         "intercept" | "event" => {
             let event = req_str(&mut p, "event")?;

@@ -16,9 +16,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 10] = [
+const NOTIFICATIONS: [&str; 12] = [
     "ready",
     "extension_ready",
+    "tools_changed",
+    "submit_slash",
     "notify",
     "clear_notes",
     "submit",
@@ -366,9 +368,9 @@ fn ping_and_list_shapes() {
     assert_eq!(
         l["tools"],
         json!([
-            {"name": "echo", "description": "echo from alpha", "schema": schema, "extension": "alpha"},
-            {"name": "image", "description": "image from alpha", "schema": schema, "extension": "alpha"},
-            {"name": "fail", "description": "fail from beta", "schema": schema, "extension": "beta"},
+            {"name": "echo", "description": "echo from alpha", "schema": schema, "extension": "alpha", "exposure": "direct", "active": true, "interactive": false},
+            {"name": "image", "description": "image from alpha", "schema": schema, "extension": "alpha", "exposure": "direct", "active": true, "interactive": false},
+            {"name": "fail", "description": "fail from beta", "schema": schema, "extension": "beta", "exposure": "direct", "active": true, "interactive": false},
         ])
     );
     s.z.close_stdin();
@@ -1051,6 +1053,152 @@ fn an_answer_written_just_before_exiting_is_kept() {
         let exited = s.wait_or_find(|f| f["type"] == "extension_exited" && f["extension"] == format!("x{i:02}").as_str());
         assert!(exited < s.frames.len());
     }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+/// What the fixture's `call` tool got back from the host, as a JSON frame.
+fn call_result(r: &Value) -> Value {
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {r}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn extensions_call_tools_through_the_host() {
+    // PROTOCOL.md §6.1 and §6.5, with frames as the current Go SDK writes them.
+    let t = TempDir::new("serve-call-tool");
+    let a = ext(&t, "a", &["--call-tool", "--tools", "call,call@again", "--echo-ack"]);
+    let b = ext(&t, "b", &["--tools", "echo,events@b,call@b", "--intercepts", "tool_call", "--events", "tool_call"]);
+    let c = ext(&t, "c", &["--tools", "call@c"]);
+    let mut s = Serve::start(&t, &[a, b, c], &[]);
+    s.ready_all();
+    let ack = s.wait_or_find(|f| f["type"] == "notify" && f["extension"] == "a");
+    let ack: Value = serde_json::from_str(s.frames[ack]["message"].as_str().unwrap().trim_start_matches("ack:")).unwrap();
+    assert!(ack["capabilities"].as_array().unwrap().contains(&json!("call_tool")), "{ack}");
+
+    // A routed call: the answer names the tool, and B's interceptor and
+    // subscriber saw `origin_extension`.
+    let r = s.request(json!({"id": 1, "type": "tool", "name": "call", "args": {"to": "echo", "args": {"city": "Oslo"}}}));
+    let got = call_result(&r);
+    assert_eq!(got["type"], "tool_result", "{got}");
+    assert_eq!(got["id"], "sdk-1");
+    assert_eq!(got["name"], "echo");
+    assert_eq!(got["is_error"], false, "{got}");
+    assert_eq!(echoed(&got)["args"], json!({"city": "Oslo"}));
+    let seen = s.ok(json!({"id": 2, "type": "tool", "name": "events@b"}));
+    let seen: Value = serde_json::from_str(seen["content"][0]["text"].as_str().unwrap()).unwrap();
+    let seen = seen.as_array().unwrap();
+    assert!(seen.iter().any(|e| e["intercept"] == "tool_call" && e["origin_extension"] == "a" && e["tool_name"] == "echo"), "{seen:?}");
+    assert!(seen.iter().any(|e| e["event"] == "tool_call" && e["origin_extension"] == "a"), "{seen:?}");
+
+    // Every refusal text of §6.1.
+    let refusal = |s: &mut Serve, id: i64, args: Value, tool: &str| {
+        let r = s.request(json!({"id": id, "type": "tool", "name": tool, "args": args}));
+        let got = call_result(&r);
+        assert_eq!(got["is_error"], true, "{got}");
+        got["content"][0]["text"].as_str().unwrap().to_string()
+    };
+    assert_eq!(refusal(&mut s, 3, json!({"to": "echo"}), "call@b"), "extension did not opt in to call_tool");
+    assert_eq!(refusal(&mut s, 4, json!({"to": "echo", "parent": "999999"}), "call"), "unknown or expired parent tool call");
+    assert_eq!(refusal(&mut s, 5, json!({"to": "echo", "no_parent": true}), "call"), "parent_id is required while an extension tool is active");
+    assert_eq!(refusal(&mut s, 6, json!({"to": "call", "args": {"to": "echo"}}), "call"), "tool call cycle detected");
+    assert_eq!(refusal(&mut s, 7, json!({"to": "nope"}), "call"), "unknown tool \"nope\"");
+    assert_eq!(refusal(&mut s, 8, json!({"to": "echo", "args": [1]}), "call"), "call_tool requires a name and JSON object args");
+    // Cancelled: the host still answers, saying so.
+    let text = refusal(&mut s, 9, json!({"to": "echo", "cancel": true}), "call");
+    assert!(text.contains("cancelled"), "{text}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn richer_tools_and_command_actions_of_the_current_revision() {
+    let t = TempDir::new("serve-rich");
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let l = s.ok(json!({"id": 1, "type": "list"}));
+    let tools: HashMap<&str, &Value> = l["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), t)).collect();
+    assert!(!tools.contains_key("nonsense"), "an unknown exposure is refused: {tools:?}");
+    assert!(read_log(&t, "a").contains("tool \"nonsense\" has unknown exposure \"nonsense\", skipped"));
+    assert_eq!(tools["structured"]["output_schema"]["properties"]["ok"]["type"], "boolean");
+    assert_eq!(tools["structured"]["replay"], "safe");
+    assert_eq!(tools["structured"]["exposure"], "direct");
+    assert_eq!(tools["structured"]["active"], true);
+    assert_eq!(tools["later"]["active"], false, "deferred until activated");
+    assert_eq!(tools["asks"]["interactive"], true);
+    assert_eq!(tools["empty"]["replay"], "never", "an unknown replay counts as never");
+    assert_eq!(tools["activate"]["namespace"], "ns");
+    let caps = &l["extensions"][0]["capabilities"];
+    assert!(caps.as_array().unwrap().contains(&json!("tool_cancel")), "{caps}");
+
+    let r = s.ok(json!({"id": 2, "type": "tool", "name": "structured"}));
+    assert_eq!(r["structured_content"], json!({"ok": true}));
+    assert_eq!(r["content"][0]["format"], "markdown");
+    let r = s.ok(json!({"id": 3, "type": "tool", "name": "activate"}));
+    assert_eq!(r["activate_tools"], json!(["later"]));
+    let changed = s.wait_or_find(|f| f["type"] == "tools_changed");
+    assert_eq!(s.frames[changed], json!({"type": "tools_changed", "extension": "a", "reason": "activated", "tools": ["later"]}));
+    let l = s.ok(json!({"id": 4, "type": "list"}));
+    assert!(l["tools"].as_array().unwrap().iter().any(|t| t["name"] == "later" && t["active"] == true));
+    let r = s.ok(json!({"id": 5, "type": "tool", "name": "empty"}));
+    assert_eq!(r["content"], json!([{"type": "text", "text": "(extension returned no content)"}]));
+    // No interactive support without --interactive-tools: refused at once.
+    let r = s.ok(json!({"id": 6, "type": "tool", "name": "asks"}));
+    assert_eq!(r["is_error"], true);
+    assert_eq!(r["content"][0]["text"], "interactive extension tools require an interactive host");
+
+    let r = s.ok(json!({"id": 7, "type": "command", "name": "tool_prompt", "args": "x"}));
+    assert_eq!(r, json!({"extension": "a", "action": "tool_prompt", "prompt": "now x", "tool_name": "echo", "tool_args": {"q": "x"}}));
+    s.ok(json!({"id": 8, "type": "command", "name": "slash", "args": "weather oslo"}));
+    let slash = s.wait_or_find(|f| f["type"] == "submit_slash");
+    assert_eq!(s.frames[slash], json!({"type": "submit_slash", "extension": "a", "text": "/weather oslo"}));
+    assert!(log_contains_text(&t, "a", "refused submit_slash \"no slash\""));
+    // operation_key and reconcile reach the extension as given.
+    let r = s.ok(json!({"id": 9, "type": "tool", "name": "echo", "args": {}, "operation_key": "op-1", "reconcile": true}));
+    assert_eq!(echoed(&r)["args"], json!({}));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert_eq!(s.notes("submit_slash").len(), 1);
+}
+
+fn read_log(t: &TempDir, name: &str) -> String {
+    std::fs::read_to_string(t.path().join("zot-home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
+}
+
+fn log_contains_text(t: &TempDir, name: &str, needle: &str) -> bool {
+    common::wait_until(Duration::from_secs(10), || read_log(t, name).contains(needle))
+}
+
+#[test]
+fn a_chain_of_four_tool_calls_goes_no_deeper() {
+    let t = TempDir::new("serve-depth");
+    let exts: Vec<PathBuf> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| ext(&t, n, &["--call-tool", "--tools", &format!("call@{n}")]))
+        .chain([ext(&t, "e", &["--tools", "echo"])])
+        .collect();
+    let mut s = Serve::start(&t, &exts, &[]);
+    s.ready_all();
+    // call@a → call@b → call@c → call@d: the fourth may not call again.
+    let args = json!({"to": "call@b", "args": {"to": "call@c", "args": {"to": "call@d", "args": {"to": "echo"}}}});
+    let r = s.request(json!({"id": 1, "type": "tool", "name": "call@a", "args": args}));
+    let mut frame = call_result(&r);
+    for _ in 0..3 {
+        assert_eq!(frame["is_error"], false, "{frame}");
+        frame = serde_json::from_str(frame["content"][0]["text"].as_str().unwrap()).unwrap();
+    }
+    assert_eq!(frame["is_error"], true, "{frame}");
+    assert_eq!(frame["content"][0]["text"], "tool call depth limit reached");
+    // One level less is fine.
+    let args = json!({"to": "call@c", "args": {"to": "call@d", "args": {"to": "echo"}}});
+    let r = s.request(json!({"id": 2, "type": "tool", "name": "call@b", "args": args}));
+    let mut frame = call_result(&r);
+    for _ in 0..2 {
+        frame = serde_json::from_str(frame["content"][0]["text"].as_str().unwrap()).unwrap();
+    }
+    assert_eq!(frame["is_error"], false, "{frame}");
+    assert_eq!(frame["name"], "echo");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }

@@ -210,7 +210,7 @@ fn registrations(ext: &Extension) -> Vec<ExtFrame> {
         frames.push(ExtFrame::RegisterCommand { name: c.name.clone(), description: c.description.clone() });
     }
     for t in &ext.tools {
-        frames.push(ExtFrame::RegisterTool { name: t.name.clone(), description: t.description.clone(), schema: t.schema.clone() });
+        frames.push(ExtFrame::RegisterTool { name: t.name.clone(), description: t.description.clone(), schema: t.schema.clone(), more: Default::default() });
     }
     let mut events: Vec<String> = Vec::new();
     for (e, _) in &ext.events {
@@ -260,7 +260,7 @@ fn route(&self, frame: Result<HostFrame, DecodeError>) -> Routed {
                 self.send(&ExtFrame::CommandResponse(resp.into_frame(id)));
             }
         },
-        HostFrame::ToolCall { id, name, args } => match r.tools.get(&name) {
+        HostFrame::ToolCall { id, name, args, .. } => match r.tools.get(&name) {
             Some((h, cancellable)) => {
                 let cancel = cancellable.then(|| {
                     let c = Cancel::new();
@@ -302,7 +302,7 @@ fn route(&self, frame: Result<HostFrame, DecodeError>) -> Routed {
         }
         HostFrame::Shutdown => return Routed::Shutdown,
         HostFrame::HelloAck(_) => log("ignoring a second hello_ack"),
-        HostFrame::Unknown => {}
+        HostFrame::Unknown | HostFrame::ToolResult { .. } => {}
     }
     Routed::Handled
 }

@@ -113,7 +113,7 @@ impl ToolResult {
     }
 
     pub(crate) fn into_frame(self, id: String) -> crate::protocol::ToolResult {
-        crate::protocol::ToolResult { id, content: self.content, is_error: self.is_error }
+        crate::protocol::ToolResult { id, content: self.content, is_error: self.is_error, ..Default::default() }
     }
 }
 

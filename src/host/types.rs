@@ -124,6 +124,9 @@ pub struct Config {
     /// at once against what has registered so far. During a reload they
     /// always wait.
     pub hold_until_loaded: bool,
+    /// `interactive` tools run with no reply deadline; without it they are
+    /// refused at once (PROTOCOL.md §6.2).
+    pub interactive_tools: bool,
     /// `--trace FILE`: every frame in and out, recorded where each child's
     /// lines are read and its frames sent ([`crate::trace`]); flushed by
     /// [`Host::shutdown`](super::Host::shutdown).
@@ -146,6 +149,7 @@ impl Config {
             limits: Limits::default(),
             reserved_commands: Vec::new(),
             hold_until_loaded: false,
+            interactive_tools: false,
             trace: None,
         }
     }
@@ -164,12 +168,31 @@ pub enum Request {
     /// `tool_cancel`, and its caller is answered [`HostError::Cancelled`].
     /// Answers `Done`, or `BadRequest` when no such call is in flight.
     CancelTool { tool_id: String },
+    /// A tool call with every option: see [`ToolCall`].
+    ToolCall(ToolCall),
     Intercept { event: String, payload: Payload },
     Event { event: String, payload: Payload },
     PanelKey { extension: String, panel_id: String, key: String, text: Option<String> },
     PanelClose { extension: String, panel_id: String },
     Reload,
     Shutdown,
+}
+
+/// A tool call as [`Request::ToolCall`] makes it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    pub name: String,
+    /// `{}` when `None`.
+    pub args: Option<Value>,
+    /// The caller's own key, for [`Request::CancelTool`].
+    pub tool_id: Option<String>,
+    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    pub operation_key: Option<Value>,
+    pub reconcile: Option<Value>,
+    /// Run it as the model's call would be: the `tool_call` intercept chain
+    /// first (a block answers with [`ToolReply::blocked`]), then the
+    /// `tool_call` event, then the tool with the arguments after the chain.
+    pub as_model: bool,
 }
 
 impl Request {
@@ -247,16 +270,30 @@ pub struct CommandReply {
     pub display: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_panel: Option<Panel>,
+    /// `tool_prompt`: the tool the front end runs before the prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_args: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 /// An extension's answer to a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolReply {
     pub extension: String,
     pub content: Vec<Value>,
     pub is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The deferred tools this answer activated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub activate_tools: Vec<String>,
+    /// A call run as the model's ([`ToolCall::as_model`]) that the intercept
+    /// chain blocked: the reason. The tool did not run.
+    #[serde(skip)]
+    pub blocked: Option<String>,
 }
 
 /// The verdict of an intercept chain.
@@ -323,6 +360,10 @@ pub struct ExtInfo {
     pub source: &'static str,
     pub state: State,
     pub pid: Option<u32>,
+    /// What its `hello` declared.
+    pub capabilities: Vec<String>,
+    /// Restarts since the last reset (PROTOCOL.md §7.1).
+    pub restarts: u32,
     pub commands: Vec<String>,
     pub tools: Vec<String>,
     pub events: Vec<String>,
@@ -350,6 +391,21 @@ pub struct ToolInfo {
     pub description: String,
     pub schema: Value,
     pub extension: String,
+    /// As registered; `direct` when absent (PROTOCOL.md §6.2).
+    pub exposure: String,
+    /// Offered now: false for a deferred tool until a result activates it.
+    pub active: bool,
+    pub interactive: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_instructions: Option<String>,
 }
 
 /// Extensions in load order, and the commands and tools in effect.
@@ -369,6 +425,11 @@ pub enum HostEvent {
     Notify { extension: String, level: String, message: String },
     ClearNotes { extension: String },
     Submit { extension: String, text: String },
+    /// An extension asks to run a slash command as if typed (§6.3).
+    SubmitSlash { extension: String, text: String },
+    /// Tools changed state: `reason` is `activated`, `exited`,
+    /// `restarted` or `reloaded`; `tools` the names whose state changed.
+    ToolsChanged { extension: String, reason: String, tools: Vec<String> },
     OpenPanel { extension: String, panel: Panel },
     PanelRender {
         extension: String,

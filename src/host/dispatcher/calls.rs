@@ -10,7 +10,9 @@ use std::time::Instant;
 
 pub(super) enum CallKind {
     Command { name: String, done: Responder },
-    Tool { name: String, tool_id: Option<String>, done: Responder },
+    /// `parents`: the names of the tool calls above it, when an extension
+    /// made it with `call_tool` (PROTOCOL.md §6.1).
+    Tool { name: String, tool_id: Option<String>, done: Responder, parents: Vec<String> },
     Intercept { chain: u64 },
 }
 

@@ -5,6 +5,7 @@
 use super::limits::Bucket;
 use crate::child::{Bytes, Child, Log, SendError};
 use crate::discovery::Found;
+use crate::protocol::ToolMore;
 use crate::host::{HostError, State};
 use serde_json::Value;
 use std::process::ExitStatus;
@@ -79,14 +80,26 @@ pub(super) struct Proc {
     pub ended: bool,
 }
 
+/// A tool as registered (PROTOCOL.md §6.2).
+pub(super) struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub more: ToolMore,
+    /// Offered: false for a deferred tool until a result activates it.
+    pub active: bool,
+}
+
 pub(super) struct Ext {
     pub id: ExtId,
     pub found: Found,
     pub life: Life,
     pub proc: Option<Proc>,
     pub log: Option<Log>,
+    /// What its `hello` declared (PROTOCOL.md §6.1).
+    pub capabilities: Vec<String>,
     pub commands: Vec<(String, String)>,
-    pub tools: Vec<(String, String, Value)>,
+    pub tools: Vec<ToolEntry>,
     pub events: Vec<String>,
     pub intercepts: Vec<String>,
     pub error: Option<String>,
@@ -105,6 +118,7 @@ impl Ext {
             life: Life::Spawned,
             proc: None,
             log: None,
+            capabilities: Vec::new(),
             commands: Vec::new(),
             tools: Vec::new(),
             events: Vec::new(),
@@ -114,6 +128,14 @@ impl Ext {
             notes,
             refused: 0,
         }
+    }
+
+    pub fn can(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|t| t.name == name)
     }
 
     pub fn name(&self) -> &str {

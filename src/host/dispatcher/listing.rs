@@ -15,13 +15,22 @@ impl Dispatcher {
                     out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
                 }
             }
-            for (n, d, s) in &e.tools {
-                if owns_tool(n) {
+            for t in &e.tools {
+                if owns_tool(&t.name) {
+                    let opt = |s: &String| (!s.is_empty()).then(|| s.clone());
                     out.tools.push(ToolInfo {
-                        name: n.clone(),
-                        description: d.clone(),
-                        schema: s.clone(),
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        schema: t.schema.clone(),
                         extension: m.name.clone(),
+                        exposure: if t.more.exposure.is_empty() { "direct".into() } else { t.more.exposure.clone() },
+                        active: t.active,
+                        interactive: t.more.interactive,
+                        output_schema: t.more.output_schema.clone(),
+                        replay: opt(&t.more.replay),
+                        namespace: opt(&t.more.namespace),
+                        namespace_description: opt(&t.more.namespace_description),
+                        namespace_instructions: opt(&t.more.namespace_instructions),
                     });
                 }
             }
@@ -32,8 +41,10 @@ impl Dispatcher {
                 source: e.found.source.as_str(),
                 state: e.life.state(),
                 pid: e.pid(),
+                capabilities: e.capabilities.clone(),
+                restarts: 0,
                 commands: e.commands.iter().map(|c| c.0.clone()).collect(),
-                tools: e.tools.iter().map(|t| t.0.clone()).collect(),
+                tools: e.tools.iter().map(|t| t.name.clone()).collect(),
                 events: e.events.clone(),
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),
@@ -43,7 +54,7 @@ impl Dispatcher {
                     Vec::new()
                 },
                 shadowed_tools: if e.life.running() {
-                    e.tools.iter().filter(|t| !owns_tool(&t.0)).map(|t| t.0.clone()).collect()
+                    e.tools.iter().filter(|t| !owns_tool(&t.name)).map(|t| t.name.clone()).collect()
                 } else {
                     Vec::new()
                 },

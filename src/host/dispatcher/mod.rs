@@ -8,6 +8,8 @@
 //! calls in flight, [`limits`] the per-extension bounds, [`listing`] the
 //! listing.
 
+mod blocks;
+mod call_tool;
 mod calls;
 mod chain;
 mod ext;
@@ -37,6 +39,9 @@ use std::time::{Duration, Instant};
 /// Events an extension may intercept.
 pub const INTERCEPTABLE: [&str; 3] = ["tool_call", "turn_start", "assistant_message"];
 
+/// What the host tells extensions it supports, in `hello_ack`.
+pub const HOST_CAPABILITIES: [&str; 1] = ["call_tool"];
+
 /// Keys a panel may receive.
 pub const PANEL_KEYS: [&str; 14] = [
     "up", "down", "left", "right", "enter", "esc", "tab", "pageup", "pagedown", "home", "end",
@@ -59,12 +64,18 @@ const FLUSH_EVERY: u32 = 64;
 /// (a grandchild may hold it) before the calls in flight fail.
 const EXIT_GRACE: Duration = Duration::from_millis(100);
 
+/// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
+/// current upstream SDKs read at most 4 MiB a line.
+pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
+
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
 pub(super) enum Inbox {
     Request(Request, Responder),
     Child(ExtId, ChildMsg),
+    /// The outcome of an extension's `call_tool`, to answer it with.
+    CallToolDone { caller: ExtId, id: String, name: String, result: Result<Response, HostError> },
 }
 
 pub(super) fn spawn(
@@ -150,6 +161,8 @@ struct Dispatcher {
     reload_after_load: Vec<Responder>,
     /// Requests that arrived during a load or a reload, run once it is over.
     deferred: Vec<(Request, Responder)>,
+    /// Extensions' `call_tool`s under way, by caller and its id.
+    ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -196,6 +209,7 @@ impl Dispatcher {
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
+            ext_calls: HashMap::new(),
         }
     }
 
@@ -278,6 +292,7 @@ impl Dispatcher {
     fn handle(&mut self, msg: Inbox) {
         match msg {
             Inbox::Request(req, done) => self.on_request(req, done),
+            Inbox::CallToolDone { caller, id, name, result } => self.on_call_tool_done(caller, id, name, result),
             Inbox::Child(id, m) => {
                 let Some(slot) = self.slot_of(id) else { return };
                 match m {
@@ -394,7 +409,7 @@ impl Dispatcher {
         ext.log(&format!("ready ({how})"));
         let extension = ext.name().to_string();
         let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
-        let tools = ext.tools.iter().map(|t| t.0.clone()).collect();
+        let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
         self.emit(HostEvent::ExtensionReady { extension, commands, tools });
         self.check_load_done(false);
     }
@@ -446,6 +461,7 @@ impl Dispatcher {
     fn lose(&mut self, slot: usize, detail: &str) {
         self.registry.release(slot);
         let id = self.exts[slot].id;
+        self.cancel_calls_of(id);
         let extension = self.exts[slot].name().to_string();
         for cid in self.calls.ids_where(|c| c.ext == id) {
             let Some(call) = self.calls.remove(&cid) else { continue };
@@ -641,8 +657,10 @@ impl Dispatcher {
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
             CallKind::Tool { name, done, .. } => {
-                ext.log(&format!("tool {name} (request {id}) timed out after {}; cancelling", fmt_duration(t.tool)));
-                let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
+                if ext.can("tool_cancel") {
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                }
                 let what = format!("tool {name}");
                 respond(done, Err(HostError::Timeout { extension, what, after: t.tool }));
             }
@@ -700,18 +718,14 @@ impl Dispatcher {
             },
             Request::List => respond(done, Ok(Response::List(self.listing()))),
             Request::Command { name, args } => self.start_command(name, args, done),
-            Request::Tool { name, args, tool_id } => self.start_tool(name, args, tool_id, done),
+            Request::Tool { name, args, tool_id } => {
+                self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)
+            }
+            Request::ToolCall(call) => self.start_tool(call, None, done),
             Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
-                let bytes = Arc::new(encode(&HostFrame::Event { event: event.clone(), payload }));
-                let mut n = 0;
-                for ext in self.exts.iter().filter(|e| e.life.running() && e.events.contains(&event)) {
-                    match ext.send(bytes.clone()) {
-                        Ok(()) => n += 1,
-                        Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
-                    }
-                }
+                let n = self.deliver_event(&event, payload);
                 respond(done, Ok(Response::Delivered(n)))
             }
             Request::PanelKey { extension, panel_id, key, text } => {
@@ -788,26 +802,110 @@ impl Dispatcher {
         self.calls.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
     }
 
-    fn start_tool(&mut self, name: String, args: Option<Value>, tool_id: Option<String>, done: Responder) {
-        let args = match args {
+    /// A tool call: through the intercept chain and the event first when
+    /// it is run as the model's; `origin` when an extension made it.
+    fn start_tool(&mut self, call: ToolCall, origin: Option<Origin>, done: Responder) {
+        let args = match call.args.clone() {
             None | Some(Value::Null) => Value::Object(Default::default()),
             Some(v @ Value::Object(_)) => v,
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
+        if self.registry.tool_owner(&call.name).is_none() {
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        if !call.as_model {
+            return self.send_tool(call, args, origin, done);
+        }
+        let tool_id = call.tool_id.clone().unwrap_or_else(|| format!("call-{}", self.next()));
+        let mut payload = Payload::new();
+        payload.insert("tool_id".into(), Value::String(tool_id));
+        payload.insert("tool_name".into(), Value::String(call.name.clone()));
+        payload.insert("tool_args".into(), args);
+        if let Some(o) = &origin {
+            payload.insert("origin_extension".into(), Value::String(o.name.clone()));
+        }
+        self.run_chain("tool_call".into(), payload, chain::Then::Tool(Box::new(ModelCall { call, origin, done })));
+    }
+
+    /// The chain of a model's call is over: blocked, or the event and then
+    /// the tool with the arguments after the chain.
+    fn after_tool_chain(&mut self, m: ModelCall, mut payload: Payload, outcome: InterceptOutcome) {
+        let ModelCall { call, origin, done } = m;
+        if outcome.block {
+            let reason = outcome.reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "no reason given".into());
+            let content = vec![serde_json::json!({"type": "text", "text": format!("tool call blocked: {reason}")})];
+            let reply = ToolReply { content, is_error: true, blocked: Some(reason), ..Default::default() };
+            return respond(done, Ok(Response::Tool(reply)));
+        }
+        let args = payload.remove("tool_args").unwrap_or_else(|| Value::Object(Default::default()));
+        let mut ev = Payload::new();
+        for k in ["tool_id", "tool_name"] {
+            if let Some(v) = payload.get(k) {
+                ev.insert(k.into(), v.clone());
+            }
+        }
+        ev.insert("tool_args".into(), args.clone());
+        if let Some(o) = payload.get("origin_extension") {
+            ev.insert("origin_extension".into(), o.clone());
+        }
+        self.deliver_event("tool_call", ev);
+        if self.registry.tool_owner(&call.name).is_none() {
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        self.send_tool(call, args, origin, done);
+    }
+
+    fn send_tool(&mut self, call: ToolCall, args: Value, origin: Option<Origin>, done: Responder) {
+        let ToolCall { name, tool_id, operation_key, reconcile, .. } = call;
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
+        let interactive = self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
+        if interactive && !self.cfg.interactive_tools {
+            let text = "interactive extension tools require an interactive host";
+            let content = vec![serde_json::json!({"type": "text", "text": text})];
+            let extension = self.exts[slot].name().to_string();
+            return respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
+        }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
         let id = self.next();
-        let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args };
-        if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
+        let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args, operation_key, reconcile };
+        let bytes = encode(&frame);
+        if bytes.len() > MAX_FRAME_OUT {
+            let extension = self.exts[slot].name().to_string();
+            let what = format!("a tool_call frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len());
+            return respond(done, Err(HostError::TooLarge { extension, what }));
+        }
+        if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
             return respond(done, Err(e));
         }
         let ext = self.exts[slot].id;
-        let deadline = after(self.cfg.timeouts.tool);
-        self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done }, deadline });
+        // An interactive tool waits for the user: only cancellation ends it.
+        let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
+        let parents = origin.map(|o| o.parents).unwrap_or_default();
+        self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
+    }
+
+    /// Sends `event` to its subscribers; how many it reached.
+    fn deliver_event(&self, event: &str, payload: Payload) -> usize {
+        let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
+        if bytes.len() > MAX_FRAME_OUT {
+            for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+                ext.log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
+            }
+            return 0;
+        }
+        let bytes = Arc::new(bytes);
+        let mut n = 0;
+        for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+            match ext.send(bytes.clone()) {
+                Ok(()) => n += 1,
+                Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
+            }
+        }
+        n
     }
 
     /// [`Request::CancelTool`]: every tool call in flight started with
@@ -822,8 +920,12 @@ impl Dispatcher {
             let Some(call) = self.calls.remove(&id) else { continue };
             let ext = &self.exts[call.ext.slot];
             if let CallKind::Tool { name, done: caller, .. } = call.kind {
-                ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
-                let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                if ext.can("tool_cancel") {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                } else {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller (it takes no tool_cancel)"));
+                }
                 let extension = ext.name().to_string();
                 respond(caller, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
             }
@@ -832,9 +934,16 @@ impl Dispatcher {
     }
 }
 
-fn frame_type(f: &ExtFrame) -> String {
-    match serde_json::to_value(f) {
-        Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("?").to_string(),
-        _ => "?".into(),
-    }
+/// A model's call waiting for its intercept chain.
+pub(super) struct ModelCall {
+    call: ToolCall,
+    origin: Option<Origin>,
+    done: Responder,
+}
+
+/// The extension that made a call with `call_tool`, and the names of the
+/// tool calls above it (the root first).
+pub(super) struct Origin {
+    pub name: String,
+    pub parents: Vec<String>,
 }
