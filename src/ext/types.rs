@@ -283,6 +283,19 @@ impl Cancel {
         matches!(self.0.woken.recv_timeout(d), Err(RecvTimeoutError::Timeout))
     }
 
+    /// Waits for a message on `rx`; `None` once cancelled (or when `rx`
+    /// is disconnected). For tools that wait on something else, e.g. an
+    /// answer from a panel.
+    pub fn recv<T>(&self, rx: &Receiver<T>) -> Option<T> {
+        if self.is_cancelled() {
+            return None;
+        }
+        crossbeam_channel::select! {
+            recv(rx) -> msg => msg.ok(),
+            recv(self.0.woken) -> _ => None,
+        }
+    }
+
     /// Ready (disconnected) once cancelled: for `crossbeam_channel::select!`.
     pub(crate) fn woken(&self) -> &Receiver<()> {
         &self.0.woken
