@@ -10,10 +10,14 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Not a check: prints how fast the SDK answers, one call at a time and
-/// pipelined (`cargo test --test sdk_revision measure -- --nocapture`).
+/// pipelined (`cargo test --test sdk_revision measure -- --nocapture`);
+/// `ZOT_SDK_MEASURE=path/to/echo` measures another build of the echo example.
 #[test]
 fn measure_round_trips_and_throughput() {
-    let mut e = Ext::start("rust/echo");
+    let mut e = match std::env::var_os("ZOT_SDK_MEASURE") {
+        Some(bin) => Ext::spawn(std::path::Path::new(&bin), &[], &root()),
+        None => Ext::start("rust/echo"),
+    };
     e.handshake("/p");
     const ONE_BY_ONE: usize = 2000;
     let t = Instant::now();

@@ -381,4 +381,17 @@ mod tests {
         assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
         assert!(shared.calls.lock().expect("not poisoned").is_empty());
     }
+
+    #[test]
+    fn call_tool_refuses_what_could_never_be_answered() {
+        let ext = Extension::new("t", "1");
+        let h = ext.handle();
+        assert_eq!(h.call_tool("x", serde_json::json!({})), Err(super::super::CallError::Unsupported), "before hello_ack");
+        ext.shared.call_tool_ok.store(true, Ordering::Release);
+        assert_eq!(h.call_tool("x", serde_json::json!([1])), Err(super::super::CallError::BadArgs));
+        ON_READER.with(|r| r.set(true));
+        assert_eq!(h.call_tool("x", serde_json::json!({})), Err(super::super::CallError::OnReaderThread));
+        ON_READER.with(|r| r.set(false));
+        assert!(ext.shared.calls.lock().expect("not poisoned").is_empty(), "nothing was left waiting");
+    }
 }

@@ -58,9 +58,14 @@ impl Ext {
             Some(a) => serde_json::from_value(a.clone()).expect("args is an array of strings"),
             None => Vec::new(),
         };
-        let mut child = Command::new(&program)
-            .args(&args)
-            .current_dir(&dir)
+        Ext::spawn(&program, &args, &dir)
+    }
+
+    /// Starts `program` with `args` in `dir`.
+    pub fn spawn(program: &Path, args: &[String], dir: &Path) -> Ext {
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
