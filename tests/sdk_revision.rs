@@ -334,3 +334,51 @@ fn a_call_sees_every_event_received_before_it() {
     assert_eq!(text(&e.reply("tool_result", "all")), "50 events");
     assert!(e.shutdown().success());
 }
+
+/// Issue 12 as the user met it: pipelined `zot serve` requests, an `event`
+/// then a `tool` call to the guard's `audit_log`; the log has the event.
+#[test]
+fn through_serve_a_pipelined_tool_call_sees_the_event_before_it() {
+    build_examples();
+    let home = std::env::temp_dir().join(format!("zot-sdk-order-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["serve", "--no-ext", "--ext"])
+        .arg(root().join("examples/rust/guard"))
+        .env("ZOT_HOME", &home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn zot serve");
+    const N: usize = 100;
+    let mut batch = String::new();
+    for n in 0..N {
+        batch.push_str(&json!({"id": format!("e{n}"), "type": "event", "event": "session_start", "n": n}).to_string());
+        batch.push('\n');
+        batch.push_str(&json!({"id": format!("t{n}"), "type": "tool", "name": "audit_log", "args": {}}).to_string());
+        batch.push('\n');
+    }
+    let mut stdin = serve.stdin.take().expect("piped stdin");
+    std::thread::spawn(move || {
+        use std::io::Write;
+        // Then the end of input: serve answers what it accepted and exits.
+        let _ = stdin.write_all(batch.as_bytes());
+    });
+    let stdout = serve.stdout.take().expect("piped stdout");
+    let mut checked = 0;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let Ok(line) = line else { break };
+        let r: serde_json::Value = serde_json::from_str(&line).expect("serve writes JSON lines");
+        let Some(id) = r["id"].as_str() else { continue };
+        if let Some(n) = id.strip_prefix('t') {
+            let log = r["result"]["content"][0]["text"].as_str().unwrap_or_default();
+            let want = format!("event session_start {{\"n\":{n}}}");
+            assert!(log.lines().any(|l| l == want), "tool call {n} did not see its event: {r}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, N);
+    let _ = serve.wait();
+    let _ = std::fs::remove_dir_all(&home);
+}
