@@ -53,31 +53,53 @@ pub struct Event {
     pub cwd: String,
     /// The host's counter over every event and intercept it sends.
     pub sequence: u64,
+    /// `session_end`: why; `permission_decision`: the reason given.
     pub reason: String,
+    /// `user_prompt_submit`: the prompt; `assistant_message`: the message.
     pub text: String,
+    /// `user_prompt_submit`: the prompt waits for a turn in progress.
     pub queued: bool,
+    /// `user_prompt_submit`: images attached to the prompt.
     pub image_count: Option<u64>,
+    /// `turn_start`: the turn's step number.
     pub step: u64,
+    /// `turn_end`: why the model stopped.
     pub stop: String,
+    /// `turn_end`, `post_compact`, `subagent_stop`: what went wrong.
     pub error: String,
+    /// The tool call's id.
     pub tool_id: String,
+    /// The tool's name.
     pub tool_name: String,
     /// The tool's arguments (`Null` when absent).
     pub tool_args: Value,
+    /// `tool_result`: the arguments as text, when they are not JSON.
     pub tool_args_raw: String,
+    /// `tool_confirmation_requested`: what the user is shown.
     pub tool_preview: String,
     /// The extension whose `call_tool` this is about, if any.
     pub origin_extension: String,
+    /// `permission_decision`: `approved`, `denied` or `cancelled`.
     pub decision: String,
+    /// `permission_decision`: `user`, `remembered`, `policy` or `yolo`.
     pub source: String,
+    /// `permission_decision`: `pre_execution` or `tool_execution`.
     pub stage: String,
+    /// `tool_result`, `post_compact`, `subagent_stop`: how it ended.
     pub status: String,
+    /// `tool_result`: the tool ran.
     pub executed: Option<bool>,
+    /// `tool_result`: the outcome.
     pub result: Option<EventResult>,
+    /// `pre_compact`, `post_compact`: which compaction.
     pub compaction_id: String,
+    /// `pre_compact`, `post_compact`: messages compacted.
     pub message_count: Option<u64>,
+    /// `pre_compact`, `post_compact`: their estimated tokens.
     pub token_estimate: Option<u64>,
+    /// `subagent_start`, `subagent_stop`: the subagent.
     pub agent_id: String,
+    /// `subagent_start`, `subagent_stop`: its run.
     pub agent_run_id: String,
     /// The subagent's name (`name` on the wire).
     pub agent_name: String,
@@ -88,8 +110,11 @@ pub struct Event {
 /// The outcome carried by a `tool_result` event.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventResult {
+    /// The content blocks.
     pub content: Vec<Value>,
+    /// The tool failed.
     pub is_error: bool,
+    /// The host cut the content to its bounds.
     pub truncated: bool,
 }
 
@@ -155,11 +180,17 @@ impl Event {
 /// about to be used and the run it is for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BeforeAgentStart {
+    /// The system prompt about to be used.
     pub system_prompt: String,
+    /// The agent's session.
     pub session_id: String,
+    /// The run about to start.
     pub agent_run_id: String,
+    /// The project directory.
     pub cwd: String,
+    /// The model provider.
     pub provider: String,
+    /// The model.
     pub model: String,
 }
 

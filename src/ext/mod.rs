@@ -35,6 +35,8 @@
 //! panics answers its request with an error (an intercept with allow) and
 //! the extension stays up.
 
+#![warn(missing_docs)]
+
 mod events;
 mod pool;
 mod runtime;

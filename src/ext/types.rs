@@ -224,9 +224,13 @@ impl Verdict {
 /// The level of a [`Handle::notify`](super::Handle::notify) note.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// Neutral information.
     Info,
+    /// Something worked.
     Success,
+    /// Something needs attention.
     Warn,
+    /// Something failed.
     Error,
 }
 
@@ -378,8 +382,11 @@ pub struct ToolOptions {
     pub interactive: bool,
     /// Groups tools in listings.
     pub namespace: Option<String>,
+    /// What the namespace's tools are for.
     pub namespace_description: Option<String>,
+    /// How to use the namespace's tools, for the model.
     pub namespace_instructions: Option<String>,
+    /// Whether a durable host may run the call again.
     pub replay: Option<Replay>,
 }
 
