@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn measure_round_trips_and_throughput() {
     let mut e = match std::env::var_os("ZOT_SDK_MEASURE") {
-        Some(bin) => Ext::spawn(std::path::Path::new(&bin), &[], &root()),
+        Some(bin) => Ext::spawn(std::path::Path::new(&bin), &[], root()),
         None => Ext::start("rust/echo"),
     };
     e.handshake("/p");
