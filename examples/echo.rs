@@ -1,7 +1,8 @@
 //! A minimal, fast extension for tests and benchmarks: `echo` returns its
 //! arguments, `slow` sleeps (and honours tool_cancel; with `note: true` it
 //! first sends the note "slow N ms started"), `panic` panics,
-//! `big` returns a large text block, `/echo` displays its arguments.
+//! `big` returns a large text block, `/echo` displays its arguments, and
+//! the event `panic` panics its handler.
 //! An optional first argument is appended to every tool and command name
 //! (`echo _2` registers `echo_2`, `big_2`, ...), so that several copies can
 //! be loaded side by side (the bench does).
@@ -33,6 +34,8 @@ fn main() {
         let n = args["bytes"].as_u64().unwrap_or(0) as usize;
         ToolResult::text("x".repeat(n))
     });
+
+    e.on("panic", |_, _| panic!("asked to panic in an event handler"));
 
     if let Err(err) = e.run() {
         zot::logf!("fatal: {err}");

@@ -176,6 +176,8 @@ fn a_panicking_handler_answers_with_an_error() {
         assert!(is_error(&r), "{r}");
         assert!(text(&r).contains("asked to panic"), "{r}");
     }
+    // An event handler's panic stops neither reading nor the next call.
+    e.send(json!({"type": "event", "event": "panic"}));
     let r = e.tool("e1", "echo", json!({"still": "here"}));
     assert_eq!(text(&r), r#"{"still":"here"}"#);
     let r = e.command("c1", "echo", "alive");

@@ -125,6 +125,23 @@ fn call_tool_names_its_parent_and_the_answer_reaches_the_waiting_handler() {
     assert!(e.shutdown().success());
 }
 
+/// The host routes a nested call back to the caller's own extension: it
+/// runs while its parent waits.
+#[test]
+fn a_nested_call_to_the_same_extension_runs_while_its_parent_waits() {
+    let mut e = toolbox();
+    e.send(json!({"type": "tool_call", "id": "outer", "name": "relay", "args": {"name": "stats", "args": {"text": "a b"}}}));
+    let call = e.wait_for("call_tool", |f| f["type"] == "call_tool");
+    assert_eq!(call["parent_id"], "outer");
+    let inner = e.tool("inner", "stats", call["args"].clone());
+    assert_eq!(text(&inner), "3 chars, 2 words");
+    e.send(json!({"type": "tool_result", "id": call["id"], "name": "stats", "content": inner["content"], "structured_content": inner["structured_content"]}));
+    let r = e.reply("tool_result", "outer");
+    assert_eq!(text(&r), "stats: 3 chars, 2 words");
+    assert_eq!(r["structured_content"]["inner"], json!({"chars": 3, "words": 2}));
+    assert!(e.shutdown().success());
+}
+
 #[test]
 fn cancelling_the_parent_or_a_timeout_sends_call_tool_cancel() {
     let mut e = toolbox();
