@@ -76,11 +76,20 @@ enum End {
 
 pub(super) fn run(mut ext: Extension) -> io::Result<()> {
     let shared = Arc::clone(&ext.shared);
+    // This thread reads the host's frames, the on-hello hook included: a
+    // call_tool here could never see its answer.
+    ON_READER.with(|r| r.set(true));
+    let result = serve(&mut ext, &shared);
+    ON_READER.with(|r| r.set(false));
+    result
+}
+
+fn serve(ext: &mut Extension, shared: &Arc<Shared>) -> io::Result<()> {
     let mut input = Input { reader: BufReader::with_capacity(64 << 10, io::stdin()), lines: LineBuf::new(MAX_LINE) };
 
     // 1. hello, alone, before anything else.
     let capabilities = wire::CAPABILITIES.iter().map(|c| c.to_string()).collect();
-    write_now(&shared, &[Out::Hello { name: ext.name.clone(), version: ext.version.clone(), capabilities }])?;
+    write_now(shared, &[Out::Hello { name: ext.name.clone(), version: ext.version.clone(), capabilities }])?;
 
     // 2. wait for hello_ack; keep whatever else comes first for later.
     let mut early = Vec::new();
@@ -92,31 +101,29 @@ pub(super) fn run(mut ext: Extension) -> io::Result<()> {
                 shared.call_tool_ok.store(call_tool, Ordering::Release);
                 break info;
             }
-            Some(Ok(In::Shutdown)) => return write_now(&shared, &[Out::ShutdownAck]),
+            Some(Ok(In::Shutdown)) => return write_now(shared, &[Out::ShutdownAck]),
             Some(other) => early.push(other),
         }
     };
 
     // 3. the on-hello hook may register more.
     if let Some(hook) = ext.on_hello.take() {
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| hook(&info, &mut ext))) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| hook(&info, ext))) {
             log(format_args!("on_hello panicked: {}", panic_message(&*p)));
         }
     }
 
     // 4. registrations, one subscribe, ready; then what handles queued.
-    write_now(&shared, &registrations(&ext))?;
+    write_now(shared, &registrations(ext))?;
     shared.writer.open();
 
     // 5. serve until shutdown or the end of input.
     let core = Arc::new(Core {
-        router: Router::from(&mut ext),
-        shared: Arc::clone(&shared),
+        router: Router::from(ext),
+        shared: Arc::clone(shared),
         cancels: Mutex::new(HashMap::new()),
         pool: Pool::new(),
     });
-    drop(ext);
-    ON_READER.with(|r| r.set(true));
     let mut end = None;
     for frame in early {
         if core.route(frame).is_some() {
@@ -138,7 +145,6 @@ pub(super) fn run(mut ext: Extension) -> io::Result<()> {
             }
         },
     };
-    ON_READER.with(|r| r.set(false));
     core.stop(end)
 }
 

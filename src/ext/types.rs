@@ -474,8 +474,9 @@ pub enum CallError {
     Unsupported,
     /// The arguments are not a JSON object, or the name is empty.
     BadArgs,
-    /// Called from an event or panel handler, which run on the thread that
-    /// reads the host's frames: the answer could never be read.
+    /// Called from an event or panel handler or the on-hello hook, which
+    /// run on the thread that reads the host's frames: the answer could
+    /// never be read.
     OnReaderThread,
     /// Cancelled (the caller's flag or the parent call); `call_tool_cancel` was sent.
     Cancelled,
@@ -490,7 +491,7 @@ impl fmt::Display for CallError {
         f.write_str(match self {
             CallError::Unsupported => "host does not support call_tool",
             CallError::BadArgs => "call_tool requires a name and JSON object args",
-            CallError::OnReaderThread => "call_tool cannot wait inside an event or panel handler",
+            CallError::OnReaderThread => "call_tool cannot wait on the thread that reads the host (event and panel handlers, on_hello)",
             CallError::Cancelled => "call_tool cancelled",
             CallError::Timeout => "call_tool timed out",
             CallError::Disconnected => "host disconnected",
