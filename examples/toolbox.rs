@@ -1,8 +1,9 @@
 //! The current protocol revision in one extension: `relay` runs another
 //! tool through the host (`call_tool`, with itself as parent); `unlock`
 //! activates the deferred tool `vault`; `stats` has an output schema;
-//! `send_note` is replayed by reconciling on its `operation_key`;
-//! `confirm` is interactive (a panel, answered with enter or esc);
+//! `send_note` (model-only) is replayed by reconciling on its
+//! `operation_key`; `confirm` is interactive (a panel, answered with enter
+//! or esc);
 //! `/weather-now CITY` is a `tool_prompt`, `/reload` a `submit_slash`,
 //! `/host-tool NAME` a `call_tool` from a command. Every lifecycle event
 //! is kept (typed) for the `events` tool, and `before_agent_start` adds a
@@ -12,7 +13,7 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zot::ext::{self, CallOptions, Event, Extension, Panel, Reconciled, ToolOptions, ToolResult, EVENTS};
+use zot::ext::{self, CallOptions, Event, Exposure, Extension, Panel, Reconciled, ToolOptions, ToolResult, EVENTS};
 
 const HAIKU: &str = "Answer in haiku.";
 
@@ -55,7 +56,8 @@ fn main() {
 
     let sent = Arc::new(Mutex::new(HashSet::<String>::new()));
     let s = Arc::clone(&sent);
-    e.tool_with("send_note", "Send args.text once per operation.", any.clone(), ToolOptions::default(), move |call| {
+    let model_only = ToolOptions { exposure: Some(Exposure::ModelOnly), ..Default::default() };
+    e.tool_with("send_note", "Send args.text once per operation.", any.clone(), model_only, move |call| {
         if let (Some(key), Ok(mut sent)) = (&call.operation_key, s.lock()) {
             sent.insert(key.clone());
         }

@@ -90,6 +90,7 @@ fn hello_declares_upstreams_capabilities_and_tools_their_new_fields() {
     assert_eq!(vault["namespace_description"], "secrets kept by the toolbox");
     assert_eq!(tool("confirm")["interactive"], true);
     assert_eq!(tool("send_note")["replay"], "reconcile", "a reconcile handler declares replay");
+    assert_eq!(tool("send_note")["exposure"], "model-only");
     let sub = frames.iter().find(|f| f["type"] == "subscribe").expect("a subscribe frame");
     assert_eq!(sub["events"], json!(EVENTS));
     assert_eq!(sub["intercept"], json!(["before_agent_start"]));
