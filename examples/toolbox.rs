@@ -1,5 +1,6 @@
 //! The current protocol revision in one extension: `relay` runs another
-//! tool through the host (`call_tool`, with itself as parent); `unlock`
+//! tool through the host (`call_tool`, with itself as parent; `ask_host`
+//! does the same through the extension's `Handle`); `unlock`
 //! activates the deferred tool `vault`; `stats` has an output schema;
 //! `send_note` (model-only) is replayed by reconciling on its
 //! `operation_key`; `confirm` is interactive (a panel, answered with enter
@@ -33,6 +34,15 @@ fn main() {
                 out
             }
             Err(err) => ToolResult::error_text(format!("relay: {err}")),
+        }
+    });
+
+    let host = e.handle();
+    e.tool("ask_host", "Run the tool args.name through the host, without arguments.", any.clone(), move |args| {
+        let name = args["name"].as_str().unwrap_or_default();
+        match host.call_tool(name, json!({})) {
+            Ok(r) => ToolResult::text(r.text()),
+            Err(err) => ToolResult::error_text(err.to_string()),
         }
     });
 

@@ -181,6 +181,23 @@ fn no_call_tool_is_sent_to_a_host_without_the_capability() {
 }
 
 #[test]
+fn call_tool_through_the_handle_on_a_tool_handlers_thread_names_that_call() {
+    let mut e = toolbox();
+    e.send(json!({"type": "tool_call", "id": "h1", "name": "ask_host", "args": {"name": "weather"}}));
+    let call = e.wait_for("call_tool", |f| f["type"] == "call_tool");
+    assert_eq!(call, json!({"type": "call_tool", "id": "sdk-1", "name": "weather", "args": {}, "parent_id": "h1"}));
+    e.send(json!({"type": "tool_call", "id": "h2", "name": "ask_host", "args": {"name": "weather"}}));
+    let second = e.wait_for("call_tool", |f| f["type"] == "call_tool");
+    assert_eq!(second["parent_id"], "h2", "each handler thread names its own call");
+    e.send(json!({"type": "tool_cancel", "id": "h1"}));
+    assert_eq!(e.wait_for("call_tool_cancel", |f| f["type"] == "call_tool_cancel")["id"], "sdk-1");
+    assert_eq!(text(&e.reply("tool_result", "h1")), "call_tool cancelled");
+    e.send(json!({"type": "tool_result", "id": second["id"], "content": [{"type": "text", "text": "fog"}]}));
+    assert_eq!(text(&e.reply("tool_result", "h2")), "fog");
+    assert!(e.shutdown().success());
+}
+
+#[test]
 fn call_tool_outside_a_tool_handler_has_no_parent() {
     let mut e = toolbox();
     e.send(json!({"type": "command_invoked", "id": "c", "name": "host-tool", "args": "weather"}));

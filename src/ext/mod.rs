@@ -50,7 +50,7 @@ pub use types::*;
 
 use crossbeam_channel::{after, bounded, never, select, Sender};
 use serde_json::{Map, Value};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::{self, Display};
 use std::io::Write;
@@ -87,6 +87,9 @@ pub(crate) struct ToolDef {
 thread_local! {
     /// Set on the thread that reads the host's frames.
     pub(crate) static ON_READER: Cell<bool> = const { Cell::new(false) };
+    /// The tool call this thread's handler is answering: the parent of a
+    /// `call_tool` made from it (upstream carries it in the context).
+    pub(crate) static CURRENT_CALL: RefCell<Option<(String, Cancel)>> = const { RefCell::new(None) };
 }
 
 /// What the builder, every [`Handle`] and the runtime share.
@@ -467,10 +470,11 @@ impl Handle {
     }
 
     /// Runs the tool `name` through the host and waits for its result (at
-    /// most 60 s). Outside a tool handler; inside one, use
-    /// [`ToolCall::call_tool`], which names the handler's call as parent
-    /// (the host requires it while a tool call to this extension is in
-    /// flight). Nothing is sent when the host does not support `call_tool`.
+    /// most 60 s). Called on a tool handler's thread, the handler's call is
+    /// the parent (`parent_id`, which the host requires while a tool call
+    /// to this extension is in flight) and cancelling it cancels this one,
+    /// as with [`ToolCall::call_tool`]; elsewhere there is no parent.
+    /// Nothing is sent when the host does not support `call_tool`.
     pub fn call_tool(&self, name: &str, args: Value) -> Result<CallResult, CallError> {
         self.call(name, args, CallOptions::default(), None)
     }
@@ -491,15 +495,20 @@ impl Handle {
         if name.is_empty() || !args.is_object() {
             return Err(CallError::BadArgs);
         }
+        let current = CURRENT_CALL.with(|c| c.borrow().clone());
+        let (parent_id, parent) = match (opts.parent_id, parent) {
+            (Some(id), p) => (Some(id), p.cloned()),
+            (None, _) => current.map_or((None, None), |(id, cancel)| (Some(id), Some(cancel))),
+        };
         let id = format!("sdk-{}", self.shared.seq.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = bounded(1);
         if let Ok(mut calls) = self.shared.calls.lock() {
             calls.insert(id.clone(), tx);
         }
-        self.out(&Out::CallTool { id: id.clone(), name: name.into(), args, parent_id: opts.parent_id });
+        self.out(&Out::CallTool { id: id.clone(), name: name.into(), args, parent_id });
         let none = never();
         let own = opts.cancel.as_ref().map_or(&none, Cancel::woken);
-        let parent = parent.map_or(&none, Cancel::woken);
+        let parent = parent.as_ref().map_or(&none, Cancel::woken);
         let deadline = after(opts.timeout.unwrap_or(CALL_TIMEOUT));
         let result = select! {
             recv(rx) -> r => r.map_err(|_| CallError::Disconnected),

@@ -15,7 +15,7 @@ use super::pool::Pool;
 use super::wire::{self, In, InterceptReply, Out};
 use super::{
     log, Cancel, CommandFn, EventFn, Extension, Handle, HostInfo, InterceptFn, PanelCloseFn, PanelKey, PanelKeyFn,
-    ReconcileFn, Response, Shared, ToolCall, ToolFn, ToolResult, Verdict, ON_READER,
+    ReconcileFn, Response, Shared, ToolCall, ToolFn, ToolResult, Verdict, CURRENT_CALL, ON_READER,
 };
 use crate::child::MAX_LINE;
 use crate::lines::{Line, LineBuf};
@@ -313,10 +313,13 @@ impl Core {
 
     fn tool(&self, call: ToolCall, handler: &ToolFn, reconciler: Option<&ReconcileFn>) {
         let (id, name) = (call.id.clone(), call.name.clone());
+        CURRENT_CALL.with(|c| *c.borrow_mut() = Some((id.clone(), call.cancel.clone())));
         let res = catch_unwind(AssertUnwindSafe(|| match reconciler {
             Some(r) => r(&call).into_result(),
             None => handler(call),
-        }))
+        }));
+        CURRENT_CALL.with(|c| *c.borrow_mut() = None);
+        let res = res
         .unwrap_or_else(|p| {
             log(format_args!("tool {name} panicked: {}", panic_message(&*p)));
             ToolResult::error_text(format!("tool {name} failed: {}", panic_message(&*p)))
