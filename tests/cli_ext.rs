@@ -207,7 +207,7 @@ fn install_refuses_bad_sources_and_leaves_nothing() {
     let bad = w.scratch.path().join("bad");
     write(&bad.join("extension.json"), r#"{"name":"bad","version":"1"}"#);
     let e = w.fails(&["ext", "install", s(&bad)]);
-    assert!(e.contains("`exec` is required"), "{e}");
+    assert!(e.contains("exec, theme, or skills is required"), "{e}");
     write(&bad.join("extension.json"), "{ not json");
     let e = w.fails(&["ext", "install", s(&bad)]);
     assert!(e.contains("invalid manifest"), "{e}");
@@ -350,7 +350,7 @@ fn install_from_git() {
     // A repository without a valid manifest: cloned, refused, rolled back.
     let bad = bare_repo(&w, "bad", |work| write(&work.join("extension.json"), r#"{"name":"bad"}"#));
     let e = w.fails(&["ext", "install", &format!("file://{}", bad.display())]);
-    assert!(e.contains("`exec` is required"), "{e}");
+    assert!(e.contains("exec, theme, or skills is required"), "{e}");
     assert!(!e.contains(".zot-install"), "errors name the source, not the staging dir: {e}");
     assert_eq!(w.installed(), vec!["gitext"]);
 
