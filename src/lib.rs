@@ -14,6 +14,7 @@ pub mod child;
 pub mod cli;
 pub mod console;
 pub mod discovery;
+pub mod envexpand;
 pub mod ext;
 pub mod home;
 pub mod host;

@@ -356,8 +356,15 @@ impl Dispatcher {
                 return self.fail(slot, e.to_string());
             }
         };
+        let env = match crate::envexpand::expand_from_env(m.env()) {
+            Ok(env) => env,
+            Err(e) => {
+                ext.log = Some(log);
+                return self.fail(slot, e.to_string());
+            }
+        };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &env, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(id, msg)
         });
         ext.log = Some(log);
