@@ -30,3 +30,4 @@ pub mod signals;
 pub mod stdio;
 pub mod text;
 pub mod trace;
+pub mod trust;

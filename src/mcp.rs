@@ -787,6 +787,9 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Submit { extension, text } => {
             log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
         }
+        HostEvent::UntrustedProject { dir, extensions } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
+        }
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::ClearNotes { .. }

@@ -150,6 +150,8 @@ struct Dispatcher {
     reload_after_load: Vec<Responder>,
     /// Requests that arrived during a load or a reload, run once it is over.
     deferred: Vec<(Request, Responder)>,
+    /// Project-local extensions of an untrusted project: listed, never started.
+    untrusted: Vec<crate::discovery::Found>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -196,6 +198,7 @@ impl Dispatcher {
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
+            untrusted: Vec::new(),
         }
     }
 
@@ -299,7 +302,12 @@ impl Dispatcher {
         self.load_errors.clear();
         self.exts.clear();
         self.registry.clear();
-        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home);
+        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
+        self.untrusted = disc.untrusted.clone();
+        if !self.untrusted.is_empty() {
+            let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
+            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions });
+        }
         for b in &disc.broken {
             let msg = b.error.to_string();
             self.load_errors.push(msg.clone());
@@ -342,6 +350,12 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         let id = ext.id;
         let m = &ext.found.manifest;
+        if m.is_static() {
+            // Nothing to run: its skills and theme are there at once.
+            let extension = m.name.clone();
+            ext.life = Life::Ready;
+            return self.emit(HostEvent::ExtensionReady { extension, commands: Vec::new(), tools: Vec::new() });
+        }
         let log = match Log::open(&log_path) {
             Ok(l) => l,
             Err(e) => {
