@@ -512,13 +512,23 @@ fn enable_disable_round_trip() {
         fs::read_dir(&dir).expect("ls").map(|e| e.expect("e").file_name()).collect();
     assert_eq!(files.len(), 2, "{files:?}");
 
-    // Project-local first.
+    // A name in both scopes is ambiguous: refused, naming both folders,
+    // both manifests byte-identical.
     make_ext(&w.project_root().join("rt"), "rt", "");
-    w.ok(&["ext", "disable", "rt"]);
-    assert_eq!(fs::read_to_string(&manifest).expect("read"), original, "global untouched");
-    assert!(fs::read_to_string(w.project_root().join("rt/extension.json"))
-        .expect("read")
-        .contains("\"enabled\": false"));
+    let local = w.project_root().join("rt/extension.json");
+    let local_before = fs::read(&local).expect("read");
+    for sub in ["disable", "enable"] {
+        let e = w.fails(&["ext", sub, "rt"]);
+        assert!(e.contains("rt is ambiguous"), "{e}");
+        assert!(e.contains(s(&w.project_root().join("rt"))) && e.contains(s(&dir)), "{e}");
+        assert!(e.contains("nothing changed"), "{e}");
+        assert_eq!(fs::read(&local).expect("read"), local_before);
+        assert_eq!(fs::read_to_string(&manifest).expect("read"), original);
+    }
+    // The installed folder's name picks one.
+    assert_eq!(w.ok(&["ext", "disable", "rt-folder"]), "disabled rt-folder\n");
+    assert!(fs::read_to_string(&manifest).expect("read").contains("\"enabled\": false"));
+    assert_eq!(fs::read(&local).expect("read"), local_before, "project one untouched");
 
     let e = w.fails(&["ext", "enable", "nope"]);
     assert_eq!(e, "zot: no extension named nope (see 'zot ext list')");
@@ -543,10 +553,15 @@ fn remove() {
     assert_eq!(out, format!("removed gone ({})\n", w.ext_root().join("gone").display()));
     assert!(!w.ext_root().join("gone").exists());
 
-    // Project-local first.
-    w.ok(&["ext", "remove", "-y", "dup"]);
-    assert!(!w.project_root().join("dup").exists());
-    assert!(w.ext_root().join("dup").exists());
+    // In both scopes under one name: refused, nothing removed.
+    let e = w.fails(&["ext", "remove", "-y", "dup"]);
+    assert!(e.contains("dup is ambiguous") && e.contains("(project)") && e.contains("(global)"), "{e}");
+    assert!(w.project_root().join("dup").exists() && w.ext_root().join("dup").exists());
+    // By folder name: a manifest named otherwise, in its folder "dup2".
+    fs::remove_dir_all(w.project_root().join("dup")).expect("rm");
+    make_ext(&w.project_root().join("dup2"), "other-name", "");
+    w.ok(&["ext", "remove", "-y", "dup2"]);
+    assert!(!w.project_root().join("dup2").exists());
     w.ok(&["ext", "remove", "-y", "dup"]);
     assert!(!w.ext_root().join("dup").exists());
 
