@@ -779,9 +779,11 @@ pub fn ext_help() -> String {
         "Usage: zot ext <command> [--cwd DIR]
 
 Manage extensions: global ones in $ZOT_HOME/extensions and project-local ones
-in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). Names are
-the manifest names that 'zot ext list' shows; a name is looked up in the
-project-local extensions first, then the global ones.
+in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). A name is
+the manifest name that 'zot ext list' shows or the name of the extension's
+folder, looked up in the project-local and the global extensions; a name that
+matches more than one is refused (the matching folders are listed) and
+nothing changes.
 
 Commands:
   list [--json]               installed extensions (project first, then global),
@@ -832,8 +834,10 @@ manifest's name (not the folder's or repository's).
 
 A git URL (https://, http://, ssh://, git@, file://, or anything ending in
 .git) is shallow-cloned with the system git. Anything else is a local folder
-holding extension.json; it is copied recursively keeping file modes, except a
-top-level .git. A symbolic link is copied as a link only if it stays inside the
+holding extension.json (or that file's path); it is copied recursively keeping
+file modes, except a top-level .git, and a top-level target/ and node_modules/
+of which only the files the manifest's exec and args name are copied. A
+symbolic link is copied as a link only if it stays inside the
 extension; otherwise the install is refused. The result must hold a valid
 manifest; on any failure nothing is left behind. An extension that is already
 installed is never overwritten: remove it first.
@@ -842,7 +846,7 @@ installed is never overwritten: remove it first.
         "remove" => {
             "Usage: zot ext remove <name> [-y|--yes] [--cwd DIR]
 
-Deletes the extension's directory (project-local first, then global). Asks
+Deletes the extension's directory (a manifest or folder name). Asks
 for confirmation on a terminal; without a terminal, --yes is required. An
 extension directory that is a symbolic link is unlinked, its target is left
 alone. The extension's log is kept.

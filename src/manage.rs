@@ -489,6 +489,9 @@ fn install(home: &Home, source: &OsStr) -> Res {
     } else {
         copy_tree(Path::new(source), &staging.path)?;
     }
+    if fs::symlink_metadata(staging.path.join(MANIFEST_FILE)).is_err() {
+        return Err(Fail::Msg(format!("{text} holds no {MANIFEST_FILE}: not an extension")));
+    }
     let m = Manifest::load(&staging.path).map_err(|e| {
         format!("{text} holds no valid extension: {}", rebase(&e.to_string(), &staging.path, &text))
     })?;
