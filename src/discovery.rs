@@ -3,7 +3,8 @@
 //!
 //! Project-local extensions of a project that is not trusted
 //! ([`crate::trust`]) are set apart in [`Discovery::untrusted`]: they claim
-//! no name, so a global extension of the same name loads as usual.
+//! no name, so a global extension of the same name loads as usual. Their
+//! broken manifests are still reported: reading a manifest runs nothing.
 
 use crate::home::{project_extensions_dir, Home};
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};

@@ -506,3 +506,19 @@ fn trust_and_restart_usage_errors() {
         stop(&mut z);
     }
 }
+
+#[test]
+fn zot_mcp_says_on_stderr_which_project_extensions_it_did_not_load() {
+    let t = TempDir::new("trust-mcp");
+    let (proj, marker) = project(t.path());
+    let mut args = strings(&["mcp", "--cwd", s(&proj)]);
+    args.extend(strings(&FAST));
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    z.close_stdin();
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    assert!(out.is_empty(), "nothing on stdout without a client: {out:?}");
+    let want = format!("zot mcp: 1 project extension not loaded (local): run 'zot trust' in {} to allow them", proj.display());
+    assert_eq!(z.stderr_text().matches(&want).count(), 1, "{}", z.stderr_text());
+    assert!(!marker.exists());
+}
