@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
 
 struct Out {
@@ -521,4 +522,69 @@ fn zot_mcp_says_on_stderr_which_project_extensions_it_did_not_load() {
     let want = format!("zot mcp: 1 project extension not loaded (local): run 'zot trust' in {} to allow them", proj.display());
     assert_eq!(z.stderr_text().matches(&want).count(), 1, "{}", z.stderr_text());
     assert!(!marker.exists());
+}
+
+#[test]
+fn concurrent_trusts_lose_nothing() {
+    let t = TempDir::new("trust-race");
+    let dirs: Vec<PathBuf> = (0..8).map(|i| t.path().join(format!("p{i}"))).collect();
+    let kids: Vec<std::process::Child> = dirs
+        .iter()
+        .map(|d| {
+            fs::create_dir_all(d).expect("mkdir");
+            Command::new(BIN)
+                .args(["trust", s(d)])
+                .env("ZOT_HOME", t.path().join("zot-home"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn zot trust")
+        })
+        .collect();
+    for mut k in kids {
+        assert!(k.wait().expect("wait").success());
+    }
+    let r = trust_cmd(t.path(), &["trust", "--list"]);
+    let want: String = dirs.iter().map(|d| format!("{}  trusted\n", d.display())).collect();
+    assert_eq!(r.stdout, want);
+}
+
+#[test]
+fn an_untrusted_project_extension_claims_no_name_and_static_ones_are_untrusted_too() {
+    let t = TempDir::new("trust-shadow");
+    let proj = t.path().join("proj");
+    let local = proj.join(".zot/extensions");
+    let m = |n: &str| t.path().join(format!("started-{n}"));
+    common::py_ext(&local, "dup", "dup", &["--touch", s(&m("project"))]);
+    write_manifest(&local, "skills", json!({"name": "project-skills", "skills": ["s"]}));
+    common::py_ext(&t.path().join("home/extensions"), "dup", "dup", &["--touch", s(&m("global"))]);
+    let mut cfg = common::host_config(t.path(), vec![]);
+    cfg.cwd = proj.clone();
+    cfg.sources.no_ext = false;
+    let (host, events) = common::start_host(cfg.clone());
+    let report = host.wait_ready().expect("load");
+    assert_eq!(report.ready, ["dup"]);
+    let l = host.list().expect("list");
+    let got: Vec<(&str, &str, &str)> =
+        l.extensions.iter().map(|e| (e.name.as_str(), e.source, e.state.as_str())).collect();
+    assert_eq!(got, [("dup", "global", "ready"), ("dup", "project", "untrusted"), ("project-skills", "project", "untrusted")]);
+    host.shutdown();
+    assert!(m("global").exists() && !m("project").exists());
+    let ev = common::wait_event(&events, Duration::ZERO, |e| matches!(e, zot::host::HostEvent::UntrustedProject { .. }));
+    assert_eq!(
+        ev,
+        Some(zot::host::HostEvent::UntrustedProject {
+            dir: proj.display().to_string(),
+            extensions: vec!["dup".into(), "project-skills".into()]
+        })
+    );
+
+    // Trusted for the run: the project's wins, as precedence says.
+    cfg.trust_project = true;
+    let (host, _events) = common::start_host(cfg);
+    let report = host.wait_ready().expect("load");
+    assert_eq!(report.ready, ["dup", "project-skills"]);
+    assert_eq!(host.list().expect("list").extensions[0].source, "project");
+    host.shutdown();
+    assert!(m("project").exists());
 }
