@@ -588,3 +588,21 @@ fn an_untrusted_project_extension_claims_no_name_and_static_ones_are_untrusted_t
     host.shutdown();
     assert!(m("project").exists());
 }
+
+#[test]
+fn projects_are_recorded_by_canonical_path() {
+    let t = TempDir::new("trust-canon");
+    let (proj, marker) = project(t.path());
+    let link = t.path().join("link-to-proj");
+    std::os::unix::fs::symlink(&proj, &link).expect("symlink");
+    let r = trust_cmd(t.path(), &["trust", s(&link.join("."))]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let file: Value = serde_json::from_slice(&fs::read(t.path().join("zot-home/trust.json")).expect("read")).expect("json");
+    assert_eq!(file["projects"][0]["dir"], s(&proj));
+    // Reached through the link or directly: the same trusted project.
+    assert_eq!(session(t.path(), &link, &[]).2["state"], "ready");
+    assert!(marker.exists());
+    let r = trust_cmd(t.path(), &["untrust", s(&link)]);
+    assert_eq!(r.stdout, format!("untrusted {}\n", proj.display()));
+    assert_eq!(session(t.path(), &proj, &[]).2["state"], "untrusted");
+}
