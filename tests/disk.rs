@@ -177,6 +177,9 @@ fn static_extensions_are_ready_without_a_process_and_listed_with_absolute_paths(
     let mut z = serve(t.path(), &cwd, &[&["--no-ext"][..], &extra].concat(), &[]);
     let r = ready(&mut z);
     assert_eq!(names(&r["extensions"]), ["skilled", "themed", "running"], "{r}");
+    let announced: Vec<Value> =
+        z.seen.iter().map(|l| json_line(l)).filter(|v| v["type"] == "extension_ready" && v["extension"] == "skilled").collect();
+    assert_eq!(announced, [json!({"type": "extension_ready", "extension": "skilled", "commands": [], "tools": []})]);
     let errors: Vec<Value> =
         z.seen.iter().map(|l| json_line(l)).filter(|v| v["type"] == "extension_error").collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
