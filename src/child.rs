@@ -103,11 +103,13 @@ impl Child {
     /// Spawns `exec` (the manifest's resolved program) with the manifest's
     /// args, in its directory, in its own process group. Every report of
     /// its threads reaches `inbox` as `wrap(msg)`. With `trace`, every
-    /// frame in and out is recorded ([`crate::trace`]).
+    /// frame in and out is recorded ([`crate::trace`]). `env` (the
+    /// manifest's, expanded) is added to the environment ([`child_env`]).
     #[allow(clippy::too_many_arguments)]
     pub fn spawn<M, W>(
         manifest: &Manifest,
         exec: &Path,
+        env: &[(String, String)],
         log: &Log,
         queue_limit: usize,
         trace: Option<&Arc<Tracer>>,
@@ -119,7 +121,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let name = &manifest.name;
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, log)?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
         let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
@@ -340,15 +342,37 @@ struct Started {
     stdout: File,
 }
 
+/// The environment of an extension: the host's own, then `ZOT_AGENT=1` and
+/// `AI_AGENT=zot` (as upstream sets them), then `extra` (the manifest's
+/// `env`, expanded), each later entry replacing an earlier one of its name.
+pub fn child_env(extra: &[(String, String)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot")]
+        .into_iter()
+        .chain(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for (k, v) in added {
+        env.retain(|(name, _)| name != k);
+        env.push((k.into(), v.into()));
+    }
+    env
+}
+
 /// Starts `exec` with the manifest's args, in its directory, in its own
 /// process group, stderr to the log.
 #[cfg(not(target_os = "linux"))]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(
+    manifest: &Manifest,
+    exec: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    log: &Log,
+) -> io::Result<Started> {
     use std::os::fd::OwnedFd;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut child = Command::new(exec)
         .args(&manifest.args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(&manifest.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -381,7 +405,12 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
 /// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
 /// before exec, as `std` does.
 #[cfg(target_os = "linux")]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(
+    manifest: &Manifest,
+    exec: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    log: &Log,
+) -> io::Result<Started> {
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
@@ -467,7 +496,8 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
     let args = std::iter::once(Ok(path.clone()))
         .chain(manifest.args.iter().map(|a| cstr(a.as_bytes())))
         .collect::<io::Result<Vec<CString>>>()?;
-    let env = std::env::vars_os()
+    let env = env
+        .iter()
         .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
         .collect::<io::Result<Vec<CString>>>()?;
     let nul_terminated = |v: &[CString]| v.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect::<Vec<_>>();
@@ -694,7 +724,7 @@ mod tests {
         let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
         let log = Log::open(&dir.join("quick.log")).unwrap();
         let (tx, rx) = crossbeam_channel::unbounded();
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &log, 8, None, tx, |m| m).unwrap();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
         let status = loop {
             match rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the exit is reported") {
                 ChildMsg::Exited(s) => break s,

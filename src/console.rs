@@ -577,6 +577,7 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
         HostEvent::LoadFailed { extension, message } => {
             format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))))
         }
+        HostEvent::UntrustedProject { dir, extensions } => st.dim(&crate::trust::not_loaded_line(&dir, &extensions)),
     }
 }
 

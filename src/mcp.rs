@@ -751,6 +751,9 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
             }
         }
+        HostEvent::UntrustedProject { dir, extensions } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
+        }
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::SubmitSlash { .. }

@@ -131,6 +131,11 @@ pub struct Config {
     /// lines are read and its frames sent ([`crate::trace`]); flushed by
     /// [`Host::shutdown`](super::Host::shutdown).
     pub trace: Option<std::sync::Arc<crate::trace::Tracer>>,
+    /// `--trust-project`: load the project's extensions for this run even
+    /// if the project is not trusted ([`crate::trust`]).
+    pub trust_project: bool,
+    /// `--restart`: overrides every manifest's `restart` for this run.
+    pub restart: Option<crate::manifest::RestartPolicy>,
 }
 
 impl Config {
@@ -151,6 +156,8 @@ impl Config {
             hold_until_loaded: false,
             interactive_tools: false,
             trace: None,
+            trust_project: false,
+            restart: None,
         }
     }
 }
@@ -337,6 +344,8 @@ pub enum State {
     Ready,
     Exited,
     Failed,
+    /// Project-local, in a project that is not trusted: never started.
+    Untrusted,
 }
 
 impl State {
@@ -346,6 +355,7 @@ impl State {
             State::Ready => "ready",
             State::Exited => "exited",
             State::Failed => "failed",
+            State::Untrusted => "untrusted",
         }
     }
 }
@@ -376,6 +386,15 @@ pub struct ExtInfo {
     /// Tools this extension registered that another one owns.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadowed_tools: Vec<String>,
+    /// A static extension (no process: skills or a theme).
+    #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
+    pub is_static: bool,
+    /// Absolute paths of a static extension's skills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// Absolute path of a static extension's theme.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -454,6 +473,8 @@ pub enum HostEvent {
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed { extension: String, message: String },
+    /// The project's own extensions were not loaded: it is not trusted.
+    UntrustedProject { dir: String, extensions: Vec<String> },
 }
 
 /// Why a request failed.

@@ -58,8 +58,43 @@ impl Dispatcher {
                 } else {
                     Vec::new()
                 },
+                ..static_info(m)
+            });
+        }
+        for f in &self.untrusted {
+            out.extensions.push(ExtInfo {
+                source: f.source.as_str(),
+                state: State::Untrusted,
+                error: Some("the project is not trusted: run 'zot trust' in it".into()),
+                ..static_info(&f.manifest)
             });
         }
         out
+    }
+}
+
+/// The listing fields taken from the manifest alone, the state `starting`
+/// and nothing registered.
+fn static_info(m: &crate::manifest::Manifest) -> ExtInfo {
+    let show = |p: &std::path::Path| p.display().to_string();
+    ExtInfo {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        dir: show(&m.dir),
+        source: "",
+        state: State::Starting,
+        pid: None,
+        capabilities: Vec::new(),
+        restarts: 0,
+        commands: Vec::new(),
+        tools: Vec::new(),
+        events: Vec::new(),
+        intercepts: Vec::new(),
+        error: None,
+        shadowed_commands: Vec::new(),
+        shadowed_tools: Vec::new(),
+        is_static: m.is_static(),
+        skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
+        theme: if m.is_static() { m.theme().map(show) } else { None },
     }
 }

@@ -163,6 +163,8 @@ struct Dispatcher {
     deferred: Vec<(Request, Responder)>,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
+    /// Project-local extensions of an untrusted project: listed, never started.
+    untrusted: Vec<crate::discovery::Found>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -210,6 +212,7 @@ impl Dispatcher {
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            untrusted: Vec::new(),
         }
     }
 
@@ -314,7 +317,12 @@ impl Dispatcher {
         self.load_errors.clear();
         self.exts.clear();
         self.registry.clear();
-        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home);
+        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
+        self.untrusted = disc.untrusted.clone();
+        if !self.untrusted.is_empty() {
+            let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
+            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions });
+        }
         for b in &disc.broken {
             let msg = b.error.to_string();
             self.load_errors.push(msg.clone());
@@ -357,6 +365,12 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         let id = ext.id;
         let m = &ext.found.manifest;
+        if m.is_static() {
+            // Nothing to run: its skills and theme are there at once.
+            let extension = m.name.clone();
+            ext.life = Life::Ready;
+            return self.emit(HostEvent::ExtensionReady { extension, commands: Vec::new(), tools: Vec::new() });
+        }
         let log = match Log::open(&log_path) {
             Ok(l) => l,
             Err(e) => {
@@ -371,8 +385,15 @@ impl Dispatcher {
                 return self.fail(slot, e.to_string());
             }
         };
+        let env = match crate::envexpand::expand_from_env(m.env()) {
+            Ok(env) => env,
+            Err(e) => {
+                ext.log = Some(log);
+                return self.fail(slot, e.to_string());
+            }
+        };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &env, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(id, msg)
         });
         ext.log = Some(log);
