@@ -746,6 +746,14 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Submit { extension, text } => {
             log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
         }
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, .. } => {
+            log(WARNING, &extension, format!("extension {extension} exited; restart {attempt} in {delay_ms} ms"));
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => {
+            let msg = format!("extension {extension} gave up after {restarts} restarts (crash loop); see 'zot ext logs {extension}'");
+            eprintln!("zot mcp: {}", strip_controls(&msg));
+            log(ERROR, &extension, msg);
+        }
         HostEvent::ToolsChanged { .. } => {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));

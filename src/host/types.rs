@@ -349,6 +349,10 @@ pub enum State {
     Failed,
     /// Project-local, in a project that is not trusted: never started.
     Untrusted,
+    /// Exited on its own; started again after a delay (PROTOCOL.md §7.1).
+    Restarting,
+    /// Restarted too often; down until a reload.
+    CrashLoop,
 }
 
 impl State {
@@ -359,6 +363,8 @@ impl State {
             State::Exited => "exited",
             State::Failed => "failed",
             State::Untrusted => "untrusted",
+            State::Restarting => "restarting",
+            State::CrashLoop => "crash_loop",
         }
     }
 }
@@ -473,6 +479,19 @@ pub enum HostEvent {
     /// An extension became ready (initial load, restart, reload), with the
     /// commands and tools it registered.
     ExtensionReady { extension: String, commands: Vec<String>, tools: Vec<String> },
+    /// An extension exited on its own and is started again after
+    /// `delay_ms` (PROTOCOL.md §7.1); `attempt` counts from 1.
+    ExtensionRestarting {
+        extension: String,
+        attempt: u32,
+        delay_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+    },
+    /// Restarted `restarts` times without staying up: down until a reload.
+    ExtensionCrashLoop { extension: String, restarts: u32 },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed { extension: String, message: String },

@@ -42,7 +42,7 @@ impl Dispatcher {
                 state: e.life.state(),
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
-                restarts: 0,
+                restarts: e.restarts,
                 commands: e.commands.iter().map(|c| c.0.clone()).collect(),
                 tools: e.tools.iter().map(|t| t.name.clone()).collect(),
                 events: e.events.clone(),

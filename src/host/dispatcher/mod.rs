@@ -16,6 +16,7 @@ mod ext;
 mod frames;
 mod limits;
 mod listing;
+mod restart;
 mod stop;
 
 use super::registry::{self, Registry};
@@ -120,6 +121,10 @@ enum Timer {
     ExitGrace(ExtId),
     EofKill(ExtId),
     Stop(ExtId, StopStage),
+    /// Start an extension again (PROTOCOL.md §7.1).
+    Restart(ExtId),
+    /// A request waiting for a restart reaches its own timeout.
+    Parked(usize, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -377,8 +382,11 @@ impl Dispatcher {
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
+        // Each process its own id: messages of an earlier one (before a
+        // restart) never reach this one.
+        let id = ExtId { slot, gen: self.next() };
         let ext = &mut self.exts[slot];
-        let id = ext.id;
+        ext.id = id;
         let m = &ext.found.manifest;
         if m.is_static() {
             // Nothing to run: its skills and theme are there at once.
@@ -433,6 +441,12 @@ impl Dispatcher {
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         self.emit(HostEvent::LoadFailed { extension: name, message: why });
+        // A restart that fails to load is one more exit.
+        if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
+            self.exts[slot].restart_names = None;
+            let extension = self.exts[slot].name().to_string();
+            self.unpark_failed(slot, HostError::Exited { extension, detail: "its restart failed".into() });
+        }
         self.check_load_done(false);
     }
 
@@ -447,6 +461,7 @@ impl Dispatcher {
         let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
         let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
         self.emit(HostEvent::ExtensionReady { extension, commands, tools });
+        self.restarted(slot);
         self.check_load_done(false);
     }
 
@@ -594,7 +609,9 @@ impl Dispatcher {
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
                 self.check_stopped();
             }
-            Life::Failed | Life::Exited | Life::Stopped => ext.log(&format!("exited ({how})")),
+            Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop => {
+                ext.log(&format!("exited ({how})"))
+            }
             Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {
@@ -604,6 +621,7 @@ impl Dispatcher {
                 // The notice goes out before the failed calls it explains.
                 self.emit_exited(slot, status);
                 self.lose(slot, &how);
+                self.maybe_restart(slot, status);
             }
         }
     }
@@ -677,6 +695,8 @@ impl Dispatcher {
                 }
             }
             Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
+            Timer::Restart(id) => self.on_restart_timer(id),
+            Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
         }
     }
 
@@ -823,6 +843,10 @@ impl Dispatcher {
 
     fn start_command(&mut self, name: String, args: String, done: Responder) {
         let Some(slot) = self.registry.command_owner(&name) else {
+            if let Some(r) = self.restarting_owner(&name, false) {
+                let timeout = self.cfg.timeouts.command;
+                return self.park(r, Request::Command { name, args }, done, timeout);
+            }
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
         if let Err(e) = self.has_room(slot) {
@@ -847,6 +871,10 @@ impl Dispatcher {
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
         if self.registry.tool_owner(&call.name).is_none() {
+            if let (Some(r), None) = (self.restarting_owner(&call.name, true), &origin) {
+                let timeout = self.cfg.timeouts.tool;
+                return self.park(r, Request::ToolCall(call), done, timeout);
+            }
             return respond(done, Err(HostError::UnknownTool(call.name)));
         }
         if !call.as_model {
