@@ -539,7 +539,11 @@ fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, pa
 fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
     let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
     match ev {
-        HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. } | HostEvent::ToolsChanged { .. } => String::new(),
+        HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::ToolsChanged { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. } => String::new(),
         HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {
             let how = match (code, signal) {
                 (_, Some(s)) => format!("signal {s}"),

@@ -765,6 +765,8 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::SubmitSlash { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. }
         | HostEvent::ClearNotes { .. }
         | HostEvent::OpenPanel { .. }
         | HostEvent::PanelRender { .. }

@@ -16,8 +16,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 15] = [
+const NOTIFICATIONS: [&str; 17] = [
     "ready",
+    "call_tool",
+    "call_tool_cancel",
     "extension_restarting",
     "extension_crash_loop",
     "untrusted_project",
@@ -34,7 +36,8 @@ const NOTIFICATIONS: [&str; 15] = [
     "extension_error",
 ];
 
-const CODES: [&str; 11] = [
+const CODES: [&str; 12] = [
+    "unknown_call",
     "internal",
     "too_large",
     "cancelled",
@@ -73,7 +76,7 @@ fn check_protocol_line(line: &str) -> Value {
     } else {
         assert!(NOTIFICATIONS.contains(&ty), "unknown frame type {ty}: {line}");
         assert!(!obj.contains_key("id"), "notification with an id: {line}");
-        if ty != "ready" && ty != "untrusted_project" {
+        if !["ready", "untrusted_project", "call_tool_cancel"].contains(&ty) {
             assert!(obj["extension"].is_string(), "notification without extension: {line}");
         }
     }
@@ -1398,6 +1401,46 @@ fn restart_never_overrides_the_manifest_and_policies_judge_the_exit() {
         l["extensions"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap(), e["state"].as_str().unwrap())).collect();
     assert_eq!(states, [("calm", "exited"), ("keen", "ready")]);
     assert!(s.notes("extension_restarting").iter().all(|f| f["extension"] == "keen" && f["code"] == 0));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn extensions_reach_the_agents_own_tools() {
+    // PROTOCOL.md §4 agent_tools / call_tool / call_tool_result, §6.1.
+    let t = TempDir::new("serve-agent-tools");
+    let a = ext(&t, "a", &["--call-tool", "--tools", "call"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    assert_eq!(s.ok(json!({"id": 1, "type": "agent_tools", "tools": [{"name": "bash", "description": "run"}]})), json!({}));
+    s.send(&json!({"id": 2, "type": "tool", "name": "call", "tool_id": "model-7", "args": {"to": "bash", "args": {"cmd": "ls"}}}));
+    let asked = s.wait_or_find(|f| f["type"] == "call_tool");
+    let asked = s.frames[asked].clone();
+    assert_eq!(asked["extension"], "a");
+    assert_eq!(asked["name"], "bash");
+    assert_eq!(asked["args"], json!({"cmd": "ls"}));
+    assert_eq!(asked["parent_tool_id"], "model-7");
+    let call_id = asked["call_id"].as_str().unwrap().to_string();
+    let r = s.ok(json!({"id": 3, "type": "call_tool_result", "call_id": call_id, "content": [{"type": "text", "text": "a b"}], "structured_content": {"n": 2}}));
+    assert_eq!(r, json!({}));
+    let got = call_result(&s.response(&json!(2)));
+    assert_eq!(got["name"], "bash");
+    assert_eq!(got["content"], json!([{"type": "text", "text": "a b"}]));
+    assert_eq!(got["structured_content"], json!({"n": 2}));
+    assert_eq!(got["is_error"], false);
+    // That call no longer waits.
+    let (code, _) = s.err(json!({"id": 4, "type": "call_tool_result", "call_id": call_id, "content": []}));
+    assert_eq!(code, "unknown_call");
+    // Cancelled by the extension: the agent is told.
+    s.send(&json!({"id": 5, "type": "tool", "name": "call", "args": {"to": "bash", "args": {}, "cancel": true}}));
+    let got = call_result(&s.response(&json!(5)));
+    assert!(got["content"][0]["text"].as_str().unwrap().contains("cancelled"), "{got}");
+    let cancel = s.wait_or_find(|f| f["type"] == "call_tool_cancel");
+    assert!(s.frames[cancel]["call_id"].is_string());
+    // A set replaced: bash is gone.
+    s.ok(json!({"id": 6, "type": "agent_tools", "tools": []}));
+    let got = call_result(&s.request(json!({"id": 7, "type": "tool", "name": "call", "args": {"to": "bash"}})));
+    assert_eq!(got["content"][0]["text"], "unknown tool \"bash\"");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }

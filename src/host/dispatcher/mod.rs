@@ -125,6 +125,8 @@ enum Timer {
     Restart(ExtId),
     /// A request waiting for a restart reaches its own timeout.
     Parked(usize, u64),
+    /// A call of an agent tool reaches the tool timeout.
+    AgentCall(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -173,6 +175,10 @@ struct Dispatcher {
     session_id: String,
     /// The last `sequence` of the envelope.
     sequence: u64,
+    /// The agent's own tools (`agent_tools`), for extensions' `call_tool`.
+    agent_tools: Vec<AgentTool>,
+    /// Calls of agent tools waiting for the agent's answer, by call id.
+    agent_calls: HashMap<String, call_tool::AgentCall>,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
@@ -230,6 +236,8 @@ impl Dispatcher {
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            agent_tools: Vec::new(),
+            agent_calls: HashMap::new(),
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
@@ -697,6 +705,7 @@ impl Dispatcher {
             Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
             Timer::Restart(id) => self.on_restart_timer(id),
             Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
+            Timer::AgentCall(n) => self.on_agent_call_timeout(n),
         }
     }
 
@@ -736,7 +745,7 @@ impl Dispatcher {
         };
         let Some(call) = self.calls.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
-        let what = format!("a reply of {len} bytes (limit {} bytes)", crate::child::MAX_LINE);
+        let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
             CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
                 respond(done, Err(HostError::TooLarge { extension, what }))
@@ -778,6 +787,13 @@ impl Dispatcher {
                 self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)
             }
             Request::ToolCall(call) => self.start_tool(call, None, done),
+            Request::AgentTools(tools) => {
+                self.agent_tools = tools;
+                respond(done, Ok(Response::Done))
+            }
+            Request::CallToolResult { call_id, content, is_error, structured_content } => {
+                self.on_agent_result(&call_id, content, is_error, structured_content, done)
+            }
             Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
@@ -870,7 +886,8 @@ impl Dispatcher {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
-        if self.registry.tool_owner(&call.name).is_none() {
+        let agent_tool = origin.is_some() && self.agent_tools.iter().any(|t| t.name == call.name);
+        if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
             if let (Some(r), None) = (self.restarting_owner(&call.name, true), &origin) {
                 let timeout = self.cfg.timeouts.tool;
                 return self.park(r, Request::ToolCall(call), done, timeout);
@@ -914,6 +931,9 @@ impl Dispatcher {
         }
         self.deliver_event("tool_call", ev);
         if self.registry.tool_owner(&call.name).is_none() {
+            if let Some(o) = origin.filter(|_| self.agent_tools.iter().any(|t| t.name == call.name)) {
+                return self.call_agent_tool(call, args, o, done);
+            }
             return respond(done, Err(HostError::UnknownTool(call.name)));
         }
         self.send_tool(call, args, origin, done);
@@ -939,7 +959,7 @@ impl Dispatcher {
         let bytes = encode(&frame);
         if bytes.len() > MAX_FRAME_OUT {
             let extension = self.exts[slot].name().to_string();
-            let what = format!("a tool_call frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len());
+            let what = format!("a tool_call frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
             return respond(done, Err(HostError::TooLarge { extension, what }));
         }
         if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
@@ -1041,4 +1061,6 @@ pub(super) struct ModelCall {
 pub(super) struct Origin {
     pub name: String,
     pub parents: Vec<String>,
+    /// For an agent tool: the `tool_id` of the call it was made inside.
+    pub parent_tool_id: Option<String>,
 }
