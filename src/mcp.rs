@@ -615,7 +615,8 @@ fn prompt_result(reply: Reply, name: &str, c: CommandReply) {
         return reply.err(codes::INTERNAL_ERROR, &e, Some(json!({"extension": c.extension, "prompt": name})));
     }
     let text = match c.action.as_str() {
-        "prompt" => c.prompt,
+        // The tool it names is not run: an MCP prompt is text only.
+        "prompt" | "tool_prompt" => c.prompt,
         "insert" => c.insert,
         "display" => c.display,
         "open_panel" => c.open_panel.map(|p| {
