@@ -1444,3 +1444,22 @@ fn extensions_reach_the_agents_own_tools() {
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }
+
+#[test]
+fn command_names_are_matched_without_case() {
+    // PROTOCOL.md §6.3: first in load order wins; command_invoked.name
+    // carries the spelling registered first.
+    let t = TempDir::new("serve-case");
+    let a = ext(&t, "a", &["--commands", "Weather"]);
+    let b = ext(&t, "b", &["--commands", "weather"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let r = s.ok(json!({"id": 1, "type": "command", "name": "WEATHER", "args": "oslo"}));
+    assert_eq!(r["display"], "a:Weather:oslo");
+    let l = s.ok(json!({"id": 2, "type": "list"}));
+    assert_eq!(l["commands"], json!([{"name": "Weather", "description": "Weather from a", "extension": "a"}]));
+    assert_eq!(l["extensions"][1]["shadowed_commands"], json!(["weather"]));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "b").contains("command /weather is shadowed by extension \"a\""), "{}", read_log(&t, "b"));
+}

@@ -868,6 +868,9 @@ impl Dispatcher {
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
+        // The spelling the owner registered, whatever the user typed.
+        let lower = name.to_lowercase();
+        let name = self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == lower).map_or(name, |c| c.0.clone());
         let id = self.next();
         let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
