@@ -20,6 +20,9 @@ use std::time::Duration;
 /// The crate version, as `zot --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The longest duration option, in seconds: one day.
+pub const MAX_SECS: f64 = 86400.0;
+
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -41,6 +44,8 @@ pub enum Command {
     ExtCheck(crate::check::CheckOptions),
     /// `zot ext doctor [session options] [--json]`.
     ExtDoctor(SessionArgs, bool),
+    /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`.
+    Trust(crate::trust::TrustCommand),
 }
 
 /// The options shared by `zot` and `zot serve`, as given.
@@ -59,6 +64,10 @@ pub struct SessionArgs {
     pub fail_closed: bool,
     /// `--trace FILE` (else `ZOT_TRACE`): every frame, one JSON line each.
     pub trace: Option<PathBuf>,
+    /// `--trust-project`: run the project's extensions even if untrusted.
+    pub trust_project: bool,
+    /// `--restart POLICY`.
+    pub restart: Option<crate::manifest::RestartPolicy>,
     /// The options that were given, in order, as spelled in the usage
     /// (`--ext`, `--model`, ...), to refuse them where they do not apply.
     pub given: Vec<&'static str>,
@@ -94,6 +103,8 @@ impl SessionArgs {
         set(&mut t.tool, self.tool_timeout);
         set(&mut t.intercept, self.intercept_timeout);
         config.fail_closed = self.fail_closed;
+        config.trust_project = self.trust_project;
+        config.restart = self.restart;
         let trace = self.trace.or_else(|| {
             env::var_os(crate::trace::TRACE_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
         });
@@ -177,6 +188,10 @@ where
         Command::ExtDoctor(s, json) => match s.into_config() {
             Ok(config) => crate::doctor::run(config, json),
             Err(e) => fail(&e),
+        },
+        Command::Trust(cmd) => match Home::from_env() {
+            Ok(home) => crate::trust::run(cmd, &home),
+            Err(e) => fail(&e.to_string()),
         },
     }
 }
@@ -292,17 +307,19 @@ impl Args {
         })
     }
 
+    /// A duration option: a positive number of seconds, at most
+    /// [`MAX_SECS`] (PROTOCOL.md §3 rule 6).
     fn secs(&mut self, opt: &Tok) -> Result<Duration, UsageError> {
         let v = self.value()?;
         let text = v.to_string_lossy();
         let bad = || {
             self.err(format!(
-                "invalid value '{text}' for '{}': expected seconds, a non-negative number like 5 or 0.5",
+                "invalid value '{text}' for '{}': expected seconds, a positive number up to {MAX_SECS} like 5 or 0.5",
                 opt.spelled()
             ))
         };
         let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-        if !secs.is_finite() || secs < 0.0 {
+        if !secs.is_finite() || secs <= 0.0 || secs > MAX_SECS {
             return Err(bad());
         }
         Duration::try_from_secs_f64(secs).map_err(|_| bad())
@@ -340,6 +357,10 @@ where
             Tok::Value(v) if v == "ext" => {
                 a.context = "zot ext".into();
                 return parse_ext(a, s);
+            }
+            Tok::Value(v) if (v == "trust" || v == "untrust") && s.given.is_empty() => {
+                a.context = format!("zot {}", v.to_string_lossy());
+                return parse_trust(a);
             }
             _ => return Err(a.unexpected(&tok)),
         }
@@ -407,6 +428,19 @@ fn session_option(a: &mut Args, s: &mut SessionArgs, tok: &Tok) -> Result<bool, 
         "trace" => {
             s.trace = Some(PathBuf::from(a.value()?));
             "--trace"
+        }
+        "trust-project" => {
+            s.trust_project = true;
+            "--trust-project"
+        }
+        "restart" => {
+            let v = a.string(tok)?;
+            s.restart = Some(crate::manifest::RestartPolicy::parse(&v).ok_or_else(|| {
+                a.err(format!(
+                    "invalid value '{v}' for '--restart': expected never, on-failure or always"
+                ))
+            })?);
+            "--restart"
         }
         _ => return Ok(false),
     };
@@ -535,6 +569,51 @@ fn parse_doctor(mut a: Args, cwd: Option<PathBuf>) -> Result<Command, UsageError
         }
     }
     Ok(Command::ExtDoctor(s, json))
+
+}
+
+/// `zot trust [DIR] | zot trust --list | zot untrust [DIR]`.
+fn parse_trust(mut a: Args) -> Result<Command, UsageError> {
+    let untrust = a.context == "zot untrust";
+    let mut dir: Option<PathBuf> = None;
+    let mut list = false;
+    while let Some(tok) = a.next()? {
+        match &tok {
+            _ if is_help(&tok) => return Ok(Command::Help(trust_help())),
+            Tok::Long(l) if l == "list" && !untrust => list = true,
+            Tok::Value(v) if dir.is_none() => dir = Some(PathBuf::from(v)),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    if list && dir.is_some() {
+        return Err(a.err("'--list' takes no DIR"));
+    }
+    let dir = dir.map(|d| absolute(&d)).transpose().map_err(|e| a.err(e))?;
+    use crate::trust::TrustCommand as T;
+    Ok(Command::Trust(if untrust {
+        T::Untrust(dir)
+    } else if list {
+        T::List
+    } else {
+        T::Trust(dir)
+    }))
+}
+
+/// `zot trust --help`.
+pub fn trust_help() -> String {
+    String::from(
+        "Usage: zot trust [DIR] | zot untrust [DIR] | zot trust --list
+
+Project-local extensions (DIR/.zot/extensions) come with the repository you
+are in, so they run only in a trusted project. 'zot trust' records the
+project's canonical path and a fingerprint of its extensions (manifests and
+the files they run inside the project) in $ZOT_HOME/trust.json; when they
+change, the project is untrusted again until trusted anew. 'zot untrust'
+forgets it; '--list' shows every trusted project and whether it changed.
+DIR defaults to the current directory. '--trust-project' (zot, zot serve,
+zot mcp) runs them for one run without recording anything.
+",
+    )
 }
 
 /// `zot ext new <name> [--lang LANG] [--dir PATH]`.
@@ -604,6 +683,8 @@ Usage:
                                       write a working extension to start from
   zot ext check <path> [--json]       run an extension and report its problems
   zot ext doctor [OPTIONS] [--json]   load as a session would, report, stop
+  zot trust [DIR] | zot untrust [DIR] allow (or stop) the project's own extensions
+  zot trust --list                    the trusted projects
   zot --help | zot --version
 
 "
@@ -667,7 +748,7 @@ fn session_options() -> String {
     let d = Timeouts::default();
     let f = fmt_duration;
     let mut s = String::from("Options (zot and zot serve):\n");
-    let rows: [(&str, String); 15] = [
+    let rows: [(&str, String); 19] = [
         ("-e, --ext PATH", "load the extension in PATH for this run".into()),
         ("", "(repeatable; wins over installed ones)".into()),
         ("    --no-ext", "skip project-local and global discovery".into()),
@@ -689,6 +770,10 @@ fn session_options() -> String {
         ("", "of allowing".into()),
         ("    --trace FILE", "write every frame in and out to FILE, one JSON".into()),
         ("", "line each (default: $ZOT_TRACE)".into()),
+        ("    --trust-project", "run the project's extensions for this run".into()),
+        ("", "even if it is not trusted (see 'zot trust')".into()),
+        ("    --restart POLICY", "never, on-failure or always, for every".into()),
+        ("", "extension (default: each manifest's restart)".into()),
     ];
     for (opt, help) in rows {
         s.push_str(&opt_line(opt, &help));
@@ -723,9 +808,11 @@ pub fn ext_help() -> String {
         "Usage: zot ext <command> [--cwd DIR]
 
 Manage extensions: global ones in $ZOT_HOME/extensions and project-local ones
-in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). Names are
-the manifest names that 'zot ext list' shows; a name is looked up in the
-project-local extensions first, then the global ones.
+in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). A name is
+the manifest name that 'zot ext list' shows or the name of the extension's
+folder, looked up in the project-local and the global extensions; a name that
+matches more than one is refused (the matching folders are listed) and
+nothing changes.
 
 Commands:
   list [--json]               installed extensions (project first, then global),
@@ -779,8 +866,10 @@ manifest's name (not the folder's or repository's).
 
 A git URL (https://, http://, ssh://, git@, file://, or anything ending in
 .git) is shallow-cloned with the system git. Anything else is a local folder
-holding extension.json; it is copied recursively keeping file modes, except a
-top-level .git. A symbolic link is copied as a link only if it stays inside the
+holding extension.json (or that file's path); it is copied recursively keeping
+file modes, except a top-level .git, and a top-level target/ and node_modules/
+of which only the files the manifest's exec and args name are copied. A
+symbolic link is copied as a link only if it stays inside the
 extension; otherwise the install is refused. The result must hold a valid
 manifest; on any failure nothing is left behind. An extension that is already
 installed is never overwritten: remove it first.
@@ -789,7 +878,7 @@ installed is never overwritten: remove it first.
         "remove" => {
             "Usage: zot ext remove <name> [-y|--yes] [--cwd DIR]
 
-Deletes the extension's directory (project-local first, then global). Asks
+Deletes the extension's directory (a manifest or folder name). Asks
 for confirmation on a terminal; without a terminal, --yes is required. An
 extension directory that is a symbolic link is unlinked, its target is left
 alone. The extension's log is kept.

@@ -21,7 +21,6 @@ use crate::host::{fmt_duration, Config, Host, Listing};
 use crate::manifest::MANIFEST_FILE;
 use crate::text::one_line;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -165,7 +164,7 @@ pub fn doctor(mut config: Config) -> Result<Report, String> {
     config.reserved_commands = crate::console::BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
     let home = config.home.clone();
     let grace = config.timeouts.ready_grace;
-    let disc = discover(&config.sources, &config.cwd, &home);
+    let disc = discover(&config.sources, &config.cwd, &home, config.trust_project);
     let mut logs = LogMarks::default();
     for f in disc.load.iter().chain(disc.shadowed.iter().map(|(f, _)| f)) {
         logs.mark(&home.log_path(&f.manifest.name));
@@ -210,9 +209,6 @@ fn build(
     let skipped_dirs: Vec<String> =
         disc.shadowed.iter().map(|(f, _)| format!("skipped {} (", f.manifest.dir.display())).collect();
     for info in &listing.extensions {
-        // Read through serde: states and flags that a newer host adds
-        // (`untrusted`, `static`, `restarting`) arrive without a code change.
-        let v = serde_json::to_value(info).unwrap_or(Value::Null);
         let log = home.log_path(&info.name);
         let own: Vec<String> = lines
             .get(&log)
@@ -224,7 +220,7 @@ fn build(
             source: info.source.to_string(),
             dir: info.dir.clone(),
             log: log.display().to_string(),
-            state: v["state"].as_str().unwrap_or("unknown").to_string(),
+            state: info.state.as_str().to_string(),
             reason: info.error.clone(),
             pid: info.pid,
             commands: Vec::new(),
@@ -234,7 +230,7 @@ fn build(
             log_lines: own,
             findings: Vec::new(),
         };
-        if v["static"] == Value::Bool(true) && e.state == "ready" {
+        if info.is_static && e.state == "ready" {
             e.state = "static".into();
         }
         let mark = |list: &[String], shadowed: &[String], owners: &HashMap<String, &str>, command: bool| {

@@ -158,13 +158,15 @@ fn bad_seconds() {
         "--tool-timeout",
         "--intercept-timeout",
     ] {
-        for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", ""] {
+        // PROTOCOL.md §3 rule 6: positive, at most a day; absurd values
+        // are refused before anything runs.
+        for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", "", "0", "0.0", "86400.5", "1e19"] {
             let e = usage_error(&["serve", opt, bad]);
             assert!(e.contains(&format!("invalid value '{bad}' for '{opt}'")), "{opt} {bad}: {e}");
         }
     }
-    // Fractions and zero are fine (`--help` stops before anything runs).
-    for ok in ["0.5", "0", "2", ".25", "10.0"] {
+    // Fractions and a day are fine (`--help` stops before anything runs).
+    for ok in ["0.5", "2", ".25", "10.0", "86400"] {
         let r = zot(&["--hello-timeout", ok, "serve", "--tool-timeout", ok, "--help"]);
         assert_eq!(r.code, 0, "{ok}: {}", r.stderr);
     }

@@ -264,3 +264,26 @@ fn problems_the_host_logged_during_the_load_are_findings() {
     assert!(codes.contains(&"hello_name") && codes.contains(&"refused"), "{n:#}");
     assert!(n["findings"].as_array().expect("findings").iter().all(|f| f["severity"] == "warning" && f["hint"].is_string()), "{n:#}");
 }
+
+#[test]
+fn untrusted_project_and_static_extensions_are_named() {
+    let t = TempDir::new("doctor-trust");
+    let project = t.path().join("cwd/.zot/extensions");
+    py_ext(&project, "p", "local", &["--tools", "echo"]);
+    let skills = write_manifest(t.path(), "skills", json!({"name": "skilled", "skills": ["s"]}));
+    std::fs::create_dir_all(skills.join("s")).expect("mkdir");
+    std::fs::write(skills.join("s/SKILL.md"), "---\nname: s\ndescription: d\n---\nbody\n").expect("write");
+    let r = doctor(&t, &[ext_args(&[&skills]), strings(&["--json"])].concat());
+    let report = json_of(&r);
+    assert_eq!(r.code, 0, "untrusted and static do not fail: {report:#}");
+    assert_eq!(entry(&report, "skilled")["state"], "static", "{report:#}");
+    let local = entry(&report, "local");
+    assert_eq!((&local["state"], &local["source"]), (&json!("untrusted"), &json!("project")), "{local:#}");
+    assert!(local["findings"][0]["hint"].as_str().is_some_and(|h| h.contains("zot trust")), "{local:#}");
+
+    let r = doctor(&t, &strings(&["--trust-project", "--json"]));
+    let report = json_of(&r);
+    assert_eq!(r.code, 0, "{report:#}");
+    assert_eq!(entry(&report, "local")["state"], "ready", "{report:#}");
+    assert_none_left(&report);
+}

@@ -110,7 +110,7 @@ fn replace_text_chains() {
     let out = host.intercept("assistant_message", text("hello")).unwrap();
     assert_eq!(
         out,
-        InterceptOutcome { block: false, reason: None, modified_args: None, replace_text: Some("hello+one+three".into()) }
+        InterceptOutcome { block: false, reason: None, modified_args: None, replace_text: Some("hello+one+three".into()), system_prompt: None }
     );
     assert_eq!(asked(&host, "two")[0]["text"], "hello+one");
     assert_eq!(asked(&host, "three")[0]["text"], "hello+one");
@@ -154,7 +154,7 @@ fn failing_first(mode: &str, tag: &str) {
     assert!(!out.block, "{mode}: {out:?}");
     assert_eq!(out.modified_args, Some(json!({"x": 1, "by_next": true})), "{mode}");
     assert_eq!(asked(&host, "next").len(), 1, "{mode}: the chain went on");
-    assert!(started.elapsed() < Duration::from_secs(3), "{mode}: {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(15), "{mode}: {:?}", started.elapsed());
     assert!(log_contains(t.path(), "bad", "[zot] intercept of tool_call failed", Duration::from_secs(2)), "{mode}");
     drop(host);
 

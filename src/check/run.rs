@@ -5,7 +5,7 @@
 //! lines and a waiter thread for its exit, both reporting on one channel;
 //! and who is left in its group.
 
-use crate::child::{kill_group, start_bare, Log, Started, MAX_LINE};
+use crate::child::{child_env, kill_group, start_bare, Log, Started, MAX_LINE};
 use crate::lines::{Line, LineBuf};
 use crate::manifest::Manifest;
 use crate::text::one_line;
@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::thread;
 use std::time::Instant;
@@ -75,18 +76,36 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<
     let home = sandbox.home();
     fs::create_dir_all(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
-    let env = [(OsString::from("ZOT_HOME"), home.into_os_string())];
-    let Started { pid, stdin, stdout, wait } = start_bare(m, exec, &stderr, &env)?;
+    let mut env = child_env(&[]);
+    env.retain(|(k, _)| k != "ZOT_HOME");
+    env.push((OsString::from("ZOT_HOME"), home.into_os_string()));
+    let Started { pid, stdin, stdout } = start_bare(m, exec, &env, &stderr)?;
     let guard = Group(pid);
     let (tx, rx) = unbounded();
     let rtx = tx.clone();
     thread::Builder::new().name("zot-check-r".into()).spawn(move || read_lines(stdout, &rtx))?;
     thread::Builder::new().name("zot-check-x".into()).spawn(move || {
-        let status = wait();
+        let status = wait_and_reap(pid);
         let _ = tx.send(Ev::Exited(Instant::now(), status));
     })?;
     std::mem::forget(guard);
     Ok((pid, stdin, rx))
+}
+
+/// Waits for our child `pid` to exit and reaps it.
+fn wait_and_reap(pid: u32) -> ExitStatus {
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        if r == pid as libc::pid_t {
+            return ExitStatus::from_raw(status);
+        }
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return ExitStatus::from_raw(0);
+    }
 }
 
 fn read_lines<R: Read>(input: R, tx: &Sender<Ev>) {

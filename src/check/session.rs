@@ -242,7 +242,7 @@ impl<'a> Session<'a> {
                     break;
                 }
                 Step::Frame(other, _) => {
-                    self.f.error("hello_not_first", format!("the first frame is {:?}, not hello; the host refuses to load it", other.type_name()), "send hello before anything else");
+                    self.f.error("hello_not_first", format!("the first frame is {:?}, not hello; the host refuses to load it", other.kind()), "send hello before anything else");
                     return false;
                 }
             }
@@ -270,16 +270,9 @@ impl<'a> Session<'a> {
             cwd,
             extension_dir: dir.clone(),
             data_dir: dir,
+            capabilities: vec!["call_tool".into()],
         });
-        // §6.1: the host lists what it supports; the Go SDK sends call_tool
-        // only to a host that lists it.
-        let mut ack = serde_json::to_value(&ack).unwrap_or(Value::Null);
-        if let Value::Object(o) = &mut ack {
-            o.insert("capabilities".into(), json!(["call_tool"]));
-        }
-        let mut bytes = ack.to_string().into_bytes();
-        bytes.push(b'\n');
-        self.send_bytes(&bytes);
+        self.send(&ack);
         let ack_at = Instant::now();
         self.ack_at = Some(ack_at);
         if !self.early.is_empty() {

@@ -128,7 +128,7 @@ impl Session<'_> {
             plan.push(("command", name.clone(), HostFrame::CommandInvoked { id: id(), name, args: String::new() }));
         }
         for name in tools.into_iter().take(MAX_CALLS) {
-            plan.push(("tool", name.clone(), HostFrame::ToolCall { id: id(), name, args: Value::Object(Map::new()) }));
+            plan.push(("tool", name.clone(), HostFrame::ToolCall { id: id(), name, args: Value::Object(Map::new()), operation_key: None, reconcile: None }));
         }
         for (event, payload) in intercepts {
             plan.push(("intercept", event.clone(), HostFrame::EventIntercept { id: id(), event, payload }));
@@ -176,7 +176,7 @@ impl Session<'_> {
                     self.asked.remove(&id);
                     self.late.insert(id.clone());
                     self.timeouts += 1;
-                    self.f.error("no_reply", format!("{shown}: no {expected} within {}", fmt_duration(self.d.call)), format!("answer every {} with {} {expected} carrying its id", frame.type_name(), if expected.starts_with('e') { "an" } else { "a" }));
+                    self.f.error("no_reply", format!("{shown}: no {expected} within {}", fmt_duration(self.d.call)), format!("answer every {} with {} {expected} carrying its id", frame_type_host(frame), if expected.starts_with('e') { "an" } else { "a" }));
                     if kind == "tool" {
                         if self.caps.iter().any(|c| c == "tool_cancel") {
                             self.send(&HostFrame::ToolCancel { id });
@@ -209,7 +209,7 @@ impl Session<'_> {
     /// Whether a reply is the right kind and well formed; reports what is not.
     pub(super) fn judge(&mut self, shown: &str, expected: &str, reply: Box<ExtFrame>) -> bool {
         let reply = *reply;
-        let got = reply.type_name();
+        let got = reply.kind();
         if got != expected {
             self.f.error("wrong_reply", format!("{shown} was answered with {got}, not {expected}"), format!("answer with a {expected}"));
             return false;
@@ -265,5 +265,14 @@ impl Session<'_> {
             }
             _ => true,
         }
+    }
+}
+
+fn frame_type_host(f: &HostFrame) -> &'static str {
+    match f {
+        HostFrame::CommandInvoked { .. } => "command_invoked",
+        HostFrame::ToolCall { .. } => "tool_call",
+        HostFrame::EventIntercept { .. } => "event_intercept",
+        _ => "request",
     }
 }

@@ -264,12 +264,12 @@ impl Session<'_> {
         if registration && self.host_ready && self.ready_at.is_none_or(|r| r < at) {
             self.f.warning(
                 "late_registration",
-                format!("{} arrived after the host considered the extension ready ({} after hello_ack)", frame.type_name(), fmt_ms(self.host_ms(at) - self.host_ms(self.ack_at.unwrap_or(at)))),
+                format!("{} arrived after the host considered the extension ready ({} after hello_ack)", frame.kind(), fmt_ms(self.host_ms(at) - self.host_ms(self.ack_at.unwrap_or(at)))),
                 "register everything before sending ready",
             );
         }
         if before_ack && self.hello_at.is_some() && !matches!(frame, ExtFrame::Hello { .. }) {
-            let t = frame.type_name();
+            let t = frame.kind();
             if !self.early.contains(&t) {
                 self.early.push(t);
             }
@@ -285,7 +285,7 @@ impl Session<'_> {
                 }
                 None => self.commands.push((name, description)),
             },
-            ExtFrame::RegisterTool { name, description, schema } => match self.tools.iter_mut().find(|t| t.0 == name) {
+            ExtFrame::RegisterTool { name, description, schema, .. } => match self.tools.iter_mut().find(|t| t.0 == name) {
                 Some(t) => {
                     self.f.warning("duplicate_name", format!("tool {name} registered twice; the last one wins"), "register each tool once");
                     (t.1, t.2) = (description, schema);
@@ -329,7 +329,7 @@ impl Session<'_> {
             | ExtFrame::ToolResult(crate::protocol::ToolResult { ref id, .. })
             | ExtFrame::EventInterceptResponse(crate::protocol::InterceptResponse { ref id, .. }) => {
                 let id = id.clone();
-                let ty = frame.type_name();
+                let ty = frame.kind();
                 match self.asked.remove(&id) {
                     Some(_) => {
                         self.replies.insert(id, Reply::Frame(Box::new(frame), at));
