@@ -12,6 +12,7 @@
 pub mod check;
 pub mod child;
 pub mod cli;
+pub mod clidoc;
 pub mod console;
 pub mod discovery;
 pub mod ext;
