@@ -78,6 +78,14 @@ pub fn run(mut config: Config) -> i32 {
     config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
     let interactive = is_tty(0);
     let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
+    // A script must not run on without an extension it named; a person at
+    // the terminal sees the load error and can go on.
+    if !interactive {
+        if let Some(p) = config.sources.ext_paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) {
+            eprintln!("zot: --ext {}: no such file or directory", crate::manage::sanitize(&p.display().to_string()));
+            return 1;
+        }
+    }
     let (host, events) = match Host::start(config) {
         Ok(h) => h,
         Err(e) => {

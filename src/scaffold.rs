@@ -83,6 +83,10 @@ pub fn run(opts: &NewOptions) -> i32 {
 pub fn create(opts: &NewOptions) -> Result<String, String> {
     let name = opts.name.as_str();
     validate_name(name).map_err(|e| format!("invalid extension name {name:?}: {e}"))?;
+    // Every command printed afterwards would read it as an option.
+    if name.starts_with('-') {
+        return Err(format!("invalid extension name {name:?}: must not start with '-'"));
+    }
     if !LANGS.contains(&opts.lang.as_str()) {
         return Err(format!("unknown language {:?} (one of: {})", opts.lang, LANGS.join(", ")));
     }

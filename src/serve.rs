@@ -99,7 +99,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
                         let _done = done;
                         let line = match r {
                             Ok(resp) => result_line(id, resp),
-                            Err(e) => err(id, e.code(), &e.to_string()),
+                            Err(e) => err(id, e.code(), &e.message()),
                         };
                         let _ = out.send(Out::Line(line));
                     }),

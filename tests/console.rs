@@ -465,3 +465,14 @@ fn reload_restarts_extensions() {
     s.has_line("reloaded: stopped 1, loaded 1, ready 1");
     s.has_line("[a] display:two");
 }
+
+#[test]
+fn a_mistyped_ext_path_fails_a_piped_session() {
+    let t = TempDir::new("console-missing-ext");
+    let missing = t.path().join("exts").join("not-there");
+    let mut z = start(&t, std::slice::from_ref(&missing), &[], &[]);
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 1, "{}", z.context());
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(z.stderr_text(), format!("zot: --ext {}: no such file or directory\n", missing.display()));
+}
