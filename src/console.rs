@@ -1,5 +1,9 @@
-//! The interactive session: loads extensions, sends `session_start`, and
-//! reads lines. `/name args` runs an extension command; host built-ins
+//! The interactive session: loads extensions, and hosts the lifecycle an
+//! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
+//! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
+//! the first prompt and again after `/reload-ext`), `turn_start`,
+//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
+//! end. It reads lines. `/name args` runs an extension command; host built-ins
 //! exercise tools, events, intercepts and panels the way an agent would;
 //! other text is a prompt that would go to the model. Everything an
 //! extension says is printed through one printer thread, stripped of
@@ -17,8 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 /// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 10] = [
+pub const BUILTINS: [(&str, &str); 11] = [
     ("help", "show this help"),
+    ("system", "show the system prompt after the before_agent_start chain"),
     ("commands", "list extension commands"),
     ("tools", "list extension tools"),
     ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
@@ -86,6 +91,11 @@ pub fn run(mut config: Config) -> i32 {
             return 1;
         }
     }
+    let session = SessionInfo {
+        cwd: config.cwd.display().to_string(),
+        provider: config.provider.clone(),
+        model: config.model.clone(),
+    };
     let (host, events) = match Host::start(config) {
         Ok(h) => h,
         Err(e) => {
@@ -109,11 +119,23 @@ pub fn run(mut config: Config) -> i32 {
     {
         let host = host.clone();
         let _ = signals::on_termination(move |sig| {
+            end_session(&host);
             host.shutdown();
             std::process::exit(signals::exit_code(sig));
         });
     }
-    let mut console = Console { host: host.clone(), out: jobs_tx, style, panels, step: 0, tool_seq: 0 };
+    let mut console = Console {
+        host: host.clone(),
+        out: jobs_tx,
+        style,
+        panels,
+        step: 0,
+        tool_seq: 0,
+        session,
+        system_prompt: BASE_SYSTEM_PROMPT.to_string(),
+        system_stale: true,
+        agent_runs: 0,
+    };
     let report = host.wait_ready();
     if let Ok(r) = &report {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
@@ -125,9 +147,27 @@ pub fn run(mut config: Config) -> i32 {
     let _ = host.event("session_start", Payload::new());
     console.repl(interactive);
     console.sync();
+    end_session(&host);
     host.shutdown();
     drop(console);
     0
+}
+
+/// The system prompt the console starts from, before any extension's
+/// `before_agent_start` reply.
+pub const BASE_SYSTEM_PROMPT: &str = "You are a helpful coding assistant.";
+
+/// What `before_agent_start` tells extensions about the session.
+struct SessionInfo {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
+fn end_session(host: &Host) {
+    let mut p = Payload::new();
+    p.insert("reason".into(), json!("shutdown"));
+    let _ = host.event("session_end", p);
 }
 
 struct Console {
@@ -137,6 +177,13 @@ struct Console {
     panels: Panels,
     step: u64,
     tool_seq: u64,
+    session: SessionInfo,
+    /// The system prompt after the last `before_agent_start` chain.
+    system_prompt: String,
+    /// The chain must run (again) before the next prompt: at the start and
+    /// after each `/reload-ext`.
+    system_stale: bool,
+    agent_runs: u64,
 }
 
 impl Console {
@@ -196,6 +243,7 @@ impl Console {
         match name {
             "exit" | "quit" => return false,
             "help" => self.help(),
+            "system" => self.system(),
             "commands" => self.commands(),
             "tools" => self.tools(),
             "extensions" => self.extensions(),
@@ -213,7 +261,37 @@ impl Console {
         true
     }
 
+    /// Runs the `before_agent_start` chain when it is due, from the base
+    /// prompt. A host that cannot intercept it leaves the prompt as it is.
+    fn refresh_system_prompt(&mut self) {
+        if !self.system_stale {
+            return;
+        }
+        self.system_stale = false;
+        self.agent_runs += 1;
+        let mut p = Payload::new();
+        p.insert("agent_run_id".into(), json!(format!("console-run-{}", self.agent_runs)));
+        p.insert("cwd".into(), json!(self.session.cwd));
+        p.insert("provider".into(), json!(self.session.provider));
+        p.insert("model".into(), json!(self.session.model));
+        p.insert("system_prompt".into(), json!(BASE_SYSTEM_PROMPT));
+        self.system_prompt = match self.host.intercept("before_agent_start", p) {
+            Ok(InterceptOutcome { system_prompt: Some(s), .. }) => s,
+            _ => BASE_SYSTEM_PROMPT.to_string(),
+        };
+    }
+
+    fn system(&mut self) {
+        self.refresh_system_prompt();
+        let s = if self.system_prompt.is_empty() { self.style.dim("(empty)") } else { strip_controls(&self.system_prompt) };
+        self.say(format!("{} {s}", self.style.dim("system prompt:")));
+    }
+
     fn prompt(&mut self, text: &str) {
+        let mut submit = Payload::new();
+        submit.insert("text".into(), json!(text));
+        let _ = self.host.event("user_prompt_submit", submit);
+        self.refresh_system_prompt();
         self.step += 1;
         let mut payload = Payload::new();
         payload.insert("step".into(), json!(self.step));
@@ -226,6 +304,10 @@ impl Console {
         }
         let _ = self.host.event("turn_start", payload);
         self.say(format!("{} {}", self.style.dim("→ model:"), strip_controls(text)));
+        // There is no model here: the assistant's message is empty.
+        let mut reply = Payload::new();
+        reply.insert("text".into(), json!(""));
+        let _ = self.host.event("assistant_message", reply);
         let mut end = Payload::new();
         end.insert("stop".into(), json!("end_turn"));
         let _ = self.host.event("turn_end", end);
@@ -436,7 +518,8 @@ impl Console {
         }
     }
 
-    fn reload(&self) {
+    fn reload(&mut self) {
+        self.system_stale = true;
         match self.host.reload() {
             Ok(r) => {
                 let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);

@@ -476,3 +476,64 @@ fn a_mistyped_ext_path_fails_a_piped_session() {
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(z.stderr_text(), format!("zot: --ext {}: no such file or directory\n", missing.display()));
 }
+
+// ----- lifecycle -------------------------------------------------------------
+
+/// The lifecycle fixture's record: `(kind, event)` per frame, and the
+/// frames themselves.
+fn lifecycle_log(path: &std::path::Path) -> (Vec<(String, String)>, Vec<Value>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let frames: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("fixture log line")).collect();
+    let names = frames
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap_or("").to_string(), f["event"].as_str().unwrap_or("").to_string()))
+        .collect();
+    (names, frames)
+}
+
+#[test]
+fn the_console_hosts_the_session_lifecycle() {
+    let t = TempDir::new("console-lifecycle");
+    let log = t.path().join("lifecycle.log");
+    let lc = write_manifest(
+        &t.path().join("exts"),
+        "lc",
+        json!({"name": "lc", "exec": "python3", "args": [common::fixture("lifecycle.py"), log]}),
+    );
+    let s = run(&t, &[lc], &["first prompt", "/system", "/reload-ext", "second prompt", "/system"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("→ model: first prompt");
+    let (names, frames) = lifecycle_log(&log);
+    let ev = |n: &str| ("event".to_string(), n.to_string());
+    // Whether this host runs before_agent_start chains (PROTOCOL.md §6.4).
+    let chains = names.iter().any(|(k, e)| k == "event_intercept" && e == "before_agent_start");
+    let bas = ("event_intercept".to_string(), "before_agent_start".to_string());
+    let mut want = vec![ev("session_start"), ev("user_prompt_submit")];
+    if chains {
+        want.push(bas.clone());
+    }
+    want.extend([ev("turn_start"), ev("assistant_message"), ev("turn_end")]);
+    // The reload stops the extension: it ends its own run with the
+    // shutdown it is sent, and the new process starts a new record.
+    want.extend([ev("user_prompt_submit")]);
+    if chains {
+        want.push(bas);
+    }
+    want.extend([ev("turn_start"), ev("assistant_message"), ev("turn_end"), ev("session_end")]);
+    assert_eq!(names, want, "{frames:#?}\n{}", s.out);
+    let submit = frames.iter().find(|f| f["event"] == "user_prompt_submit").expect("user_prompt_submit");
+    assert_eq!(submit["fields"]["text"], "first prompt");
+    let end = frames.last().expect("frames");
+    assert_eq!(end["fields"]["reason"], "shutdown");
+    if chains {
+        let first = frames.iter().find(|f| f["event"] == "before_agent_start").expect("before_agent_start");
+        assert_eq!(first["fields"]["system_prompt"], "You are a helpful coding assistant.");
+        for key in ["agent_run_id", "cwd", "provider", "model"] {
+            assert!(first["fields"].get(key).is_some(), "no {key} in {first}");
+        }
+        assert_eq!(s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count(), 2, "{}", s.out);
+    } else {
+        println!("note: this host does not run before_agent_start chains; the console kept the base prompt");
+        assert_eq!(s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant.").count(), 2, "{}", s.out);
+    }
+}

@@ -110,7 +110,7 @@ fn replace_text_chains() {
     let out = host.intercept("assistant_message", text("hello")).unwrap();
     assert_eq!(
         out,
-        InterceptOutcome { block: false, reason: None, modified_args: None, replace_text: Some("hello+one+three".into()) }
+        InterceptOutcome { block: false, reason: None, modified_args: None, replace_text: Some("hello+one+three".into()), system_prompt: None }
     );
     assert_eq!(asked(&host, "two")[0]["text"], "hello+one");
     assert_eq!(asked(&host, "three")[0]["text"], "hello+one");

@@ -220,6 +220,8 @@ pub struct InterceptOutcome {
     /// The text after every replacement, when any interceptor replaced it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replace_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 /// The initial load.

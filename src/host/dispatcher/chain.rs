@@ -45,6 +45,7 @@ impl Dispatcher {
                         .text_changed
                         .then(|| chain.payload.get("text").and_then(|t| t.as_str().map(str::to_owned)))
                         .flatten(),
+                    system_prompt: None,
                 };
                 return self.finish_chain(id, outcome);
             };
