@@ -9,7 +9,8 @@
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 
-use crate::host::{CommandReply, Config, ExtInfo, Host, HostEvent, InterceptOutcome, Listing, ToolReply};
+use crate::host::{CommandReply, Config, ExtInfo, Host, HostError, HostEvent, InterceptOutcome, Listing, Response, ToolReply};
+use crate::lineedit::{Editor, RawMode, Read, Screen};
 use crate::protocol::{Panel, Payload};
 use crate::signals;
 use crate::text::{one_line, strip_controls};
@@ -91,6 +92,7 @@ pub fn run(mut config: Config) -> i32 {
             return 1;
         }
     }
+    let history = config.home.root().join("history");
     let session = SessionInfo {
         cwd: config.cwd.display().to_string(),
         provider: config.provider.clone(),
@@ -104,13 +106,23 @@ pub fn run(mut config: Config) -> i32 {
         }
     };
     let host = Arc::new(host);
+    let screen = Arc::new(Screen::new());
+    // Line editing needs both ends on the terminal; else plain lines.
+    let raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
+    let editor = match raw {
+        Some(_) => Editor::new(screen.clone(), Some(history)).ok(),
+        None => None,
+    };
     let panels: Panels = Arc::default();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
     let printer = {
         let panels = panels.clone();
         thread::Builder::new()
             .name("zot-console-out".into())
-            .spawn(move || print_loop(events, jobs_rx, style, panels))
+            .spawn({
+                let screen = screen.clone();
+                move || print_loop(events, jobs_rx, style, panels, screen)
+            })
     };
     if printer.is_err() {
         eprintln!("zot: cannot start the printer thread");
@@ -119,6 +131,7 @@ pub fn run(mut config: Config) -> i32 {
     {
         let host = host.clone();
         let _ = signals::on_termination(move |sig| {
+            crate::lineedit::restore_terminal();
             end_session(&host);
             host.shutdown();
             std::process::exit(signals::exit_code(sig));
@@ -135,6 +148,7 @@ pub fn run(mut config: Config) -> i32 {
         system_prompt: BASE_SYSTEM_PROMPT.to_string(),
         system_stale: true,
         agent_runs: 0,
+        editor,
     };
     let report = host.wait_ready();
     if let Ok(r) = &report {
@@ -150,6 +164,7 @@ pub fn run(mut config: Config) -> i32 {
     end_session(&host);
     host.shutdown();
     drop(console);
+    drop(raw);
     0
 }
 
@@ -184,6 +199,8 @@ struct Console {
     /// after each `/reload-ext`.
     system_stale: bool,
     agent_runs: u64,
+    /// The line editor, on a terminal.
+    editor: Option<Editor>,
 }
 
 impl Console {
@@ -202,7 +219,32 @@ impl Console {
         self.say(self.style.red(&format!("error: {msg}")));
     }
 
+    /// Reads lines with the editor until the session ends.
+    fn edit_loop(&mut self) {
+        let prompt = self.style.bold("zot> ");
+        let host = self.host.clone();
+        let complete = move |before: &str| completions(&host, before);
+        loop {
+            self.sync();
+            let Some(mut editor) = self.editor.take() else { return };
+            let read = editor.read_line(&prompt, &complete);
+            self.editor = Some(editor);
+            match read {
+                Read::End => return,
+                Read::Line(line) => {
+                    let text = line.trim();
+                    if !text.is_empty() && !self.line(text) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     fn repl(&mut self, interactive: bool) {
+        if self.editor.is_some() {
+            return self.edit_loop();
+        }
         let stdin = io::stdin();
         let mut input = stdin.lock();
         let mut line = String::new();
@@ -449,9 +491,28 @@ impl Console {
             Err(e) => return self.error(&e.to_string()),
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
-        match self.host.tool(name, Some(tool_args)) {
+        match self.call_tool(name, tool_args, &tool_id) {
             Ok(r) => self.show_tool(&r),
             Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it.
+    fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> Result<ToolReply, HostError> {
+        let Some(editor) = self.editor.as_mut() else { return self.host.tool(name, Some(args)) };
+        let (tx, rx) = bounded(1);
+        self.host.submit_tool(name, Some(args), tool_id, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        let host = self.host.clone();
+        let outcome = editor.wait(&rx, || {
+            let _ = host.cancel_tool(tool_id);
+        });
+        match outcome {
+            Some(Ok(Response::Tool(r))) => Ok(r),
+            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
+            Some(Err(e)) => Err(e),
+            None => Err(HostError::ShuttingDown),
         }
     }
 
@@ -590,13 +651,25 @@ fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
     out
 }
 
-fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels) {
-    let stdout = io::stdout();
+/// Tab completion: `/commands` as the first word, tool names after `/tool`.
+fn completions(host: &Host, before: &str) -> Vec<String> {
+    let words: Vec<&str> = before.split(' ').collect();
+    let Ok(l) = host.list() else { return Vec::new() };
+    match words.as_slice() {
+        [first] if first.starts_with('/') => BUILTINS
+            .iter()
+            .map(|(n, _)| format!("/{n}"))
+            .chain(l.commands.iter().map(|c| format!("/{}", one_line(&c.name))))
+            .collect(),
+        ["/tool", _] => l.tools.iter().map(|t| one_line(&t.name)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels, screen: Arc<Screen>) {
     let print = |s: &str| {
         if !s.is_empty() {
-            let mut o = stdout.lock();
-            let _ = writeln!(o, "{s}");
-            let _ = o.flush();
+            screen.print(s);
         }
     };
     let show = |ev: HostEvent| print(&render_event(ev, style, &panels));

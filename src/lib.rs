@@ -18,6 +18,7 @@ pub mod discovery;
 pub mod ext;
 pub mod home;
 pub mod host;
+pub mod lineedit;
 pub mod lines;
 pub mod manage;
 pub mod manifest;
