@@ -1268,6 +1268,17 @@ impl<'a> Session<'a> {
                 }
             }
         }
+        // The exit and the last stdout lines come from different threads:
+        // read what stdout still holds (its end, or a short while if a
+        // leftover process keeps it open).
+        let drain = Instant::now() + Duration::from_millis(500);
+        while self.exited.is_some() && !self.eof && self.rx.is_some() {
+            match self.next(drain) {
+                Step::Frame(f, at) => self.observe(f, at),
+                Step::Malformed => {}
+                Step::Gone | Step::Timeout => break,
+            }
+        }
         let Some((at, status)) = self.exited else { return };
         if self.shutdown_sent {
             timings.shutdown_ms = Some(ms(at - sent));
