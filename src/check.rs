@@ -1328,7 +1328,7 @@ impl<'a> Session<'a> {
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(300);
-        while group_alive(self.pgid) {
+        while group_running(self.pgid) {
             if Instant::now() >= deadline {
                 let who = group_members(self.pgid);
                 let who = if who.is_empty() { String::new() } else { format!(": {}", who.join(", ")) };
@@ -1582,8 +1582,14 @@ fn walk(v: &Value, path: &str, depth: usize, out: &mut Vec<SchemaFinding>) {
 // ---------------------------------------------------------------------------
 // Process groups
 
-/// `pid (comm)` of the processes in group `pgid`, from `/proc` (empty where
-/// there is no `/proc`).
+/// Some process of group `pgid` has not exited (zombies do not count where
+/// `/proc` tells them apart).
+fn group_running(pgid: u32) -> bool {
+    group_alive(pgid) && (!Path::new("/proc/self").exists() || !group_members(pgid).is_empty())
+}
+
+/// `pid (comm)` of the live processes in group `pgid`, from `/proc` (empty
+/// where there is no `/proc`).
 fn group_members(pgid: u32) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else { return out };
@@ -1595,6 +1601,11 @@ fn group_members(pgid: u32) -> Vec<String> {
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
         let comm = &stat[open + 1..close];
         let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // A zombie has exited; only its reaping is late (an init that does
+        // not reap orphans).
+        if rest.first() == Some(&"Z") {
+            continue;
+        }
         if rest.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
             out.push(format!("{pid} ({})", one_line(comm)));
         }

@@ -103,7 +103,10 @@ fn check(_t: &TempDir, dir: &Path, extra: &[&str]) -> (i32, Value) {
     let r = run(zot_cmd(t.path(), &args));
     let report: Value = serde_json::from_str(&r.stdout)
         .unwrap_or_else(|e| panic!("check --json printed no JSON ({e}): {}\n{}", r.stdout, r.stderr));
-    let left: Vec<_> = std::fs::read_dir(t.path().join("tmp")).map(|rd| rd.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    // tsx keeps its compile cache in TMPDIR/tsx-<uid>: the extension's, not the sandbox.
+    let left: Vec<_> = std::fs::read_dir(t.path().join("tmp"))
+        .map(|rd| rd.flatten().map(|e| e.file_name()).filter(|n| !n.to_string_lossy().starts_with("tsx-")).collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "the check left {left:?} behind");
     assert_eq!(report["ok"], json!(r.code == 0), "{report:#}");
     (r.code, report)
