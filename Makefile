@@ -20,13 +20,14 @@ all: build
 build:
 	$(CARGO) build --release
 
-# The Rust example extensions are real processes in the tests. Cargo's
-# output is kept as it is and followed by one total line
-# (.ci/test-summary.awk); the exit status is cargo's.
+# The Rust example extensions are real processes in the tests. Every test
+# binary runs (--no-fail-fast), cargo's output is kept as it is and
+# followed by one total line (.ci/test-summary.awk); the exit status is
+# cargo's.
 test:
 	$(CARGO) build --examples --quiet
 	@mkdir -p target; \
-	{ $(CARGO) test --quiet -- --test-threads=4 2>&1; echo $$? > target/test-status; } \
+	{ $(CARGO) test --quiet --no-fail-fast -- --test-threads=4 2>&1; echo $$? > target/test-status; } \
 		| awk -f .ci/test-summary.awk; \
 	exit "$$(cat target/test-status)"
 

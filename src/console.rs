@@ -108,11 +108,14 @@ pub fn run(mut config: Config) -> i32 {
     let host = Arc::new(host);
     let screen = Arc::new(Screen::new());
     // Line editing needs both ends on the terminal; else plain lines.
-    let raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
+    let mut raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
     let editor = match raw {
         Some(_) => Editor::new(screen.clone(), Some(history)).ok(),
         None => None,
     };
+    if editor.is_none() {
+        raw = None;
+    }
     let panels: Panels = Arc::default();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
     let printer = {
