@@ -9,7 +9,7 @@
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 
-use crate::host::{CommandReply, Config, ExtInfo, Host, HostError, HostEvent, InterceptOutcome, Listing, Response, ToolReply};
+use crate::host::{CommandReply, Config, ExtInfo, Host, HostError, HostEvent, InterceptOutcome, Listing, Request, Response, ToolReply};
 use crate::lineedit::{Editor, RawMode, Read, Screen};
 use crate::protocol::{Panel, Payload};
 use crate::signals;
@@ -298,8 +298,9 @@ impl Console {
             "key" => self.key(args),
             "reload-ext" => self.reload(),
             "" => self.error("empty command; try /help"),
-            _ => match self.host.command(name, args) {
-                Ok(r) => self.show_reply(&r),
+            _ => match self.call(Request::Command { name: name.into(), args: args.into() }) {
+                Ok(Response::Command(r)) => self.show_reply(&r),
+                Ok(other) => self.error(&format!("unexpected response {other:?}")),
                 Err(e) => self.error(&e.to_string()),
             },
         }
@@ -500,6 +501,20 @@ impl Console {
         }
     }
 
+    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
+    /// meanwhile says so (rather than waiting to end the session at the
+    /// next prompt).
+    fn call(&mut self, request: Request) -> Result<Response, HostError> {
+        let Some(editor) = self.editor.as_mut() else { return self.host.call(request) };
+        let (tx, rx) = bounded(1);
+        self.host.submit(request, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        let screen = editor.screen();
+        let outcome = editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"));
+        outcome.unwrap_or(Err(HostError::ShuttingDown))
+    }
+
     /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it.
     fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> Result<ToolReply, HostError> {
         let Some(editor) = self.editor.as_mut() else { return self.host.tool(name, Some(args)) };
@@ -584,8 +599,8 @@ impl Console {
 
     fn reload(&mut self) {
         self.system_stale = true;
-        match self.host.reload() {
-            Ok(r) => {
+        match self.call(Request::Reload) {
+            Ok(Response::Reload(r)) => {
                 let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
                 for e in &r.errors {
                     s.push('\n');
@@ -593,6 +608,7 @@ impl Console {
                 }
                 self.say(s);
             }
+            Ok(other) => self.error(&format!("unexpected response {other:?}")),
             Err(e) => self.error(&e.to_string()),
         }
     }

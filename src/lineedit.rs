@@ -264,6 +264,11 @@ impl Editor {
         Ok(Editor { screen, bytes: rx, pending: VecDeque::new(), closed: false, history: History::load(history) })
     }
 
+    /// The screen this editor draws on.
+    pub fn screen(&self) -> Arc<Screen> {
+        self.screen.clone()
+    }
+
     fn byte(&mut self) -> Option<u8> {
         loop {
             if let Some(b) = self.pending.pop_front() {

@@ -244,6 +244,15 @@ fn notes_print_above_the_line_and_ctrl_c_cancels_a_call() {
     z.typed("/display still here\r");
     at = z.wait_for("[tty] shown:still here\r\n", at);
 
+    // A command cannot be cancelled: Ctrl-C says so, and two of them do not
+    // end the session once it is answered (here: its timeout).
+    z.typed("/stall\r\x03\x03");
+    at = z.wait_for("(this cannot be cancelled; waiting for its answer or its timeout)", at);
+    at = z.wait_for("(this cannot be cancelled; waiting for its answer or its timeout)", at);
+    at = z.wait_for("did not answer", at);
+    z.typed("/display alive\r");
+    at = z.wait_for("[tty] shown:alive\r\n", at);
+
     // On an empty line, one Ctrl-C says how to leave; the second leaves.
     z.typed("\x03");
     z.wait_for("(Ctrl-C again or Ctrl-D to leave)", at);
