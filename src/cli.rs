@@ -680,7 +680,7 @@ fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
     }
 }
 
-fn parse_ext(mut a: Args, s: SessionArgs) -> Result<Command, UsageError> {
+fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
     let mut cwd = s.cwd.clone();
     while let Some(tok) = a.next()? {
         match &tok {
@@ -693,6 +693,7 @@ fn parse_ext(mut a: Args, s: SessionArgs) -> Result<Command, UsageError> {
                 }
                 a.context = format!("zot ext {sub}");
                 if sub == "doctor" {
+                    s.cwd = cwd;
                     return parse_session(a, s, "ext doctor");
                 }
                 if let Some(opt) = s.given.iter().find(|o| **o != "cwd") {
@@ -1065,6 +1066,10 @@ mod tests {
         };
         assert!(s.trust_project && s.interactive_tools);
         assert_eq!(s.restart.as_deref(), Some("on-failure"));
+        assert!(matches!(
+            p(&["ext", "--cwd", "d", "doctor"]),
+            Ok(Command::ExtDoctor { json: false, session }) if session.cwd == Some(PathBuf::from("d"))
+        ));
         assert!(matches!(
             p(&["--no-ext", "ext", "doctor", "--json", "-e", "x"]),
             Ok(Command::ExtDoctor { json: true, session }) if session.no_ext && session.ext_paths.len() == 1
