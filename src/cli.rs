@@ -913,18 +913,14 @@ projects: its project-local extensions are listed but no longer run.
 /// `zot <command> --help` for every command but `zot` itself, `zot ext`,
 /// `new` and `check`.
 pub fn command_help(c: &Cmd) -> String {
-    let mut s = format!("Usage: zot {} {}\n\n{}", c.name, c.usage, about(c.name));
-    if c.session || !c.flags.is_empty() {
-        s.push('\n');
-    }
+    let mut s = format!("Usage: zot {} {}\n\n{}\n", c.name, c.usage, about(c.name));
     if c.session {
         s.push_str(&session_options());
-    }
-    if !c.flags.is_empty() {
+    } else {
         s.push_str("Options:\n");
-        for f in c.flags {
-            s.push_str(&flag_lines(f));
-        }
+    }
+    for f in c.flags {
+        s.push_str(&flag_lines(f));
     }
     s.push_str(&flag_lines(&HELP_FLAG));
     if c.session {
