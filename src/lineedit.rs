@@ -538,3 +538,59 @@ fn delete(l: &mut Line) {
         l.buf.remove(l.cursor);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lflag(fd: i32) -> libc::tcflag_t {
+        // SAFETY: tcgetattr fills the zeroed struct.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0);
+        t.c_lflag
+    }
+
+    #[test]
+    fn a_panic_restores_the_terminal() {
+        let (mut m, mut s) = (0, 0);
+        // SAFETY: openpty fills two descriptors, closed at the end.
+        let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(r, 0);
+        assert_ne!(lflag(s) & libc::ECHO, 0);
+        let panicked = std::panic::catch_unwind(|| {
+            let raw = RawMode::enter(s).expect("raw mode");
+            assert_eq!(lflag(s) & (libc::ECHO | libc::ICANON), 0);
+            // Only the panic hook is left to restore it.
+            std::mem::forget(raw);
+            panic!("on purpose");
+        });
+        assert!(panicked.is_err());
+        assert_ne!(lflag(s) & libc::ECHO, 0, "echo left off after a panic");
+        assert_ne!(lflag(s) & libc::ICANON, 0, "canonical mode left off after a panic");
+        // SAFETY: closing the descriptors opened above.
+        unsafe {
+            libc::close(m);
+            libc::close(s);
+        }
+    }
+
+    #[test]
+    fn history_is_bounded_on_load_and_skips_repeats() {
+        let dir = std::env::temp_dir().join(format!("zot-history-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("history");
+        let body: String = (0..HISTORY_MAX + 50).map(|i| format!("line {i}\n")).collect();
+        fs::write(&file, body).expect("write");
+        let mut h = History::load(Some(file.clone()));
+        assert_eq!(h.entries.len(), HISTORY_MAX);
+        assert_eq!(h.entries[0], "line 50");
+        h.add("again");
+        h.add("again");
+        assert_eq!(h.entries.len(), HISTORY_MAX);
+        let text = fs::read_to_string(&file).expect("read");
+        assert_eq!(text.lines().count(), HISTORY_MAX + 1);
+        assert_eq!(text.lines().last(), Some("again"));
+        assert_eq!(History::load(Some(file)).entries.len(), HISTORY_MAX);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
