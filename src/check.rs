@@ -849,7 +849,7 @@ impl<'a> Session<'a> {
                 }
                 None => self.commands.push((name, description)),
             },
-            ExtFrame::RegisterTool { name, description, schema } => match self.tools.iter_mut().find(|t| t.0 == name) {
+            ExtFrame::RegisterTool { name, description, schema, .. } => match self.tools.iter_mut().find(|t| t.0 == name) {
                 Some(t) => {
                     self.f.warning("duplicate_name", format!("tool {name} registered twice; the last one wins"), "register each tool once");
                     (t.1, t.2) = (description, schema);
@@ -972,6 +972,7 @@ impl<'a> Session<'a> {
             cwd,
             extension_dir: dir.clone(),
             data_dir: dir,
+            capabilities: vec!["call_tool".into()],
         });
         self.send(&ack);
         let ack_at = Instant::now();
@@ -1120,7 +1121,7 @@ impl<'a> Session<'a> {
             plan.push(("command", name.clone(), HostFrame::CommandInvoked { id: id(), name, args: String::new() }));
         }
         for name in tools.into_iter().take(MAX_CALLS) {
-            plan.push(("tool", name.clone(), HostFrame::ToolCall { id: id(), name, args: Value::Object(Map::new()) }));
+            plan.push(("tool", name.clone(), HostFrame::ToolCall { id: id(), name, args: Value::Object(Map::new()), operation_key: None, reconcile: None }));
         }
         for (event, payload) in intercepts {
             plan.push(("intercept", event.clone(), HostFrame::EventIntercept { id: id(), event, payload }));
@@ -1401,24 +1402,7 @@ fn frame_hint(ty: &str) -> String {
 
 /// The `type` of an extension frame.
 fn frame_type(f: &ExtFrame) -> &'static str {
-    match f {
-        ExtFrame::Hello { .. } => "hello",
-        ExtFrame::RegisterCommand { .. } => "register_command",
-        ExtFrame::RegisterTool { .. } => "register_tool",
-        ExtFrame::Subscribe { .. } => "subscribe",
-        ExtFrame::Ready => "ready",
-        ExtFrame::CommandResponse(_) => "command_response",
-        ExtFrame::ToolResult(_) => "tool_result",
-        ExtFrame::EventInterceptResponse(_) => "event_intercept_response",
-        ExtFrame::Notify { .. } => "notify",
-        ExtFrame::ClearNotes => "clear_notes",
-        ExtFrame::OpenPanel { .. } => "open_panel",
-        ExtFrame::PanelRender { .. } => "panel_render",
-        ExtFrame::PanelClose { .. } => "panel_close",
-        ExtFrame::Submit { .. } => "submit",
-        ExtFrame::ShutdownAck => "shutdown_ack",
-        ExtFrame::Unknown => "unknown",
-    }
+    f.kind()
 }
 
 fn frame_type_host(f: &HostFrame) -> &'static str {

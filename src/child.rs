@@ -1,10 +1,13 @@
 //! One extension process: spawning it in its own process group with its
 //! stderr in the log file, the reader thread (stdout lines → frames), the
 //! writer thread (bounded queue → stdin, for what the sender's own
-//! non-blocking writes leave), the waiter thread (exit status), and
-//! signals to its group.
+//! non-blocking writes leave), the waiter thread (the exit, seen without
+//! reaping), and signals to its group. The group is signalled only while
+//! the process is unreaped: its zombie pins the group id, which after the
+//! reap may belong to someone else.
 
 use crate::lines::{Line, LineBuf};
+pub use crate::log::Log;
 use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
@@ -13,7 +16,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,70 +41,14 @@ pub enum ChildMsg {
     /// A line that decoded to a known reply type with bad fields but a
     /// usable id: a malformed reply to that request.
     BadReply { id: String, error: DecodeError },
-    /// Stdout closed.
+    /// A reply line over [`MAX_LINE`]: the `id` read from its head, when
+    /// there was one, and its length.
+    TooLong { id: Option<String>, len: usize },
+    /// Stdout closed (or the reader thread failed).
     Eof,
-    /// The process exited (and has been reaped).
-    Exited(ExitStatus),
-}
-
-/// The extension's log file: stderr of the child and `[zot]` lines.
-#[derive(Debug, Clone)]
-pub struct Log(Arc<(File, PathBuf)>);
-
-impl Log {
-    /// Opens (creating, appending) the log file at `path`.
-    pub fn open(path: &Path) -> io::Result<Log> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Log(Arc::new((f, path.to_path_buf()))))
-    }
-
-    /// When the file is over `max` bytes, copies it to `<path>.1` and
-    /// truncates it in place. The child keeps writing through its own
-    /// append-mode descriptor, which continues at the new end; lines written
-    /// between the copy and the truncation are lost. Returns whether it
-    /// rotated.
-    pub fn rotate_if_over(&self, max: u64) -> io::Result<bool> {
-        let (file, path) = &*self.0;
-        if file.metadata()?.len() <= max {
-            return Ok(false);
-        }
-        let mut old = path.clone().into_os_string();
-        old.push(".1");
-        std::fs::copy(path, &old)?;
-        file.set_len(0)?;
-        self.line(&format!("log rotated past {max} bytes; older lines are in {}", Path::new(&old).display()));
-        Ok(true)
-    }
-
-    /// Appends one host line, `[zot] ` prefixed, in a single write.
-    pub fn line(&self, msg: &str) {
-        let mut buf = Vec::with_capacity(msg.len() + 8);
-        buf.extend_from_slice(b"[zot] ");
-        for c in msg.chars() {
-            // One log line per message, whatever the message holds.
-            if c == '\n' || c == '\r' {
-                buf.extend_from_slice(b"\\n");
-            } else {
-                let mut tmp = [0u8; 4];
-                buf.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
-            }
-        }
-        buf.push(b'\n');
-        let _ = (&self.0 .0).write_all(&buf);
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn stdio(&self) -> io::Result<std::process::Stdio> {
-        Ok(std::process::Stdio::from(self.0 .0.try_clone()?))
-    }
-
-    #[cfg(target_os = "linux")]
-    fn fd(&self) -> std::os::fd::RawFd {
-        self.0 .0.as_raw_fd()
-    }
+    /// The process exited; it is not reaped yet ([`Child::reap`]). `None`
+    /// when its status could not be read.
+    Exited(Option<ExitStatus>),
 }
 
 /// What the writer thread is told.
@@ -142,6 +89,8 @@ pub enum SendError {
 /// The host's side of a running child.
 pub struct Child {
     pub pid: u32,
+    /// Set once the process is reaped; no signal reaches its group after.
+    reaped: std::sync::atomic::AtomicBool,
     queue: Sender<WriterMsg>,
     stdin: Arc<Stdin>,
     /// Frames not written yet; only ever non-empty while nothing is queued.
@@ -154,11 +103,13 @@ impl Child {
     /// Spawns `exec` (the manifest's resolved program) with the manifest's
     /// args, in its directory, in its own process group. Every report of
     /// its threads reaches `inbox` as `wrap(msg)`. With `trace`, every
-    /// frame in and out is recorded ([`crate::trace`]).
+    /// frame in and out is recorded ([`crate::trace`]). `env` (the
+    /// manifest's, expanded) is added to the environment ([`child_env`]).
     #[allow(clippy::too_many_arguments)]
     pub fn spawn<M, W>(
         manifest: &Manifest,
         exec: &Path,
+        env: &[(String, String)],
         log: &Log,
         queue_limit: usize,
         trace: Option<&Arc<Tracer>>,
@@ -170,7 +121,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let name = &manifest.name;
-        let Started { pid, stdin, stdout, wait } = start_process(manifest, exec, log)?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
         let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
@@ -188,13 +139,22 @@ impl Child {
         let rtap = tap.as_ref().map(Tap::for_reader);
         let r = spawn_thread(
             "r",
-            Box::new(move || read_loop(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())),
+            Box::new(move || {
+                // A reader that fails is reported like the end of stdout.
+                let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    read_loop(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())
+                }));
+                if read.is_err() {
+                    rlog.line("the stdout reader failed; treating it as the end of stdout");
+                    let _ = tx.send(w(ChildMsg::Eof));
+                }
+            }),
         );
         let (tx, w) = (inbox, wrap);
         let x = spawn_thread(
             "x",
             Box::new(move || {
-                let status = wait();
+                let status = wait_exit(pid);
                 let _ = tx.send(w(ChildMsg::Exited(status)));
             }),
         );
@@ -204,7 +164,8 @@ impl Child {
             kill_group(pid, libc::SIGKILL);
             return Err(e);
         }
-        Ok(Child { pid, queue: qtx, stdin, outbox: Mutex::new(Vec::new()), tap })
+        let reaped = std::sync::atomic::AtomicBool::new(false);
+        Ok(Child { pid, reaped, queue: qtx, stdin, outbox: Mutex::new(Vec::new()), tap })
     }
 
     /// Queues an encoded frame without blocking.
@@ -298,9 +259,59 @@ impl Child {
         let _ = self.queue.try_send(WriterMsg::Close);
     }
 
-    /// Sends `sig` to the child's whole process group.
-    pub fn signal_group(&self, sig: i32) {
+    /// Sends `sig` to the child's whole process group, unless the process
+    /// was reaped; returns whether it did.
+    pub fn signal_group(&self, sig: i32) -> bool {
+        if self.is_reaped() {
+            return false;
+        }
         kill_group(self.pid, sig);
+        true
+    }
+
+    pub fn is_reaped(&self) -> bool {
+        self.reaped.load(Ordering::Acquire)
+    }
+
+    /// Reaps the process once its exit was seen ([`ChildMsg::Exited`]):
+    /// from here on its group is never signalled.
+    pub fn reap(&self) {
+        if self.reaped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let pid = self.pid as libc::pid_t;
+        loop {
+            let mut status = 0;
+            // SAFETY: waits for our own child, which is a zombie by now.
+            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+            if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+    }
+}
+
+/// Waits for process `pid` to exit without reaping it, so that its group
+/// id stays its own until [`Child::reap`].
+fn wait_exit(pid: u32) -> Option<ExitStatus> {
+    loop {
+        // SAFETY: waitid fills the zeroed siginfo for our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if r == 0 {
+            // SAFETY: filled by a successful waitid with WEXITED.
+            let (code, status) = unsafe { (info.si_code, info.si_status()) };
+            let raw = match code {
+                libc::CLD_EXITED => (status & 0xff) << 8,
+                libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+                _ => status & 0x7f,
+            };
+            return Some(ExitStatus::from_raw(raw));
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return None;
+        }
     }
 }
 
@@ -324,28 +335,48 @@ pub fn group_alive(pgid: u32) -> bool {
     unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
-/// A started extension process: its pid, our ends of its stdin and stdout,
-/// and how to wait for (and reap) it.
+/// A started extension process: its pid and our ends of its stdin and stdout.
 struct Started {
     pid: u32,
     stdin: File,
     stdout: File,
-    wait: Box<dyn FnOnce() -> ExitStatus + Send>,
+}
+
+/// The environment of an extension: the host's own, then `ZOT_AGENT=1` and
+/// `AI_AGENT=zot` (as upstream sets them), then `extra` (the manifest's
+/// `env`, expanded), each later entry replacing an earlier one of its name.
+pub fn child_env(extra: &[(String, String)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot")]
+        .into_iter()
+        .chain(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for (k, v) in added {
+        env.retain(|(name, _)| name != k);
+        env.push((k.into(), v.into()));
+    }
+    env
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
 /// process group, stderr to the log.
 #[cfg(not(target_os = "linux"))]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(
+    manifest: &Manifest,
+    exec: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    log: &Log,
+) -> io::Result<Started> {
     use std::os::fd::OwnedFd;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut child = Command::new(exec)
         .args(&manifest.args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(&manifest.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(log.stdio()?)
+        .stderr(Stdio::from(log.file().try_clone()?))
         .process_group(0)
         .spawn()?;
     let pid = child.id();
@@ -354,14 +385,7 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
         let _ = child.wait();
         return Err(io::Error::other("child pipes missing"));
     };
-    let wait = Box::new(move || loop {
-        match child.wait() {
-            Ok(s) => break s,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break ExitStatus::from_raw(0),
-        }
-    });
-    Ok(Started { pid, stdin: File::from(OwnedFd::from(stdin)), stdout: File::from(OwnedFd::from(stdout)), wait })
+    Ok(Started { pid, stdin: File::from(OwnedFd::from(stdin)), stdout: File::from(OwnedFd::from(stdout)) })
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
@@ -381,7 +405,12 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
 /// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
 /// before exec, as `std` does.
 #[cfg(target_os = "linux")]
-fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Started> {
+fn start_process(
+    manifest: &Manifest,
+    exec: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    log: &Log,
+) -> io::Result<Started> {
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
@@ -467,7 +496,8 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
     let args = std::iter::once(Ok(path.clone()))
         .chain(manifest.args.iter().map(|a| cstr(a.as_bytes())))
         .collect::<io::Result<Vec<CString>>>()?;
-    let env = std::env::vars_os()
+    let env = env
+        .iter()
         .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
         .collect::<io::Result<Vec<CString>>>()?;
     let nul_terminated = |v: &[CString]| v.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect::<Vec<_>>();
@@ -487,7 +517,7 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
         envp: nul_terminated(&env),
         path,
         dir: cstr(manifest.dir.as_os_str().as_bytes())?,
-        fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), log.fd()],
+        fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), log.file().as_raw_fd()],
         parent: std::process::id() as libc::pid_t,
         // SAFETY: sysconf only reads a limit.
         max_fd: unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(3, 65536) as libc::c_int,
@@ -514,15 +544,12 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
     drop(stack);
     let reap = move || loop {
         let mut status = 0;
-        // SAFETY: waits for our own child.
+        // SAFETY: waits for our own child, which failed before its exec.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break ExitStatus::from_raw(status);
-        }
         if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
         }
-        break ExitStatus::from_raw(0);
+        break;
     };
     match plan.err.load(Ordering::SeqCst) {
         0 => {}
@@ -532,7 +559,7 @@ fn start_process(manifest: &Manifest, exec: &Path, log: &Log) -> io::Result<Star
         }
     }
     drop((in_r, out_w));
-    Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r), wait: Box::new(reap) })
+    Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r) })
 }
 
 /// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
@@ -553,7 +580,14 @@ pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl
                 if let Some(tap) = tap {
                     tap.discarded_in(lines.text(), len);
                 }
-                log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)"));
+                let id = crate::protocol::head_id(lines.text());
+                match &id {
+                    Some(id) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes), for request {id}")),
+                    None => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
+                }
+                if !emit(ChildMsg::TooLong { id, len }) {
+                    return;
+                }
             }
             Ok(Some(Line::Text(line))) => {
                 if let Some(tap) = tap {
@@ -674,5 +708,41 @@ pub fn describe_status(status: ExitStatus) -> String {
         (Some(c), _) => format!("exit code {c}"),
         (None, Some(s)) => format!("signal {s}"),
         _ => "unknown status".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    #[test]
+    fn the_group_is_never_signalled_after_the_reap() {
+        let dir = std::env::temp_dir().join(format!("zot-child-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = br#"{"name":"quick","exec":"/bin/sh","args":["-c","exit 3"]}"#;
+        let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
+        let log = Log::open(&dir.join("quick.log")).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
+        let status = loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the exit is reported") {
+                ChildMsg::Exited(s) => break s,
+                _ => continue,
+            }
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(3));
+        // Seen but not reaped: the zombie still pins the pid and group id.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap();
+        assert!(stat.rsplit(')').next().unwrap().trim_start().starts_with('Z'), "{stat}");
+        assert!(child.signal_group(0), "signalled while the zombie pins the group");
+        child.reap();
+        assert!(!std::path::Path::new(&format!("/proc/{}", child.pid)).exists() || {
+            // The pid may already be someone else's; it is not our zombie.
+            let s = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap_or_default();
+            !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
+        });
+        assert!(!child.signal_group(libc::SIGKILL), "no signal after the reap");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

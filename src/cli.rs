@@ -20,6 +20,9 @@ use std::time::Duration;
 /// The crate version, as `zot --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The longest duration option, in seconds: one day.
+pub const MAX_SECS: f64 = 86400.0;
+
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -41,12 +44,8 @@ pub enum Command {
     ExtCheck(crate::check::CheckOptions),
     /// `zot ext doctor [OPTIONS] [--json]`.
     ExtDoctor { session: SessionArgs, json: bool },
-    /// `zot trust [DIR]`; `dir` as given.
-    Trust { dir: Option<PathBuf> },
-    /// `zot trust --list`.
-    TrustList,
-    /// `zot untrust [DIR]`.
-    Untrust { dir: Option<PathBuf> },
+    /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`.
+    Trust(crate::trust::TrustCommand),
     /// `zot completions SHELL`: one of [`SHELLS`].
     Completions(String),
     /// `zot man`: the man page in roff.
@@ -67,10 +66,10 @@ pub struct SessionArgs {
     pub tool_timeout: Option<Duration>,
     pub intercept_timeout: Option<Duration>,
     pub fail_closed: bool,
-    /// `--trust-project`: project-local extensions load even if untrusted.
+    /// `--trust-project`: run the project's extensions even if untrusted.
     pub trust_project: bool,
-    /// `--restart POLICY`, one of [`RESTART_POLICIES`].
-    pub restart: Option<String>,
+    /// `--restart POLICY`.
+    pub restart: Option<crate::manifest::RestartPolicy>,
     /// `--interactive-tools`.
     pub interactive_tools: bool,
     /// `--trace FILE` (else `ZOT_TRACE`): every frame, one JSON line each.
@@ -110,6 +109,9 @@ impl SessionArgs {
         set(&mut t.tool, self.tool_timeout);
         set(&mut t.intercept, self.intercept_timeout);
         config.fail_closed = self.fail_closed;
+        config.trust_project = self.trust_project;
+        config.restart = self.restart;
+        config.interactive_tools = self.interactive_tools;
         let trace = self.trace.or_else(|| {
             env::var_os(crate::trace::TRACE_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
         });
@@ -199,9 +201,10 @@ where
             0
         }
         Command::ExtDoctor { .. } => fail("'zot ext doctor' is not in this build yet"),
-        Command::Trust { .. } | Command::TrustList | Command::Untrust { .. } => {
-            fail("'zot trust' and 'zot untrust' are not in this build yet")
-        }
+        Command::Trust(cmd) => match Home::from_env() {
+            Ok(home) => crate::trust::run(cmd, &home),
+            Err(e) => fail(&e.to_string()),
+        },
     }
 }
 
@@ -358,7 +361,8 @@ pub const SESSION_FLAGS: [Flag; 15] = [
     Flag {
         choices: &RESTART_POLICIES,
         ..session("restart", Some("POLICY"), "never, on-failure or always: the restart policy of every extension of this run (default: each manifest's)", |a, s, t| {
-            s.restart = Some(a.choice(t, &RESTART_POLICIES)?);
+            let v = a.choice(t, &RESTART_POLICIES)?;
+            s.restart = crate::manifest::RestartPolicy::parse(&v);
             Ok(())
         })
     },
@@ -530,25 +534,25 @@ impl Args {
         if choices.contains(&v.as_str()) {
             Ok(v)
         } else {
-            Err(self.err(format!(
-                "invalid value '{v}' for '{}': expected one of {}",
-                opt.spelled(),
-                choices.join(", ")
-            )))
+            let (last, rest) = choices.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+            let list = if rest.is_empty() { last.to_string() } else { format!("{} or {last}", rest.join(", ")) };
+            Err(self.err(format!("invalid value '{v}' for '{}': expected {list}", opt.spelled())))
         }
     }
 
+    /// A duration option: a positive number of seconds, at most
+    /// [`MAX_SECS`] (PROTOCOL.md §3 rule 6).
     fn secs(&mut self, opt: &Tok) -> Result<Duration, UsageError> {
         let v = self.value()?;
         let text = v.to_string_lossy();
         let bad = || {
             self.err(format!(
-                "invalid value '{text}' for '{}': expected seconds, a non-negative number like 5 or 0.5",
+                "invalid value '{text}' for '{}': expected seconds, a positive number up to {MAX_SECS} like 5 or 0.5",
                 opt.spelled()
             ))
         };
         let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-        if !secs.is_finite() || secs < 0.0 {
+        if !secs.is_finite() || secs <= 0.0 || secs > MAX_SECS {
             return Err(bad());
         }
         Duration::try_from_secs_f64(secs).map_err(|_| bad())
@@ -663,11 +667,13 @@ fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
             _ => return Err(a.unexpected(&tok)),
         }
     }
+    use crate::trust::TrustCommand as T;
+    let dir = || positional.as_deref().map(|d| absolute(Path::new(d))).transpose().map_err(|e| a.err(e));
     match word {
         "trust" if list && positional.is_some() => Err(a.err("'--list' takes no DIR")),
-        "trust" if list => Ok(Command::TrustList),
-        "trust" => Ok(Command::Trust { dir: positional.map(PathBuf::from) }),
-        "untrust" => Ok(Command::Untrust { dir: positional.map(PathBuf::from) }),
+        "trust" if list => Ok(Command::Trust(T::List)),
+        "trust" => Ok(Command::Trust(T::Trust(dir()?))),
+        "untrust" => Ok(Command::Trust(T::Untrust(dir()?))),
         "man" => Ok(Command::Man),
         _ => {
             let shell = positional.map(|v| v.to_string_lossy().into_owned());
@@ -871,13 +877,15 @@ manifest's name (not the folder's or repository's).
 
 A git URL (https://, http://, ssh://, git@, file://, or anything ending in
 .git) is shallow-cloned with the system git. Anything else is a local folder
-holding extension.json; it is copied recursively keeping file modes, except a
-top-level .git. A symbolic link is copied as a link only if it stays inside the
+holding extension.json (or that file's path); it is copied recursively keeping
+file modes, except a top-level .git, and a top-level target/ and node_modules/
+of which only the files the manifest's exec and args name are copied. A
+symbolic link is copied as a link only if it stays inside the
 extension; otherwise the install is refused. The result must hold a valid
 manifest; on any failure nothing is left behind. An extension that is already
 installed is never overwritten: remove it first.
 ",
-        "ext remove" => "Deletes the extension's directory (project-local first, then global). Asks
+        "ext remove" => "Deletes the extension's directory (a manifest or folder name). Asks
 for confirmation on a terminal; without a terminal, --yes is required. An
 extension directory that is a symbolic link is unlinked, its target is left
 alone. The extension's log is kept.
@@ -892,13 +900,14 @@ loaded on launch.
         "ext logs" => "Prints the extension's log, $ZOT_HOME/logs/ext-<name>.log: its stderr plus
 the host's lines prefixed [zot].
 ",
-        "trust" => "Records the project DIR (default: the current directory) as trusted in
-$ZOT_HOME/trust.json, with a fingerprint of its .zot/extensions, so that its
-project-local extensions run. A project whose extensions changed since is
-untrusted again. --list shows the trusted projects.
-",
-        "untrust" => "Removes the project DIR (default: the current directory) from the trusted
-projects: its project-local extensions are listed but no longer run.
+        "trust" | "untrust" => "Project-local extensions (DIR/.zot/extensions) come with the repository you
+are in, so they run only in a trusted project. 'zot trust' records the
+project's canonical path and a fingerprint of its extensions (manifests and
+the files they run inside the project) in $ZOT_HOME/trust.json; when they
+change, the project is untrusted again until trusted anew. 'zot untrust'
+forgets it; '--list' shows every trusted project and whether it changed.
+DIR defaults to the current directory. '--trust-project' (zot, zot serve,
+zot mcp) runs them for one run without recording anything.
 ",
         "completions" => "Prints the completion script for bash, zsh or fish, for example:
   zot completions bash > ~/.local/share/bash-completion/completions/zot
@@ -990,9 +999,11 @@ pub fn ext_help() -> String {
         "Usage: zot ext <command> [--cwd DIR]
 
 Manage extensions: global ones in $ZOT_HOME/extensions and project-local ones
-in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). Names are
-the manifest names that 'zot ext list' shows; a name is looked up in the
-project-local extensions first, then the global ones.
+in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). A name is
+the manifest name that 'zot ext list' shows or the name of the extension's
+folder, looked up in the project-local and the global extensions; a name that
+matches more than one is refused (the matching folders are listed) and
+nothing changes.
 
 Commands:
 ",
@@ -1061,7 +1072,7 @@ mod tests {
             panic!("not serve");
         };
         assert!(s.trust_project && s.interactive_tools);
-        assert_eq!(s.restart.as_deref(), Some("on-failure"));
+        assert_eq!(s.restart, Some(crate::manifest::RestartPolicy::OnFailure));
         assert!(matches!(
             p(&["ext", "--cwd", "d", "doctor"]),
             Ok(Command::ExtDoctor { json: false, session }) if session.cwd == Some(PathBuf::from("d"))
@@ -1070,9 +1081,10 @@ mod tests {
             p(&["--no-ext", "ext", "doctor", "--json", "-e", "x"]),
             Ok(Command::ExtDoctor { json: true, session }) if session.no_ext && session.ext_paths.len() == 1
         ));
-        assert_eq!(p(&["trust", "d"]), Ok(Command::Trust { dir: Some(PathBuf::from("d")) }));
-        assert_eq!(p(&["trust", "--list"]), Ok(Command::TrustList));
-        assert_eq!(p(&["untrust"]), Ok(Command::Untrust { dir: None }));
+        use crate::trust::TrustCommand as T;
+        assert!(matches!(p(&["trust", "d"]), Ok(Command::Trust(T::Trust(Some(d)))) if d.ends_with("d")));
+        assert_eq!(p(&["trust", "--list"]), Ok(Command::Trust(T::List)));
+        assert_eq!(p(&["untrust"]), Ok(Command::Trust(T::Untrust(None))));
         assert!(p(&["trust", "--list", "d"]).is_err());
         assert_eq!(p(&["completions", "zsh"]), Ok(Command::Completions("zsh".into())));
         assert!(p(&["completions", "tcsh"]).is_err());

@@ -82,6 +82,8 @@ type Panels = Arc<Mutex<HashMap<String, String>>>;
 /// exit code.
 pub fn run(mut config: Config) -> i32 {
     config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    // A person is there to answer them (PROTOCOL.md §4).
+    config.interactive_tools = true;
     let interactive = is_tty(0);
     let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
     // A script must not run on without an extension it named; a person at
@@ -722,7 +724,10 @@ fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, pa
 fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
     let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
     match ev {
-        HostEvent::Ready { .. } => String::new(),
+        HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. } | HostEvent::ToolsChanged { .. } => String::new(),
+        HostEvent::SubmitSlash { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ run:"), strip_controls(&text))
+        }
         HostEvent::Notify { extension, level, message } => {
             format!("{} {}", tag(&extension), st.level(&level, &strip_controls(&message)))
         }
@@ -757,6 +762,7 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
         HostEvent::LoadFailed { extension, message } => {
             format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))))
         }
+        HostEvent::UntrustedProject { dir, extensions } => st.dim(&crate::trust::not_loaded_line(&dir, &extensions)),
     }
 }
 

@@ -1,5 +1,10 @@
 //! Finding extensions: the three sources (`--ext` paths, project-local,
 //! global), their precedence, and the deterministic load order.
+//!
+//! Project-local extensions of a project that is not trusted
+//! ([`crate::trust`]) are set apart in [`Discovery::untrusted`]: they claim
+//! no name, so a global extension of the same name loads as usual. Their
+//! broken manifests are still reported: reading a manifest runs nothing.
 
 use crate::home::{project_extensions_dir, Home};
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
@@ -61,6 +66,9 @@ pub struct Discovery {
     pub shadowed: Vec<(Found, PathBuf)>,
     /// Directories whose manifest is missing or invalid.
     pub broken: Vec<Broken>,
+    /// Enabled project-local extensions not loaded because the project is
+    /// not trusted, in load order.
+    pub untrusted: Vec<Found>,
 }
 
 /// What to look at.
@@ -74,7 +82,9 @@ pub struct Sources {
 
 /// Discovers extensions from all sources. The highest-precedence entry of a
 /// name decides: if it is disabled the name is not loaded at all.
-pub fn discover(sources: &Sources, cwd: &Path, home: &Home) -> Discovery {
+/// Project-local ones load only when the project at `cwd` is trusted, or
+/// with `trust_project` (`--trust-project`).
+pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool) -> Discovery {
     let mut all: Vec<Result<Found, Broken>> = Vec::new();
     for p in &sources.ext_paths {
         let dir = if p.file_name().is_some_and(|n| n == MANIFEST_FILE) && p.is_file() {
@@ -90,6 +100,7 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home) -> Discovery {
     }
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
+    let mut trusted: Option<bool> = trust_project.then_some(true);
     for item in all {
         match item {
             Err(b) => out.broken.push(b),
@@ -97,6 +108,16 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home) -> Discovery {
                 if let Some((_, dir)) = winners.iter().find(|(n, _)| *n == found.manifest.name) {
                     let dir = dir.clone();
                     out.shadowed.push((found, dir));
+                    continue;
+                }
+                if found.source == Source::Project
+                    && !*trusted.get_or_insert_with(|| {
+                        crate::trust::status(home, cwd) == crate::trust::Status::Trusted
+                    })
+                {
+                    if found.manifest.enabled {
+                        out.untrusted.push(found);
+                    }
                     continue;
                 }
                 winners.push((found.manifest.name.clone(), found.manifest.dir.clone()));

@@ -21,23 +21,32 @@ impl Home {
     }
 
     /// Resolves the home directory from the environment: `$ZOT_HOME` if set
-    /// and non-empty; otherwise `~/Library/Application Support/zot` on macOS,
-    /// `$XDG_STATE_HOME/zot`, or `~/.local/state/zot`.
+    /// and non-empty (a relative value made absolute against the current
+    /// directory); otherwise `$XDG_STATE_HOME/zot` on every platform; then
+    /// macOS `~/Library/Application Support/zot`, Windows
+    /// `%LOCALAPPDATA%\zot`, elsewhere `~/.local/state/zot`.
     pub fn from_env() -> Result<Home, HomeError> {
         let var = |k: &str| env::var_os(k).filter(|v| !v.is_empty());
         if let Some(h) = var("ZOT_HOME") {
-            return Ok(Home::at(h));
-        }
-        let user_home = var("HOME").map(PathBuf::from);
-        if cfg!(target_os = "macos") {
-            let h = user_home.ok_or(HomeError::NoHome)?;
-            return Ok(Home::at(h.join("Library/Application Support/zot")));
+            let h = PathBuf::from(h);
+            if h.is_absolute() {
+                return Ok(Home::at(h));
+            }
+            let cwd = env::current_dir().map_err(|_| HomeError::NoCwd)?;
+            return Ok(Home::at(cwd.join(h)));
         }
         if let Some(x) = var("XDG_STATE_HOME") {
             return Ok(Home::at(PathBuf::from(x).join("zot")));
         }
-        let h = user_home.ok_or(HomeError::NoHome)?;
-        Ok(Home::at(h.join(".local/state/zot")))
+        if cfg!(windows) {
+            let local = var("LOCALAPPDATA").ok_or(HomeError::NoHome)?;
+            return Ok(Home::at(PathBuf::from(local).join("zot")));
+        }
+        let user_home = var("HOME").map(PathBuf::from).ok_or(HomeError::NoHome)?;
+        if cfg!(target_os = "macos") {
+            return Ok(Home::at(user_home.join("Library/Application Support/zot")));
+        }
+        Ok(Home::at(user_home.join(".local/state/zot")))
     }
 
     pub fn root(&self) -> &Path {
@@ -58,6 +67,11 @@ impl Home {
     pub fn log_path(&self, name: &str) -> PathBuf {
         self.logs_dir().join(format!("ext-{name}.log"))
     }
+
+    /// `$ZOT_HOME/trust.json`: the trusted projects ([`crate::trust`]).
+    pub fn trust_path(&self) -> PathBuf {
+        self.root.join("trust.json")
+    }
 }
 
 /// `<cwd>/.zot/extensions`: project-local extensions.
@@ -68,6 +82,8 @@ pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeError {
     NoHome,
+    /// `ZOT_HOME` is relative and the current directory is unknown.
+    NoCwd,
 }
 
 impl fmt::Display for HomeError {
@@ -76,6 +92,10 @@ impl fmt::Display for HomeError {
             HomeError::NoHome => {
                 write!(f, "cannot locate the zot home: set ZOT_HOME or HOME")
             }
+            HomeError::NoCwd => write!(
+                f,
+                "ZOT_HOME is relative and the current directory cannot be determined"
+            ),
         }
     }
 }

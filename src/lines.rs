@@ -5,8 +5,9 @@
 
 use std::io::{self, BufRead, Read};
 
-/// How much of a skipped line is kept, for diagnostics.
-const HEAD: usize = 4096;
+/// How much of a skipped line is kept: enough to find the `id` of a reply
+/// (PROTOCOL.md §3 rule 9) and for diagnostics.
+pub const HEAD: usize = 64 * 1024;
 
 /// One line read.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,7 +19,8 @@ pub enum Line<'a> {
     TooLong(usize),
 }
 
-/// A reusable line buffer for lines of at most `max` bytes.
+/// A reusable line buffer for lines of at most `max` bytes, a trailing
+/// `\r` not counted.
 pub struct LineBuf {
     buf: Vec<u8>,
     max: usize,
@@ -37,8 +39,9 @@ impl LineBuf {
             self.buf = Vec::new();
         }
         self.buf.clear();
+        // One byte more for a `\r` before the newline, one to see the cap passed.
         let n = loop {
-            match <&mut R as Read>::take(input, self.max as u64 + 1).read_until(b'\n', &mut self.buf) {
+            match <&mut R as Read>::take(input, self.max as u64 + 2).read_until(b'\n', &mut self.buf) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -47,11 +50,15 @@ impl LineBuf {
         if n == 0 {
             return Ok(None);
         }
-        if self.buf.last() == Some(&b'\n') {
+        let newline = self.buf.last() == Some(&b'\n');
+        if newline {
             self.buf.pop();
-        } else if self.buf.len() > self.max {
-            let skipped = input.skip_until(b'\n').unwrap_or(0);
-            let len = self.buf.len() + skipped;
+        }
+        let len = self.buf.len();
+        let over = len > self.max && !(len == self.max + 1 && self.buf.last() == Some(&b'\r'));
+        if over {
+            let skipped = if newline { 0 } else { input.skip_until(b'\n').unwrap_or(0) };
+            let len = n + skipped;
             self.buf.truncate(HEAD);
             self.buf.shrink_to_fit();
             return Ok(Some(Line::TooLong(len)));
@@ -77,11 +84,15 @@ mod tests {
         assert_eq!(l.next(&mut input).unwrap(), Some(Line::Text(b"ab")));
         assert_eq!(l.next(&mut input).unwrap(), Some(Line::Text(b"")));
         assert_eq!(l.next(&mut input).unwrap(), Some(Line::TooLong(7)));
-        assert_eq!(l.text(), b"cdefg", "the head of the skipped line");
+        assert_eq!(l.text(), b"cdefgh", "the head of the skipped line");
         assert_eq!(l.next(&mut input).unwrap(), Some(Line::Text(b"ij\r")));
         assert_eq!(l.next(&mut input).unwrap(), Some(Line::Text(b"xyz")));
         assert_eq!(l.next(&mut input).unwrap(), None);
-        let mut exact: &[u8] = b"abcd\n";
+        let mut exact: &[u8] = b"abcd\nabcd\r\nabcde\r\nabcd\rx\nabcd\r";
         assert_eq!(l.next(&mut exact).unwrap(), Some(Line::Text(b"abcd")));
+        assert_eq!(l.next(&mut exact).unwrap(), Some(Line::Text(b"abcd\r")), "a trailing \\r is not counted");
+        assert_eq!(l.next(&mut exact).unwrap(), Some(Line::TooLong(7)));
+        assert_eq!(l.next(&mut exact).unwrap(), Some(Line::TooLong(7)));
+        assert_eq!(l.next(&mut exact).unwrap(), Some(Line::Text(b"abcd\r")), "and at the end of input");
     }
 }

@@ -7,8 +7,12 @@
 //!
 //! Decisions where the protocol is silent:
 //! - A local install skips a top-level `.git` (file or directory): the
-//!   installed copy is a snapshot, not a checkout. A git install keeps the
-//!   `.git` of its shallow clone.
+//!   installed copy is a snapshot, not a checkout. It skips a top-level
+//!   `target/` and `node_modules/` too (build output and dependencies, often
+//!   huge), except the files the manifest's `exec` and `args` name inside
+//!   them (a built Rust extension runs `./target/release/NAME`); a note
+//!   says what was left out. A git install keeps the `.git` of its shallow
+//!   clone. `install DIR/extension.json` installs DIR.
 //! - Symbolic links: a link is kept only if its target, resolved lexically
 //!   from the link's directory, stays inside the extension, is relative, and
 //!   does not go up (`..`) after passing through another link. The same
@@ -16,8 +20,13 @@
 //!   install.
 //! - The installed folder's top directory keeps the source's mode plus
 //!   owner `rwx`, so that `enable`/`disable` can always rewrite the manifest.
-//! - Name lookup: valid manifests by `name` (project-local, then global),
-//!   then broken ones by folder name, as `zot ext list` shows them.
+//! - Name lookup: `remove`, `enable`, `disable` and `logs` take the
+//!   manifest's name or the installed folder's name, in project-local and
+//!   global extensions alike (a broken manifest by its folder's name). More
+//!   than one match is refused, naming every matching folder, and nothing
+//!   changes; `logs` only refuses when the matches log to different files.
+//! - `list` notes whether the project is trusted ([`crate::trust`]) and
+//!   warns about an `exec` that cannot run (missing, not executable).
 //! - `remove` of an extension folder that is a symbolic link unlinks the
 //!   link and leaves its target alone; the extension's log is kept.
 //! - `logs` prints the log as is (it is the extension's own stderr);
@@ -27,6 +36,7 @@
 use crate::discovery::{scan_dir, Source};
 use crate::home::{project_extensions_dir, validate_name, Home};
 use crate::manifest::{set_enabled, Manifest, MANIFEST_FILE};
+use crate::trust::Status as Trust;
 pub use crate::text::one_line as sanitize;
 use serde::Serialize;
 use std::ffi::{OsStr, OsString};
@@ -177,19 +187,34 @@ fn check_name(name: &str) -> Res {
     validate_name(name).map_err(|e| Fail::Msg(format!("invalid extension name {name:?}: {e}")))
 }
 
-/// The extension called `name`: valid manifests first (project-local, then
-/// global), then broken ones by folder name.
-fn lookup(home: &Home, cwd: Option<&Path>, name: &str) -> Res<Entry> {
+/// Every extension whose manifest name or installed folder's name is
+/// `name`, project-local first.
+fn matching(home: &Home, cwd: Option<&Path>, name: &str) -> Res<Vec<Entry>> {
     check_name(name)?;
-    let mut all = entries(home, &project_dir(cwd)?);
-    let pos = all
-        .iter()
-        .position(|e| e.manifest.is_some() && e.name == name)
-        .or_else(|| all.iter().position(|e| e.manifest.is_none() && e.name == name));
-    match pos {
-        Some(i) => Ok(all.swap_remove(i)),
-        None => Err(not_found(name)),
+    let all = entries(home, &project_dir(cwd)?);
+    Ok(all
+        .into_iter()
+        .filter(|e| e.name == name || entry_path(e).file_name().is_some_and(|f| f == name))
+        .collect())
+}
+
+/// The one extension called `name` (see [`matching`]).
+fn lookup(home: &Home, cwd: Option<&Path>, name: &str) -> Res<Entry> {
+    let mut found = matching(home, cwd, name)?;
+    match found.len() {
+        0 => Err(not_found(name)),
+        1 => Ok(found.remove(0)),
+        _ => Err(ambiguous(name, &found)),
     }
+}
+
+fn ambiguous(name: &str, found: &[Entry]) -> Fail {
+    let dirs: Vec<String> =
+        found.iter().map(|e| format!("{} ({})", show(&entry_path(e)), e.scope.as_str())).collect();
+    Fail::Msg(format!(
+        "{name} is ambiguous: it matches {}; nothing changed (rename or remove one of them by hand)",
+        dirs.join(", ")
+    ))
 }
 
 fn not_found(name: &str) -> Fail {
@@ -234,10 +259,23 @@ struct Row {
     /// higher precedence).
     #[serde(skip_serializing_if = "Option::is_none")]
     shadowed_by: Option<String>,
+    /// Project-local rows: whether the project is trusted to run them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trusted: Option<bool>,
+    /// Why its `exec` cannot run now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_error: Option<String>,
+    #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
+    is_static: bool,
 }
 
 fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
-    let all = entries(home, &project_dir(cwd)?);
+    let project = project_dir(cwd)?;
+    let all = entries(home, &project);
+    let trust = all
+        .iter()
+        .any(|e| e.scope == Source::Project)
+        .then(|| crate::trust::status(home, &project));
     // Shadowing follows discovery order, before sorting for display.
     let mut winners: Vec<(&str, &Path)> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
@@ -261,6 +299,9 @@ fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             dir: show(&e.dir),
             error: e.error.clone(),
             shadowed_by,
+            trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
+            exec_error: m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
+            is_static: m.is_some_and(Manifest::is_static),
         });
     }
     rows.sort_by(|a, b| {
@@ -279,7 +320,15 @@ fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         say("no extensions installed")?;
         return say("install one with: zot ext install <path|git-url>");
     }
-    print_table(&rows)
+    let trust_note = trust.map(|t| match t {
+        Trust::Trusted => format!("project {} is trusted: its extensions run", show(&project)),
+        _ => format!(
+            "project {} is {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
+            show(&project),
+            t.as_str()
+        ),
+    });
+    print_table(&rows, trust_note)
 }
 
 /// Escapes DEL, C1 controls and bidi overrides that `serde_json` leaves
@@ -296,7 +345,7 @@ fn escape_json_controls(text: &str) -> String {
     s
 }
 
-fn print_table(rows: &[Row]) -> Res {
+fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     let header = ["SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
     let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
     let mut table: Vec<[String; 7]> = vec![header.map(str::to_string)];
@@ -337,7 +386,12 @@ fn print_table(rows: &[Row]) -> Res {
         text.push_str(line.trim_end());
         text.push('\n');
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = trust_note.map(|n| format!("note: {}", sanitize(&n))).into_iter().collect();
+    for r in rows {
+        if let Some(err) = &r.exec_error {
+            notes.push(format!("warning: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
+        }
+    }
     for r in rows {
         if let Some(err) = &r.error {
             notes.push(format!("error: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
@@ -414,6 +468,13 @@ impl Drop for Staging {
 }
 
 fn install(home: &Home, source: &OsStr) -> Res {
+    let as_path = Path::new(source);
+    let source = match as_path.parent() {
+        Some(dir) if as_path.file_name() == Some(OsStr::new(MANIFEST_FILE)) && as_path.is_file() => {
+            if dir.as_os_str().is_empty() { OsStr::new(".") } else { dir.as_os_str() }
+        }
+        _ => source,
+    };
     let text = source.to_string_lossy();
     let root = home.extensions_dir();
     fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", show(&root)))?;
@@ -427,6 +488,9 @@ fn install(home: &Home, source: &OsStr) -> Res {
         check_tree_links(&staging.path)?;
     } else {
         copy_tree(Path::new(source), &staging.path)?;
+    }
+    if fs::symlink_metadata(staging.path.join(MANIFEST_FILE)).is_err() {
+        return Err(Fail::Msg(format!("{text} holds no {MANIFEST_FILE}: not an extension")));
     }
     let m = Manifest::load(&staging.path).map_err(|e| {
         format!("{text} holds no valid extension: {}", rebase(&e.to_string(), &staging.path, &text))
@@ -507,8 +571,31 @@ fn precheck_local(src: &Path, root: &Path) -> Res {
 
 /// Copies the contents of `src` into the existing directory `dst`, keeping
 /// modes, recreating internal symbolic links, following none.
+/// Top-level folders a local install leaves out (see the module header).
+const SKIPPED: [&str; 2] = ["target", "node_modules"];
+
 fn copy_tree(src: &Path, dst: &Path) -> Res {
     copy_dir(src, src, dst, true)?;
+    let mut skipped = Vec::new();
+    for dir in SKIPPED {
+        if fs::symlink_metadata(src.join(dir)).is_ok_and(|m| m.is_dir()) {
+            skipped.push(format!("{dir}/"));
+        }
+    }
+    if !skipped.is_empty() {
+        if let Ok(m) = Manifest::load(src) {
+            for rel in std::iter::once(&m.exec).chain(&m.args) {
+                copy_needed(src, dst, rel)?;
+            }
+        }
+        eprintln!(
+            "{}",
+            sanitize(&format!(
+                "zot: note: not copied: {} (build output and dependencies; only the files the manifest runs from them)",
+                skipped.join(", ")
+            ))
+        );
+    }
     let mode = fs::metadata(src).map_err(|e| format!("{}: {e}", show(src)))?.permissions().mode();
     fs::set_permissions(dst, fs::Permissions::from_mode((mode & 0o7777) | 0o700))
         .map_err(|e| Fail::Msg(format!("cannot set the mode of {}: {e}", show(dst))))
@@ -526,7 +613,7 @@ fn sorted_entries(dir: &Path) -> Res<Vec<OsString>> {
 
 fn copy_dir(root: &Path, src: &Path, dst: &Path, top: bool) -> Res {
     for name in sorted_entries(src)? {
-        if top && name == ".git" {
+        if top && (name == ".git" || SKIPPED.iter().any(|s| name == *s)) {
             continue;
         }
         let sp = src.join(&name);
@@ -553,6 +640,29 @@ fn copy_dir(root: &Path, src: &Path, dst: &Path, top: bool) -> Res {
         }
     }
     Ok(())
+}
+
+/// Copies the file `rel` (a manifest's `exec` or argument, relative to
+/// `src`) when it lies in a skipped top-level folder, creating its parents.
+fn copy_needed(src: &Path, dst: &Path, rel: &str) -> Res {
+    let parts: Vec<Component> =
+        Path::new(rel).components().filter(|c| *c != Component::CurDir).collect();
+    let Some(Component::Normal(first)) = parts.first() else { return Ok(()) };
+    if !SKIPPED.iter().any(|s| *first == OsStr::new(s))
+        || parts.iter().any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Ok(());
+    }
+    let relp: PathBuf = parts.iter().collect();
+    let sp = src.join(&relp);
+    let dp = dst.join(&relp);
+    if !fs::symlink_metadata(&sp).is_ok_and(|m| m.is_file()) || dp.exists() {
+        return Ok(());
+    }
+    if let Some(parent) = dp.parent() {
+        fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", show(parent)))?;
+    }
+    copy_file(&sp, &dp)
 }
 
 fn copy_file(src: &Path, dst: &Path) -> Res {
@@ -681,7 +791,13 @@ fn clone(url: &OsStr, dir: &Path) -> Res {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    // git's own reason is its `fatal:` line; hints may follow it.
+    let last = stderr
+        .lines()
+        .find(|l| l.starts_with("fatal:"))
+        .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .trim();
     let status = match out.status.code() {
         Some(c) => format!("exit status {c}"),
         None => "killed by a signal".to_string(),
@@ -804,10 +920,20 @@ fn set_state(home: &Home, cwd: Option<&Path>, name: &str, enable: bool) -> Res {
 // logs
 
 fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool) -> Res {
-    check_name(name)?;
+    let found = matching(home, cwd, name)?;
+    let mut log_names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
+    log_names.sort_unstable();
+    log_names.dedup();
+    let name = match log_names[..] {
+        [] => name,
+        [one] => one,
+        _ => return Err(ambiguous(name, &found)),
+    };
     let path = home.log_path(name);
     if fs::metadata(&path).is_err() {
-        lookup(home, cwd, name)?;
+        if found.is_empty() {
+            return Err(not_found(name));
+        }
         if !follow {
             return say(&format!("no log for {name} yet ({})", show(&path)));
         }

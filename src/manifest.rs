@@ -1,5 +1,14 @@
 //! The manifest `extension.json`: parsing, validation, resolving `exec`, and
 //! the atomic rewrite of `enabled` that keeps every other byte of the file.
+//!
+//! Decisions where the protocol is silent:
+//! - `skills` entries are resolved against the manifest's directory, first
+//!   lexically, then (when the path exists) through its symbolic links;
+//!   either leaving the directory makes the manifest invalid. A skill path
+//!   that does not exist (yet) is accepted as is.
+//! - A `restart` value other than `never`, `on-failure` or `always` makes
+//!   the manifest invalid, naming the value.
+//! - `env` names must be non-empty and hold no `=` or NUL; values no NUL.
 
 use crate::home::{validate_name, NameError};
 use serde_json::{Map, Value};
@@ -11,16 +20,54 @@ use std::path::{Path, PathBuf};
 /// The file name of a manifest inside an extension directory.
 pub const MANIFEST_FILE: &str = "extension.json";
 
+/// What the host does when an extension exits on its own (PROTOCOL §7.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RestartPolicy {
+    #[default]
+    Never,
+    /// A non-zero exit code or a signal the host did not send.
+    OnFailure,
+    /// Any exit the host did not ask for.
+    Always,
+}
+
+impl RestartPolicy {
+    pub fn parse(s: &str) -> Option<RestartPolicy> {
+        match s {
+            "never" => Some(RestartPolicy::Never),
+            "on-failure" => Some(RestartPolicy::OnFailure),
+            "always" => Some(RestartPolicy::Always),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartPolicy::Never => "never",
+            RestartPolicy::OnFailure => "on-failure",
+            RestartPolicy::Always => "always",
+        }
+    }
+}
+
 /// A parsed, validated manifest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
     pub name: String,
     pub version: String,
+    /// Empty for a static extension (see [`Manifest::is_static`]).
     pub exec: String,
     pub args: Vec<String>,
     pub language: String,
     pub description: String,
     pub enabled: bool,
+    /// `skills`, as absolute paths inside `dir`.
+    pub skills: Vec<PathBuf>,
+    /// `theme.json` or `themes/theme.json` in `dir`, when there is one.
+    pub theme: Option<PathBuf>,
+    /// `env`, unexpanded, in key order ([`crate::envexpand`] expands it).
+    pub env: Vec<(String, String)>,
+    pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).
     pub dir: PathBuf,
 }
@@ -102,7 +149,10 @@ impl Manifest {
             name: name.clone(),
             err,
         })?;
-        let exec = required_str(&obj, "exec").map_err(|m| field_err("exec", m))?;
+        let exec = optional_str(&obj, "exec").map_err(|m| field_err("exec", m))?;
+        if exec.is_empty() && obj.get("exec").is_some_and(|v| !v.is_null()) {
+            return Err(field_err("exec", "must not be empty"));
+        }
         let args = match obj.get("args") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -117,6 +167,60 @@ impl Manifest {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(field_err("enabled", "must be true or false")),
         };
+        let skills = match obj.get("skills") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                for v in items {
+                    let Some(s) = v.as_str() else {
+                        return Err(field_err("skills", "must be an array of strings"));
+                    };
+                    out.push(resolve_inside(&dir, s).map_err(|m| field_err("skills", &m))?);
+                }
+                out
+            }
+            Some(_) => return Err(field_err("skills", "must be an array of strings")),
+        };
+        let env = match obj.get("env") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) => {
+                let mut out = Vec::new();
+                for (k, v) in map {
+                    let Some(v) = v.as_str() else {
+                        return Err(field_err("env", &format!("{k}: the value must be a string")));
+                    };
+                    if k.is_empty() || k.contains(['=', '\0']) {
+                        return Err(field_err("env", &format!("{k:?} is not a variable name")));
+                    }
+                    if v.contains('\0') {
+                        return Err(field_err("env", &format!("{k}: the value holds a NUL byte")));
+                    }
+                    out.push((k.clone(), v.to_string()));
+                }
+                out
+            }
+            Some(_) => return Err(field_err("env", "must be an object of strings")),
+        };
+        let restart = match obj.get("restart") {
+            None | Some(Value::Null) => RestartPolicy::Never,
+            Some(Value::String(r)) => RestartPolicy::parse(r).ok_or_else(|| {
+                field_err(
+                    "restart",
+                    &format!("has unknown policy {r:?} (expected never, on-failure or always)"),
+                )
+            })?,
+            Some(_) => return Err(field_err("restart", "must be a string")),
+        };
+        let theme = ["theme.json", "themes/theme.json"]
+            .iter()
+            .map(|t| dir.join(t))
+            .find(|p| p.is_file() && resolve_inside(&dir, &p.to_string_lossy()).is_ok());
+        if exec.is_empty() && skills.is_empty() && theme.is_none() {
+            return Err(ManifestError::Parse {
+                path: path.to_path_buf(),
+                msg: "exec, theme, or skills is required".into(),
+            });
+        }
         Ok(Manifest {
             version: optional_str(&obj, "version").map_err(|m| field_err("version", m))?,
             language: optional_str(&obj, "language").map_err(|m| field_err("language", m))?,
@@ -126,8 +230,38 @@ impl Manifest {
             exec,
             args,
             enabled,
+            skills,
+            theme,
+            env,
+            restart,
             dir,
         })
+    }
+
+    /// True for an extension that is never spawned: no `exec`, and skills
+    /// or a theme.
+    pub fn is_static(&self) -> bool {
+        self.exec.is_empty()
+    }
+
+    /// The absolute paths of the skills, inside the manifest's directory.
+    pub fn skills(&self) -> &[PathBuf] {
+        &self.skills
+    }
+
+    /// The theme file, when there is one.
+    pub fn theme(&self) -> Option<&Path> {
+        self.theme.as_deref()
+    }
+
+    /// The `env` entries, unexpanded.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// The manifest's own restart policy.
+    pub fn restart(&self) -> RestartPolicy {
+        self.restart
     }
 
     /// The manifest file's path.
@@ -144,6 +278,9 @@ impl Manifest {
             exec: self.exec.clone(),
             msg,
         };
+        if self.is_static() {
+            return Err(err("a static extension has nothing to run".into()));
+        }
         let exec = Path::new(&self.exec);
         if exec.is_absolute() || self.exec.contains('/') {
             let p = if exec.is_absolute() {
@@ -167,6 +304,39 @@ impl Manifest {
         }
         Err(err("not found on PATH".into()))
     }
+}
+
+/// `rel` joined to `dir`, which it must not leave: lexically (`..`), nor,
+/// when the path exists, through symbolic links.
+fn resolve_inside(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let outside = || format!("{rel:?} resolves outside the extension's directory");
+    if rel.is_empty() {
+        return Err("holds an empty path".into());
+    }
+    let mut p = dir.to_path_buf();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::CurDir => {}
+            Component::Normal(n) => p.push(n),
+            Component::ParentDir => {
+                if !p.pop() {
+                    return Err(outside());
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => p = PathBuf::from(c.as_os_str()),
+        }
+    }
+    if !p.starts_with(dir) {
+        return Err(outside());
+    }
+    if let (Ok(real), Ok(real_dir)) = (fs::canonicalize(&p), fs::canonicalize(dir)) {
+        if !real.starts_with(&real_dir) {
+            return Err(outside());
+        }
+        return Ok(real);
+    }
+    Ok(p)
 }
 
 fn required_str(obj: &Map<String, Value>, key: &str) -> Result<String, &'static str> {
@@ -352,11 +522,36 @@ mod tests {
         let e = parse(r#"{"name":"../evil","exec":"x"}"#).unwrap_err();
         assert!(e.to_string().contains("invalid name"), "{e}");
         assert!(parse(r#"{"exec":"x"}"#).unwrap_err().to_string().contains("`name` is required"));
-        assert!(parse(r#"{"name":"a"}"#).unwrap_err().to_string().contains("`exec` is required"));
+        let e = parse(r#"{"name":"a"}"#).unwrap_err().to_string();
+        assert!(e.ends_with("exec, theme, or skills is required"), "{e}");
+        assert!(parse(r#"{"name":"a","exec":""}"#).is_err());
         assert!(parse(r#"{"name":"a","exec":"x","args":[1]}"#).is_err());
         assert!(parse(r#"{"name":"a","exec":"x","enabled":"no"}"#).is_err());
         assert!(parse("[1]").is_err());
         assert!(parse("{").is_err());
+    }
+
+    #[test]
+    fn static_skills_env_restart() {
+        let m = parse(r#"{"name":"s","skills":["a", "./b/SKILL.md"]}"#).unwrap();
+        assert!(m.is_static());
+        assert_eq!(m.skills(), [PathBuf::from("/x/a"), PathBuf::from("/x/b/SKILL.md")]);
+        assert!(m.resolve_exec().is_err());
+        for bad in [r#"["../y"]"#, r#"["a/../../y"]"#, r#"["/etc"]"#, r#"[""]"#, "[1]", "\"a\""] {
+            let e = parse(&format!(r#"{{"name":"s","skills":{bad}}}"#)).unwrap_err().to_string();
+            assert!(e.contains("`skills`"), "{bad}: {e}");
+        }
+        assert!(parse(r#"{"name":"s","skills":[]}"#).is_err(), "empty skills is not static");
+        let m = parse(r#"{"name":"e","exec":"x","env":{"B":"${HOME}","A":"1"},"restart":"on-failure"}"#)
+            .unwrap();
+        assert_eq!(m.env(), [("A".to_string(), "1".to_string()), ("B".into(), "${HOME}".into())]);
+        assert_eq!(m.restart(), RestartPolicy::OnFailure);
+        assert_eq!(parse(r#"{"name":"e","exec":"x"}"#).unwrap().restart(), RestartPolicy::Never);
+        let e = parse(r#"{"name":"e","exec":"x","restart":"sometimes"}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown policy \"sometimes\""), "{e}");
+        for bad in [r#"{"A":1}"#, r#"{"":"v"}"#, r#"{"A=B":"v"}"#, "[]"] {
+            assert!(parse(&format!(r#"{{"name":"e","exec":"x","env":{bad}}}"#)).is_err(), "{bad}");
+        }
     }
 
     #[test]

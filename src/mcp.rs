@@ -23,19 +23,16 @@
 //! JSON-RPC batch (an array) is accepted and answered with an array.
 
 use crate::host::{
-    CommandReply, Config, Host, HostError, HostEvent, InterceptOutcome, Listing, Request, Response,
-    ToolReply,
+    CommandReply, Config, Host, HostError, HostEvent, Listing, Request, Response, ToolCall, ToolReply,
 };
-use crate::protocol::Payload;
 use crate::stdio::{self, Done, Line, Lines, Out, Pending};
 use crate::text::strip_controls;
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
 
 /// The MCP revisions this server speaks, newest first. `initialize` answers
 /// with the client's requested revision when it is one of these, else with
@@ -220,13 +217,6 @@ impl Reply {
         self.msg = Some(error_message(&self.id, code, message, data));
     }
 
-    /// The answer sent when nothing else is (a thread that cannot start,
-    /// or that panics), unless the request is cancelled.
-    fn or_else_err(mut self, code: i64, message: &str) -> Reply {
-        self.msg = Some(error_message(&self.id, code, message, None));
-        self
-    }
-
     fn key(&self) -> &str {
         self.key.as_deref().unwrap_or("")
     }
@@ -244,15 +234,12 @@ impl Drop for Reply {
         match &self.sink {
             Sink::Direct => {
                 if let Some(m) = msg {
-                    let line = encode(&m);
-                    // Notifications may flow once the `initialize` answer is out.
-                    let out = if self.opens {
-                        let gate = self.shared.gate.clone();
-                        Out::LineThen(line, Box::new(move || gate.open.store(true, Ordering::SeqCst)))
-                    } else {
-                        Out::Line(line)
-                    };
-                    let _ = self.shared.out.send(out);
+                    let _ = self.shared.out.send(Out::Line(encode(&m)));
+                    // Notifications may flow once the `initialize` answer is
+                    // queued: whatever is queued after it is written after it.
+                    if self.opens {
+                        self.shared.gate.open.store(true, Ordering::SeqCst);
+                    }
                 }
             }
             Sink::Batch(b) => {
@@ -282,20 +269,21 @@ pub fn run(config: Config) -> i32 {
 /// `exit_on_shutdown`, the process exits once the host has stopped (and
 /// on SIGINT/SIGTERM/SIGHUP, after stopping the extensions).
 pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    let Some((host, events)) = stdio::start_host(config, "zot mcp", exit_on_shutdown) else {
+    let Some((out_tx, writer)) = stdio::start_writer("zot mcp", output) else {
         return 1;
     };
     let gate = Arc::new(Gate { open: AtomicBool::new(false), level: AtomicU8::new(INFO) });
-    let (out_tx, out_rx) = unbounded::<Out>();
-    let writer = {
-        let gate = gate.clone();
-        let render = move |ev| event_lines(ev, &gate);
-        thread::Builder::new().name("zot-mcp-out".into()).spawn(move || stdio::write_loop(output, events, out_rx, render))
+    let sink = {
+        let (gate, out) = (gate.clone(), out_tx.clone());
+        Box::new(move |ev| {
+            for line in event_lines(ev, &gate) {
+                let _ = out.send(Out::Line(line));
+            }
+        })
     };
-    if writer.is_err() {
-        eprintln!("zot mcp: cannot start threads");
+    let Some(host) = stdio::start_host(config, "zot mcp", exit_on_shutdown, sink) else {
         return 1;
-    }
+    };
     // Messages are read once the initial load is over, so that the first
     // tools/list already sees every extension's tools.
     if let Ok(r) = host.wait_ready() {
@@ -331,6 +319,8 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
     if exit_on_shutdown {
         std::process::exit(0);
     }
+    drop((server, shared, host));
+    let _ = writer.join();
     0
 }
 
@@ -431,7 +421,7 @@ impl Server {
                 };
                 let host = &self.host;
                 let found = self.shared.cancel(&key, |tool_id| {
-                    host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, Box::new(|_| {}));
+                    host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, |_| {});
                 });
                 if found {
                     let why = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
@@ -486,12 +476,12 @@ impl Server {
                 let tools = method == "tools/list";
                 self.host.submit(
                     Request::List,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::List(l)) if tools => reply.ok(tools_list(&l)),
                         Ok(Response::List(l)) => reply.ok(prompts_list(&l)),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             "tools/call" => {
@@ -504,14 +494,29 @@ impl Server {
                     Some(a @ Value::Object(_)) => a,
                     Some(_) => return bad_params(reply, "param `arguments` must be an object"),
                 };
-                let (host, shared) = (self.host.clone(), self.shared.clone());
-                let reply = reply.or_else_err(codes::INTERNAL_ERROR, "internal error: the tool call failed");
-                let spawned = thread::Builder::new()
-                    .name("zot-mcp-tool".into())
-                    .spawn(move || tool_call(&host, &shared, reply, name, args));
-                if let Err(e) = spawned {
-                    eprintln!("zot mcp: cannot start a thread for tools/call: {e}");
+                let key = reply.key().to_string();
+                if self.shared.cancelled(&key) {
+                    return;
                 }
+                let tool_id = format!("mcp-{}", self.shared.seq.fetch_add(1, Ordering::Relaxed) + 1);
+                let shared = self.shared.clone();
+                let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, ..Default::default() };
+                // The chain, the event and the call all run in the host; the
+                // answer comes back on its dispatcher thread.
+                self.shared.log(DEBUG, "zot", json!(format!("tools/call {name}: calling the tool (tool_id {tool_id})")));
+                self.shared.start_tool(&key, &tool_id, || {
+                    self.host.submit(Request::ToolCall(call), move |r: Result<Response, HostError>| match r {
+                        Ok(Response::Tool(t)) => {
+                            if let Some(reason) = &t.blocked {
+                                shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
+                            }
+                            reply.ok(tool_result(&t))
+                        }
+                        Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
+                        Err(HostError::UnknownTool(_)) => bad_params(reply, &format!("unknown tool {name:?}")),
+                        Err(e) => reply.ok(error_result(&e.to_string())),
+                    });
+                });
             }
             "prompts/get" => {
                 let name = match p.remove("name") {
@@ -530,26 +535,26 @@ impl Server {
                 let req = Request::Command { name: name.clone(), args };
                 self.host.submit(
                     req,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::Command(c)) => prompt_result(reply, &name, c),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(HostError::UnknownCommand(_)) => bad_params(reply, &format!("unknown prompt {name:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             "zot/reload" => {
                 let shared = self.shared.clone();
                 self.host.submit(
                     Request::Reload,
-                    Box::new(move |r| match r {
+                    move |r: Result<Response, HostError>| match r {
                         Ok(Response::Reload(rep)) => {
                             shared.lists_changed();
                             reply.ok(serde_json::to_value(rep).unwrap_or_default());
                         }
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(e) => internal(reply, &e.to_string()),
-                    }),
+                    },
                 );
             }
             other => {
@@ -560,66 +565,12 @@ impl Server {
     }
 }
 
-/// `tools/call`, on a thread of its own: the existence check, the
-/// `tool_call` intercept chain, the `tool_call` event, then the call.
-fn tool_call(host: &Host, shared: &Shared, reply: Reply, name: String, mut args: Value) {
-    match host.list() {
-        Ok(l) if l.tools.iter().any(|t| t.name == name) => {}
-        Ok(_) => return bad_params(reply, &format!("unknown tool {name:?}")),
-        Err(e) => return reply.ok(error_result(&e.to_string())),
-    }
-    let key = reply.key().to_string();
-    if shared.cancelled(&key) {
-        return;
-    }
-    let tool_id = format!("mcp-{}", shared.seq.fetch_add(1, Ordering::Relaxed) + 1);
-    let payload = |a: &Value| {
-        let mut p = Payload::new();
-        p.insert("tool_id".into(), json!(tool_id));
-        p.insert("tool_name".into(), json!(name));
-        p.insert("tool_args".into(), a.clone());
-        p
-    };
-    match host.intercept("tool_call", payload(&args)) {
-        Ok(InterceptOutcome { block: true, reason, .. }) => {
-            let reason = reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "no reason given".into());
-            shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
-            return reply.ok(error_result(&format!("tool call blocked: {reason}")));
-        }
-        Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
-            shared.log(DEBUG, "zot", json!(format!("tools/call {name}: arguments rewritten to {a}")));
-            args = a;
-        }
-        Ok(_) => {}
-        Err(e) => return reply.ok(error_result(&e.to_string())),
-    }
-    if shared.cancelled(&key) {
-        return;
-    }
-    let _ = host.event("tool_call", payload(&args));
-    let (tx, rx) = bounded(1);
-    let started = shared.start_tool(&key, &tool_id, || {
-        let done = Box::new(move |r| {
-            let _ = tx.send(r);
-        });
-        host.submit_tool(&name, Some(args), &tool_id, done);
-    });
-    if !started {
-        return;
-    }
-    shared.log(DEBUG, "zot", json!(format!("tools/call {name}: calling the tool (tool_id {tool_id})")));
-    match rx.recv().unwrap_or(Err(HostError::ShuttingDown)) {
-        Ok(Response::Tool(t)) => reply.ok(tool_result(&t)),
-        Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
-        Err(HostError::UnknownTool(_)) => bad_params(reply, &format!("unknown tool {name:?}")),
-        Err(e) => reply.ok(error_result(&e.to_string())),
-    }
-}
-
 fn tools_list(l: &Listing) -> Value {
+    // A deferred tool is offered once a result activates it.
     let tools: Vec<Value> = l
         .tools
         .iter()
+        .filter(|t| t.active)
         .map(|t| {
             let mut schema = t.schema.clone();
             // MCP wants an object schema; a registered schema without a
@@ -627,7 +578,11 @@ fn tools_list(l: &Listing) -> Value {
             if let Value::Object(s) = &mut schema {
                 s.entry("type").or_insert_with(|| json!("object"));
             }
-            json!({"name": t.name, "description": t.description, "inputSchema": schema})
+            let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": schema});
+            if let Some(o) = &t.output_schema {
+                tool["outputSchema"] = o.clone();
+            }
+            tool
         })
         .collect();
     json!({ "tools": tools })
@@ -694,7 +649,11 @@ fn tool_result(t: &ToolReply) -> Value {
             _ => json!({"type": "text", "text": b.to_string()}),
         })
         .collect();
-    json!({"content": content, "isError": t.is_error})
+    let mut result = json!({"content": content, "isError": t.is_error});
+    if let Some(sc) = &t.structured_content {
+        result["structuredContent"] = sc.clone();
+    }
+    result
 }
 
 fn error_result(message: &str) -> Value {
@@ -787,7 +746,17 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Submit { extension, text } => {
             log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
         }
+        HostEvent::ToolsChanged { .. } => {
+            if gate.open.load(Ordering::SeqCst) {
+                out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
+            }
+        }
+        HostEvent::UntrustedProject { dir, extensions } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
+        }
         HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::SubmitSlash { .. }
         | HostEvent::ClearNotes { .. }
         | HostEvent::OpenPanel { .. }
         | HostEvent::PanelRender { .. }
@@ -830,6 +799,7 @@ mod tests {
                 json!({"type": "weird", "n": 1}),
             ],
             is_error: true,
+            ..Default::default()
         };
         let r = tool_result(&t);
         assert_eq!(r["isError"], true);

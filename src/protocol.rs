@@ -36,6 +36,9 @@ pub enum ExtFrame {
         description: String,
         #[serde(default)]
         schema: Value,
+        /// The richer tool fields of the current revision (PROTOCOL.md §6.2).
+        #[serde(flatten)]
+        more: ToolMore,
     },
     Subscribe {
         #[serde(default, deserialize_with = "lenient")]
@@ -66,9 +69,77 @@ pub enum ExtFrame {
     },
     PanelClose { panel_id: String },
     Submit { text: String },
+    /// Run a tool through the host (PROTOCOL.md §6.1); `args` and `name`
+    /// are checked by the host, which answers every such frame.
+    CallTool {
+        #[serde(default, deserialize_with = "lenient_id")]
+        id: String,
+        #[serde(default)]
+        name: Value,
+        #[serde(default)]
+        args: Value,
+        #[serde(default, deserialize_with = "lenient_id")]
+        parent_id: String,
+    },
+    CallToolCancel {
+        #[serde(default, deserialize_with = "lenient_id")]
+        id: String,
+    },
+    SubmitSlash {
+        #[serde(default, deserialize_with = "lenient")]
+        text: String,
+    },
     ShutdownAck,
     #[serde(other, skip_serializing)]
     Unknown,
+}
+
+impl ExtFrame {
+    /// The frame's `type` on the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExtFrame::Hello { .. } => "hello",
+            ExtFrame::RegisterCommand { .. } => "register_command",
+            ExtFrame::RegisterTool { .. } => "register_tool",
+            ExtFrame::Subscribe { .. } => "subscribe",
+            ExtFrame::Ready => "ready",
+            ExtFrame::CommandResponse(_) => "command_response",
+            ExtFrame::ToolResult(_) => "tool_result",
+            ExtFrame::EventInterceptResponse(_) => "event_intercept_response",
+            ExtFrame::Notify { .. } => "notify",
+            ExtFrame::ClearNotes => "clear_notes",
+            ExtFrame::OpenPanel { .. } => "open_panel",
+            ExtFrame::PanelRender { .. } => "panel_render",
+            ExtFrame::PanelClose { .. } => "panel_close",
+            ExtFrame::Submit { .. } => "submit",
+            ExtFrame::CallTool { .. } => "call_tool",
+            ExtFrame::CallToolCancel { .. } => "call_tool_cancel",
+            ExtFrame::SubmitSlash { .. } => "submit_slash",
+            ExtFrame::ShutdownAck => "shutdown_ack",
+            ExtFrame::Unknown => "unknown",
+        }
+    }
+}
+
+/// The optional fields of `register_tool` added by the current revision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolMore {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not", deserialize_with = "lenient")]
+    pub deferred: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub exposure: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not", deserialize_with = "lenient")]
+    pub interactive: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub namespace: String,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub namespace_description: String,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub namespace_instructions: String,
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub replay: String,
 }
 
 /// Reply to `command_invoked`.
@@ -89,6 +160,11 @@ pub struct CommandResponse {
     pub open_panel: Option<Panel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `tool_prompt` (PROTOCOL.md §6.3): the tool to run before the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_args: Option<Value>,
 }
 
 /// Reply to `tool_call`. `content` blocks are kept as sent.
@@ -100,6 +176,10 @@ pub struct ToolResult {
     pub content: Vec<Value>,
     #[serde(default)]
     pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient")]
+    pub activate_tools: Vec<String>,
 }
 
 /// Reply to `event_intercept`; every field defaults to allow/unchanged.
@@ -148,6 +228,9 @@ pub struct HelloAck {
     pub extension_dir: String,
     #[serde(default, deserialize_with = "lenient")]
     pub data_dir: String,
+    /// What the host supports (PROTOCOL.md §6.1): `call_tool` at least.
+    #[serde(default, deserialize_with = "lenient")]
+    pub capabilities: Vec<String>,
 }
 
 /// A frame sent by the host to an extension.
@@ -168,6 +251,26 @@ pub enum HostFrame {
         name: String,
         #[serde(default = "empty_object")]
         args: Value,
+        /// Passed on when the agent gives them (PROTOCOL.md §6.2), never invented.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        operation_key: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reconcile: Option<Value>,
+    },
+    /// The answer to an extension's `call_tool`.
+    ToolResult {
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+        #[serde(default, deserialize_with = "lenient")]
+        name: String,
+        #[serde(default)]
+        content: Vec<Value>,
+        #[serde(default)]
+        is_error: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_content: Option<Value>,
     },
     ToolCancel {
         #[serde(deserialize_with = "id_string")]
@@ -210,6 +313,16 @@ where
 {
     let v = Value::deserialize(d)?;
     Ok(T::deserialize(v).unwrap_or_default())
+}
+
+/// An id that may be missing or of the wrong type: `""` then, which the
+/// host refuses with a log line instead of dropping the whole frame.
+fn lenient_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => s,
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    })
 }
 
 /// Ids are strings on the wire; a number is accepted and turned into one.
@@ -263,6 +376,10 @@ struct FastToolResult {
     content: Vec<Value>,
     #[serde(default)]
     is_error: bool,
+    #[serde(default)]
+    structured_content: Option<Value>,
+    #[serde(default, deserialize_with = "lenient")]
+    activate_tools: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -281,6 +398,10 @@ struct FastCommandResponse {
     display: Option<String>,
     #[serde(default)]
     open_panel: Option<Panel>,
+    #[serde(default)]
+    tool_name: Option<String>,
+    #[serde(default)]
+    tool_args: Option<Value>,
     #[serde(default)]
     error: Option<String>,
 }
@@ -310,6 +431,10 @@ struct FastToolCall {
     name: String,
     #[serde(default = "empty_object")]
     args: Value,
+    #[serde(default)]
+    operation_key: Option<Value>,
+    #[serde(default)]
+    reconcile: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -332,7 +457,13 @@ impl Frame for ExtFrame {
         Some(match leading_type(line)? {
             b"tool_result" => {
                 let f: FastToolResult = serde_json::from_slice(line).ok()?;
-                ExtFrame::ToolResult(ToolResult { id: f.id, content: f.content, is_error: f.is_error })
+                ExtFrame::ToolResult(ToolResult {
+                    id: f.id,
+                    content: f.content,
+                    is_error: f.is_error,
+                    structured_content: f.structured_content,
+                    activate_tools: f.activate_tools,
+                })
             }
             b"command_response" => {
                 let f: FastCommandResponse = serde_json::from_slice(line).ok()?;
@@ -344,6 +475,8 @@ impl Frame for ExtFrame {
                     display: f.display,
                     open_panel: f.open_panel,
                     error: f.error,
+                    tool_name: f.tool_name,
+                    tool_args: f.tool_args,
                 })
             }
             b"event_intercept_response" => {
@@ -370,7 +503,7 @@ impl Frame for HostFrame {
         Some(match leading_type(line)? {
             b"tool_call" => {
                 let f: FastToolCall = serde_json::from_slice(line).ok()?;
-                HostFrame::ToolCall { id: f.id, name: f.name, args: f.args }
+                HostFrame::ToolCall { id: f.id, name: f.name, args: f.args, operation_key: f.operation_key, reconcile: f.reconcile }
             }
             b"command_invoked" => {
                 let f: FastCommandInvoked = serde_json::from_slice(line).ok()?;
@@ -478,6 +611,102 @@ pub fn encode<F: Serialize>(frame: &F) -> Vec<u8> {
     buf
 }
 
+/// The `id` of the top-level object that `head` begins, read from as much
+/// of it as there is: for a reply line over the cap, of which only the head
+/// was kept (PROTOCOL.md §3 rule 9). A string id as is, a number as its
+/// digits; `None` when the head holds no top-level `id`.
+pub fn head_id(head: &[u8]) -> Option<String> {
+    let mut s = Scan { b: head, i: 0 };
+    s.ws();
+    s.eat(b'{')?;
+    loop {
+        s.ws();
+        let key = s.string()?;
+        s.ws();
+        s.eat(b':')?;
+        s.ws();
+        if key == b"id" {
+            return match s.peek()? {
+                b'"' => String::from_utf8(s.string()?.to_vec()).ok(),
+                b'0'..=b'9' => {
+                    let start = s.i;
+                    while s.peek().is_some_and(|c| c.is_ascii_digit()) {
+                        s.i += 1;
+                    }
+                    s.peek()?;
+                    String::from_utf8(head[start..s.i].to_vec()).ok()
+                }
+                _ => None,
+            };
+        }
+        s.skip_value()?;
+        s.ws();
+        s.eat(b',')?;
+    }
+}
+
+/// A forward-only look at JSON bytes, enough to skip values.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// A string's raw bytes (escapes left as they are).
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(&self.b[start..self.i - 1]);
+                }
+                b'\\' => self.i += 2,
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn skip_value(&mut self) -> Option<()> {
+        let mut depth = 0usize;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    self.i += 1;
+                }
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    self.i += 1;
+                }
+                b',' | b'}' | b']' if depth == 0 => return Some(()),
+                _ => self.i += 1,
+            }
+            if depth == 0 && matches!(self.peek(), Some(b',' | b'}')) {
+                return Some(());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +714,18 @@ mod tests {
 
     fn ext(s: &str) -> Result<ExtFrame, DecodeError> {
         decode(s.as_bytes())
+    }
+
+    #[test]
+    fn the_id_of_a_cut_reply() {
+        let big = "x".repeat(100);
+        let line = format!(r#"{{"type":"tool_result","content":[{{"type":"text","text":"{big}","id":"inner"}}],"id":"42","is_error":false"#);
+        assert_eq!(head_id(line.as_bytes()).as_deref(), Some("42"));
+        assert_eq!(head_id(br#"{"id":17,"type":"tool_result","content":[{"#).as_deref(), Some("17"));
+        assert_eq!(head_id(br#" { "a" : {"id":"no"}, "b":"q\"id\"", "id" : "7" "#).as_deref(), Some("7"));
+        assert_eq!(head_id(br#"{"type":"tool_result","content":[{"type":"text","text":"aaaa"#), None);
+        assert_eq!(head_id(b"not json"), None);
+        assert_eq!(head_id(br#"{"id":12"#), None, "a number cut short is not an id");
     }
 
     #[test]
@@ -497,7 +738,7 @@ mod tests {
         let ExtFrame::CommandResponse(r) = r else { panic!() };
         assert_eq!((r.id.as_str(), r.display.as_deref()), ("7", Some("hi")));
         let r = ext(r#"{"type":"tool_result","id":8,"content":[{"type":"text","text":"x"}]}"#).unwrap();
-        assert_eq!(r, ExtFrame::ToolResult(ToolResult { id: "8".into(), content: vec![json!({"type":"text","text":"x"})], is_error: false }));
+        assert_eq!(r, ExtFrame::ToolResult(ToolResult { id: "8".into(), content: vec![json!({"type":"text","text":"x"})], ..Default::default() }));
         let h = ext(r#"{"type":"hello","name":5,"capabilities":{"x":1}}"#).unwrap();
         assert_eq!(h, ExtFrame::Hello { name: String::new(), version: String::new(), capabilities: vec![] });
     }
@@ -573,7 +814,7 @@ mod tests {
         assert_eq!(line, b"{\"type\":\"event\",\"event\":\"turn_start\",\"step\":1}\n");
         assert_eq!(decode::<HostFrame>(&line[..line.len() - 1]), Ok(f));
         let t = decode::<HostFrame>(br#"{"type":"tool_call","id":"1","name":"x"}"#).unwrap();
-        assert_eq!(t, HostFrame::ToolCall { id: "1".into(), name: "x".into(), args: json!({}) });
+        assert_eq!(t, HostFrame::ToolCall { id: "1".into(), name: "x".into(), args: json!({}), operation_key: None, reconcile: None });
         assert_eq!(encode(&HostFrame::Shutdown), b"{\"type\":\"shutdown\"}\n");
     }
 }

@@ -3,10 +3,9 @@
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
 
-use crate::host::{Config, HostError, Request, Response};
+use crate::host::{Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
 use crate::stdio::{self, Line, Lines, Out, Pending};
-use crossbeam_channel::unbounded;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::io::{self, BufRead, Write};
@@ -24,26 +23,34 @@ pub fn run(config: Config) -> i32 {
 /// Serves requests read from `input`, writing protocol lines to `output`.
 /// With `exit_on_shutdown`, the process exits as soon as the host has
 /// stopped, even if `input` never ends.
-pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    let Some((host, events)) = stdio::start_host(config, "zot serve", exit_on_shutdown) else {
+///
+/// Responses and notifications are queued for the one writer thread from
+/// the host's dispatcher thread, where they happen, so they are written in
+/// that order (PROTOCOL.md §4, order of output). Requests are read at once:
+/// `ping` and `list` are answered during the initial load, the others wait
+/// in the host for it to end.
+pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
+    config.hold_until_loaded = true;
+    let Some((out_tx, writer)) = stdio::start_writer("zot serve", output) else {
         return 1;
     };
-    let (out_tx, out_rx) = unbounded::<Out>();
-    let render = |ev| vec![encode(&ev)];
-    let writer =
-        thread::Builder::new().name("zot-serve-out".into()).spawn(move || stdio::write_loop(output, events, out_rx, render));
-    if writer.is_err() {
-        eprintln!("zot serve: cannot start threads");
+    let sink = {
+        let out = out_tx.clone();
+        Box::new(move |ev| {
+            let _ = out.send(Out::Line(encode(&ev)));
+        })
+    };
+    let Some(host) = stdio::start_host(config, "zot serve", exit_on_shutdown, sink) else {
         return 1;
-    }
-    // Requests are read once the initial load is over, so that commands
-    // and tools registered at start-up are there for the first request.
-    let _ = host.wait_ready();
+    };
 
     let stopping = Arc::new(AtomicBool::new(false));
     let pending = Arc::new(Pending::default());
     let mut stopper: Option<thread::JoinHandle<()>> = None;
-    let start_stop = || {
+    // `reply`: the id of a `shutdown` request, answered once every
+    // extension has stopped and every request in flight is answered; at
+    // the end of input (no id), accepted requests first run to their end.
+    let start_stop = |reply: Option<Value>| {
         if stopping.swap(true, Ordering::SeqCst) {
             return None;
         }
@@ -51,10 +58,13 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
         thread::Builder::new()
             .name("zot-serve-stop".into())
             .spawn(move || {
-                // Requests already accepted are answered first; each is
-                // bounded by its own timeout.
-                pending.wait_idle();
+                if reply.is_none() {
+                    pending.wait_idle();
+                }
                 host.shutdown();
+                if let Some(id) = reply {
+                    let _ = out.send(Out::Line(ok(id, json!({}))));
+                }
                 stdio::flush(&out);
                 if exit_on_shutdown {
                     std::process::exit(0);
@@ -85,35 +95,33 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R
                 let _ = out_tx.send(Out::Line(ok(id, json!({"pong": true}))));
             }
             Ok((id, Method::Shutdown)) => {
-                let _ = out_tx.send(Out::Line(ok(id, json!({}))));
-                if let Some(h) = start_stop() {
+                if let Some(h) = start_stop(Some(id)) {
                     stopper = Some(h);
                 }
             }
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
-                host.submit(
-                    req,
-                    Box::new(move |r| {
-                        let _done = done;
-                        let line = match r {
-                            Ok(resp) => result_line(id, resp),
-                            Err(e) => err(id, e.code(), &e.message()),
-                        };
-                        let _ = out.send(Out::Line(line));
-                    }),
-                );
+                host.submit(req, move |r| {
+                    let _done = done;
+                    let line = match r {
+                        Ok(resp) => result_line(id, resp),
+                        Err(e) => err(id, e.code(), &e.message()),
+                    };
+                    let _ = out.send(Out::Line(line));
+                });
             }
         }
     }
     // End of input means the same as `shutdown`.
-    if let Some(h) = start_stop() {
+    if let Some(h) = start_stop(None) {
         stopper = Some(h);
     }
     if let Some(h) = stopper {
         let _ = h.join();
     }
+    drop((out_tx, host));
+    let _ = writer.join();
     0
 }
 
@@ -162,7 +170,14 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
                 Some(v @ Value::Object(_)) => Some(v),
                 Some(_) => return Err("param `args` must be an object".into()),
             };
-            Request::Tool { name: req_str(&mut p, "name")?, args, tool_id: opt_id(&mut p, "tool_id")? }
+            Request::ToolCall(ToolCall {
+                name: req_str(&mut p, "name")?,
+                args,
+                tool_id: opt_id(&mut p, "tool_id")?,
+                operation_key: p.remove("operation_key").filter(|v| !v.is_null()),
+                reconcile: p.remove("reconcile").filter(|v| !v.is_null()),
+                as_model: false,
+            })
         }
         "intercept" | "event" => {
             let event = req_str(&mut p, "event")?;

@@ -2,10 +2,12 @@
 //! share: starting the host with a clean stop on termination signals,
 //! reading bounded input lines, counting the requests still with the host
 //! so that the end of input waits for their answers, and the one writer
-//! thread that puts host events before the responses they caused.
+//! thread. Host events and responses reach the writer through one channel,
+//! both sent from the host's dispatcher thread as they happen there, so the
+//! writer only ever writes in order and never reorders.
 
-use crate::host::{Config, Host, HostEvent};
-use crossbeam_channel::{bounded, select, Receiver, Sender};
+use crate::host::{Config, EventSink, Host};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use crate::lines::{self, LineBuf};
 use std::io::{BufRead, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex};
@@ -13,11 +15,11 @@ use std::sync::{Arc, Condvar, Mutex};
 /// Longest input line accepted, in bytes.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
-/// Starts the host for front end `who` (`zot serve`, `zot mcp`). With
-/// `exit_on_signal`, SIGINT, SIGTERM and SIGHUP stop every extension and
-/// then exit with 128 + the signal.
-pub fn start_host(config: Config, who: &str, exit_on_signal: bool) -> Option<(Arc<Host>, Receiver<HostEvent>)> {
-    let (host, events) = match Host::start(config) {
+/// Starts the host for front end `who` (`zot serve`, `zot mcp`), its
+/// events handed to `sink`. With `exit_on_signal`, SIGINT, SIGTERM and
+/// SIGHUP stop every extension and then exit with 128 + the signal.
+pub fn start_host(config: Config, who: &str, exit_on_signal: bool, sink: EventSink) -> Option<Arc<Host>> {
+    let host = match Host::start_with(config, sink) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{who}: {e}");
@@ -32,7 +34,7 @@ pub fn start_host(config: Config, who: &str, exit_on_signal: bool) -> Option<(Ar
             std::process::exit(crate::signals::exit_code(sig));
         });
     }
-    Some((host, events))
+    Some(host)
 }
 
 /// One line of input.
@@ -117,8 +119,6 @@ impl Drop for Done {
 /// What the writer thread is given.
 pub enum Out {
     Line(Vec<u8>),
-    /// A line, then something to do once it is written.
-    LineThen(Vec<u8>, Box<dyn FnOnce() + Send>),
     /// Everything queued before this is written and flushed; then ack.
     Flush(Sender<()>),
 }
@@ -131,70 +131,42 @@ pub fn flush(out: &Sender<Out>) {
     }
 }
 
-/// Writes lines and host events (each rendered by `render` into zero or
-/// more lines) until every sender of `rx` is gone. Lines go first, and the
-/// events already emitted when a line is due are written just before it,
-/// so an agent sees causes before effects. After a failed write (the
-/// agent went away) output is dropped, but the loop goes on so that
+/// Writes lines in the order they were queued until every sender of `rx`
+/// is gone, flushing whenever nothing more is waiting. After a failed write
+/// (the agent went away) output is dropped, but the loop goes on so that
 /// shutdown still completes.
-pub fn write_loop<W: Write>(
-    output: W,
-    events: Receiver<HostEvent>,
-    rx: Receiver<Out>,
-    mut render: impl FnMut(HostEvent) -> Vec<Vec<u8>>,
-) {
+pub fn write_loop<W: Write>(output: W, rx: Receiver<Out>) {
     let mut w = BufWriter::with_capacity(64 * 1024, output);
     let mut broken = false;
-    let mut put = |w: &mut BufWriter<W>, bytes: &[u8]| {
-        if !broken && w.write_all(bytes).is_err() {
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Out::Line(l) => {
+                if !broken && w.write_all(&l).is_err() {
+                    broken = true;
+                }
+            }
+            Out::Flush(ack) => {
+                let _ = w.flush();
+                let _ = ack.send(());
+                continue;
+            }
+        }
+        if rx.is_empty() && w.flush().is_err() {
             broken = true;
-        }
-    };
-    let mut events_open = true;
-    loop {
-        let msg = if let Ok(m) = rx.try_recv() {
-            Some(m)
-        } else if events_open {
-            select! {
-                recv(events) -> ev => match ev {
-                    Ok(ev) => {
-                        for l in render(ev) {
-                            put(&mut w, &l);
-                        }
-                        None
-                    }
-                    Err(_) => { events_open = false; None }
-                },
-                recv(rx) -> m => match m { Ok(m) => Some(m), Err(_) => break },
-            }
-        } else {
-            match rx.recv() {
-                Ok(m) => Some(m),
-                Err(_) => break,
-            }
-        };
-        if let Some(m) = msg {
-            while let Ok(ev) = events.try_recv() {
-                for l in render(ev) {
-                    put(&mut w, &l);
-                }
-            }
-            match m {
-                Out::Line(l) => put(&mut w, &l),
-                Out::LineThen(l, then) => {
-                    put(&mut w, &l);
-                    then();
-                }
-                Out::Flush(ack) => {
-                    let _ = w.flush();
-                    let _ = ack.send(());
-                    continue;
-                }
-            }
-        }
-        if rx.is_empty() && events.is_empty() {
-            let _ = w.flush();
         }
     }
     let _ = w.flush();
+}
+
+/// Starts the writer thread of front end `name` on `output`; `None` (and a
+/// message on stderr) when it cannot.
+pub fn start_writer<W: Write + Send + 'static>(name: &str, output: W) -> Option<(Sender<Out>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = crossbeam_channel::unbounded::<Out>();
+    match std::thread::Builder::new().name(format!("{name}-out")).spawn(move || write_loop(output, rx)) {
+        Ok(h) => Some((tx, h)),
+        Err(e) => {
+            eprintln!("{name}: cannot start the output thread: {e}");
+            None
+        }
+    }
 }

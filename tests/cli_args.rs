@@ -163,13 +163,15 @@ fn bad_seconds() {
         "--tool-timeout",
         "--intercept-timeout",
     ] {
-        for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", ""] {
+        // PROTOCOL.md §3 rule 6: positive, at most a day; absurd values
+        // are refused before anything runs.
+        for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", "", "0", "0.0", "86400.5", "1e19"] {
             let e = usage_error(&["serve", opt, bad]);
             assert!(e.contains(&format!("invalid value '{bad}' for '{opt}'")), "{opt} {bad}: {e}");
         }
     }
-    // Fractions and zero are fine (`--help` stops before anything runs).
-    for ok in ["0.5", "0", "2", ".25", "10.0"] {
+    // Fractions and a day are fine (`--help` stops before anything runs).
+    for ok in ["0.5", "2", ".25", "10.0", "86400"] {
         let r = zot(&["--hello-timeout", ok, "serve", "--tool-timeout", ok, "--help"]);
         assert_eq!(r.code, 0, "{ok}: {}", r.stderr);
     }
@@ -197,7 +199,7 @@ fn declared_options_parse() {
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
     }
     let e = usage_error(&["--restart", "sometimes"]);
-    assert!(e.contains("expected one of never, on-failure, always"), "{e}");
+    assert!(e.contains("expected never, on-failure or always"), "{e}");
     assert!(zot(&["--help"]).stdout.contains("--restart POLICY"));
     assert!(usage_error(&["completions", "tcsh"]).contains("unknown shell 'tcsh'"));
 }

@@ -207,7 +207,7 @@ fn install_refuses_bad_sources_and_leaves_nothing() {
     let bad = w.scratch.path().join("bad");
     write(&bad.join("extension.json"), r#"{"name":"bad","version":"1"}"#);
     let e = w.fails(&["ext", "install", s(&bad)]);
-    assert!(e.contains("`exec` is required"), "{e}");
+    assert!(e.contains("exec, theme, or skills is required"), "{e}");
     write(&bad.join("extension.json"), "{ not json");
     let e = w.fails(&["ext", "install", s(&bad)]);
     assert!(e.contains("invalid manifest"), "{e}");
@@ -350,7 +350,7 @@ fn install_from_git() {
     // A repository without a valid manifest: cloned, refused, rolled back.
     let bad = bare_repo(&w, "bad", |work| write(&work.join("extension.json"), r#"{"name":"bad"}"#));
     let e = w.fails(&["ext", "install", &format!("file://{}", bad.display())]);
-    assert!(e.contains("`exec` is required"), "{e}");
+    assert!(e.contains("exec, theme, or skills is required"), "{e}");
     assert!(!e.contains(".zot-install"), "errors name the source, not the staging dir: {e}");
     assert_eq!(w.installed(), vec!["gitext"]);
 
@@ -512,13 +512,23 @@ fn enable_disable_round_trip() {
         fs::read_dir(&dir).expect("ls").map(|e| e.expect("e").file_name()).collect();
     assert_eq!(files.len(), 2, "{files:?}");
 
-    // Project-local first.
+    // A name in both scopes is ambiguous: refused, naming both folders,
+    // both manifests byte-identical.
     make_ext(&w.project_root().join("rt"), "rt", "");
-    w.ok(&["ext", "disable", "rt"]);
-    assert_eq!(fs::read_to_string(&manifest).expect("read"), original, "global untouched");
-    assert!(fs::read_to_string(w.project_root().join("rt/extension.json"))
-        .expect("read")
-        .contains("\"enabled\": false"));
+    let local = w.project_root().join("rt/extension.json");
+    let local_before = fs::read(&local).expect("read");
+    for sub in ["disable", "enable"] {
+        let e = w.fails(&["ext", sub, "rt"]);
+        assert!(e.contains("rt is ambiguous"), "{e}");
+        assert!(e.contains(s(&w.project_root().join("rt"))) && e.contains(s(&dir)), "{e}");
+        assert!(e.contains("nothing changed"), "{e}");
+        assert_eq!(fs::read(&local).expect("read"), local_before);
+        assert_eq!(fs::read_to_string(&manifest).expect("read"), original);
+    }
+    // The installed folder's name picks one.
+    assert_eq!(w.ok(&["ext", "disable", "rt-folder"]), "disabled rt-folder\n");
+    assert!(fs::read_to_string(&manifest).expect("read").contains("\"enabled\": false"));
+    assert_eq!(fs::read(&local).expect("read"), local_before, "project one untouched");
 
     let e = w.fails(&["ext", "enable", "nope"]);
     assert_eq!(e, "zot: no extension named nope (see 'zot ext list')");
@@ -543,10 +553,15 @@ fn remove() {
     assert_eq!(out, format!("removed gone ({})\n", w.ext_root().join("gone").display()));
     assert!(!w.ext_root().join("gone").exists());
 
-    // Project-local first.
-    w.ok(&["ext", "remove", "-y", "dup"]);
-    assert!(!w.project_root().join("dup").exists());
-    assert!(w.ext_root().join("dup").exists());
+    // In both scopes under one name: refused, nothing removed.
+    let e = w.fails(&["ext", "remove", "-y", "dup"]);
+    assert!(e.contains("dup is ambiguous") && e.contains("(project)") && e.contains("(global)"), "{e}");
+    assert!(w.project_root().join("dup").exists() && w.ext_root().join("dup").exists());
+    // By folder name: a manifest named otherwise, in its folder "dup2".
+    fs::remove_dir_all(w.project_root().join("dup")).expect("rm");
+    make_ext(&w.project_root().join("dup2"), "other-name", "");
+    w.ok(&["ext", "remove", "-y", "dup2"]);
+    assert!(!w.project_root().join("dup2").exists());
     w.ok(&["ext", "remove", "-y", "dup"]);
     assert!(!w.ext_root().join("dup").exists());
 
@@ -714,4 +729,159 @@ fn logs_follow_waits_for_the_log() {
     expect_line(&err, "waiting for", false);
     write(&log, "hello\n");
     expect_line(&out, "hello", true);
+}
+
+// ---------------------------------------------------------------------------
+// names and folders, trust in the list, install details
+
+#[test]
+fn names_or_folder_names_and_ambiguity_changes_nothing() {
+    let w = World::new();
+    // Global folder "weather-src" holds "weather"; project folder "tools"
+    // holds "tools-ext".
+    make_ext(&w.ext_root().join("weather-src"), "weather", "");
+    make_ext(&w.project_root().join("tools"), "tools-ext", "");
+    let g = w.ext_root().join("weather-src/extension.json");
+    let p = w.project_root().join("tools/extension.json");
+
+    // By folder name, in either scope.
+    assert_eq!(w.ok(&["ext", "disable", "weather-src"]), "disabled weather-src\n");
+    assert!(fs::read_to_string(&g).expect("read").contains("\"enabled\": false"));
+    assert_eq!(w.ok(&["ext", "enable", "weather"]), "enabled weather\n");
+    assert_eq!(w.ok(&["ext", "disable", "tools"]), "disabled tools\n");
+    assert!(fs::read_to_string(&p).expect("read").contains("\"enabled\": false"));
+    w.ok(&["ext", "enable", "tools-ext"]);
+
+    // The log is the manifest name's, whichever name is given.
+    write(&w.home.path().join("logs/ext-weather.log"), "from weather\n");
+    assert_eq!(w.ok(&["ext", "logs", "weather-src"]), "from weather\n");
+    assert_eq!(w.ok(&["ext", "logs", "weather"]), "from weather\n");
+
+    // A folder named like another extension's manifest: ambiguous.
+    make_ext(&w.project_root().join("weather"), "forecast", "");
+    let lp = w.project_root().join("weather/extension.json");
+    let (g_before, lp_before) = (fs::read(&g).expect("read"), fs::read(&lp).expect("read"));
+    for args in [
+        &["ext", "disable", "weather"][..],
+        &["ext", "enable", "weather"],
+        &["ext", "remove", "--yes", "weather"],
+        &["ext", "logs", "weather"],
+    ] {
+        let e = w.fails(args);
+        assert!(e.starts_with("zot: weather is ambiguous: it matches "), "{args:?}: {e}");
+        assert!(e.contains(&format!("{} (project)", w.project_root().join("weather").display())), "{e}");
+        assert!(e.contains(&format!("{} (global)", w.ext_root().join("weather-src").display())), "{e}");
+        assert!(e.ends_with("nothing changed (rename or remove one of them by hand)"), "{e}");
+        assert_eq!(fs::read(&g).expect("read"), g_before, "{args:?}");
+        assert_eq!(fs::read(&lp).expect("read"), lp_before, "{args:?}");
+        assert!(w.ext_root().join("weather-src").is_dir() && w.project_root().join("weather").is_dir());
+    }
+    // The other names still pick one.
+    w.ok(&["ext", "remove", "--yes", "forecast"]);
+    assert!(!w.project_root().join("weather").exists());
+    w.ok(&["ext", "remove", "--yes", "weather"]);
+    assert!(!w.ext_root().join("weather-src").exists());
+}
+
+#[test]
+fn list_shows_the_projects_trust_and_an_exec_that_cannot_run() {
+    let w = World::new();
+    make_ext(&w.project_root().join("local"), "local", "");
+    make_ext(&w.ext_root().join("noexec"), "noexec", "");
+    chmod(&w.ext_root().join("noexec/run.sh"), 0o644);
+    write(&w.ext_root().join("skills-only/extension.json"), r#"{"name":"skills-only","skills":["s"]}"#);
+
+    let out = w.ok(&["ext", "list"]);
+    let note = format!(
+        "note: project {} is untrusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
+        w.cwd.path().display()
+    );
+    assert!(out.lines().any(|l| l == note), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("warning: global noexec: ") && l.contains("not executable")),
+        "{out}"
+    );
+    assert!(!out.contains("warning: global skills-only"), "a static extension runs nothing: {out}");
+    let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
+    let row = |n: &str| json.as_array().expect("array").iter().find(|r| r["name"] == n).expect("row").clone();
+    assert_eq!(row("local")["trusted"], false);
+    assert!(row("noexec").get("trusted").is_none(), "only project rows: {}", row("noexec"));
+    assert!(row("noexec")["exec_error"].as_str().expect("exec_error").contains("not executable"));
+    assert!(row("local").get("exec_error").is_none());
+    assert_eq!(row("skills-only")["static"], true);
+
+    w.ok(&["trust"]);
+    let out = w.ok(&["ext", "list"]);
+    assert!(out.contains(&format!("note: project {} is trusted: its extensions run", w.cwd.path().display())), "{out}");
+    let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
+    assert_eq!(json.as_array().expect("array").iter().find(|r| r["name"] == "local").expect("row")["trusted"], true);
+}
+
+#[test]
+fn install_takes_a_manifest_path_and_skips_build_output_and_dependencies() {
+    let w = World::new();
+    let src = w.scratch.path().join("rusty");
+    write(
+        &src.join("extension.json"),
+        r#"{"name":"rusty","exec":"./target/release/rusty","args":["node_modules/keep.js"]}"#,
+    );
+    write(&src.join("target/release/rusty"), "#!/bin/sh\nexit 0\n");
+    chmod(&src.join("target/release/rusty"), 0o755);
+    write(&src.join("target/debug/huge"), "junk");
+    write(&src.join("target/release/deps/junk"), "junk");
+    write(&src.join("node_modules/keep.js"), "keep");
+    write(&src.join("node_modules/dep/index.js"), "dep");
+    write(&src.join(".git/HEAD"), "ref\n");
+    write(&src.join("src/target/inner"), "nested folders of that name are kept");
+
+    let r = w.zot(&["ext", "install", s(&src.join("extension.json"))]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let dest = w.ext_root().join("rusty");
+    assert_eq!(r.stdout, format!("installed rusty to {}\n", dest.display()));
+    assert!(r.stderr.contains("not copied: target/, node_modules/"), "{}", r.stderr);
+    let mut files = Vec::new();
+    fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
+        for e in fs::read_dir(d).expect("ls") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).expect("inside").display().to_string());
+            }
+        }
+    }
+    walk(&dest, &dest, &mut files);
+    files.sort();
+    assert_eq!(
+        files,
+        ["extension.json", "node_modules/keep.js", "src/target/inner", "target/release/rusty"],
+        "only what the manifest runs from target/ and node_modules/"
+    );
+    assert_eq!(mode(&dest.join("target/release/rusty")), 0o755);
+
+    // `install extension.json` from inside the folder.
+    let w2 = World::new();
+    make_ext(&w2.cwd.path().join("x"), "from-manifest", "");
+    let r = w2.zot(&["ext", "install", "x/extension.json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w2.installed(), vec!["from-manifest"]);
+}
+
+#[test]
+fn git_install_errors_show_gits_reason_and_no_temporary_path() {
+    if !have_git() {
+        eprintln!("skipping: git is not on PATH");
+        return;
+    }
+    let w = World::new();
+    let e = w.fails(&["ext", "install", &format!("file://{}/nothing.git", w.scratch.path().display())]);
+    assert!(e.contains("): fatal: "), "git's fatal line: {e}");
+    assert!(!e.contains("repository exists"), "not git's last hint line: {e}");
+
+    let bare = bare_repo(&w, "nomanifest", |work| write(&work.join("README"), "hi"));
+    let url = format!("file://{}", bare.display());
+    let e = w.fails(&["ext", "install", &url]);
+    assert_eq!(e, format!("zot: {url} holds no extension.json: not an extension"));
+    assert!(!e.contains(".zot-install") && !e.contains(s(&w.ext_root())), "no temporary path: {e}");
+    assert!(w.installed().is_empty(), "{:?}", w.installed());
 }

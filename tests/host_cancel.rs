@@ -18,9 +18,9 @@ fn cancel_tool_answers_the_caller_and_tells_the_extension() {
     host.wait_ready().expect("ready");
 
     let (tx, rx) = crossbeam_channel::bounded(1);
-    host.submit_tool("sleep", Some(json!({"ms": 60000})), "k1", Box::new(move |r| {
+    host.submit_tool("sleep", Some(json!({"ms": 60000})), "k1", move |r| {
         let _ = tx.send(r);
-    }));
+    });
     assert_eq!(host.cancel_tool("k1"), Ok(()));
     match rx.recv_timeout(Duration::from_secs(10)).expect("an answer") {
         Err(HostError::Cancelled { extension, what }) => {

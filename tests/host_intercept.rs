@@ -154,7 +154,7 @@ fn failing_first(mode: &str, tag: &str) {
     assert!(!out.block, "{mode}: {out:?}");
     assert_eq!(out.modified_args, Some(json!({"x": 1, "by_next": true})), "{mode}");
     assert_eq!(asked(&host, "next").len(), 1, "{mode}: the chain went on");
-    assert!(started.elapsed() < Duration::from_secs(3), "{mode}: {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(15), "{mode}: {:?}", started.elapsed());
     assert!(log_contains(t.path(), "bad", "[zot] intercept of tool_call failed", Duration::from_secs(2)), "{mode}");
     drop(host);
 

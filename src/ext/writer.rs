@@ -1,109 +1,78 @@
-//! The frame writer: the only path to stdout. Any thread may send; there
-//! is no writer thread. A sender queues its line, then writes the queue
-//! itself if no other thread is writing ("flat combining"): a lone answer
-//! is written at once by the thread that produced it (no hand-off to wake
-//! up), and under load one thread writes many queued frames per flush
-//! while the others return at once. Frames stay whole lines, in queue
-//! order; a sender never waits for another's write.
+//! The frame writer: the only path to stdout, one mutex around it. Any
+//! thread may send; each frame is written whole and flushed. Frames sent
+//! before the handshake is done are held, then written in order after
+//! `ready`.
 
-use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::io::{self, BufWriter, Stdout, Write};
-use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard};
 
 pub(crate) struct Writer {
-    tx: Sender<Vec<u8>>,
-    rx: Receiver<Vec<u8>>,
-    out: Mutex<BufWriter<Stdout>>,
-    /// Queued frames may be written (the handshake is done).
-    open: AtomicBool,
+    state: Mutex<State>,
+}
+
+struct State {
+    out: BufWriter<Stdout>,
+    /// Frames sent before [`Writer::open`].
+    held: Vec<u8>,
+    open: bool,
     /// No more frames: finished, or stdout broke.
-    closed: AtomicBool,
+    closed: bool,
 }
 
 impl Writer {
     pub(crate) fn new() -> Writer {
-        let (tx, rx) = unbounded();
-        Writer {
-            tx,
-            rx,
-            out: Mutex::new(BufWriter::with_capacity(64 << 10, io::stdout())),
-            open: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-        }
+        let out = BufWriter::with_capacity(64 << 10, io::stdout());
+        Writer { state: Mutex::new(State { out, held: Vec::new(), open: false, closed: false }) }
     }
 
-    /// Queues one encoded frame (a line) and writes the queue unless
-    /// another thread is writing it already.
-    pub(crate) fn send(&self, line: Vec<u8>) {
-        if self.closed.load(Ordering::Acquire) || self.tx.send(line).is_err() {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes one encoded frame (a line), or holds it until `open`.
+    pub(crate) fn send(&self, line: &[u8]) {
+        let mut s = self.lock();
+        if s.closed {
             return;
         }
-        fence(Ordering::SeqCst);
-        if self.open.load(Ordering::SeqCst) {
-            self.pump();
+        if !s.open {
+            s.held.extend_from_slice(line);
+            return;
+        }
+        if s.out.write_all(line).and_then(|_| s.out.flush()).is_err() {
+            s.broken();
         }
     }
 
-    /// Writes lines at once, ahead of the queue (the handshake).
+    /// Writes lines at once, ahead of held frames (the handshake).
     pub(crate) fn write_now(&self, lines: &[u8]) -> io::Result<()> {
-        let mut out = self.lock();
-        out.write_all(lines)?;
-        out.flush()
+        let mut s = self.lock();
+        s.out.write_all(lines)?;
+        s.out.flush()
     }
 
-    /// Lets queued frames (e.g. notes sent before `run`) go out.
+    /// Writes the held frames; later ones go out as they are sent.
     pub(crate) fn open(&self) {
-        self.open.store(true, Ordering::SeqCst);
-        self.pump();
+        let mut s = self.lock();
+        s.open = true;
+        let held = std::mem::take(&mut s.held);
+        if s.out.write_all(&held).and_then(|_| s.out.flush()).is_err() {
+            s.broken();
+        }
     }
 
-    /// Writes whatever is queued, waiting for a writer in progress, and
-    /// drops every later frame.
+    /// Drops every later frame.
     pub(crate) fn finish(&self) {
-        let out = self.lock();
-        self.drain(out);
-        self.closed.store(true, Ordering::Release);
+        let mut s = self.lock();
+        let _ = s.out.flush();
+        s.closed = true;
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, BufWriter<Stdout>> {
-        self.out.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn pump(&self) {
-        loop {
-            let out = match self.out.try_lock() {
-                Ok(g) => g,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                // The writer re-checks the queue after unlocking.
-                Err(TryLockError::WouldBlock) => return,
-            };
-            self.drain(out);
-            // Pairs with the fence in `send`: a line queued while we held
-            // the lock is either seen here or its sender gets the lock.
-            fence(Ordering::SeqCst);
-            if self.rx.is_empty() || self.closed.load(Ordering::Acquire) {
-                return;
-            }
-        }
-    }
-
-    fn drain(&self, mut out: MutexGuard<'_, BufWriter<Stdout>>) {
-        while let Ok(line) = self.rx.try_recv() {
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            if out.write_all(&line).is_err() {
-                return self.broken();
-            }
-        }
-        if out.flush().is_err() {
-            self.broken();
-        }
-    }
-
-    fn broken(&self) {
-        if !self.closed.swap(true, Ordering::AcqRel) {
+impl State {
+    fn broken(&mut self) {
+        if !self.closed {
+            self.closed = true;
             super::log("stdout is closed; frames are dropped from now on");
         }
     }

@@ -16,6 +16,9 @@ use std::thread::JoinHandle;
 
 use crate::protocol::Payload;
 
+/// Where [`Host::start_with`] hands host events, on the dispatcher thread.
+pub type EventSink = Box<dyn Fn(HostEvent) + Send>;
+
 /// A running extension host.
 pub struct Host {
     tx: Sender<dispatcher::Inbox>,
@@ -28,29 +31,52 @@ impl Host {
     /// points at, all in parallel. Returns at once; host events (ready, load
     /// errors, notes from extensions, exits) arrive on the returned receiver.
     pub fn start(config: Config) -> Result<(Host, Receiver<HostEvent>), HostError> {
-        let (tx, rx) = unbounded();
         let (etx, erx) = unbounded();
+        let host = Host::start_with(config, Box::new(move |e| {
+            let _ = etx.send(e);
+        }))?;
+        Ok((host, erx))
+    }
+
+    /// Like [`Host::start`], with host events handed to `sink` on the
+    /// dispatcher thread as they happen. Responders run on that thread too,
+    /// so a front end whose sink and responders feed one channel gets one
+    /// stream in the order things happened in the host: a note an
+    /// extension sent after its reply comes after the answer carrying that
+    /// reply. The sink must be quick and must not wait for the host.
+    pub fn start_with(config: Config, sink: EventSink) -> Result<Host, HostError> {
+        let (tx, rx) = unbounded();
         let trace = config.trace.clone();
-        let thread = dispatcher::spawn(config, tx.clone(), rx, etx)?;
-        Ok((Host { tx, thread: Mutex::new(Some(thread)), trace }, erx))
+        let thread = dispatcher::spawn(config, tx.clone(), rx, sink)?;
+        Ok(Host { tx, thread: Mutex::new(Some(thread)), trace })
     }
 
     /// Sends a request; `done` is called exactly once with the outcome, on
     /// the dispatcher thread, so it must be quick and must not block.
-    pub fn submit(&self, request: Request, done: Responder) {
+    pub fn submit(&self, request: Request, done: impl FnOnce(Result<Response, HostError>) + Send + 'static) {
+        self.submit_responder(request, Responder::new(done));
+    }
+
+    /// [`Host::submit`] with a ready-made [`Responder`].
+    pub fn submit_responder(&self, request: Request, done: Responder) {
         if let Err(e) = self.tx.send(dispatcher::Inbox::Request(request, done)) {
             if let dispatcher::Inbox::Request(_, done) = e.into_inner() {
-                done(Err(HostError::ShuttingDown));
+                done.answer(Err(HostError::ShuttingDown));
             }
         }
     }
 
     /// Sends a request and waits for its outcome.
+    /// Refused on the dispatcher thread (from a responder or the event
+    /// sink), where it would wait for itself.
     pub fn call(&self, request: Request) -> Result<Response, HostError> {
+        if dispatcher::on_dispatcher_thread() {
+            return Err(reentrant());
+        }
         let (tx, rx) = bounded(1);
-        self.submit(request, Box::new(move |r| {
+        self.submit(request, move |r| {
             let _ = tx.send(r);
-        }));
+        });
         rx.recv().unwrap_or(Err(HostError::ShuttingDown))
     }
 
@@ -92,7 +118,13 @@ impl Host {
     /// Calls tool `name` with `args` under the caller's own key `tool_id`,
     /// so that [`Host::cancel_tool`] can give up on it; `done` as in
     /// [`Host::submit`].
-    pub fn submit_tool(&self, name: &str, args: Option<Value>, tool_id: &str, done: Responder) {
+    pub fn submit_tool(
+        &self,
+        name: &str,
+        args: Option<Value>,
+        tool_id: &str,
+        done: impl FnOnce(Result<Response, HostError>) + Send + 'static,
+    ) {
         self.submit(Request::Tool { name: name.into(), args, tool_id: Some(tool_id.into()) }, done);
     }
 
@@ -153,7 +185,11 @@ impl Host {
 
     /// Stops every extension (PROTOCOL.md §3.10) and the dispatcher. Safe
     /// to call more than once; later calls return at once.
+    /// On the dispatcher thread it only asks for the stop.
     pub fn shutdown(&self) {
+        if dispatcher::on_dispatcher_thread() {
+            return self.submit(Request::Shutdown, drop);
+        }
         let _ = self.call(Request::Shutdown);
         let handle = self.thread.lock().ok().and_then(|mut t| t.take());
         if let Some(h) = handle {
@@ -169,6 +205,10 @@ impl Drop for Host {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+fn reentrant() -> HostError {
+    HostError::Internal("a blocking host call from the dispatcher thread (a responder or the event sink) would wait for itself".into())
 }
 
 fn unexpected(r: Response) -> HostError {

@@ -118,10 +118,24 @@ pub struct Config {
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
     pub reserved_commands: Vec<String>,
+    /// Requests about extensions (commands, tools, events, intercepts,
+    /// panels) that arrive during the initial load wait for it to end, as
+    /// `zot serve` promises (PROTOCOL.md §4, start-up); otherwise they run
+    /// at once against what has registered so far. During a reload they
+    /// always wait.
+    pub hold_until_loaded: bool,
+    /// `interactive` tools run with no reply deadline; without it they are
+    /// refused at once (PROTOCOL.md §6.2).
+    pub interactive_tools: bool,
     /// `--trace FILE`: every frame in and out, recorded where each child's
     /// lines are read and its frames sent ([`crate::trace`]); flushed by
     /// [`Host::shutdown`](super::Host::shutdown).
     pub trace: Option<std::sync::Arc<crate::trace::Tracer>>,
+    /// `--trust-project`: load the project's extensions for this run even
+    /// if the project is not trusted ([`crate::trust`]).
+    pub trust_project: bool,
+    /// `--restart`: overrides every manifest's `restart` for this run.
+    pub restart: Option<crate::manifest::RestartPolicy>,
 }
 
 impl Config {
@@ -139,7 +153,11 @@ impl Config {
             queue_limit: DEFAULT_QUEUE_LIMIT,
             limits: Limits::default(),
             reserved_commands: Vec::new(),
+            hold_until_loaded: false,
+            interactive_tools: false,
             trace: None,
+            trust_project: false,
+            restart: None,
         }
     }
 }
@@ -157,12 +175,39 @@ pub enum Request {
     /// `tool_cancel`, and its caller is answered [`HostError::Cancelled`].
     /// Answers `Done`, or `BadRequest` when no such call is in flight.
     CancelTool { tool_id: String },
+    /// A tool call with every option: see [`ToolCall`].
+    ToolCall(ToolCall),
     Intercept { event: String, payload: Payload },
     Event { event: String, payload: Payload },
     PanelKey { extension: String, panel_id: String, key: String, text: Option<String> },
     PanelClose { extension: String, panel_id: String },
     Reload,
     Shutdown,
+}
+
+/// A tool call as [`Request::ToolCall`] makes it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    pub name: String,
+    /// `{}` when `None`.
+    pub args: Option<Value>,
+    /// The caller's own key, for [`Request::CancelTool`].
+    pub tool_id: Option<String>,
+    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    pub operation_key: Option<Value>,
+    pub reconcile: Option<Value>,
+    /// Run it as the model's call would be: the `tool_call` intercept chain
+    /// first (a block answers with [`ToolReply::blocked`]), then the
+    /// `tool_call` event, then the tool with the arguments after the chain.
+    pub as_model: bool,
+}
+
+impl Request {
+    /// Whether the request is about the extensions' names and so waits for
+    /// a load (or reload) under way to end, instead of failing as unknown.
+    pub fn needs_extensions(&self) -> bool {
+        !matches!(self, Request::WaitReady | Request::List | Request::CancelTool { .. } | Request::Reload | Request::Shutdown)
+    }
 }
 
 /// The outcome of a request.
@@ -179,8 +224,44 @@ pub enum Response {
     Done,
 }
 
-/// Called once, on the dispatcher thread, with the outcome of a request.
-pub type Responder = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
+/// The answer to one request: called exactly once, on the dispatcher
+/// thread, with its outcome. Answering consumes it; a responder dropped
+/// without an answer (a request lost to a bug, or a panic on the way)
+/// answers [`HostError::Internal`] by itself, so every request gets one
+/// answer. It runs on the dispatcher thread, so it must be quick and must
+/// not wait for the host: [`Host::call`](super::Host::call) and the other
+/// blocking calls refuse to run there.
+pub struct Responder(Option<AnswerFn>);
+
+type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
+
+impl Responder {
+    pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
+        Responder(Some(Box::new(f)))
+    }
+
+    /// Answers the request; a panic in the embedder's code stays there.
+    pub fn answer(mut self, r: Result<Response, HostError>) {
+        if let Some(f) = self.0.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r)));
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            let e = HostError::Internal("the request was dropped without an answer".into());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(Err(e))));
+        }
+    }
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Responder")
+    }
+}
 
 /// An extension's answer to a command.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -196,16 +277,30 @@ pub struct CommandReply {
     pub display: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_panel: Option<Panel>,
+    /// `tool_prompt`: the tool the front end runs before the prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_args: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 /// An extension's answer to a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolReply {
     pub extension: String,
     pub content: Vec<Value>,
     pub is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The deferred tools this answer activated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub activate_tools: Vec<String>,
+    /// A call run as the model's ([`ToolCall::as_model`]) that the intercept
+    /// chain blocked: the reason. The tool did not run.
+    #[serde(skip)]
+    pub blocked: Option<String>,
 }
 
 /// The verdict of an intercept chain.
@@ -251,6 +346,8 @@ pub enum State {
     Ready,
     Exited,
     Failed,
+    /// Project-local, in a project that is not trusted: never started.
+    Untrusted,
 }
 
 impl State {
@@ -260,6 +357,7 @@ impl State {
             State::Ready => "ready",
             State::Exited => "exited",
             State::Failed => "failed",
+            State::Untrusted => "untrusted",
         }
     }
 }
@@ -274,6 +372,10 @@ pub struct ExtInfo {
     pub source: &'static str,
     pub state: State,
     pub pid: Option<u32>,
+    /// What its `hello` declared.
+    pub capabilities: Vec<String>,
+    /// Restarts since the last reset (PROTOCOL.md §7.1).
+    pub restarts: u32,
     pub commands: Vec<String>,
     pub tools: Vec<String>,
     pub events: Vec<String>,
@@ -286,6 +388,15 @@ pub struct ExtInfo {
     /// Tools this extension registered that another one owns.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadowed_tools: Vec<String>,
+    /// A static extension (no process: skills or a theme).
+    #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
+    pub is_static: bool,
+    /// Absolute paths of a static extension's skills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// Absolute path of a static extension's theme.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -301,6 +412,21 @@ pub struct ToolInfo {
     pub description: String,
     pub schema: Value,
     pub extension: String,
+    /// As registered; `direct` when absent (PROTOCOL.md §6.2).
+    pub exposure: String,
+    /// Offered now: false for a deferred tool until a result activates it.
+    pub active: bool,
+    pub interactive: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_instructions: Option<String>,
 }
 
 /// Extensions in load order, and the commands and tools in effect.
@@ -320,6 +446,11 @@ pub enum HostEvent {
     Notify { extension: String, level: String, message: String },
     ClearNotes { extension: String },
     Submit { extension: String, text: String },
+    /// An extension asks to run a slash command as if typed (§6.3).
+    SubmitSlash { extension: String, text: String },
+    /// Tools changed state: `reason` is `activated`, `exited`,
+    /// `restarted` or `reloaded`; `tools` the names whose state changed.
+    ToolsChanged { extension: String, reason: String, tools: Vec<String> },
     OpenPanel { extension: String, panel: Panel },
     PanelRender {
         extension: String,
@@ -338,9 +469,14 @@ pub enum HostEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
+    /// An extension became ready (initial load, restart, reload), with the
+    /// commands and tools it registered.
+    ExtensionReady { extension: String, commands: Vec<String>, tools: Vec<String> },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed { extension: String, message: String },
+    /// The project's own extensions were not loaded: it is not trusted.
+    UntrustedProject { dir: String, extensions: Vec<String> },
 }
 
 /// Why a request failed.
@@ -364,6 +500,9 @@ pub enum HostError {
     Cancelled { extension: String, what: String },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
+    /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
+    /// to the extension would be too big, or a reply line over the cap.
+    TooLarge { extension: String, what: String },
 }
 
 impl HostError {
@@ -379,7 +518,9 @@ impl HostError {
     /// The error code of the `zot serve` protocol.
     pub fn code(&self) -> &'static str {
         match self {
-            HostError::BadRequest(_) | HostError::Internal(_) => "bad_request",
+            HostError::BadRequest(_) => "bad_request",
+            HostError::Internal(_) => "internal",
+            HostError::TooLarge { .. } => "too_large",
             HostError::UnknownCommand(_) => "unknown_command",
             HostError::UnknownTool(_) => "unknown_tool",
             HostError::UnknownExtension(_) => "unknown_extension",
@@ -420,6 +561,7 @@ impl fmt::Display for HostError {
                 write!(f, "{what} of extension {extension:?} was cancelled by the caller")
             }
             HostError::Internal(m) => write!(f, "internal error: {m}"),
+            HostError::TooLarge { extension, what } => write!(f, "{what} of extension {extension:?} is too large"),
         }
     }
 }

@@ -4,18 +4,20 @@
 //! host holds nothing for calls already answered.
 
 use super::super::Responder;
+use super::ext::ExtId;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 pub(super) enum CallKind {
     Command { name: String, done: Responder },
-    Tool { name: String, tool_id: Option<String>, done: Responder },
+    /// `parents`: the names of the tool calls above it, when an extension
+    /// made it with `call_tool` (PROTOCOL.md §6.1).
+    Tool { name: String, tool_id: Option<String>, done: Responder, parents: Vec<String> },
     Intercept { chain: u64 },
 }
 
 pub(super) struct Call {
-    pub slot: usize,
-    pub key: u64,
+    pub ext: ExtId,
     pub kind: CallKind,
     pub deadline: Instant,
 }
@@ -33,17 +35,17 @@ pub(super) struct InFlight {
 impl InFlight {
     pub fn insert(&mut self, id: u64, call: Call) {
         self.deadlines.insert((call.deadline, id));
-        *self.per_slot.entry(call.slot).or_default() += 1;
+        *self.per_slot.entry(call.ext.slot).or_default() += 1;
         self.calls.insert(id, call);
     }
 
     pub fn remove(&mut self, id: &u64) -> Option<Call> {
         let call = self.calls.remove(id)?;
         self.deadlines.remove(&(call.deadline, *id));
-        if let Some(n) = self.per_slot.get_mut(&call.slot) {
+        if let Some(n) = self.per_slot.get_mut(&call.ext.slot) {
             *n -= 1;
             if *n == 0 {
-                self.per_slot.remove(&call.slot);
+                self.per_slot.remove(&call.ext.slot);
             }
         }
         Some(call)

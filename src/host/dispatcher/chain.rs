@@ -5,6 +5,7 @@
 
 use super::calls::{Call, CallKind};
 use super::*;
+use super::ModelCall;
 
 /// An intercept chain under way.
 pub(super) struct Chain {
@@ -14,20 +15,32 @@ pub(super) struct Chain {
     pos: usize,
     args_changed: bool,
     text_changed: bool,
-    done: Option<Responder>,
+    then: Option<Then>,
+}
+
+/// What the end of a chain leads to.
+pub(super) enum Then {
+    /// Answer the intercept request with the verdict.
+    Answer(Responder),
+    /// Go on with a model's tool call.
+    Tool(Box<ModelCall>),
 }
 
 impl Dispatcher {
     pub(super) fn start_chain(&mut self, event: String, payload: Payload, done: Responder) {
         if !INTERCEPTABLE.contains(&event.as_str()) {
-            let msg = format!("event {event:?} cannot be intercepted (tool_call, turn_start, assistant_message)");
+            let msg = format!("event {event:?} cannot be intercepted ({})", INTERCEPTABLE.join(", "));
             return respond(done, Err(HostError::BadRequest(msg)));
         }
+        self.run_chain(event, payload, Then::Answer(done));
+    }
+
+    pub(super) fn run_chain(&mut self, event: String, payload: Payload, then: Then) {
         let order: Vec<usize> = (0..self.exts.len())
-            .filter(|&s| self.exts[s].live && self.exts[s].intercepts.contains(&event))
+            .filter(|&s| self.exts[s].life.running() && self.exts[s].intercepts.contains(&event))
             .collect();
         let id = self.next();
-        let chain = Chain { event, payload, order, pos: 0, args_changed: false, text_changed: false, done: Some(done) };
+        let chain = Chain { event, payload, order, pos: 0, args_changed: false, text_changed: false, then: Some(then) };
         self.chains.insert(id, chain);
         self.step_chain(id);
     }
@@ -51,7 +64,7 @@ impl Dispatcher {
             };
             chain.pos += 1;
             let ext = &self.exts[slot];
-            if !ext.live || !ext.intercepts.contains(&chain.event) {
+            if !ext.life.running() || !ext.intercepts.contains(&chain.event) {
                 continue;
             }
             let call_id = self.next_id;
@@ -63,9 +76,8 @@ impl Dispatcher {
             };
             match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
                 Ok(()) => {
-                    let key = ext.key;
-                    let deadline = Instant::now() + self.cfg.timeouts.intercept;
-                    let call = Call { slot, key, kind: CallKind::Intercept { chain: id }, deadline };
+                    let deadline = after(self.cfg.timeouts.intercept);
+                    let call = Call { ext: ext.id, kind: CallKind::Intercept { chain: id }, deadline };
                     self.calls.insert(call_id, call);
                     return;
                 }
@@ -124,8 +136,11 @@ impl Dispatcher {
     }
 
     pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
-        if let Some(done) = self.chains.remove(&id).and_then(|mut c| c.done.take()) {
-            respond(done, Ok(Response::Intercept(outcome)));
+        let Some(mut c) = self.chains.remove(&id) else { return };
+        match c.then.take() {
+            Some(Then::Answer(done)) => respond(done, Ok(Response::Intercept(outcome))),
+            Some(Then::Tool(m)) => self.after_tool_chain(*m, c.payload, outcome),
+            None => {}
         }
     }
 }

@@ -3,17 +3,17 @@
 //! matched to their calls by id and sender, and the spontaneous frames
 //! forwarded as host events at a bounded rate.
 
+use super::blocks;
 use super::calls::{Call, CallKind};
+use super::ext::ToolEntry;
+use crate::protocol::ToolMore;
 use super::limits::{cut, trim_panel};
 use super::*;
 
 impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
         let ext = &mut self.exts[slot];
-        if !ext.live {
-            return;
-        }
-        if ext.stopping {
+        if let Life::Stopping { .. } = ext.life {
             // Only answers to calls still in flight count now.
             return match frame {
                 ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
@@ -23,13 +23,17 @@ impl Dispatcher {
                 _ => {}
             };
         }
+        if !ext.life.running() {
+            return;
+        }
         ext.last_frame = Instant::now();
-        if !ext.hello {
-            let ExtFrame::Hello { name, .. } = frame else {
-                let why = format!("first frame was {:?}, expected \"hello\"", frame_type(&frame));
+        if ext.life == Life::Spawned {
+            let ExtFrame::Hello { name, capabilities, .. } = frame else {
+                let why = format!("first frame was {:?}, expected \"hello\"", frame.kind());
                 return self.fail(slot, why);
             };
-            ext.hello = true;
+            ext.life = Life::Registering;
+            ext.capabilities = capabilities;
             if name != ext.name() {
                 ext.log(&format!(
                     "hello names {name:?} but the manifest says {:?}; using the manifest's",
@@ -46,19 +50,20 @@ impl Dispatcher {
                 cwd: self.cfg.cwd.display().to_string(),
                 extension_dir: dir.clone(),
                 data_dir: dir,
+                capabilities: HOST_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
             });
             if let Err(e) = ext.send(Arc::new(encode(&ack))) {
                 return self.fail(slot, format!("cannot send hello_ack: {e}"));
             }
-            let (key, when) = (ext.key, ext.last_frame + self.cfg.timeouts.ready_idle);
-            self.at(when, Timer::ReadyIdle(key));
+            let (id, when) = (ext.id, after(self.cfg.timeouts.ready_idle));
+            self.at(when, Timer::ReadyIdle(id));
             return;
         }
         match frame {
             ExtFrame::Hello { .. } => ext.log("ignored a second hello"),
             ExtFrame::RegisterCommand { name, description } => self.register_command(slot, name, description),
-            ExtFrame::RegisterTool { name, description, schema } => {
-                self.register_tool(slot, name, description, schema)
+            ExtFrame::RegisterTool { name, description, schema, more } => {
+                self.register_tool(slot, name, description, schema, more)
             }
             ExtFrame::Subscribe { events, intercept } => self.subscribe(slot, events, intercept),
             ExtFrame::Ready => self.mark_ready(slot, "ready frame"),
@@ -70,7 +75,10 @@ impl Dispatcher {
             | ExtFrame::OpenPanel { .. }
             | ExtFrame::PanelRender { .. }
             | ExtFrame::PanelClose { .. }
-            | ExtFrame::Submit { .. } => self.spontaneous(slot, frame),
+            | ExtFrame::Submit { .. }
+            | ExtFrame::SubmitSlash { .. } => self.spontaneous(slot, frame),
+            ExtFrame::CallTool { id, name, args, parent_id } => self.on_call_tool(slot, id, name, args, parent_id),
+            ExtFrame::CallToolCancel { id } => self.on_call_tool_cancel(slot, &id),
             ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
             ExtFrame::Unknown => {}
         }
@@ -108,6 +116,13 @@ impl Dispatcher {
             }
             ExtFrame::PanelClose { panel_id } => HostEvent::PanelClose { extension, panel_id: cut(panel_id, t) },
             ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
+            ExtFrame::SubmitSlash { text } => {
+                let text = text.trim().to_string();
+                if !text.starts_with('/') {
+                    return self.exts[slot].log(&format!("refused submit_slash {text:?}: it must start with '/'"));
+                }
+                HostEvent::SubmitSlash { extension, text }
+            }
             _ => return,
         };
         self.emit(ev);
@@ -148,12 +163,14 @@ impl Dispatcher {
         self.log_claims(msgs);
     }
 
-    pub(super) fn register_tool(&mut self, slot: usize, name: String, description: String, schema: Value) {
+    pub(super) fn register_tool(&mut self, slot: usize, name: String, description: String, schema: Value, mut more: ToolMore) {
         let limits = self.cfg.limits;
         let ext = &mut self.exts[slot];
         if name.is_empty() {
             return ext.log("refused register_tool with an empty name");
         }
+        // Upstream's SDK sends no schema for a tool without arguments.
+        let schema = if schema.is_null() { serde_json::json!({"type": "object"}) } else { schema };
         if !schema.is_object() {
             return ext.log(&format!("refused tool {name:?}: its schema is not a JSON object"));
         }
@@ -164,17 +181,48 @@ impl Dispatcher {
         if size > limits.schema_bytes {
             return self.refuse(slot, format!("tool {name:?}: a schema of {size} bytes (limit {})", limits.schema_bytes));
         }
+        let deferred = match more.exposure.as_str() {
+            "" => more.deferred,
+            "direct" | "model-only" => false,
+            "deferred" | "codemode" => true,
+            other => return ext.log(&format!("tool {name:?} has unknown exposure {other:?}, skipped")),
+        };
+        if !matches!(more.replay.as_str(), "" | "never" | "safe" | "idempotent" | "reconcile") {
+            ext.log(&format!("tool {name:?} has unknown replay {:?}; treated as \"never\"", more.replay));
+            more.replay = "never".into();
+        }
         let description = cut(description, limits.text_bytes);
         let full = ext.tools.len() >= limits.tools;
-        match ext.tools.iter_mut().find(|(n, _, _)| *n == name) {
-            Some(t) => (t.1, t.2) = (description, schema),
+        let entry = ToolEntry { name: name.clone(), description, schema, more, active: !deferred };
+        match ext.tools.iter_mut().find(|t| t.name == name) {
+            Some(t) => *t = entry,
             None if full => {
                 return self.refuse(slot, format!("tool {name:?}: over {} tools", limits.tools));
             }
-            None => ext.tools.push((name.clone(), description, schema)),
+            None => ext.tools.push(entry),
         }
         let msgs = self.registry.claim_tool(&name, slot);
         self.log_claims(msgs);
+    }
+
+    /// Activates the extension's deferred tools named in a result (unknown
+    /// names ignored); returns those whose state changed, announced as
+    /// `tools_changed`.
+    pub(super) fn activate(&mut self, slot: usize, names: &[String]) -> Vec<String> {
+        let ext = &mut self.exts[slot];
+        let mut changed = Vec::new();
+        for n in names {
+            if let Some(t) = ext.tools.iter_mut().find(|t| t.name == *n && !t.active) {
+                t.active = true;
+                changed.push(n.clone());
+            }
+        }
+        if !changed.is_empty() {
+            let extension = ext.name().to_string();
+            ext.log(&format!("activated tools: {}", changed.join(", ")));
+            self.emit(HostEvent::ToolsChanged { extension, reason: "activated".into(), tools: changed.clone() });
+        }
+        changed
     }
 
     /// Writes shadowing news into the log of the extension that lost.
@@ -216,8 +264,8 @@ impl Dispatcher {
 
     /// Takes the call `id` if it was sent to the extension in `slot`.
     pub(super) fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
-        let key = self.exts[slot].key;
-        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.key == key));
+        let ext = self.exts[slot].id;
+        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext));
         let Some(n) = found else {
             self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
             return None;
@@ -246,6 +294,8 @@ impl Dispatcher {
                 insert: r.insert,
                 display: r.display,
                 open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
+                tool_name: r.tool_name,
+                tool_args: r.tool_args,
                 error: r.error.filter(|e| !e.is_empty()),
             };
             respond(done, Ok(Response::Command(reply)));
@@ -255,10 +305,15 @@ impl Dispatcher {
     pub(super) fn on_tool_result(&mut self, slot: usize, r: ToolResult) {
         let Some(call) = self.take_call(slot, &r.id, "tool_result") else { return };
         if let CallKind::Tool { done, .. } = call.kind {
+            let (content, is_error) = blocks::normalize(r.content, r.is_error);
+            let activated = self.activate(slot, &r.activate_tools);
             let reply = ToolReply {
                 extension: self.exts[slot].name().to_string(),
-                content: r.content,
-                is_error: r.is_error,
+                content,
+                is_error,
+                structured_content: r.structured_content,
+                activate_tools: activated,
+                blocked: None,
             };
             respond(done, Ok(Response::Tool(reply)));
         }
@@ -266,8 +321,8 @@ impl Dispatcher {
 
     pub(super) fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
         let Some(n) = id.parse::<u64>().ok() else { return };
-        let key = self.exts[slot].key;
-        if self.calls.get(&n).is_none_or(|c| c.key != key) {
+        let ext = self.exts[slot].id;
+        if self.calls.get(&n).is_none_or(|c| c.ext != ext) {
             return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
         }
         let Some(call) = self.calls.remove(&n) else { return };
@@ -282,13 +337,15 @@ impl Dispatcher {
                     insert: None,
                     display: None,
                     open_panel: None,
+                    tool_name: None,
+                    tool_args: None,
                     error: Some(msg),
                 };
                 respond(done, Ok(Response::Command(reply)));
             }
             CallKind::Tool { done, .. } => {
                 let content = vec![serde_json::json!({"type": "text", "text": msg})];
-                respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true })));
+                respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, "sent a malformed reply"),
         }

@@ -15,13 +15,22 @@ impl Dispatcher {
                     out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
                 }
             }
-            for (n, d, s) in &e.tools {
-                if owns_tool(n) {
+            for t in &e.tools {
+                if owns_tool(&t.name) {
+                    let opt = |s: &String| (!s.is_empty()).then(|| s.clone());
                     out.tools.push(ToolInfo {
-                        name: n.clone(),
-                        description: d.clone(),
-                        schema: s.clone(),
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        schema: t.schema.clone(),
                         extension: m.name.clone(),
+                        exposure: if t.more.exposure.is_empty() { "direct".into() } else { t.more.exposure.clone() },
+                        active: t.active,
+                        interactive: t.more.interactive,
+                        output_schema: t.more.output_schema.clone(),
+                        replay: opt(&t.more.replay),
+                        namespace: opt(&t.more.namespace),
+                        namespace_description: opt(&t.more.namespace_description),
+                        namespace_instructions: opt(&t.more.namespace_instructions),
                     });
                 }
             }
@@ -30,25 +39,62 @@ impl Dispatcher {
                 version: m.version.clone(),
                 dir: m.dir.display().to_string(),
                 source: e.found.source.as_str(),
-                state: e.state,
-                pid: if e.alive { e.pid() } else { None },
+                state: e.life.state(),
+                pid: e.pid(),
+                capabilities: e.capabilities.clone(),
+                restarts: 0,
                 commands: e.commands.iter().map(|c| c.0.clone()).collect(),
-                tools: e.tools.iter().map(|t| t.0.clone()).collect(),
+                tools: e.tools.iter().map(|t| t.name.clone()).collect(),
                 events: e.events.clone(),
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),
-                shadowed_commands: if e.live {
+                shadowed_commands: if e.life.running() {
                     e.commands.iter().filter(|c| !owns_cmd(&c.0)).map(|c| c.0.clone()).collect()
                 } else {
                     Vec::new()
                 },
-                shadowed_tools: if e.live {
-                    e.tools.iter().filter(|t| !owns_tool(&t.0)).map(|t| t.0.clone()).collect()
+                shadowed_tools: if e.life.running() {
+                    e.tools.iter().filter(|t| !owns_tool(&t.name)).map(|t| t.name.clone()).collect()
                 } else {
                     Vec::new()
                 },
+                ..static_info(m)
+            });
+        }
+        for f in &self.untrusted {
+            out.extensions.push(ExtInfo {
+                source: f.source.as_str(),
+                state: State::Untrusted,
+                error: Some("the project is not trusted: run 'zot trust' in it".into()),
+                ..static_info(&f.manifest)
             });
         }
         out
+    }
+}
+
+/// The listing fields taken from the manifest alone, the state `starting`
+/// and nothing registered.
+fn static_info(m: &crate::manifest::Manifest) -> ExtInfo {
+    let show = |p: &std::path::Path| p.display().to_string();
+    ExtInfo {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        dir: show(&m.dir),
+        source: "",
+        state: State::Starting,
+        pid: None,
+        capabilities: Vec::new(),
+        restarts: 0,
+        commands: Vec::new(),
+        tools: Vec::new(),
+        events: Vec::new(),
+        intercepts: Vec::new(),
+        error: None,
+        shadowed_commands: Vec::new(),
+        shadowed_tools: Vec::new(),
+        is_static: m.is_static(),
+        skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
+        theme: if m.is_static() { m.theme().map(show) } else { None },
     }
 }

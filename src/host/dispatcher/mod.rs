@@ -8,8 +8,11 @@
 //! calls in flight, [`limits`] the per-extension bounds, [`listing`] the
 //! listing.
 
+mod blocks;
+mod call_tool;
 mod calls;
 mod chain;
+mod ext;
 mod frames;
 mod limits;
 mod listing;
@@ -19,9 +22,10 @@ use super::registry::{self, Registry};
 use super::*;
 use calls::{Call, CallKind, InFlight};
 use chain::Chain;
+use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
-use crate::child::{describe_status, kill_group, Bytes, Child, ChildMsg, Log, SendError};
-use crate::discovery::{discover, Found};
+use crate::child::{describe_status, Child, ChildMsg, Log};
+use crate::discovery::discover;
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
@@ -34,6 +38,9 @@ use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.
 pub const INTERCEPTABLE: [&str; 3] = ["tool_call", "turn_start", "assistant_message"];
+
+/// What the host tells extensions it supports, in `hello_ack`.
+pub const HOST_CAPABILITIES: [&str; 1] = ["call_tool"];
 
 /// Keys a panel may receive.
 pub const PANEL_KEYS: [&str; 14] = [
@@ -53,25 +60,38 @@ const LOG_CHECK: Duration = Duration::from_secs(1);
 /// extension) must not hold back another extension's call.
 const FLUSH_EVERY: u32 = 64;
 
+/// How long after the exit was seen to wait for stdout to reach its end
+/// (a grandchild may hold it) before the calls in flight fail.
+const EXIT_GRACE: Duration = Duration::from_millis(100);
+
+/// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
+/// current upstream SDKs read at most 4 MiB a line.
+pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
+
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
 pub(super) enum Inbox {
     Request(Request, Responder),
-    Child(u64, ChildMsg),
+    Child(ExtId, ChildMsg),
+    /// The outcome of an extension's `call_tool`, to answer it with.
+    CallToolDone { caller: ExtId, id: String, name: String, result: Result<Response, HostError> },
 }
 
 pub(super) fn spawn(
     config: Config,
     tx: Sender<Inbox>,
     rx: Receiver<Inbox>,
-    events: Sender<HostEvent>,
+    sink: EventSink,
 ) -> Result<JoinHandle<()>, HostError> {
     std::thread::Builder::new()
         .name("zot-dispatcher".into())
         .spawn(move || {
-            let mut d = Dispatcher::new(config, tx, events);
-            d.load();
+            DISPATCHER.with(|d| d.set(true));
+            let mut d = Dispatcher::new(config, tx, sink);
+            if catch_unwind(AssertUnwindSafe(|| d.load())).is_err() {
+                eprintln!("zot: internal error while loading extensions; continuing");
+            }
             d.run(&rx);
             // Anything still queued gets an answer.
             while let Ok(msg) = rx.try_recv() {
@@ -79,19 +99,24 @@ pub(super) fn spawn(
                     respond(done, Err(HostError::ShuttingDown));
                 }
             }
+            crate::log::flush();
         })
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    Hello(u64),
-    ReadyIdle(u64),
+    Hello(ExtId),
+    ReadyIdle(ExtId),
     LoadGrace(u64),
     LogCheck(u64),
-    Eof(u64),
-    EofKill(u64),
-    Stop(u64, StopStage),
+    /// Stdout closed; the exit status has had its moment to arrive.
+    Eof(ExtId),
+    /// The exit was seen; stdout (held by a grandchild) has had its
+    /// moment to reach its end.
+    ExitGrace(ExtId),
+    EofKill(ExtId),
+    Stop(ExtId, StopStage),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -99,65 +124,6 @@ enum StopStage {
     Term,
     Kill,
     GiveUp,
-}
-
-struct Ext {
-    key: u64,
-    found: Found,
-    state: State,
-    hello: bool,
-    child: Option<Child>,
-    /// The process has not been reaped yet.
-    alive: bool,
-    /// Commands, tools and subscriptions are in force and calls can be sent.
-    live: bool,
-    log: Option<Log>,
-    commands: Vec<(String, String)>,
-    tools: Vec<(String, String, Value)>,
-    events: Vec<String>,
-    intercepts: Vec<String>,
-    error: Option<String>,
-    last_frame: Instant,
-    stopping: bool,
-    stopped: bool,
-    announced_exit: bool,
-    /// Token bucket for spontaneous frames (notes, submits, panels).
-    notes: Bucket,
-    /// Registrations refused for being over a limit.
-    refused: u64,
-}
-
-impl Ext {
-    fn name(&self) -> &str {
-        &self.found.manifest.name
-    }
-
-    fn log(&self, msg: &str) {
-        if let Some(l) = &self.log {
-            l.line(msg);
-        }
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.pid)
-    }
-
-    fn send(&self, bytes: Bytes) -> Result<(), HostError> {
-        let name = self.name().to_string();
-        if !self.live {
-            return Err(HostError::Exited { extension: name, detail: "not running".into() });
-        }
-        if self.stopping {
-            return Err(HostError::Exited { extension: name, detail: "it is being stopped".into() });
-        }
-        match self.child.as_ref().map(|c| c.send(bytes)) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(SendError::Full)) => Err(HostError::Busy { extension: name }),
-            Some(Err(SendError::Closed)) | None => {
-                Err(HostError::Exited { extension: name, detail: "its stdin is closed".into() })
-            }
-        }
-    }
 }
 
 enum Waiter {
@@ -176,9 +142,8 @@ enum Phase {
 struct Dispatcher {
     cfg: Config,
     inbox: Sender<Inbox>,
-    events: Sender<HostEvent>,
+    sink: EventSink,
     exts: Vec<Ext>,
-    by_key: HashMap<u64, usize>,
     registry: Registry,
     calls: InFlight,
     chains: HashMap<u64, Chain>,
@@ -194,24 +159,44 @@ struct Dispatcher {
     /// Reloads asked for while a load was under way: its discovery is
     /// older than the request, so another reload follows it.
     reload_after_load: Vec<Responder>,
-    /// Calls that arrived during a reload, run once it is over.
+    /// Requests that arrived during a load or a reload, run once it is over.
     deferred: Vec<(Request, Responder)>,
+    /// Extensions' `call_tool`s under way, by caller and its id.
+    ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
+    /// Project-local extensions of an untrusted project: listed, never started.
+    untrusted: Vec<crate::discovery::Found>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
-    // A responder is the embedder's code; its panic must not stop the host.
-    let _ = catch_unwind(AssertUnwindSafe(|| done(r)));
+    done.answer(r);
+}
+
+thread_local! {
+    static DISPATCHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is the dispatcher thread, where a blocking host call would
+/// wait for itself.
+pub(super) fn on_dispatcher_thread() -> bool {
+    DISPATCHER.with(|d| d.get())
+}
+
+/// `d` from now; a duration too long for the clock means "as good as never".
+fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86400)))
+        .unwrap_or(now)
 }
 
 impl Dispatcher {
-    fn new(cfg: Config, inbox: Sender<Inbox>, events: Sender<HostEvent>) -> Dispatcher {
+    fn new(cfg: Config, inbox: Sender<Inbox>, sink: EventSink) -> Dispatcher {
         let registry = Registry::new(cfg.reserved_commands.clone());
         Dispatcher {
             cfg,
             inbox,
-            events,
+            sink,
             exts: Vec::new(),
-            by_key: HashMap::new(),
             registry,
             calls: InFlight::default(),
             chains: HashMap::new(),
@@ -226,6 +211,8 @@ impl Dispatcher {
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
+            ext_calls: HashMap::new(),
+            untrusted: Vec::new(),
         }
     }
 
@@ -241,7 +228,13 @@ impl Dispatcher {
     }
 
     fn emit(&self, e: HostEvent) {
-        let _ = self.events.send(e);
+        // The sink is the embedder's code; its panic must not stop the host.
+        let _ = catch_unwind(AssertUnwindSafe(|| (self.sink)(e)));
+    }
+
+    /// The slot of extension `id`, if it is still of this load.
+    fn slot_of(&self, id: ExtId) -> Option<usize> {
+        self.exts.get(id.slot).filter(|e| e.id == id).map(|_| id.slot)
     }
 
     fn run(&mut self, rx: &Receiver<Inbox>) {
@@ -251,7 +244,7 @@ impl Dispatcher {
                 // Out of work for now (or busy for a while): write what was
                 // sent to children meanwhile, one write per child
                 // (`Child::send` only gathers while nothing is queued).
-                for c in self.exts.iter().filter_map(|e| e.child.as_ref()) {
+                for c in self.exts.iter().filter_map(|e| e.child()) {
                     c.flush();
                 }
                 unflushed = 0;
@@ -302,11 +295,13 @@ impl Dispatcher {
     fn handle(&mut self, msg: Inbox) {
         match msg {
             Inbox::Request(req, done) => self.on_request(req, done),
-            Inbox::Child(key, m) => {
-                let Some(&slot) = self.by_key.get(&key) else { return };
+            Inbox::CallToolDone { caller, id, name, result } => self.on_call_tool_done(caller, id, name, result),
+            Inbox::Child(id, m) => {
+                let Some(slot) = self.slot_of(id) else { return };
                 match m {
                     ChildMsg::Frame(f) => self.on_frame(slot, f),
                     ChildMsg::BadReply { id, error } => self.on_bad_reply(slot, &id, error.to_string()),
+                    ChildMsg::TooLong { id, len } => self.on_too_long(slot, id, len),
                     ChildMsg::Eof => self.on_eof(slot),
                     ChildMsg::Exited(status) => self.on_exit(slot, status),
                 }
@@ -321,9 +316,13 @@ impl Dispatcher {
         self.load_gen += 1;
         self.load_errors.clear();
         self.exts.clear();
-        self.by_key.clear();
         self.registry.clear();
-        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home);
+        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
+        self.untrusted = disc.untrusted.clone();
+        if !self.untrusted.is_empty() {
+            let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
+            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions });
+        }
         for b in &disc.broken {
             let msg = b.error.to_string();
             self.load_errors.push(msg.clone());
@@ -341,31 +340,10 @@ impl Dispatcher {
                 ));
             }
         }
-        let now = Instant::now();
+        let gen = self.load_gen;
         for found in disc.load {
-            let key = self.next();
-            self.by_key.insert(key, self.exts.len());
-            self.exts.push(Ext {
-                key,
-                found,
-                state: State::Starting,
-                hello: false,
-                child: None,
-                alive: false,
-                live: false,
-                log: None,
-                commands: Vec::new(),
-                tools: Vec::new(),
-                events: Vec::new(),
-                intercepts: Vec::new(),
-                error: None,
-                last_frame: now,
-                stopping: false,
-                stopped: false,
-                announced_exit: false,
-                notes: Bucket::new(self.cfg.limits.notes_burst),
-                refused: 0,
-            });
+            let id = ExtId { slot: self.exts.len(), gen };
+            self.exts.push(Ext::new(id, found, Bucket::new(self.cfg.limits.notes_burst)));
         }
         // Every extension is listed as starting before any is started: one
         // that fails at once (exec missing) must not end the load while the
@@ -373,10 +351,8 @@ impl Dispatcher {
         for slot in 0..self.exts.len() {
             self.start_ext(slot);
         }
-        let grace = Instant::now() + self.cfg.timeouts.ready_grace;
-        let gen = self.load_gen;
-        self.at(grace, Timer::LoadGrace(gen));
-        self.at(Instant::now() + LOG_CHECK, Timer::LogCheck(gen));
+        self.at(after(self.cfg.timeouts.ready_grace), Timer::LoadGrace(gen));
+        self.at(after(LOG_CHECK), Timer::LogCheck(gen));
         self.check_load_done(false);
     }
 
@@ -384,11 +360,17 @@ impl Dispatcher {
         let inbox = self.inbox.clone();
         let queue_limit = self.cfg.queue_limit;
         let trace = self.cfg.trace.clone();
-        let hello_at = Instant::now() + self.cfg.timeouts.hello;
+        let hello_at = after(self.cfg.timeouts.hello);
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
         let ext = &mut self.exts[slot];
-        let key = ext.key;
+        let id = ext.id;
         let m = &ext.found.manifest;
+        if m.is_static() {
+            // Nothing to run: its skills and theme are there at once.
+            let extension = m.name.clone();
+            ext.life = Life::Ready;
+            return self.emit(HostEvent::ExtensionReady { extension, commands: Vec::new(), tools: Vec::new() });
+        }
         let log = match Log::open(&log_path) {
             Ok(l) => l,
             Err(e) => {
@@ -403,17 +385,22 @@ impl Dispatcher {
                 return self.fail(slot, e.to_string());
             }
         };
+        let env = match crate::envexpand::expand_from_env(m.env()) {
+            Ok(env) => env,
+            Err(e) => {
+                ext.log = Some(log);
+                return self.fail(slot, e.to_string());
+            }
+        };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
-            Inbox::Child(key, msg)
+        let spawned = Child::spawn(m, &exec, &env, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
+            Inbox::Child(id, msg)
         });
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
-                ext.child = Some(child);
-                ext.alive = true;
-                ext.live = true;
-                self.at(hello_at, Timer::Hello(key));
+                ext.proc = Some(Proc { child, exit: None, eof: false, ended: false });
+                self.at(hello_at, Timer::Hello(id));
             }
             Err(e) => self.fail(slot, format!("cannot start {}: {e}", exec.display())),
         }
@@ -425,12 +412,10 @@ impl Dispatcher {
         let msg = format!("extension {name:?} failed to load: {why}");
         self.lose(slot, &why);
         let ext = &mut self.exts[slot];
-        ext.state = State::Failed;
+        ext.life = Life::Failed;
         ext.error = Some(why.clone());
         ext.log(&format!("failed to load: {why}"));
-        if let Some(c) = &ext.child {
-            c.signal_group(libc::SIGKILL);
-        }
+        ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         self.emit(HostEvent::LoadFailed { extension: name, message: why });
         self.check_load_done(false);
@@ -438,32 +423,29 @@ impl Dispatcher {
 
     fn mark_ready(&mut self, slot: usize, how: &str) {
         let ext = &mut self.exts[slot];
-        if ext.state == State::Starting && ext.hello {
-            ext.state = State::Ready;
-            ext.log(&format!("ready ({how})"));
-            self.check_load_done(false);
+        if ext.life != Life::Registering {
+            return;
         }
+        ext.life = Life::Ready;
+        ext.log(&format!("ready ({how})"));
+        let extension = ext.name().to_string();
+        let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
+        let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
+        self.emit(HostEvent::ExtensionReady { extension, commands, tools });
+        self.check_load_done(false);
     }
 
     fn check_load_done(&mut self, grace_over: bool) {
         if self.phase != Phase::Loading {
             return;
         }
-        if !grace_over && self.exts.iter().any(|e| e.state == State::Starting) {
+        if !grace_over && self.exts.iter().any(|e| e.life.starting()) {
             return;
         }
         self.phase = Phase::Running;
-        let ready: Vec<String> = self
-            .exts
-            .iter()
-            .filter(|e| e.state == State::Ready)
-            .map(|e| e.name().to_string())
-            .collect();
-        let report = LoadReport {
-            loaded: self.exts.len(),
-            ready: ready.clone(),
-            errors: self.load_errors.clone(),
-        };
+        let ready: Vec<String> =
+            self.exts.iter().filter(|e| e.life == Life::Ready).map(|e| e.name().to_string()).collect();
+        let report = LoadReport { loaded: self.exts.len(), ready: ready.clone(), errors: self.load_errors.clone() };
         let first = self.last_load.is_none();
         self.last_load = Some(report.clone());
         if first {
@@ -498,16 +480,12 @@ impl Dispatcher {
 
     /// Unregisters the extension and fails every call in flight to it.
     fn lose(&mut self, slot: usize, detail: &str) {
-        let ext = &mut self.exts[slot];
-        if !ext.live {
-            return;
-        }
-        ext.live = false;
-        let extension = ext.name().to_string();
         self.registry.release(slot);
-        let ids = self.calls.ids_where(|c| c.slot == slot);
-        for id in ids {
-            let Some(call) = self.calls.remove(&id) else { continue };
+        let id = self.exts[slot].id;
+        self.cancel_calls_of(id);
+        let extension = self.exts[slot].name().to_string();
+        for cid in self.calls.ids_where(|c| c.ext == id) {
+            let Some(call) = self.calls.remove(&cid) else { continue };
             let err = || {
                 if self.phase == (Phase::Stopping { exit: true }) {
                     HostError::ShuttingDown
@@ -522,100 +500,128 @@ impl Dispatcher {
         }
     }
 
-    /// Stdout closed. The process usually exits at the same moment; give
-    /// its exit status a moment to arrive so the error can name it.
+    /// Stdout reached its end. An exit already seen ends the extension now;
+    /// otherwise its exit status has a moment to arrive, so the error can
+    /// name it.
     fn on_eof(&mut self, slot: usize) {
-        let ext = &self.exts[slot];
-        if ext.stopping || !ext.live {
+        let ext = &mut self.exts[slot];
+        let Some(p) = ext.proc.as_mut() else { return };
+        p.eof = true;
+        if p.exit.is_some() {
+            return self.end_process(slot);
+        }
+        if !ext.life.running() {
             return;
         }
         // Before hello nothing can be in flight, so waiting longer for the
         // exit status costs nothing and makes the load error name it.
-        let grace = if ext.hello { EOF_GRACE } else { self.cfg.timeouts.term_grace };
-        let key = ext.key;
-        self.at(Instant::now() + grace, Timer::Eof(key));
+        let grace = if ext.life == Life::Spawned { self.cfg.timeouts.term_grace } else { EOF_GRACE };
+        let id = ext.id;
+        self.at(after(grace), Timer::Eof(id));
     }
 
+    /// Stdout closed while the process runs on.
     fn on_eof_grace_over(&mut self, slot: usize) {
         let ext = &self.exts[slot];
-        if ext.stopping || !ext.live {
+        if !ext.life.running() || ext.proc.as_ref().is_none_or(|p| p.exit.is_some()) {
             return;
         }
         ext.log("stdout closed while the process runs on");
-        let key = ext.key;
-        if ext.state == State::Starting && !ext.hello {
-            return self.fail(slot, "closed its stdout before saying hello".into());
+        let id = ext.id;
+        match ext.life {
+            Life::Spawned => return self.fail(slot, "closed its stdout before saying hello".into()),
+            Life::Registering => return self.fail(slot, "closed its stdout during start-up".into()),
+            _ => {}
         }
+        self.emit_exited(slot, None);
         self.lose(slot, "closed its stdout");
-        let ext = &mut self.exts[slot];
-        if ext.state == State::Starting {
-            return self.fail(slot, "closed its stdout during start-up".into());
-        }
-        ext.state = State::Exited;
-        let when = Instant::now() + self.cfg.timeouts.term_grace;
-        self.at(when, Timer::EofKill(key));
+        self.exts[slot].life = Life::Exited;
+        self.at(after(self.cfg.timeouts.term_grace), Timer::EofKill(id));
     }
 
-    fn on_exit(&mut self, slot: usize, status: ExitStatus) {
+    /// The process exited: its group goes with it while the zombie still
+    /// pins the group id, then it is reaped. What it wrote before exiting
+    /// still counts: the extension ends once stdout is read to its end, or
+    /// [`EXIT_GRACE`] later when a grandchild holds stdout open.
+    fn on_exit(&mut self, slot: usize, status: Option<ExitStatus>) {
         let ext = &mut self.exts[slot];
-        ext.alive = false;
-        // Whatever the leader left behind in its group goes with it.
-        if let Some(pid) = ext.pid() {
-            kill_group(pid, libc::SIGKILL);
+        let Some(p) = ext.proc.as_mut() else { return };
+        p.child.signal_group(libc::SIGKILL);
+        p.child.reap();
+        p.exit = Some(status);
+        if ext.life.running() {
+            // No new call reaches it; the calls in flight wait for stdout.
+            self.registry.release(slot);
         }
-        let how = describe_status(status);
-        if ext.stopping {
-            ext.log(&format!("stopped ({how})"));
-            return self.stop_done(slot);
+        if self.exts[slot].proc.as_ref().is_some_and(|p| p.eof) {
+            self.end_process(slot);
+        } else {
+            let id = self.exts[slot].id;
+            self.at(after(EXIT_GRACE), Timer::ExitGrace(id));
         }
-        match ext.state {
-            State::Failed => ext.log(&format!("exited ({how})")),
-            State::Starting => {
-                let why = if ext.hello {
-                    format!("exited during start-up ({how})")
-                } else {
-                    format!("exited before saying hello ({how})")
-                };
-                self.fail(slot, why);
+    }
+
+    /// The process exited and its output is read: every call still in
+    /// flight fails, and the extension is done.
+    fn end_process(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        let Some(p) = ext.proc.as_mut() else { return };
+        if p.ended {
+            return;
+        }
+        p.ended = true;
+        let status = p.exit.flatten();
+        let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
+        match ext.life {
+            Life::Stopping { failed } => {
+                ext.log(&format!("stopped ({how})"));
+                self.lose(slot, self.stop_detail());
+                self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
+                self.check_stopped();
             }
-            State::Ready | State::Exited => {
+            Life::Failed | Life::Exited | Life::Stopped => ext.log(&format!("exited ({how})")),
+            Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
+            Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
+            Life::Ready => {
                 ext.log(&format!("exited ({how})"));
-                ext.state = State::Exited;
+                ext.life = Life::Exited;
                 ext.error = Some(format!("exited ({how})"));
                 // The notice goes out before the failed calls it explains.
-                if !ext.announced_exit {
-                    ext.announced_exit = true;
-                    let extension = ext.name().to_string();
-                    self.emit(HostEvent::Exited { extension, code: status.code(), signal: status.signal() });
-                }
+                self.emit_exited(slot, status);
                 self.lose(slot, &how);
             }
         }
     }
 
+    fn emit_exited(&self, slot: usize, status: Option<ExitStatus>) {
+        let extension = self.exts[slot].name().to_string();
+        let (code, signal) = (status.and_then(|s| s.code()), status.and_then(|s| s.signal()));
+        self.emit(HostEvent::Exited { extension, code, signal });
+    }
+
     // ----- timers ----------------------------------------------------------
 
     fn on_timer(&mut self, t: Timer, now: Instant) {
+        let ext_timer = |d: &Self, id: ExtId| d.slot_of(id);
         match t {
-            Timer::Hello(key) => {
-                let Some(&slot) = self.by_key.get(&key) else { return };
-                let ext = &self.exts[slot];
-                if ext.live && !ext.hello && ext.state == State::Starting {
+            Timer::Hello(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
+                if self.exts[slot].life == Life::Spawned && self.exts[slot].proc.as_ref().is_some_and(|p| p.exit.is_none()) {
                     let after = fmt_duration(self.cfg.timeouts.hello);
                     self.fail(slot, format!("no hello within {after}"));
                 }
             }
-            Timer::ReadyIdle(key) => {
-                let Some(&slot) = self.by_key.get(&key) else { return };
+            Timer::ReadyIdle(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
                 let ext = &self.exts[slot];
-                if ext.state != State::Starting || !ext.live {
+                if ext.life != Life::Registering {
                     return;
                 }
-                let due = ext.last_frame + self.cfg.timeouts.ready_idle;
+                let due = ext.last_frame.checked_add(self.cfg.timeouts.ready_idle).unwrap_or(now);
                 if due <= now {
                     self.mark_ready(slot, "no ready frame; quiet after the handshake");
                 } else {
-                    self.at(due, Timer::ReadyIdle(key));
+                    self.at(due, Timer::ReadyIdle(id));
                 }
             }
             Timer::LoadGrace(gen) => {
@@ -623,9 +629,18 @@ impl Dispatcher {
                     self.check_load_done(true);
                 }
             }
-            Timer::Eof(key) => {
-                if let Some(&slot) = self.by_key.get(&key) {
+            Timer::Eof(id) => {
+                if let Some(slot) = ext_timer(self, id) {
                     self.on_eof_grace_over(slot);
+                }
+            }
+            Timer::ExitGrace(id) => {
+                if let Some(slot) = ext_timer(self, id) {
+                    let ext = &self.exts[slot];
+                    if ext.proc.as_ref().is_some_and(|p| !p.ended) {
+                        ext.log("exited while something else holds its stdout open");
+                        self.end_process(slot);
+                    }
                 }
             }
             Timer::LogCheck(gen) => {
@@ -633,31 +648,28 @@ impl Dispatcher {
                     return;
                 }
                 let max = self.cfg.limits.log_bytes;
-                for ext in &self.exts {
-                    if let Some(log) = &ext.log {
-                        let _ = log.rotate_if_over(max);
-                    }
+                for log in self.exts.iter().filter_map(|e| e.log.as_ref()) {
+                    log.rotate_later(max);
                 }
-                self.at(now + LOG_CHECK, Timer::LogCheck(gen));
+                self.at(after(LOG_CHECK), Timer::LogCheck(gen));
             }
-            Timer::EofKill(key) => {
-                let Some(&slot) = self.by_key.get(&key) else { return };
+            Timer::EofKill(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
                 let ext = &self.exts[slot];
-                if ext.alive && !ext.stopping {
+                if ext.life == Life::Exited && ext.pid().is_some() {
                     ext.log("still running after closing stdout; killing its process group");
-                    if let Some(c) = &ext.child {
-                        c.signal_group(libc::SIGKILL);
-                    }
+                    ext.signal(libc::SIGKILL);
                 }
             }
-            Timer::Stop(key, stage) => self.on_stop_timer(key, stage),
+            Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
         }
     }
 
     fn on_call_timeout(&mut self, id: u64) {
         let Some(call) = self.calls.remove(&id) else { return };
         let t = self.cfg.timeouts;
-        let ext = &self.exts[call.slot];
+        let slot = call.ext.slot;
+        let ext = &self.exts[slot];
         let extension = ext.name().to_string();
         match call.kind {
             CallKind::Command { name, done } => {
@@ -666,15 +678,35 @@ impl Dispatcher {
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
             CallKind::Tool { name, done, .. } => {
-                ext.log(&format!("tool {name} (request {id}) timed out after {}; cancelling", fmt_duration(t.tool)));
-                let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
+                if ext.can("tool_cancel") {
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                }
                 let what = format!("tool {name}");
                 respond(done, Err(HostError::Timeout { extension, what, after: t.tool }));
             }
             CallKind::Intercept { chain } => {
                 let why = format!("timed out after {}", fmt_duration(t.intercept));
-                self.chain_failed(chain, call.slot, &why);
+                self.chain_failed(chain, slot, &why);
             }
+        }
+    }
+
+    /// A reply line over the cap: the call it answers fails at once.
+    fn on_too_long(&mut self, slot: usize, id: Option<String>, len: usize) {
+        let Some(id) = id else { return };
+        let ext_id = self.exts[slot].id;
+        let Some(n) = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext_id)) else {
+            return;
+        };
+        let Some(call) = self.calls.remove(&n) else { return };
+        let extension = self.exts[slot].name().to_string();
+        let what = format!("a reply of {len} bytes (limit {} bytes)", crate::child::MAX_LINE);
+        match call.kind {
+            CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
+                respond(done, Err(HostError::TooLarge { extension, what }))
+            }
+            CallKind::Intercept { chain } => self.chain_failed(chain, slot, &what),
         }
     }
 
@@ -684,22 +716,21 @@ impl Dispatcher {
         if matches!(self.phase, Phase::Stopping { exit: true } | Phase::Done) {
             return respond(done, Err(HostError::ShuttingDown));
         }
-        // During a reload the names are about to come back: calls wait for
-        // the new load instead of failing as unknown.
-        let reloading = matches!(self.phase, Phase::Stopping { exit: false })
-            || (self.phase == Phase::Loading && self.last_load.is_some());
-        if reloading
-            && matches!(
-                req,
-                Request::Command { .. }
-                    | Request::Tool { .. }
-                    | Request::Intercept { .. }
-                    | Request::Event { .. }
-                    | Request::PanelKey { .. }
-                    | Request::PanelClose { .. }
-            )
-        {
+        // During a load or a reload the names are about to be there: calls
+        // wait for it instead of failing as unknown.
+        let loading = match self.phase {
+            Phase::Loading => self.last_load.is_some() || self.cfg.hold_until_loaded,
+            Phase::Stopping { exit } => !exit,
+            _ => false,
+        };
+        if loading && req.needs_extensions() {
             return self.deferred.push((req, done));
+        }
+        if let Request::Event { payload, .. } | Request::Intercept { payload, .. } = &req {
+            if let Some(k) = ["type", "id"].into_iter().find(|k| payload.contains_key(*k)) {
+                let msg = format!("an event payload may not set `{k}`");
+                return respond(done, Err(HostError::BadRequest(msg)));
+            }
         }
         match req {
             Request::WaitReady => match (&self.phase, &self.last_load) {
@@ -708,18 +739,14 @@ impl Dispatcher {
             },
             Request::List => respond(done, Ok(Response::List(self.listing()))),
             Request::Command { name, args } => self.start_command(name, args, done),
-            Request::Tool { name, args, tool_id } => self.start_tool(name, args, tool_id, done),
+            Request::Tool { name, args, tool_id } => {
+                self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)
+            }
+            Request::ToolCall(call) => self.start_tool(call, None, done),
             Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
-                let bytes = Arc::new(encode(&HostFrame::Event { event: event.clone(), payload }));
-                let mut n = 0;
-                for ext in self.exts.iter().filter(|e| e.live && !e.stopping && e.events.contains(&event)) {
-                    match ext.send(bytes.clone()) {
-                        Ok(()) => n += 1,
-                        Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
-                    }
-                }
+                let n = self.deliver_event(&event, payload);
                 respond(done, Ok(Response::Delivered(n)))
             }
             Request::PanelKey { extension, panel_id, key, text } => {
@@ -791,31 +818,115 @@ impl Dispatcher {
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
             return respond(done, Err(e));
         }
-        let key = self.exts[slot].key;
-        let deadline = Instant::now() + self.cfg.timeouts.command;
-        self.calls.insert(id, Call { slot, key, kind: CallKind::Command { name, done }, deadline });
+        let ext = self.exts[slot].id;
+        let deadline = after(self.cfg.timeouts.command);
+        self.calls.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
     }
 
-    fn start_tool(&mut self, name: String, args: Option<Value>, tool_id: Option<String>, done: Responder) {
-        let args = match args {
+    /// A tool call: through the intercept chain and the event first when
+    /// it is run as the model's; `origin` when an extension made it.
+    fn start_tool(&mut self, call: ToolCall, origin: Option<Origin>, done: Responder) {
+        let args = match call.args.clone() {
             None | Some(Value::Null) => Value::Object(Default::default()),
             Some(v @ Value::Object(_)) => v,
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
+        if self.registry.tool_owner(&call.name).is_none() {
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        if !call.as_model {
+            return self.send_tool(call, args, origin, done);
+        }
+        let tool_id = call.tool_id.clone().unwrap_or_else(|| format!("call-{}", self.next()));
+        let mut payload = Payload::new();
+        payload.insert("tool_id".into(), Value::String(tool_id));
+        payload.insert("tool_name".into(), Value::String(call.name.clone()));
+        payload.insert("tool_args".into(), args);
+        if let Some(o) = &origin {
+            payload.insert("origin_extension".into(), Value::String(o.name.clone()));
+        }
+        self.run_chain("tool_call".into(), payload, chain::Then::Tool(Box::new(ModelCall { call, origin, done })));
+    }
+
+    /// The chain of a model's call is over: blocked, or the event and then
+    /// the tool with the arguments after the chain.
+    fn after_tool_chain(&mut self, m: ModelCall, mut payload: Payload, outcome: InterceptOutcome) {
+        let ModelCall { call, origin, done } = m;
+        if outcome.block {
+            let reason = outcome.reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "no reason given".into());
+            let content = vec![serde_json::json!({"type": "text", "text": format!("tool call blocked: {reason}")})];
+            let reply = ToolReply { content, is_error: true, blocked: Some(reason), ..Default::default() };
+            return respond(done, Ok(Response::Tool(reply)));
+        }
+        let args = payload.remove("tool_args").unwrap_or_else(|| Value::Object(Default::default()));
+        let mut ev = Payload::new();
+        for k in ["tool_id", "tool_name"] {
+            if let Some(v) = payload.get(k) {
+                ev.insert(k.into(), v.clone());
+            }
+        }
+        ev.insert("tool_args".into(), args.clone());
+        if let Some(o) = payload.get("origin_extension") {
+            ev.insert("origin_extension".into(), o.clone());
+        }
+        self.deliver_event("tool_call", ev);
+        if self.registry.tool_owner(&call.name).is_none() {
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        self.send_tool(call, args, origin, done);
+    }
+
+    fn send_tool(&mut self, call: ToolCall, args: Value, origin: Option<Origin>, done: Responder) {
+        let ToolCall { name, tool_id, operation_key, reconcile, .. } = call;
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
+        let interactive = self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
+        if interactive && !self.cfg.interactive_tools {
+            let text = "interactive extension tools require an interactive host";
+            let content = vec![serde_json::json!({"type": "text", "text": text})];
+            let extension = self.exts[slot].name().to_string();
+            return respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
+        }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
         let id = self.next();
-        let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args };
-        if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
+        let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args, operation_key, reconcile };
+        let bytes = encode(&frame);
+        if bytes.len() > MAX_FRAME_OUT {
+            let extension = self.exts[slot].name().to_string();
+            let what = format!("a tool_call frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len());
+            return respond(done, Err(HostError::TooLarge { extension, what }));
+        }
+        if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
             return respond(done, Err(e));
         }
-        let key = self.exts[slot].key;
-        let deadline = Instant::now() + self.cfg.timeouts.tool;
-        self.calls.insert(id, Call { slot, key, kind: CallKind::Tool { name, tool_id, done }, deadline });
+        let ext = self.exts[slot].id;
+        // An interactive tool waits for the user: only cancellation ends it.
+        let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
+        let parents = origin.map(|o| o.parents).unwrap_or_default();
+        self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
+    }
+
+    /// Sends `event` to its subscribers; how many it reached.
+    fn deliver_event(&self, event: &str, payload: Payload) -> usize {
+        let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
+        if bytes.len() > MAX_FRAME_OUT {
+            for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+                ext.log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
+            }
+            return 0;
+        }
+        let bytes = Arc::new(bytes);
+        let mut n = 0;
+        for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+            match ext.send(bytes.clone()) {
+                Ok(()) => n += 1,
+                Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
+            }
+        }
+        n
     }
 
     /// [`Request::CancelTool`]: every tool call in flight started with
@@ -828,10 +939,14 @@ impl Dispatcher {
         }
         for id in ids {
             let Some(call) = self.calls.remove(&id) else { continue };
-            let ext = &self.exts[call.slot];
+            let ext = &self.exts[call.ext.slot];
             if let CallKind::Tool { name, done: caller, .. } = call.kind {
-                ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
-                let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                if ext.can("tool_cancel") {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                } else {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller (it takes no tool_cancel)"));
+                }
                 let extension = ext.name().to_string();
                 respond(caller, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
             }
@@ -840,9 +955,16 @@ impl Dispatcher {
     }
 }
 
-fn frame_type(f: &ExtFrame) -> String {
-    match serde_json::to_value(f) {
-        Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("?").to_string(),
-        _ => "?".into(),
-    }
+/// A model's call waiting for its intercept chain.
+pub(super) struct ModelCall {
+    call: ToolCall,
+    origin: Option<Origin>,
+    done: Responder,
+}
+
+/// The extension that made a call with `call_tool`, and the names of the
+/// tool calls above it (the root first).
+pub(super) struct Origin {
+    pub name: String,
+    pub parents: Vec<String>,
 }

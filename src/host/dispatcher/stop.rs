@@ -10,65 +10,68 @@ impl Dispatcher {
         self.phase = Phase::Stopping { exit };
         self.stopped_count = 0;
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
-        let when = Instant::now() + self.cfg.timeouts.shutdown_grace;
+        let when = after(self.cfg.timeouts.shutdown_grace);
         for slot in 0..self.exts.len() {
             // No new calls reach it; the calls in flight were written before
             // `shutdown`, so an extension that answers in order answers them
-            // before it exits. What is still unanswered at its exit fails then.
+            // before it exits. What is still unanswered at its end fails then.
             self.registry.release(slot);
             let ext = &mut self.exts[slot];
-            ext.stopping = true;
-            if ext.child.is_some() {
+            if ext.proc.is_some() {
                 self.stopped_count += 1;
             }
-            match (&ext.child, ext.alive) {
-                (Some(c), true) => {
-                    let _ = c.send(shutdown.clone());
-                    c.close_stdin();
-                    let key = ext.key;
-                    self.at(when, Timer::Stop(key, StopStage::Term));
-                }
-                (Some(c), false) => {
-                    c.signal_group(libc::SIGKILL);
-                    ext.stopped = true;
-                    self.lose(slot, self.stop_detail());
-                }
-                (None, _) => {
-                    ext.stopped = true;
-                    self.lose(slot, self.stop_detail());
-                }
+            if ext.ended() {
+                self.lose(slot, self.stop_detail());
+                continue;
             }
+            let failed = ext.life == Life::Failed;
+            let was_running = ext.life.running();
+            ext.life = Life::Stopping { failed };
+            let Some(p) = ext.proc.as_ref() else { continue };
+            if was_running && p.exit.is_none() {
+                let _ = p.child.send(shutdown.clone());
+                p.child.close_stdin();
+            } else {
+                p.child.signal_group(libc::SIGKILL);
+            }
+            let id = ext.id;
+            self.at(when, Timer::Stop(id, StopStage::Term));
         }
         self.check_stopped();
     }
 
-    pub(super) fn on_stop_timer(&mut self, key: u64, stage: StopStage) {
-        let Some(&slot) = self.by_key.get(&key) else { return };
+    pub(super) fn on_stop_timer(&mut self, id: ExtId, stage: StopStage) {
+        let Some(slot) = self.slot_of(id) else { return };
         let t = self.cfg.timeouts;
         let ext = &self.exts[slot];
-        if ext.stopped {
+        if ext.ended() {
             return;
         }
-        let Some(child) = &ext.child else { return };
         let next = match stage {
-            StopStage::Term => {
+            StopStage::Term if ext.pid().is_some() => {
                 ext.log(&format!("no exit {} after shutdown; sending SIGTERM to its process group", fmt_duration(t.shutdown_grace)));
-                child.signal_group(libc::SIGTERM);
+                ext.signal(libc::SIGTERM);
                 Some((t.term_grace, StopStage::Kill))
             }
-            StopStage::Kill => {
+            StopStage::Kill if ext.pid().is_some() => {
                 ext.log(&format!("no exit {} after SIGTERM; sending SIGKILL to its process group", fmt_duration(t.term_grace)));
-                child.signal_group(libc::SIGKILL);
+                ext.signal(libc::SIGKILL);
                 Some((REAP_GRACE, StopStage::GiveUp))
             }
+            StopStage::Term | StopStage::Kill => Some((REAP_GRACE, StopStage::GiveUp)),
             StopStage::GiveUp => {
-                ext.log("not reaped after SIGKILL; giving up on it");
+                ext.log("did not end after SIGKILL; giving up on it");
                 None
             }
         };
         match next {
-            Some((after, stage)) => self.at(Instant::now() + after, Timer::Stop(key, stage)),
-            None => self.stop_done(slot),
+            Some((wait, stage)) => self.at(after(wait), Timer::Stop(id, stage)),
+            None => {
+                if let Some(p) = self.exts[slot].proc.as_mut() {
+                    p.exit.get_or_insert(None);
+                }
+                self.end_process(slot);
+            }
         }
     }
 
@@ -81,22 +84,9 @@ impl Dispatcher {
         }
     }
 
-    pub(super) fn stop_done(&mut self, slot: usize) {
-        if self.exts[slot].stopped {
-            return;
-        }
-        self.lose(slot, self.stop_detail());
-        let ext = &mut self.exts[slot];
-        ext.stopped = true;
-        if ext.state != State::Failed {
-            ext.state = State::Exited;
-        }
-        self.check_stopped();
-    }
-
     pub(super) fn check_stopped(&mut self) {
         let Phase::Stopping { exit } = self.phase else { return };
-        if self.exts.iter().any(|e| !e.stopped) {
+        if self.exts.iter().any(|e| !e.ended()) {
             return;
         }
         if exit {

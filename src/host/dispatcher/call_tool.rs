@@ -1,0 +1,140 @@
+//! Tools called by extensions (PROTOCOL.md §6.1): the capability, the
+//! chain of parents with its depth limit and cycle refusal, routing like a
+//! model's call (intercept chain, event, tool) with `origin_extension`,
+//! the bounded answer, `call_tool_cancel`, and the calls of an extension
+//! that exits.
+
+use super::blocks;
+use super::calls::CallKind;
+use super::*;
+
+/// The longest chain of tool calls, the first one counted.
+pub(super) const MAX_DEPTH: usize = 4;
+
+/// An extension's `call_tool` under way.
+pub(super) struct ExtCall {
+    /// The `tool_id` of the host's call, to cancel it by.
+    key: String,
+}
+
+impl Dispatcher {
+    pub(super) fn on_call_tool(&mut self, slot: usize, id: String, name: Value, args: Value, parent_id: String) {
+        let caller = self.exts[slot].id;
+        if id.is_empty() {
+            return self.exts[slot].log("dropped call_tool without an id");
+        }
+        if self.ext_calls.contains_key(&(caller, id.clone())) {
+            return self.exts[slot].log(&format!("dropped call_tool {id:?}: that id is already in flight"));
+        }
+        let name_text = name.as_str().unwrap_or("").to_string();
+        let refuse = |d: &mut Self, text: String| {
+            d.exts[slot].log(&format!("refused call_tool {id:?} ({name_text}): {text}"));
+            d.answer_call_tool(slot, &id, &name_text, vec![serde_json::json!({"type": "text", "text": text})], true, None);
+        };
+        if !self.exts[slot].can("call_tool") {
+            return refuse(self, "extension did not opt in to call_tool".into());
+        }
+        let (Some(name), true) = (name.as_str().filter(|n| !n.is_empty()).map(str::to_string), args.is_object()) else {
+            return refuse(self, "call_tool requires a name and JSON object args".into());
+        };
+        let active = |c: &Call| c.ext == caller && matches!(c.kind, CallKind::Tool { .. });
+        let parents = if parent_id.is_empty() {
+            if !self.calls.ids_where(active).is_empty() {
+                return refuse(self, "parent_id is required while an extension tool is active".into());
+            }
+            Vec::new()
+        } else {
+            let parent = parent_id.parse::<u64>().ok().and_then(|n| self.calls.get(&n)).filter(|c| active(c));
+            let Some(Call { kind: CallKind::Tool { name: pname, parents, .. }, .. }) = parent else {
+                return refuse(self, "unknown or expired parent tool call".into());
+            };
+            let mut chain = parents.clone();
+            chain.push(pname.clone());
+            chain
+        };
+        if parents.contains(&name) {
+            return refuse(self, "tool call cycle detected".into());
+        }
+        if parents.len() >= MAX_DEPTH {
+            return refuse(self, "tool call depth limit reached".into());
+        }
+        if self.registry.tool_owner(&name).is_none() {
+            return refuse(self, format!("unknown tool {name:?}"));
+        }
+        let key = format!("ext-call-{}", self.next());
+        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone() });
+        let inbox = self.inbox.clone();
+        let (their, tool) = (id, name.clone());
+        let done = Responder::new(move |result| {
+            let _ = inbox.send(Inbox::CallToolDone { caller, id: their, name: tool, result });
+        });
+        let origin = Origin { name: self.exts[slot].name().to_string(), parents };
+        let call = ToolCall { name, args: Some(args), tool_id: Some(key), as_model: true, ..Default::default() };
+        self.start_tool(call, Some(origin), done);
+    }
+
+    /// The host's call made for an extension's `call_tool` is over.
+    pub(super) fn on_call_tool_done(&mut self, caller: ExtId, id: String, name: String, result: Result<Response, HostError>) {
+        if self.ext_calls.remove(&(caller, id.clone())).is_none() {
+            return; // cancelled, or the caller is gone
+        }
+        let Some(slot) = self.slot_of(caller) else { return };
+        let text = |t: String| vec![serde_json::json!({"type": "text", "text": t})];
+        match result {
+            Ok(Response::Tool(r)) => self.answer_call_tool(slot, &id, &name, r.content, r.is_error, r.structured_content),
+            Ok(other) => self.answer_call_tool(slot, &id, &name, text(format!("unexpected response {other:?}")), true, None),
+            Err(e) => self.answer_call_tool(slot, &id, &name, text(e.to_string()), true, None),
+        }
+    }
+
+    /// `call_tool_cancel`: the call is cancelled where it runs and the
+    /// caller is answered that it was. An unknown id is ignored.
+    pub(super) fn on_call_tool_cancel(&mut self, slot: usize, id: &str) {
+        let caller = self.exts[slot].id;
+        let Some(c) = self.ext_calls.remove(&(caller, id.to_string())) else { return };
+        self.cancel_host_call(&c.key);
+        let text = vec![serde_json::json!({"type": "text", "text": "tool call cancelled"})];
+        self.answer_call_tool(slot, id, "", text, true, None);
+    }
+
+    /// The caller is gone: what it started is cancelled, unanswered.
+    pub(super) fn cancel_calls_of(&mut self, caller: ExtId) {
+        let mine: Vec<(ExtId, String)> = self.ext_calls.keys().filter(|(c, _)| *c == caller).cloned().collect();
+        for k in mine {
+            if let Some(c) = self.ext_calls.remove(&k) {
+                self.cancel_host_call(&c.key);
+            }
+        }
+    }
+
+    fn cancel_host_call(&mut self, key: &str) {
+        let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == key);
+        for n in self.calls.ids_where(mine) {
+            let Some(call) = self.calls.remove(&n) else { continue };
+            let ext = &self.exts[call.ext.slot];
+            if let CallKind::Tool { name, done, .. } = call.kind {
+                ext.log(&format!("tool {name} (request {n}) cancelled by its caller"));
+                if ext.can("tool_cancel") {
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: n.to_string() })));
+                }
+                drop(done);
+            }
+        }
+    }
+
+    fn answer_call_tool(&mut self, slot: usize, id: &str, name: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>) {
+        let (content, truncated) = blocks::bound(content);
+        let frame = HostFrame::ToolResult {
+            id: id.to_string(),
+            name: name.to_string(),
+            content,
+            is_error,
+            truncated,
+            structured_content: structured,
+        };
+        let ext = &self.exts[slot];
+        if let Err(e) = ext.send(Arc::new(encode(&frame))) {
+            ext.log(&format!("could not answer call_tool {id:?}: {e}"));
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! One extension as the dispatcher keeps it: its identity ([`ExtId`]),
+//! where it is in its life ([`Life`], the lifecycle of PROTOCOL.md §3),
+//! the facts about its process, and what it registered.
+
+use super::limits::Bucket;
+use crate::child::{Bytes, Child, Log, SendError};
+use crate::discovery::Found;
+use crate::protocol::ToolMore;
+use crate::host::{HostError, State};
+use serde_json::Value;
+use std::process::ExitStatus;
+use std::time::Instant;
+
+/// An extension of one load: its slot in the table and the load it
+/// belongs to, so that a message from a process of an earlier load never
+/// reaches the extension now in that slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(in crate::host) struct ExtId {
+    pub slot: usize,
+    pub gen: u64,
+}
+
+/// Where an extension is in its life.
+///
+/// ```text
+/// Spawned ──hello──▶ Registering ──ready / quiet──▶ Ready
+///    │                   │                            │
+///    └──── no hello, bad first frame, early exit ─────┼──▶ Failed
+///                                                     └── exit ──▶ Exited
+/// any running state ──stop (shutdown, reload)──▶ Stopping ──exit──▶ Stopped
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Life {
+    /// Started; waiting for `hello`.
+    Spawned,
+    /// `hello` acknowledged; registering, waiting for `ready`.
+    Registering,
+    Ready,
+    /// Being stopped by the host; only answers to calls in flight count.
+    /// `failed`: it had failed to load before the stop began.
+    Stopping { failed: bool },
+    /// Ended on its own after loading (its process or its stdout).
+    Exited,
+    /// Failed to load.
+    Failed,
+    /// Ended after a stop.
+    Stopped,
+}
+
+impl Life {
+    /// Frames are taken, names are in force and calls can be sent.
+    pub fn running(self) -> bool {
+        matches!(self, Life::Spawned | Life::Registering | Life::Ready)
+    }
+
+    pub fn starting(self) -> bool {
+        matches!(self, Life::Spawned | Life::Registering)
+    }
+
+    /// What listings show.
+    pub fn state(self) -> State {
+        match self {
+            Life::Spawned | Life::Registering => State::Starting,
+            Life::Ready => State::Ready,
+            Life::Failed | Life::Stopping { failed: true } => State::Failed,
+            Life::Stopping { failed: false } | Life::Exited | Life::Stopped => State::Exited,
+        }
+    }
+}
+
+/// What is known of the process.
+pub(super) struct Proc {
+    pub child: Child,
+    /// The exit was seen (the process is reaped then); its status, when
+    /// it could be read.
+    pub exit: Option<Option<ExitStatus>>,
+    /// Its stdout was read to the end.
+    pub eof: bool,
+    /// Its end was handled: the calls in flight were answered or failed.
+    pub ended: bool,
+}
+
+/// A tool as registered (PROTOCOL.md §6.2).
+pub(super) struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub more: ToolMore,
+    /// Offered: false for a deferred tool until a result activates it.
+    pub active: bool,
+}
+
+pub(super) struct Ext {
+    pub id: ExtId,
+    pub found: Found,
+    pub life: Life,
+    pub proc: Option<Proc>,
+    pub log: Option<Log>,
+    /// What its `hello` declared (PROTOCOL.md §6.1).
+    pub capabilities: Vec<String>,
+    pub commands: Vec<(String, String)>,
+    pub tools: Vec<ToolEntry>,
+    pub events: Vec<String>,
+    pub intercepts: Vec<String>,
+    pub error: Option<String>,
+    pub last_frame: Instant,
+    /// Token bucket for spontaneous frames (notes, submits, panels).
+    pub notes: Bucket,
+    /// Registrations refused for being over a limit.
+    pub refused: u64,
+}
+
+impl Ext {
+    pub fn new(id: ExtId, found: Found, notes: Bucket) -> Ext {
+        Ext {
+            id,
+            found,
+            life: Life::Spawned,
+            proc: None,
+            log: None,
+            capabilities: Vec::new(),
+            commands: Vec::new(),
+            tools: Vec::new(),
+            events: Vec::new(),
+            intercepts: Vec::new(),
+            error: None,
+            last_frame: Instant::now(),
+            notes,
+            refused: 0,
+        }
+    }
+
+    pub fn can(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.found.manifest.name
+    }
+
+    pub fn log(&self, msg: &str) {
+        if let Some(l) = &self.log {
+            l.line(msg);
+        }
+    }
+
+    pub fn child(&self) -> Option<&Child> {
+        self.proc.as_ref().map(|p| &p.child)
+    }
+
+    /// The pid while the process is not reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child().filter(|c| !c.is_reaped()).map(|c| c.pid)
+    }
+
+    /// The process ended and its end was handled (or it never ran).
+    pub fn ended(&self) -> bool {
+        self.proc.as_ref().is_none_or(|p| p.ended)
+    }
+
+    /// Signals the process group while the process is unreaped.
+    pub fn signal(&self, sig: i32) {
+        if let Some(c) = self.child() {
+            c.signal_group(sig);
+        }
+    }
+
+    /// Queues a frame for a running extension whose exit was not seen.
+    pub fn send(&self, bytes: Bytes) -> Result<(), HostError> {
+        let gone = |detail: &str| HostError::Exited { extension: self.name().to_string(), detail: detail.into() };
+        match self.life {
+            Life::Stopping { .. } => return Err(gone("it is being stopped")),
+            l if !l.running() => return Err(gone("not running")),
+            _ => {}
+        }
+        let Some(p) = self.proc.as_ref().filter(|p| p.exit.is_none()) else {
+            return Err(gone("its process exited"));
+        };
+        match p.child.send(bytes) {
+            Ok(()) => Ok(()),
+            Err(SendError::Full) => Err(HostError::Busy { extension: self.name().to_string() }),
+            Err(SendError::Closed) => Err(gone("its stdin is closed")),
+        }
+    }
+}

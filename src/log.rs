@@ -1,0 +1,168 @@
+//! Extension log files: each child's stderr goes straight into its file,
+//! and the host's own `[zot]` lines and log rotation go through one logger
+//! thread, so the dispatcher never waits for a disk. [`flush`] waits until
+//! every line handed over so far is written (the host calls it when it
+//! stops).
+
+use crossbeam_channel::{bounded, unbounded, Sender};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The extension's log file: stderr of the child and `[zot]` lines.
+#[derive(Debug, Clone)]
+pub struct Log(Arc<LogFile>);
+
+#[derive(Debug)]
+struct LogFile {
+    file: File,
+    path: PathBuf,
+}
+
+enum Job {
+    Line(Arc<LogFile>, Vec<u8>),
+    Rotate(Arc<LogFile>, u64),
+    Flush(Sender<()>),
+}
+
+/// The logger thread's inbox; `None` when it could not start, and lines
+/// are then written by whoever logs them.
+fn logger() -> Option<&'static Sender<Job>> {
+    static LOGGER: OnceLock<Option<Sender<Job>>> = OnceLock::new();
+    LOGGER
+        .get_or_init(|| {
+            let (tx, rx) = unbounded::<Job>();
+            let spawned = std::thread::Builder::new().name("zot-log".into()).stack_size(128 * 1024).spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    match job {
+                        Job::Line(f, bytes) => f.write(&bytes),
+                        Job::Rotate(f, max) => {
+                            let _ = f.rotate_if_over(max);
+                        }
+                        Job::Flush(ack) => {
+                            let _ = ack.send(());
+                        }
+                    }
+                }
+            });
+            spawned.ok().map(|_| tx)
+        })
+        .as_ref()
+}
+
+/// Waits until every log line and rotation handed over so far is done.
+pub fn flush() {
+    let Some(tx) = logger() else { return };
+    let (ack, done) = bounded(1);
+    if tx.send(Job::Flush(ack)).is_ok() {
+        let _ = done.recv();
+    }
+}
+
+impl Log {
+    /// Opens (creating, appending) the log file at `path`.
+    pub fn open(path: &Path) -> io::Result<Log> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Log(Arc::new(LogFile { file, path: path.to_path_buf() })))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// Appends one host line, `[zot] ` prefixed, in a single write, on the
+    /// logger thread.
+    pub fn line(&self, msg: &str) {
+        let bytes = format_line(msg);
+        match logger() {
+            Some(tx) => {
+                if let Err(e) = tx.send(Job::Line(self.0.clone(), bytes)) {
+                    if let Job::Line(f, bytes) = e.into_inner() {
+                        f.write(&bytes);
+                    }
+                }
+            }
+            None => self.0.write(&bytes),
+        }
+    }
+
+    /// When the file is over `max` bytes, it is copied to `<path>.1` and
+    /// truncated in place, on the logger thread.
+    pub fn rotate_later(&self, max: u64) {
+        match logger() {
+            Some(tx) => {
+                let _ = tx.send(Job::Rotate(self.0.clone(), max));
+            }
+            None => {
+                let _ = self.0.rotate_if_over(max);
+            }
+        }
+    }
+
+    /// The file, for a child's stderr.
+    pub fn file(&self) -> &File {
+        &self.0.file
+    }
+}
+
+impl LogFile {
+    fn write(&self, bytes: &[u8]) {
+        let _ = (&self.file).write_all(bytes);
+    }
+
+    /// The child keeps writing through its own append-mode descriptor,
+    /// which continues at the new end; lines it writes between the copy and
+    /// the truncation are lost.
+    fn rotate_if_over(&self, max: u64) -> io::Result<bool> {
+        if self.file.metadata()?.len() <= max {
+            return Ok(false);
+        }
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::copy(&self.path, &old)?;
+        self.file.set_len(0)?;
+        let note = format!("log rotated past {max} bytes; older lines are in {}", Path::new(&old).display());
+        self.write(&format_line(&note));
+        Ok(true)
+    }
+}
+
+/// `[zot] msg\n`, one line whatever the message holds.
+fn format_line(msg: &str) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(msg.len() + 8);
+    buf.extend_from_slice(b"[zot] ");
+    for c in msg.chars() {
+        if c == '\n' || c == '\r' {
+            buf.extend_from_slice(b"\\n");
+        } else {
+            let mut tmp = [0u8; 4];
+            buf.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+        }
+    }
+    buf.push(b'\n');
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_written_by_the_logger_and_flush_waits_for_them() {
+        let dir = std::env::temp_dir().join(format!("zot-log-test-{}", std::process::id()));
+        let path = dir.join("ext-x.log");
+        let log = Log::open(&path).unwrap();
+        for i in 0..100 {
+            log.line(&format!("line {i}\nwith a newline"));
+        }
+        flush();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 100);
+        assert!(text.starts_with("[zot] line 0\\nwith a newline\n"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
