@@ -196,6 +196,10 @@ pub struct InterceptResponse {
     pub modified_args: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_text: Option<String>,
+    /// `before_agent_start` (PROTOCOL.md §6.4): kept as sent, so that a
+    /// value that is not a string can be refused by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<Value>,
 }
 
 /// An interactive panel.
@@ -420,6 +424,8 @@ struct FastInterceptResponse {
     modified_args: Option<Value>,
     #[serde(default)]
     replace_text: Option<String>,
+    #[serde(default)]
+    system_prompt: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -487,6 +493,7 @@ impl Frame for ExtFrame {
                     reason: f.reason,
                     modified_args: f.modified_args,
                     replace_text: f.replace_text,
+                    system_prompt: f.system_prompt,
                 })
             }
             _ => return None,

@@ -284,7 +284,21 @@ fn plain_text_is_a_prompt_for_the_model() {
     s.has_line("→ model: second   line");
     // The lifecycle events went out: session_start once, then a turn per prompt.
     let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] ")).expect("events tool output");
-    let seen: Value = serde_json::from_str(events).unwrap();
+    let mut seen: Value = serde_json::from_str(events).unwrap();
+    // Every frame carries the envelope: one session id, the cwd, and a
+    // strictly increasing sequence (PROTOCOL.md §6.4).
+    let frames = seen.as_array_mut().expect("a list of events");
+    let session_id = frames[0]["session_id"].clone();
+    assert!(session_id.is_string(), "{frames:?}");
+    let mut last = 0;
+    for f in frames.iter_mut() {
+        let f = f.as_object_mut().expect("an event object");
+        assert_eq!(f.remove("session_id"), Some(session_id.clone()));
+        assert!(f.remove("cwd").is_some_and(|c| c.as_str().is_some_and(|c| c.ends_with("/cwd"))), "{f:?}");
+        let seq = f.remove("sequence").and_then(|n| n.as_u64()).expect("sequence");
+        assert!(seq > last, "sequence {seq} after {last}");
+        last = seq;
+    }
     assert_eq!(
         seen,
         json!([
@@ -505,35 +519,25 @@ fn the_console_hosts_the_session_lifecycle() {
     s.has_line("→ model: first prompt");
     let (names, frames) = lifecycle_log(&log);
     let ev = |n: &str| ("event".to_string(), n.to_string());
-    // Whether this host runs before_agent_start chains (PROTOCOL.md §6.4).
-    let chains = names.iter().any(|(k, e)| k == "event_intercept" && e == "before_agent_start");
     let bas = ("event_intercept".to_string(), "before_agent_start".to_string());
-    let mut want = vec![ev("session_start"), ev("user_prompt_submit")];
-    if chains {
-        want.push(bas.clone());
-    }
-    want.extend([ev("turn_start"), ev("assistant_message"), ev("turn_end")]);
-    // The reload stops the extension: it ends its own run with the
-    // shutdown it is sent, and the new process starts a new record.
-    want.extend([ev("user_prompt_submit")]);
-    if chains {
-        want.push(bas);
-    }
-    want.extend([ev("turn_start"), ev("assistant_message"), ev("turn_end"), ev("session_end")]);
+    let turn = [ev("turn_start"), ev("assistant_message"), ev("turn_end")];
+    let mut want = vec![ev("session_start"), ev("user_prompt_submit"), bas.clone()];
+    want.extend(turn.clone());
+    // The reload stops the extension (no session_end: the session goes
+    // on); the new process sees the chain again at the next prompt.
+    want.extend([ev("user_prompt_submit"), bas]);
+    want.extend(turn);
+    want.push(ev("session_end"));
     assert_eq!(names, want, "{frames:#?}\n{}", s.out);
     let submit = frames.iter().find(|f| f["event"] == "user_prompt_submit").expect("user_prompt_submit");
     assert_eq!(submit["fields"]["text"], "first prompt");
-    let end = frames.last().expect("frames");
-    assert_eq!(end["fields"]["reason"], "shutdown");
-    if chains {
-        let first = frames.iter().find(|f| f["event"] == "before_agent_start").expect("before_agent_start");
-        assert_eq!(first["fields"]["system_prompt"], "You are a helpful coding assistant.");
-        for key in ["agent_run_id", "cwd", "provider", "model"] {
-            assert!(first["fields"].get(key).is_some(), "no {key} in {first}");
-        }
-        assert_eq!(s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count(), 2, "{}", s.out);
-    } else {
-        println!("note: this host does not run before_agent_start chains; the console kept the base prompt");
-        assert_eq!(s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant.").count(), 2, "{}", s.out);
+    assert_eq!(frames.last().expect("frames")["fields"]["reason"], "shutdown");
+    let first = frames.iter().find(|f| f["event"] == "before_agent_start").expect("before_agent_start");
+    assert_eq!(first["fields"]["system_prompt"], "You are a helpful coding assistant.");
+    for key in ["agent_run_id", "cwd", "provider", "model", "session_id"] {
+        assert!(first["fields"].get(key).is_some(), "no {key} in {first}");
     }
+    // /system shows the prompt after the chain, after each load.
+    let shown = s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count();
+    assert_eq!(shown, 2, "{}", s.out);
 }

@@ -1204,3 +1204,96 @@ fn a_chain_of_four_tool_calls_goes_no_deeper() {
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }
+
+/// What the fixture's `events@NAME` tool says it saw.
+fn seen_by(s: &mut Serve, name: &str, id: i64) -> Vec<Value> {
+    let r = s.ok(json!({"id": id, "type": "tool", "name": format!("events@{name}")}));
+    serde_json::from_str::<Value>(r["content"][0]["text"].as_str().unwrap()).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn every_event_and_intercept_frame_carries_the_envelope() {
+    // PROTOCOL.md §6.4: the 14 events, routed with their payloads; the
+    // envelope on every event and event_intercept frame; one host-wide
+    // strictly increasing sequence; one session id per run unless the
+    // agent gives one.
+    let events = [
+        "session_start", "session_end", "user_prompt_submit", "turn_start", "turn_end", "tool_call",
+        "tool_confirmation_requested", "permission_decision", "tool_result", "assistant_message",
+        "pre_compact", "post_compact", "subagent_start", "subagent_stop",
+    ];
+    let t = TempDir::new("serve-envelope");
+    let a = ext(&t, "a", &["--tools", "events@a", "--events", &events.join(","), "--intercepts", "tool_call,before_agent_start"]);
+    let b = ext(&t, "b", &["--tools", "events@b", "--events", "turn_start"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    for (i, e) in events.iter().enumerate() {
+        let r = s.ok(json!({"id": i, "type": "event", "event": e, "n": i}));
+        let expect = if *e == "turn_start" { 2 } else { 1 };
+        assert_eq!(r, json!({"delivered": expect}), "{e}");
+    }
+    s.ok(json!({"id": 100, "type": "intercept", "event": "tool_call", "tool_name": "x", "tool_args": {}}));
+    s.ok(json!({"id": 101, "type": "event", "event": "turn_start", "session_id": "agent-s", "cwd": "/elsewhere"}));
+    let big = "r".repeat(300 * 1024);
+    s.ok(json!({"id": 102, "type": "event", "event": "tool_result", "tool_id": "t", "tool_name": "x", "tool_args": {},
+        "status": "completed", "executed": true, "result": {"content": [{"type": "text", "text": big}], "is_error": false}}));
+    let seen = seen_by(&mut s, "a", 200);
+    assert_eq!(seen.len(), events.len() + 3, "{seen:?}");
+    let cwd = t.path().join("cwd").display().to_string();
+    let mut last = 0;
+    let session = seen[0]["session_id"].as_str().unwrap().to_string();
+    for (i, f) in seen.iter().enumerate() {
+        let seq = f["sequence"].as_u64().unwrap_or_else(|| panic!("no sequence: {f}"));
+        assert!(seq > last, "sequence not increasing at {i}: {seq} after {last}");
+        last = seq;
+        if i < events.len() + 1 {
+            assert_eq!(f["session_id"], session.as_str(), "{f}");
+            assert_eq!(f["cwd"], cwd.as_str(), "{f}");
+        }
+    }
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(seen[i]["event"], *e);
+        assert_eq!(seen[i]["n"], i, "the payload is routed as given: {}", seen[i]);
+    }
+    assert_eq!(seen[events.len()]["intercept"], "tool_call");
+    assert_eq!(seen[events.len() + 1]["session_id"], "agent-s", "the agent's own session id wins");
+    assert_eq!(seen[events.len() + 1]["cwd"], "/elsewhere");
+    let result = &seen[events.len() + 2]["result"];
+    assert_eq!(result["truncated"], true, "a tool_result over 256 KiB is cut");
+    assert_eq!(result["content"][0]["text"].as_str().unwrap().len(), 256 * 1024);
+    // b's turn_start frames sit in the same host-wide order.
+    let seen_b = seen_by(&mut s, "b", 201);
+    assert_eq!(seen_b.len(), 2);
+    assert_eq!(seen_b[0]["sequence"], seen[3]["sequence"], "one sequence per event, whoever gets it");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn before_agent_start_chains_the_system_prompt() {
+    let t = TempDir::new("serve-bas");
+    let mk = |name: &str, mode: &str| ext(&t, name, &["--intercepts", "before_agent_start", "--bas-mode", mode]);
+    let exts = vec![mk("a1", "append"), mk("a2", "number"), mk("a3", "huge"), mk("a4", "block"), mk("a5", "slow"), mk("a6", "append")];
+    let mut s = Serve::start(&t, &exts, &["--fail-closed", "--intercept-timeout", "1"]);
+    s.ready_all();
+    let payload = json!({"id": 1, "type": "intercept", "event": "before_agent_start", "agent_run_id": "r1",
+        "provider": "p", "model": "m", "system_prompt": "base"});
+    let r = s.ok(payload);
+    // a2, a3 and a4 are ignored with a warning each; a5 times out, which
+    // keeps the prompt even fail-closed.
+    assert_eq!(r, json!({"block": false, "system_prompt": "base+a1+a6"}));
+    for (name, why) in [("a2", "not a string"), ("a3", "bytes (limit"), ("a4", "block without a system_prompt")] {
+        let n = s.wait_or_find(|f| f["type"] == "notify" && f["extension"] == name);
+        let msg = s.frames[n]["message"].as_str().unwrap();
+        assert!(msg.contains(why) && s.frames[n]["level"] == "warn", "{name}: {msg}");
+    }
+    let t2 = TempDir::new("serve-bas-empty");
+    let mut s2 = Serve::start(&t2, &[ext(&t2, "e", &["--intercepts", "before_agent_start", "--bas-mode", "empty"])], &[]);
+    s2.ready_all();
+    let r = s2.ok(json!({"id": 1, "type": "intercept", "event": "before_agent_start", "system_prompt": "base"}));
+    assert_eq!(r["system_prompt"], "", "\"\" empties the prompt");
+    s2.z.close_stdin();
+    assert_eq!(s2.finish(), 0);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}

@@ -315,6 +315,7 @@ pub struct InterceptOutcome {
     /// The text after every replacement, when any interceptor replaced it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replace_text: Option<String>,
+    /// `before_agent_start`: the system prompt after the whole chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
 }

@@ -58,7 +58,9 @@ impl Dispatcher {
                         .text_changed
                         .then(|| chain.payload.get("text").and_then(|t| t.as_str().map(str::to_owned)))
                         .flatten(),
-                    system_prompt: None,
+                    system_prompt: (chain.event == "before_agent_start").then(|| {
+                        chain.payload.get("system_prompt").and_then(Value::as_str).unwrap_or("").to_string()
+                    }),
                 };
                 return self.finish_chain(id, outcome);
             };
@@ -67,17 +69,23 @@ impl Dispatcher {
             if !ext.life.running() || !ext.intercepts.contains(&chain.event) {
                 continue;
             }
-            let call_id = self.next_id;
-            self.next_id += 1;
-            let frame = HostFrame::EventIntercept {
-                id: call_id.to_string(),
-                event: chain.event.clone(),
-                payload: chain.payload.clone(),
+            let (event, payload) = (chain.event.clone(), chain.payload.clone());
+            let call_id = self.next();
+            let payload = self.enveloped(&event, payload);
+            let frame = HostFrame::EventIntercept { id: call_id.to_string(), event, payload };
+            let bytes = encode(&frame);
+            let sent = if bytes.len() > MAX_FRAME_OUT {
+                Err(HostError::TooLarge {
+                    extension: self.exts[slot].name().to_string(),
+                    what: format!("an event_intercept frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()),
+                })
+            } else {
+                self.has_room(slot).and_then(|()| self.exts[slot].send(Arc::new(bytes)))
             };
-            match self.has_room(slot).and_then(|()| ext.send(Arc::new(encode(&frame)))) {
+            match sent {
                 Ok(()) => {
                     let deadline = after(self.cfg.timeouts.intercept);
-                    let call = Call { ext: ext.id, kind: CallKind::Intercept { chain: id }, deadline };
+                    let call = Call { ext: self.exts[slot].id, kind: CallKind::Intercept { chain: id }, deadline };
                     self.calls.insert(call_id, call);
                     return;
                 }
@@ -96,7 +104,8 @@ impl Dispatcher {
         let ext = &self.exts[slot];
         let event = self.chains.get(&id).map(|c| c.event.clone()).unwrap_or_default();
         ext.log(&format!("intercept of {event} failed: {why}"));
-        if self.cfg.fail_closed {
+        // A failed interceptor keeps the system prompt, fail-closed or not.
+        if self.cfg.fail_closed && event != "before_agent_start" {
             let reason = format!("intercept by extension {:?} failed ({why}); blocking (fail-closed)", ext.name());
             self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
             return true;
@@ -115,6 +124,9 @@ impl Dispatcher {
         let CallKind::Intercept { chain: id } = call.kind else { return };
         let name = self.exts[slot].name().to_string();
         let Some(chain) = self.chains.get_mut(&id) else { return };
+        if chain.event == "before_agent_start" {
+            return self.system_prompt_reply(id, slot, r);
+        }
         if r.block {
             let reason = if r.reason.is_empty() { format!("blocked by extension {name:?}") } else { r.reason };
             return self.finish_chain(id, InterceptOutcome { block: true, reason: Some(reason), ..Default::default() });
@@ -135,6 +147,36 @@ impl Dispatcher {
         self.step_chain(id);
     }
 
+    /// A `before_agent_start` reply (PROTOCOL.md §6.4): a string sets the
+    /// prompt (`""` empties it), none leaves it; anything else is ignored,
+    /// logged, and the user is warned in the extension's name.
+    fn system_prompt_reply(&mut self, id: u64, slot: usize, r: InterceptResponse) {
+        let bad = match &r.system_prompt {
+            None if r.block => Some("block without a system_prompt".to_string()),
+            None => None,
+            Some(Value::String(p)) => {
+                let size = serde_json::to_vec(p).map_or(usize::MAX, |v| v.len());
+                (size > MAX_SYSTEM_PROMPT).then(|| format!("a system_prompt of {size} bytes (limit {MAX_SYSTEM_PROMPT})"))
+            }
+            Some(other) => Some(format!("a system_prompt that is not a string ({})", json_kind(other))),
+        };
+        match bad {
+            Some(why) => {
+                let ext = &self.exts[slot];
+                ext.log(&format!("ignored its before_agent_start reply: {why}"));
+                let message = format!("zot: ignored this extension's before_agent_start reply: {why}");
+                let extension = ext.name().to_string();
+                self.emit(HostEvent::Notify { extension, level: "warn".into(), message });
+            }
+            None => {
+                if let (Some(p), Some(chain)) = (r.system_prompt, self.chains.get_mut(&id)) {
+                    chain.payload.insert("system_prompt".into(), p);
+                }
+            }
+        }
+        self.step_chain(id);
+    }
+
     pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
         let Some(mut c) = self.chains.remove(&id) else { return };
         match c.then.take() {
@@ -142,5 +184,16 @@ impl Dispatcher {
             Some(Then::Tool(m)) => self.after_tool_chain(*m, c.payload, outcome),
             None => {}
         }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }

@@ -37,7 +37,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.
-pub const INTERCEPTABLE: [&str; 3] = ["tool_call", "turn_start", "assistant_message"];
+pub const INTERCEPTABLE: [&str; 4] = ["tool_call", "turn_start", "assistant_message", "before_agent_start"];
+
+/// The longest `system_prompt` an interceptor may set, encoded.
+pub const MAX_SYSTEM_PROMPT: usize = 1024 * 1024;
 
 /// What the host tells extensions it supports, in `hello_ack`.
 pub const HOST_CAPABILITIES: [&str; 1] = ["call_tool"];
@@ -161,6 +164,10 @@ struct Dispatcher {
     reload_after_load: Vec<Responder>,
     /// Requests that arrived during a load or a reload, run once it is over.
     deferred: Vec<(Request, Responder)>,
+    /// The session id of the envelope when the agent gives none.
+    session_id: String,
+    /// The last `sequence` of the envelope.
+    sequence: u64,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
@@ -179,6 +186,12 @@ thread_local! {
 /// wait for itself.
 pub(super) fn on_dispatcher_thread() -> bool {
     DISPATCHER.with(|d| d.get())
+}
+
+/// One id per host run: the process and the time it started.
+fn new_session_id() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("zot-{:x}-{:x}", std::process::id(), nanos)
 }
 
 /// `d` from now; a duration too long for the clock means "as good as never".
@@ -212,6 +225,8 @@ impl Dispatcher {
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            session_id: new_session_id(),
+            sequence: 0,
             untrusted: Vec::new(),
         }
     }
@@ -909,8 +924,39 @@ impl Dispatcher {
         self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
     }
 
+    /// The payload of an `event` or `event_intercept` frame with its
+    /// envelope (PROTOCOL.md §6.4): the agent's `session_id` and `cwd` or
+    /// the host's, a strictly increasing `sequence`, and a `tool_result`'s
+    /// content bounded as a `call_tool` result is.
+    fn enveloped(&mut self, event: &str, mut payload: Payload) -> Payload {
+        self.sequence += 1;
+        if !payload.get("session_id").is_some_and(Value::is_string) {
+            payload.insert("session_id".into(), Value::String(self.session_id.clone()));
+        }
+        if !payload.get("cwd").is_some_and(Value::is_string) {
+            payload.insert("cwd".into(), Value::String(self.cfg.cwd.display().to_string()));
+        }
+        payload.insert("sequence".into(), Value::from(self.sequence));
+        if event == "tool_result" {
+            if let Some(Value::Object(result)) = payload.get_mut("result") {
+                if let Some(Value::Array(content)) = result.remove("content") {
+                    let (content, truncated) = blocks::bound(content);
+                    result.insert("content".into(), Value::Array(content));
+                    if truncated {
+                        result.insert("truncated".into(), Value::Bool(true));
+                    }
+                }
+            }
+        }
+        payload
+    }
+
     /// Sends `event` to its subscribers; how many it reached.
-    fn deliver_event(&self, event: &str, payload: Payload) -> usize {
+    fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
+        if !self.exts.iter().any(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+            return 0;
+        }
+        let payload = self.enveloped(event, payload);
         let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
         if bytes.len() > MAX_FRAME_OUT {
             for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
