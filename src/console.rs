@@ -724,7 +724,24 @@ fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, pa
 fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
     let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
     match ev {
-        HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. } | HostEvent::ToolsChanged { .. } => String::new(),
+        HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::ToolsChanged { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. } => String::new(),
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {
+            let how = match (code, signal) {
+                (_, Some(s)) => format!("signal {s}"),
+                (Some(c), None) => format!("exit code {c}"),
+                (None, None) => "failed to start".into(),
+            };
+            format!("{} {}", tag(&extension), st.dim(&format!("exited ({how}); restart {attempt} in {delay_ms} ms")))
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => format!(
+            "{} {}",
+            tag(&extension),
+            st.red(&format!("gave up after {restarts} restarts (crash loop); see 'zot ext logs {}'", one_line(&extension)))
+        ),
         HostEvent::SubmitSlash { extension, text } => {
             format!("{} {} {}", tag(&extension), st.dim("→ run:"), strip_controls(&text))
         }

@@ -80,8 +80,8 @@ pub struct Sources {
     pub no_ext: bool,
 }
 
-/// Discovers extensions from all sources. The highest-precedence entry of a
-/// name decides: if it is disabled the name is not loaded at all.
+/// Discovers extensions from all sources. The highest-precedence enabled
+/// entry of a name wins; a disabled one hides nothing.
 /// Project-local ones load only when the project at `cwd` is trusted, or
 /// with `trust_project` (`--trust-project`).
 pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool) -> Discovery {
@@ -120,8 +120,10 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
                     }
                     continue;
                 }
-                winners.push((found.manifest.name.clone(), found.manifest.dir.clone()));
+                // A disabled entry hides nothing: an enabled one of the
+                // same name further down still loads.
                 if found.manifest.enabled {
+                    winners.push((found.manifest.name.clone(), found.manifest.dir.clone()));
                     out.load.push(found);
                 } else {
                     out.disabled.push(found);

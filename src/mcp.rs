@@ -615,7 +615,8 @@ fn prompt_result(reply: Reply, name: &str, c: CommandReply) {
         return reply.err(codes::INTERNAL_ERROR, &e, Some(json!({"extension": c.extension, "prompt": name})));
     }
     let text = match c.action.as_str() {
-        "prompt" => c.prompt,
+        // The tool it names is not run: an MCP prompt is text only.
+        "prompt" | "tool_prompt" => c.prompt,
         "insert" => c.insert,
         "display" => c.display,
         "open_panel" => c.open_panel.map(|p| {
@@ -746,6 +747,14 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Submit { extension, text } => {
             log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
         }
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, .. } => {
+            log(WARNING, &extension, format!("extension {extension} exited; restart {attempt} in {delay_ms} ms"));
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => {
+            let msg = format!("extension {extension} gave up after {restarts} restarts (crash loop); see 'zot ext logs {extension}'");
+            eprintln!("zot mcp: {}", strip_controls(&msg));
+            log(ERROR, &extension, msg);
+        }
         HostEvent::ToolsChanged { .. } => {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
@@ -757,6 +766,8 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::SubmitSlash { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. }
         | HostEvent::ClearNotes { .. }
         | HostEvent::OpenPanel { .. }
         | HostEvent::PanelRender { .. }

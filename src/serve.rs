@@ -3,7 +3,7 @@
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
 
-use crate::host::{Config, HostError, Request, Response, ToolCall};
+use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
 use crate::stdio::{self, Line, Lines, Out, Pending};
 use serde::Serialize;
@@ -188,6 +188,38 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
                 Request::Event { event, payload }
             }
         }
+        "agent_tools" => {
+            let Some(Value::Array(list)) = p.remove("tools") else {
+                return Err("param `tools` must be an array".into());
+            };
+            let mut tools = Vec::new();
+            for (i, t) in list.into_iter().enumerate() {
+                let Value::Object(mut t) = t else { return Err(format!("tools[{i}] must be an object")) };
+                let name = req_str(&mut t, "name").map_err(|e| format!("tools[{i}]: {e}"))?;
+                let description = opt_str(&mut t, "description").map_err(|e| format!("tools[{i}]: {e}"))?.unwrap_or_default();
+                let schema = match t.remove("schema") {
+                    None | Some(Value::Null) => json!({"type": "object"}),
+                    Some(s @ Value::Object(_)) => s,
+                    Some(_) => return Err(format!("tools[{i}]: param `schema` must be an object")),
+                };
+                tools.push(AgentTool { name, description, schema });
+            }
+            Request::AgentTools(tools)
+        }
+        "call_tool_result" => Request::CallToolResult {
+            call_id: req_str(&mut p, "call_id")?,
+            content: match p.remove("content") {
+                Some(Value::Array(c)) => c,
+                None | Some(Value::Null) => Vec::new(),
+                Some(_) => return Err("param `content` must be an array".into()),
+            },
+            is_error: match p.remove("is_error") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => b,
+                Some(_) => return Err("param `is_error` must be a boolean".into()),
+            },
+            structured_content: p.remove("structured_content").filter(|v| !v.is_null()),
+        },
         "panel_key" => Request::PanelKey {
             extension: req_str(&mut p, "extension")?,
             panel_id: req_str(&mut p, "panel_id")?,

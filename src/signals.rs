@@ -12,9 +12,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
     let fd = PIPE_WRITE.load(Ordering::Relaxed);
     if fd >= 0 {
         let b = sig as u8;
-        // SAFETY: write(2) is async-signal-safe; the buffer is on the stack.
+        // SAFETY: write(2) is async-signal-safe and the pipe is
+        // non-blocking (a full pipe already holds a signal); the buffer is
+        // on the stack; errno is restored for the code the signal
+        // interrupted.
         unsafe {
+            let errno = *libc::__errno_location();
             libc::write(fd, &b as *const u8 as *const libc::c_void, 1);
+            *libc::__errno_location() = errno;
         }
     }
 }
@@ -31,6 +36,10 @@ pub fn on_termination<F: FnOnce(i32) + Send + 'static>(f: F) -> io::Result<()> {
     // SAFETY: pipe2 fills two descriptors; both are close-on-exec so no
     // extension inherits them.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: only the write end becomes non-blocking.
+    if unsafe { libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let (rfd, wfd) = (fds[0], fds[1]);

@@ -150,7 +150,8 @@ fn load_order_is_ext_then_project_then_global_sorted_by_folder_and_disabled_are_
     py_ext(&global, "a-g", "g-b", &[]);
     py_ext(&global, "B-g", "g-c", &[]); // 'B' < 'a' in byte order
     std::fs::create_dir_all(global.join(".hidden")).unwrap();
-    // Disabled: not started, and a disabled higher entry hides a lower one.
+    // Disabled: not started, and a disabled higher entry hides nothing: the
+    // enabled global `hid` below it loads.
     let off = marked(&global, "c-off", "off", &m("off"), &[]);
     set_enabled(&off, false);
     let hid = marked(&proj_exts, "3-hid", "hid", &m("hid-proj"), &[]);
@@ -163,16 +164,16 @@ fn load_order_is_ext_then_project_then_global_sorted_by_folder_and_disabled_are_
     cfg.sources = Sources { ext_paths: vec![e1.clone(), e2.clone()], no_ext: false };
     let (host, _ev) = start_host(cfg.clone());
     let report = host.wait_ready().unwrap();
-    let want = ["e-first", "e-second", "p-b", "p-a", "g-c", "g-b", "g-a"];
+    let want = ["e-first", "e-second", "p-b", "p-a", "g-c", "g-b", "g-a", "hid"];
     assert_eq!(report.ready, want.map(String::from).to_vec(), "{report:?}");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let l = host.list().unwrap();
     let names: Vec<&str> = l.extensions.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, want);
     let sources: Vec<&str> = l.extensions.iter().map(|e| e.source).collect();
-    assert_eq!(sources, ["ext", "ext", "project", "project", "global", "global", "global"]);
+    assert_eq!(sources, ["ext", "ext", "project", "project", "global", "global", "global", "global"]);
     host.shutdown();
-    assert!(!m("off").exists() && !m("hid-proj").exists() && !m("hid-glob").exists());
+    assert!(!m("off").exists() && !m("hid-proj").exists() && m("hid-glob").exists());
 
     // --no-ext: only the --ext paths.
     cfg.sources.no_ext = true;

@@ -669,3 +669,40 @@ fn sdk_cancel() {
     assert!(log.contains("cancelled by the caller; sending tool_cancel"), "{log}");
     assert!(started.elapsed() < Duration::from_secs(50), "the 60 s call was not cut short");
 }
+
+#[test]
+fn raw_the_current_revisions_tools_and_prompts() {
+    // PROTOCOL.md §6 through zot mcp: outputSchema and structuredContent,
+    // deferred tools hidden until activated (then list_changed), interactive
+    // tools answered as tool errors, tool_prompt commands as their prompt,
+    // and an extension's call_tool to another extension's tool.
+    let t = TempDir::new("mcp-revision");
+    let rich = py_ext(t.path(), "rich", "rich", &["--rich-tools", "--commands", "tool_prompt"]);
+    let caller = py_ext(t.path(), "caller", "caller", &["--call-tool", "--tools", "call,echo"]);
+    let mut z = spawn(t.path(), &[rich.display().to_string(), caller.display().to_string()], &[]);
+    initialize(&mut z);
+    let names = |z: &mut Zot, id: i64| -> Vec<Value> {
+        rpc(z, json!(id), "tools/list", json!({}))["result"]["tools"].as_array().unwrap().clone()
+    };
+    let tools = names(&mut z, 1);
+    let structured = tools.iter().find(|t| t["name"] == "structured").expect("structured listed");
+    assert_eq!(structured["outputSchema"]["properties"]["ok"]["type"], "boolean");
+    assert!(!tools.iter().any(|t| t["name"] == "later"), "a deferred tool is not offered yet");
+    let r = rpc(&mut z, json!(2), "tools/call", json!({"name": "structured", "arguments": {}}));
+    assert_eq!(r["result"]["structuredContent"], json!({"ok": true}));
+    let n0 = z.seen.len();
+    let r = rpc(&mut z, json!(3), "tools/call", json!({"name": "activate", "arguments": {}}));
+    assert_eq!(r["result"]["isError"], false);
+    assert!(common::wait_until(LINE_WAIT, || z.seen[n0..].iter().any(|l| l.contains("notifications/tools/list_changed"))));
+    assert!(names(&mut z, 4).iter().any(|t| t["name"] == "later"), "offered once activated");
+    let r = rpc(&mut z, json!(5), "tools/call", json!({"name": "asks", "arguments": {}}));
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(r["result"]["content"][0]["text"], "interactive extension tools require an interactive host");
+    let r = rpc(&mut z, json!(6), "prompts/get", json!({"name": "tool_prompt", "arguments": {"args": "x"}}));
+    assert_eq!(r["result"]["messages"][0]["content"]["text"], "now x");
+    let r = rpc(&mut z, json!(7), "tools/call", json!({"name": "call", "arguments": {"to": "structured", "args": {}}}));
+    let got: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["name"], "structured");
+    assert_eq!(got["structured_content"], json!({"ok": true}));
+    finish(&mut z);
+}

@@ -408,8 +408,11 @@ fn through_serve_a_pipelined_tool_call_sees_the_event_before_it() {
         let Some(id) = r["id"].as_str() else { continue };
         if let Some(n) = id.strip_prefix('t') {
             let log = r["result"]["content"][0]["text"].as_str().unwrap_or_default();
-            let want = format!("event session_start {{\"n\":{n}}}");
-            assert!(log.lines().any(|l| l == want), "tool call {n} did not see its event: {r}");
+            // The payload as sent, inside the host's envelope.
+            let saw = log.lines().filter_map(|l| l.strip_prefix("event session_start ")).any(|p| {
+                serde_json::from_str::<serde_json::Value>(p).is_ok_and(|v| v["n"].as_u64().map(|x| x.to_string()).as_deref() == Some(n) && v["sequence"].is_u64())
+            });
+            assert!(saw, "tool call {n} did not see its event: {r}");
             checked += 1;
         }
     }

@@ -16,8 +16,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 12] = [
+const NOTIFICATIONS: [&str; 17] = [
     "ready",
+    "call_tool",
+    "call_tool_cancel",
+    "extension_restarting",
+    "extension_crash_loop",
+    "untrusted_project",
     "extension_ready",
     "tools_changed",
     "submit_slash",
@@ -31,7 +36,8 @@ const NOTIFICATIONS: [&str; 12] = [
     "extension_error",
 ];
 
-const CODES: [&str; 11] = [
+const CODES: [&str; 12] = [
+    "unknown_call",
     "internal",
     "too_large",
     "cancelled",
@@ -70,7 +76,7 @@ fn check_protocol_line(line: &str) -> Value {
     } else {
         assert!(NOTIFICATIONS.contains(&ty), "unknown frame type {ty}: {line}");
         assert!(!obj.contains_key("id"), "notification with an id: {line}");
-        if ty != "ready" {
+        if !["ready", "untrusted_project", "call_tool_cancel"].contains(&ty) {
             assert!(obj["extension"].is_string(), "notification without extension: {line}");
         }
     }
@@ -1223,8 +1229,8 @@ fn every_event_and_intercept_frame_carries_the_envelope() {
         "pre_compact", "post_compact", "subagent_start", "subagent_stop",
     ];
     let t = TempDir::new("serve-envelope");
-    let a = ext(&t, "a", &["--tools", "events@a", "--events", &events.join(","), "--intercepts", "tool_call,before_agent_start"]);
-    let b = ext(&t, "b", &["--tools", "events@b", "--events", "turn_start"]);
+    let a = ext(&t, "a", &["--keep-envelope", "--tools", "events@a", "--events", &events.join(","), "--intercepts", "tool_call,before_agent_start"]);
+    let b = ext(&t, "b", &["--keep-envelope", "--tools", "events@b", "--events", "turn_start"]);
     let mut s = Serve::start(&t, &[a, b], &[]);
     s.ready_all();
     for (i, e) in events.iter().enumerate() {
@@ -1296,4 +1302,166 @@ fn before_agent_start_chains_the_system_prompt() {
     assert_eq!(s2.finish(), 0);
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
+}
+
+/// `ext` with `restart` set in its manifest.
+fn ext_restart(t: &TempDir, name: &str, restart: &str, flags: &[&str]) -> PathBuf {
+    let d = ext(t, name, flags);
+    let path = d.join("extension.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["restart"] = json!(restart);
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    d
+}
+
+#[test]
+fn a_crashed_extension_comes_back_and_a_call_made_meanwhile_is_answered_by_it() {
+    // PROTOCOL.md §7.1.
+    let t = TempDir::new("serve-restart");
+    let a = ext_restart(&t, "a", "on-failure", &["--tools", "crash,echo"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let before = s.pids();
+    let crash = s.request(json!({"id": "c", "type": "tool", "name": "crash"}));
+    assert_eq!(crash["error"]["code"], "extension_exited", "{crash}");
+    // Sent while it restarts: waits for the new process.
+    let r = s.request(json!({"id": "during", "type": "tool", "name": "echo", "args": {"k": 1}}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(echoed(&r["result"])["args"], json!({"k": 1}));
+    let order: Vec<&str> = s
+        .frames
+        .iter()
+        .filter_map(|f| f["type"].as_str())
+        .filter(|t| ["extension_exited", "extension_restarting", "extension_ready", "tools_changed"].contains(t))
+        .collect();
+    assert_eq!(order, ["extension_ready", "extension_exited", "extension_restarting", "extension_ready", "tools_changed"]);
+    let restarting = s.note("extension_restarting");
+    assert_eq!(restarting, json!({"type": "extension_restarting", "extension": "a", "attempt": 1, "delay_ms": 250, "code": 3}));
+    let changed = s.note("tools_changed");
+    assert_eq!(changed["reason"], "restarted");
+    let after = s.pids();
+    assert_eq!(after.len(), 1);
+    assert_ne!(before, after, "a new process");
+    let l = s.ok(json!({"id": "l", "type": "list"}));
+    assert_eq!(l["extensions"][0]["restarts"], 1);
+    assert_eq!(l["extensions"][0]["state"], "ready");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "a").contains("exit code 3; restart policy on-failure: restart 1 of 5 in 250ms"), "{}", read_log(&t, "a"));
+}
+
+#[test]
+fn five_restarts_then_a_crash_loop() {
+    let t = TempDir::new("serve-crashloop");
+    let a = ext(&t, "a", &["--tools", "echo", "--exit-after-ready", "4"]);
+    let mut s = Serve::start(&t, &[a], &["--restart", "always", "--hello-timeout", "30"]);
+    let looped = s.wait_or_find(|f| f["type"] == "extension_crash_loop");
+    assert_eq!(s.frames[looped], json!({"type": "extension_crash_loop", "extension": "a", "restarts": 5}));
+    let delays: Vec<u64> = s.notes("extension_restarting").iter().map(|f| f["delay_ms"].as_u64().unwrap()).collect();
+    assert_eq!(delays, [250, 500, 1000, 2000, 4000], "250 ms doubling");
+    let attempts: Vec<u64> = s.notes("extension_restarting").iter().map(|f| f["attempt"].as_u64().unwrap()).collect();
+    assert_eq!(attempts, [1, 2, 3, 4, 5]);
+    let l = s.ok(json!({"id": "l", "type": "list"}));
+    assert_eq!(l["extensions"][0]["state"], "crash_loop");
+    assert_eq!(l["extensions"][0]["restarts"], 5);
+    let (code, _) = s.err(json!({"id": "t", "type": "tool", "name": "echo"}));
+    assert_eq!(code, "unknown_tool");
+    // A reload starts it again.
+    let r = s.ok(json!({"id": "r", "type": "reload"}));
+    assert_eq!(r["loaded"], 1);
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn restart_never_overrides_the_manifest_and_policies_judge_the_exit() {
+    let t = TempDir::new("serve-restart-policy");
+    // `always` in the manifest, `--restart never` for the run: no restart.
+    let a = ext_restart(&t, "a", "always", &["--tools", "crash"]);
+    let mut s = Serve::start(&t, &[a], &["--restart", "never"]);
+    s.ready_all();
+    s.request(json!({"id": 1, "type": "tool", "name": "crash"}));
+    s.note("extension_exited");
+    let l = s.ok(json!({"id": 2, "type": "list"}));
+    assert_eq!(l["extensions"][0]["state"], "exited");
+    assert!(s.notes("extension_restarting").is_empty());
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+
+    // A clean exit: `on-failure` leaves it down, `always` brings it back.
+    let t = TempDir::new("serve-restart-clean");
+    let calm = ext_restart(&t, "calm", "on-failure", &["--tools", "answer_exit@calm"]);
+    let keen = ext_restart(&t, "keen", "always", &["--tools", "answer_exit@keen"]);
+    let mut s = Serve::start(&t, &[calm, keen], &[]);
+    s.ready_all();
+    assert_eq!(s.request(json!({"id": 1, "type": "tool", "name": "answer_exit@calm"}))["ok"], true);
+    assert_eq!(s.request(json!({"id": 2, "type": "tool", "name": "answer_exit@keen"}))["ok"], true);
+    let back = s.wait_or_find(|f| f["type"] == "tools_changed" && f["extension"] == "keen");
+    assert_eq!(s.frames[back]["reason"], "restarted");
+    let l = s.ok(json!({"id": 3, "type": "list"}));
+    let states: Vec<(&str, &str)> =
+        l["extensions"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap(), e["state"].as_str().unwrap())).collect();
+    assert_eq!(states, [("calm", "exited"), ("keen", "ready")]);
+    assert!(s.notes("extension_restarting").iter().all(|f| f["extension"] == "keen" && f["code"] == 0));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn extensions_reach_the_agents_own_tools() {
+    // PROTOCOL.md §4 agent_tools / call_tool / call_tool_result, §6.1.
+    let t = TempDir::new("serve-agent-tools");
+    let a = ext(&t, "a", &["--call-tool", "--tools", "call"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    assert_eq!(s.ok(json!({"id": 1, "type": "agent_tools", "tools": [{"name": "bash", "description": "run"}]})), json!({}));
+    s.send(&json!({"id": 2, "type": "tool", "name": "call", "tool_id": "model-7", "args": {"to": "bash", "args": {"cmd": "ls"}}}));
+    let asked = s.wait_or_find(|f| f["type"] == "call_tool");
+    let asked = s.frames[asked].clone();
+    assert_eq!(asked["extension"], "a");
+    assert_eq!(asked["name"], "bash");
+    assert_eq!(asked["args"], json!({"cmd": "ls"}));
+    assert_eq!(asked["parent_tool_id"], "model-7");
+    let call_id = asked["call_id"].as_str().unwrap().to_string();
+    let r = s.ok(json!({"id": 3, "type": "call_tool_result", "call_id": call_id, "content": [{"type": "text", "text": "a b"}], "structured_content": {"n": 2}}));
+    assert_eq!(r, json!({}));
+    let got = call_result(&s.response(&json!(2)));
+    assert_eq!(got["name"], "bash");
+    assert_eq!(got["content"], json!([{"type": "text", "text": "a b"}]));
+    assert_eq!(got["structured_content"], json!({"n": 2}));
+    assert_eq!(got["is_error"], false);
+    // That call no longer waits.
+    let (code, _) = s.err(json!({"id": 4, "type": "call_tool_result", "call_id": call_id, "content": []}));
+    assert_eq!(code, "unknown_call");
+    // Cancelled by the extension: the agent is told.
+    s.send(&json!({"id": 5, "type": "tool", "name": "call", "args": {"to": "bash", "args": {}, "cancel": true}}));
+    let got = call_result(&s.response(&json!(5)));
+    assert!(got["content"][0]["text"].as_str().unwrap().contains("cancelled"), "{got}");
+    let cancel = s.wait_or_find(|f| f["type"] == "call_tool_cancel");
+    assert!(s.frames[cancel]["call_id"].is_string());
+    // A set replaced: bash is gone.
+    s.ok(json!({"id": 6, "type": "agent_tools", "tools": []}));
+    let got = call_result(&s.request(json!({"id": 7, "type": "tool", "name": "call", "args": {"to": "bash"}})));
+    assert_eq!(got["content"][0]["text"], "unknown tool \"bash\"");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn command_names_are_matched_without_case() {
+    // PROTOCOL.md §6.3: first in load order wins; command_invoked.name
+    // carries the spelling registered first.
+    let t = TempDir::new("serve-case");
+    let a = ext(&t, "a", &["--commands", "Weather"]);
+    let b = ext(&t, "b", &["--commands", "weather"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    let r = s.ok(json!({"id": 1, "type": "command", "name": "WEATHER", "args": "oslo"}));
+    assert_eq!(r["display"], "a:Weather:oslo");
+    let l = s.ok(json!({"id": 2, "type": "list"}));
+    assert_eq!(l["commands"], json!([{"name": "Weather", "description": "Weather from a", "extension": "a"}]));
+    assert_eq!(l["extensions"][1]["shadowed_commands"], json!(["weather"]));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "b").contains("command /weather is shadowed by extension \"a\""), "{}", read_log(&t, "b"));
 }

@@ -32,13 +32,16 @@ impl Registry {
         self.tools.clear();
     }
 
+    /// Command names are matched without case (PROTOCOL.md §6.3): `/Weather`
+    /// and `/weather` are one name, first come in load order.
     pub fn claim_command(&mut self, name: &str, slot: usize) -> Option<Shadowed> {
         let what = format!("command /{name}");
-        if self.reserved.iter().any(|r| r == name) {
-            claim(&mut self.commands, name, slot);
+        let key = name.to_lowercase();
+        if self.reserved.iter().any(|r| r.to_lowercase() == key) {
+            claim(&mut self.commands, &key, slot);
             return Some(Shadowed { slot, what, by: None });
         }
-        claim(&mut self.commands, name, slot).map(|(slot, by)| Shadowed { slot, what, by: Some(by) })
+        claim(&mut self.commands, &key, slot).map(|(slot, by)| Shadowed { slot, what, by: Some(by) })
     }
 
     pub fn claim_tool(&mut self, name: &str, slot: usize) -> Option<Shadowed> {
@@ -57,10 +60,11 @@ impl Registry {
     }
 
     pub fn command_owner(&self, name: &str) -> Option<usize> {
-        if self.reserved.iter().any(|r| r == name) {
+        let key = name.to_lowercase();
+        if self.reserved.iter().any(|r| r.to_lowercase() == key) {
             return None;
         }
-        self.commands.get(name).and_then(|v| v.first().copied())
+        self.commands.get(&key).and_then(|v| v.first().copied())
     }
 
     pub fn tool_owner(&self, name: &str) -> Option<usize> {
@@ -99,5 +103,10 @@ mod tests {
         assert_eq!(r.claim_command("help", 0).unwrap().by, None);
         assert_eq!(r.command_owner("help"), None);
         assert_eq!(r.claim_command("x", 1), None);
+        // Without case: the later spelling is shadowed.
+        assert_eq!(r.claim_command("Weather", 0), None);
+        assert_eq!(r.claim_command("weather", 1).unwrap().by, Some(0));
+        assert_eq!(r.command_owner("WEATHER"), Some(0));
+        assert_eq!(r.claim_command("HELP", 3).unwrap().by, None);
     }
 }

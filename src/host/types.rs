@@ -177,12 +177,26 @@ pub enum Request {
     CancelTool { tool_id: String },
     /// A tool call with every option: see [`ToolCall`].
     ToolCall(ToolCall),
+    /// The agent's own tools that extensions may reach with `call_tool`
+    /// (PROTOCOL.md §6.1); replaces the previous set. Answers `Done`.
+    AgentTools(Vec<AgentTool>),
+    /// The agent's answer to a [`HostEvent::CallTool`]. Answers `Done`, or
+    /// [`HostError::UnknownCall`] when that call no longer waits.
+    CallToolResult { call_id: String, content: Vec<Value>, is_error: bool, structured_content: Option<Value> },
     Intercept { event: String, payload: Payload },
     Event { event: String, payload: Payload },
     PanelKey { extension: String, panel_id: String, key: String, text: Option<String> },
     PanelClose { extension: String, panel_id: String },
     Reload,
     Shutdown,
+}
+
+/// A tool of the agent's own, declared with [`Request::AgentTools`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentTool {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
 }
 
 /// A tool call as [`Request::ToolCall`] makes it.
@@ -206,7 +220,16 @@ impl Request {
     /// Whether the request is about the extensions' names and so waits for
     /// a load (or reload) under way to end, instead of failing as unknown.
     pub fn needs_extensions(&self) -> bool {
-        !matches!(self, Request::WaitReady | Request::List | Request::CancelTool { .. } | Request::Reload | Request::Shutdown)
+        !matches!(
+            self,
+            Request::WaitReady
+                | Request::List
+                | Request::CancelTool { .. }
+                | Request::AgentTools(_)
+                | Request::CallToolResult { .. }
+                | Request::Reload
+                | Request::Shutdown
+        )
     }
 }
 
@@ -349,6 +372,10 @@ pub enum State {
     Failed,
     /// Project-local, in a project that is not trusted: never started.
     Untrusted,
+    /// Exited on its own; started again after a delay (PROTOCOL.md §7.1).
+    Restarting,
+    /// Restarted too often; down until a reload.
+    CrashLoop,
 }
 
 impl State {
@@ -359,6 +386,8 @@ impl State {
             State::Exited => "exited",
             State::Failed => "failed",
             State::Untrusted => "untrusted",
+            State::Restarting => "restarting",
+            State::CrashLoop => "crash_loop",
         }
     }
 }
@@ -473,6 +502,31 @@ pub enum HostEvent {
     /// An extension became ready (initial load, restart, reload), with the
     /// commands and tools it registered.
     ExtensionReady { extension: String, commands: Vec<String>, tools: Vec<String> },
+    /// An extension exited on its own and is started again after
+    /// `delay_ms` (PROTOCOL.md §7.1); `attempt` counts from 1.
+    ExtensionRestarting {
+        extension: String,
+        attempt: u32,
+        delay_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+    },
+    /// Restarted `restarts` times without staying up: down until a reload.
+    ExtensionCrashLoop { extension: String, restarts: u32 },
+    /// An extension called one of the agent's tools: the agent answers
+    /// with [`Request::CallToolResult`] under `call_id`.
+    CallTool {
+        call_id: String,
+        extension: String,
+        name: String,
+        args: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_id: Option<String>,
+    },
+    /// The extension gave up on that call (or exited).
+    CallToolCancel { call_id: String },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed { extension: String, message: String },
@@ -501,6 +555,8 @@ pub enum HostError {
     Cancelled { extension: String, what: String },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
+    /// No such call waits for an answer.
+    UnknownCall(String),
     /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
     /// to the extension would be too big, or a reply line over the cap.
     TooLarge { extension: String, what: String },
@@ -522,6 +578,7 @@ impl HostError {
             HostError::BadRequest(_) => "bad_request",
             HostError::Internal(_) => "internal",
             HostError::TooLarge { .. } => "too_large",
+            HostError::UnknownCall(_) => "unknown_call",
             HostError::UnknownCommand(_) => "unknown_command",
             HostError::UnknownTool(_) => "unknown_tool",
             HostError::UnknownExtension(_) => "unknown_extension",
@@ -562,7 +619,8 @@ impl fmt::Display for HostError {
                 write!(f, "{what} of extension {extension:?} was cancelled by the caller")
             }
             HostError::Internal(m) => write!(f, "internal error: {m}"),
-            HostError::TooLarge { extension, what } => write!(f, "{what} of extension {extension:?} is too large"),
+            HostError::TooLarge { extension, what } => write!(f, "extension {extension:?}: {what}"),
+            HostError::UnknownCall(id) => write!(f, "no call {id:?} waits for an answer"),
         }
     }
 }

@@ -11,6 +11,15 @@ use super::*;
 /// The longest chain of tool calls, the first one counted.
 pub(super) const MAX_DEPTH: usize = 4;
 
+/// A call of an agent tool waiting for the agent.
+pub(super) struct AgentCall {
+    n: u64,
+    name: String,
+    /// The `tool_id` of the extension's call it serves.
+    key: String,
+    done: Responder,
+}
+
 /// An extension's `call_tool` under way.
 pub(super) struct ExtCall {
     /// The `tool_id` of the host's call, to cancel it by.
@@ -52,13 +61,17 @@ impl Dispatcher {
             chain.push(pname.clone());
             chain
         };
+        let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.calls.get(&n).map(|c| &c.kind) {
+            Some(CallKind::Tool { tool_id, .. }) => tool_id.clone().or_else(|| Some(parent_id.clone())),
+            _ => None,
+        });
         if parents.contains(&name) {
             return refuse(self, "tool call cycle detected".into());
         }
         if parents.len() >= MAX_DEPTH {
             return refuse(self, "tool call depth limit reached".into());
         }
-        if self.registry.tool_owner(&name).is_none() {
+        if self.registry.tool_owner(&name).is_none() && !self.agent_tools.iter().any(|t| t.name == name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }
         let key = format!("ext-call-{}", self.next());
@@ -68,7 +81,7 @@ impl Dispatcher {
         let done = Responder::new(move |result| {
             let _ = inbox.send(Inbox::CallToolDone { caller, id: their, name: tool, result });
         });
-        let origin = Origin { name: self.exts[slot].name().to_string(), parents };
+        let origin = Origin { name: self.exts[slot].name().to_string(), parents, parent_tool_id };
         let call = ToolCall { name, args: Some(args), tool_id: Some(key), as_model: true, ..Default::default() };
         self.start_tool(call, Some(origin), done);
     }
@@ -107,7 +120,40 @@ impl Dispatcher {
         }
     }
 
+    /// An agent tool: the agent is asked with a `call_tool` notification
+    /// and answers with `call_tool_result`, within the tool timeout.
+    pub(super) fn call_agent_tool(&mut self, call: ToolCall, args: Value, origin: Origin, done: Responder) {
+        let n = self.next();
+        let call_id = format!("c{n}");
+        let parent_tool_id = origin.parent_tool_id.clone();
+        self.emit(HostEvent::CallTool { call_id: call_id.clone(), extension: origin.name, name: call.name.clone(), args, parent_tool_id });
+        self.at(after(self.cfg.timeouts.tool), Timer::AgentCall(n));
+        self.agent_calls.insert(call_id, AgentCall { n, name: call.name, key: call.tool_id.unwrap_or_default(), done });
+    }
+
+    pub(super) fn on_agent_result(&mut self, call_id: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>, done: Responder) {
+        let Some(c) = self.agent_calls.remove(call_id) else {
+            return respond(done, Err(HostError::UnknownCall(call_id.to_string())));
+        };
+        let (content, is_error) = blocks::normalize(content, is_error);
+        let reply = ToolReply { extension: String::new(), content, is_error, structured_content: structured, ..Default::default() };
+        respond(c.done, Ok(Response::Tool(reply)));
+        respond(done, Ok(Response::Done));
+    }
+
+    pub(super) fn on_agent_call_timeout(&mut self, n: u64) {
+        let Some(id) = self.agent_calls.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
+        let Some(c) = self.agent_calls.remove(&id) else { return };
+        self.emit(HostEvent::CallToolCancel { call_id: id });
+        let after = self.cfg.timeouts.tool;
+        respond(c.done, Err(HostError::Timeout { extension: "the agent".into(), what: format!("tool {}", c.name), after }));
+    }
+
     fn cancel_host_call(&mut self, key: &str) {
+        if let Some(id) = self.agent_calls.iter().find(|(_, c)| c.key == key).map(|(id, _)| id.clone()) {
+            self.agent_calls.remove(&id);
+            self.emit(HostEvent::CallToolCancel { call_id: id });
+        }
         let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == key);
         for n in self.calls.ids_where(mine) {
             let Some(call) = self.calls.remove(&n) else { continue };

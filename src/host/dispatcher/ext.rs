@@ -45,6 +45,10 @@ pub(super) enum Life {
     Failed,
     /// Ended after a stop.
     Stopped,
+    /// Ended on its own; waiting to be started again (PROTOCOL.md §7.1).
+    Restarting,
+    /// Restarted too often; down until a reload.
+    CrashLoop,
 }
 
 impl Life {
@@ -64,6 +68,8 @@ impl Life {
             Life::Ready => State::Ready,
             Life::Failed | Life::Stopping { failed: true } => State::Failed,
             Life::Stopping { failed: false } | Life::Exited | Life::Stopped => State::Exited,
+            Life::Restarting => State::Restarting,
+            Life::CrashLoop => State::CrashLoop,
         }
     }
 }
@@ -108,6 +114,15 @@ pub(super) struct Ext {
     pub notes: Bucket,
     /// Registrations refused for being over a limit.
     pub refused: u64,
+    /// Restarts since the count was last reset (PROTOCOL.md §7.1).
+    pub restarts: u32,
+    /// When it last became ready.
+    pub ready_at: Option<Instant>,
+    /// While a restart is under way: the commands and tools it had, whose
+    /// requests wait for it.
+    pub restart_names: Option<(Vec<String>, Vec<String>)>,
+    /// Requests for those names, waiting: request, answer, deadline, key.
+    pub parked: Vec<(crate::host::Request, crate::host::Responder, Instant, u64)>,
 }
 
 impl Ext {
@@ -127,6 +142,10 @@ impl Ext {
             last_frame: Instant::now(),
             notes,
             refused: 0,
+            restarts: 0,
+            ready_at: None,
+            restart_names: None,
+            parked: Vec::new(),
         }
     }
 

@@ -228,9 +228,18 @@ impl Dispatcher {
     /// Writes shadowing news into the log of the extension that lost.
     pub(super) fn log_claims(&self, shadowed: Option<registry::Shadowed>) {
         let Some(s) = shadowed else { return };
+        // A command in the loser's own spelling (names match without case).
+        let what = match s.what.strip_prefix("command /") {
+            Some(n) => {
+                let lower = n.to_lowercase();
+                let own = self.exts[s.slot].commands.iter().find(|c| c.0.to_lowercase() == lower);
+                format!("command /{}", own.map_or(n, |c| c.0.as_str()))
+            }
+            None => s.what.clone(),
+        };
         let text = match s.by.and_then(|w| self.exts.get(w)) {
-            Some(w) => format!("{} is shadowed by extension {:?} (earlier in load order)", s.what, w.name()),
-            None => format!("{} is shadowed by a host built-in", s.what),
+            Some(w) => format!("{what} is shadowed by extension {:?} (earlier in load order)", w.name()),
+            None => format!("{what} is shadowed by a host built-in"),
         };
         self.exts[s.slot].log(&text);
     }

@@ -11,7 +11,7 @@ impl Dispatcher {
             let owns_cmd = |n: &str| self.registry.command_owner(n) == Some(slot);
             let owns_tool = |n: &str| self.registry.tool_owner(n) == Some(slot);
             for (n, d) in &e.commands {
-                if owns_cmd(n) {
+                if owns_cmd(n) && self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == n.to_lowercase()).is_some_and(|c| c.0 == *n) {
                     out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
                 }
             }
@@ -42,7 +42,7 @@ impl Dispatcher {
                 state: e.life.state(),
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
-                restarts: 0,
+                restarts: e.restarts,
                 commands: e.commands.iter().map(|c| c.0.clone()).collect(),
                 tools: e.tools.iter().map(|t| t.name.clone()).collect(),
                 events: e.events.clone(),

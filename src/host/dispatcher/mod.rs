@@ -16,6 +16,7 @@ mod ext;
 mod frames;
 mod limits;
 mod listing;
+mod restart;
 mod stop;
 
 use super::registry::{self, Registry};
@@ -120,6 +121,12 @@ enum Timer {
     ExitGrace(ExtId),
     EofKill(ExtId),
     Stop(ExtId, StopStage),
+    /// Start an extension again (PROTOCOL.md §7.1).
+    Restart(ExtId),
+    /// A request waiting for a restart reaches its own timeout.
+    Parked(usize, u64),
+    /// A call of an agent tool reaches the tool timeout.
+    AgentCall(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -168,6 +175,10 @@ struct Dispatcher {
     session_id: String,
     /// The last `sequence` of the envelope.
     sequence: u64,
+    /// The agent's own tools (`agent_tools`), for extensions' `call_tool`.
+    agent_tools: Vec<AgentTool>,
+    /// Calls of agent tools waiting for the agent's answer, by call id.
+    agent_calls: HashMap<String, call_tool::AgentCall>,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
@@ -225,6 +236,8 @@ impl Dispatcher {
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            agent_tools: Vec::new(),
+            agent_calls: HashMap::new(),
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
@@ -377,8 +390,11 @@ impl Dispatcher {
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
+        // Each process its own id: messages of an earlier one (before a
+        // restart) never reach this one.
+        let id = ExtId { slot, gen: self.next() };
         let ext = &mut self.exts[slot];
-        let id = ext.id;
+        ext.id = id;
         let m = &ext.found.manifest;
         if m.is_static() {
             // Nothing to run: its skills and theme are there at once.
@@ -433,6 +449,12 @@ impl Dispatcher {
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         self.emit(HostEvent::LoadFailed { extension: name, message: why });
+        // A restart that fails to load is one more exit.
+        if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
+            self.exts[slot].restart_names = None;
+            let extension = self.exts[slot].name().to_string();
+            self.unpark_failed(slot, HostError::Exited { extension, detail: "its restart failed".into() });
+        }
         self.check_load_done(false);
     }
 
@@ -447,6 +469,7 @@ impl Dispatcher {
         let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
         let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
         self.emit(HostEvent::ExtensionReady { extension, commands, tools });
+        self.restarted(slot);
         self.check_load_done(false);
     }
 
@@ -594,7 +617,9 @@ impl Dispatcher {
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
                 self.check_stopped();
             }
-            Life::Failed | Life::Exited | Life::Stopped => ext.log(&format!("exited ({how})")),
+            Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop => {
+                ext.log(&format!("exited ({how})"))
+            }
             Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {
@@ -604,6 +629,7 @@ impl Dispatcher {
                 // The notice goes out before the failed calls it explains.
                 self.emit_exited(slot, status);
                 self.lose(slot, &how);
+                self.maybe_restart(slot, status);
             }
         }
     }
@@ -677,6 +703,9 @@ impl Dispatcher {
                 }
             }
             Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
+            Timer::Restart(id) => self.on_restart_timer(id),
+            Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
+            Timer::AgentCall(n) => self.on_agent_call_timeout(n),
         }
     }
 
@@ -716,7 +745,7 @@ impl Dispatcher {
         };
         let Some(call) = self.calls.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
-        let what = format!("a reply of {len} bytes (limit {} bytes)", crate::child::MAX_LINE);
+        let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
             CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
                 respond(done, Err(HostError::TooLarge { extension, what }))
@@ -758,6 +787,13 @@ impl Dispatcher {
                 self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)
             }
             Request::ToolCall(call) => self.start_tool(call, None, done),
+            Request::AgentTools(tools) => {
+                self.agent_tools = tools;
+                respond(done, Ok(Response::Done))
+            }
+            Request::CallToolResult { call_id, content, is_error, structured_content } => {
+                self.on_agent_result(&call_id, content, is_error, structured_content, done)
+            }
             Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
@@ -823,11 +859,18 @@ impl Dispatcher {
 
     fn start_command(&mut self, name: String, args: String, done: Responder) {
         let Some(slot) = self.registry.command_owner(&name) else {
+            if let Some(r) = self.restarting_owner(&name, false) {
+                let timeout = self.cfg.timeouts.command;
+                return self.park(r, Request::Command { name, args }, done, timeout);
+            }
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
+        // The spelling the owner registered, whatever the user typed.
+        let lower = name.to_lowercase();
+        let name = self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == lower).map_or(name, |c| c.0.clone());
         let id = self.next();
         let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
@@ -846,7 +889,12 @@ impl Dispatcher {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
-        if self.registry.tool_owner(&call.name).is_none() {
+        let agent_tool = origin.is_some() && self.agent_tools.iter().any(|t| t.name == call.name);
+        if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
+            if let (Some(r), None) = (self.restarting_owner(&call.name, true), &origin) {
+                let timeout = self.cfg.timeouts.tool;
+                return self.park(r, Request::ToolCall(call), done, timeout);
+            }
             return respond(done, Err(HostError::UnknownTool(call.name)));
         }
         if !call.as_model {
@@ -886,6 +934,9 @@ impl Dispatcher {
         }
         self.deliver_event("tool_call", ev);
         if self.registry.tool_owner(&call.name).is_none() {
+            if let Some(o) = origin.filter(|_| self.agent_tools.iter().any(|t| t.name == call.name)) {
+                return self.call_agent_tool(call, args, o, done);
+            }
             return respond(done, Err(HostError::UnknownTool(call.name)));
         }
         self.send_tool(call, args, origin, done);
@@ -911,7 +962,7 @@ impl Dispatcher {
         let bytes = encode(&frame);
         if bytes.len() > MAX_FRAME_OUT {
             let extension = self.exts[slot].name().to_string();
-            let what = format!("a tool_call frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len());
+            let what = format!("a tool_call frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
             return respond(done, Err(HostError::TooLarge { extension, what }));
         }
         if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
@@ -1013,4 +1064,6 @@ pub(super) struct ModelCall {
 pub(super) struct Origin {
     pub name: String,
     pub parents: Vec<String>,
+    /// For an agent tool: the `tool_id` of the call it was made inside.
+    pub parent_tool_id: Option<String>,
 }

@@ -20,6 +20,19 @@ impl Dispatcher {
             if ext.proc.is_some() {
                 self.stopped_count += 1;
             }
+            let waiting = std::mem::take(&mut ext.parked);
+            if matches!(ext.life, Life::Restarting | Life::CrashLoop) {
+                ext.life = Life::Stopped;
+            }
+            ext.restart_names = None;
+            for (req, done, _, _) in waiting {
+                if exit {
+                    respond(done, Err(HostError::ShuttingDown));
+                } else {
+                    self.deferred.push((req, done));
+                }
+            }
+            let ext = &mut self.exts[slot];
             if ext.ended() {
                 self.lose(slot, self.stop_detail());
                 continue;

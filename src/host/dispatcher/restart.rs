@@ -1,0 +1,147 @@
+//! Supervision (PROTOCOL.md §7.1): an extension that exits on its own is
+//! started again by its restart policy, after 250 ms doubling to 30 s, at
+//! most 5 times without staying ready for 60 s, then `crash_loop` until a
+//! reload. Requests for the names it had wait for it (each bounded by its
+//! own timeout).
+
+use super::*;
+use crate::manifest::RestartPolicy;
+
+/// The first restart's delay; each further one doubles it.
+pub(super) const FIRST_DELAY: Duration = Duration::from_millis(250);
+/// The longest delay between restarts.
+pub(super) const MAX_DELAY: Duration = Duration::from_secs(30);
+/// Restarts without a reset before `crash_loop`.
+pub(super) const MAX_RESTARTS: u32 = 5;
+/// Ready this long and the count starts again.
+pub(super) const RESET_AFTER: Duration = Duration::from_secs(60);
+
+impl Dispatcher {
+    /// The process of the extension in `slot` ended on its own (or failed
+    /// while being restarted). Starts it again when its policy says so;
+    /// returns whether it did (or gave up as `crash_loop`).
+    pub(super) fn maybe_restart(&mut self, slot: usize, status: Option<ExitStatus>) -> bool {
+        if !matches!(self.phase, Phase::Running | Phase::Loading) {
+            return false;
+        }
+        let ext = &mut self.exts[slot];
+        let policy = self.cfg.restart.unwrap_or(ext.found.manifest.restart);
+        let failed = status.is_none_or(|s| s.code() != Some(0));
+        let wanted = match policy {
+            RestartPolicy::Never => false,
+            RestartPolicy::OnFailure => failed,
+            RestartPolicy::Always => true,
+        };
+        if !wanted {
+            return false;
+        }
+        if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
+            ext.restarts = 0;
+        }
+        let how = status.map_or_else(|| "it failed to start".to_string(), describe_status);
+        let extension = ext.name().to_string();
+        if ext.restart_names.is_none() {
+            let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
+            let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
+            ext.restart_names = Some((commands, tools));
+        }
+        if ext.restarts >= MAX_RESTARTS {
+            ext.life = Life::CrashLoop;
+            ext.restart_names = None;
+            ext.log(&format!(
+                "{how} after {MAX_RESTARTS} restarts without staying ready for {}s: crash loop, down until a reload",
+                RESET_AFTER.as_secs()
+            ));
+            let restarts = ext.restarts;
+            self.emit(HostEvent::ExtensionCrashLoop { extension: extension.clone(), restarts });
+            let e = HostError::Exited { extension, detail: "it is in a crash loop".into() };
+            return self.unpark_failed(slot, e);
+        }
+        let delay = FIRST_DELAY.saturating_mul(1u32 << ext.restarts.min(16)).min(MAX_DELAY);
+        ext.restarts += 1;
+        ext.life = Life::Restarting;
+        let attempt = ext.restarts;
+        ext.log(&format!(
+            "{how}; restart policy {}: restart {attempt} of {MAX_RESTARTS} in {}",
+            policy.as_str(),
+            fmt_duration(delay)
+        ));
+        let (code, signal) = (status.and_then(|s| s.code()), status.and_then(|s| s.signal()));
+        let delay_ms = delay.as_millis() as u64;
+        self.emit(HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal });
+        let id = self.exts[slot].id;
+        self.at(after(delay), Timer::Restart(id));
+        true
+    }
+
+    pub(super) fn on_restart_timer(&mut self, id: ExtId) {
+        let Some(slot) = self.slot_of(id) else { return };
+        if self.exts[slot].life != Life::Restarting || !matches!(self.phase, Phase::Running | Phase::Loading) {
+            return;
+        }
+        let ext = &mut self.exts[slot];
+        ext.life = Life::Spawned;
+        ext.proc = None;
+        ext.commands.clear();
+        ext.tools.clear();
+        ext.events.clear();
+        ext.intercepts.clear();
+        ext.capabilities.clear();
+        ext.error = None;
+        self.start_ext(slot);
+    }
+
+    /// Became ready after a restart: announce it, and the requests that
+    /// waited go to it (or fail as unknown when it no longer has the name).
+    pub(super) fn restarted(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        ext.ready_at = Some(Instant::now());
+        let Some((_, old_tools)) = ext.restart_names.take() else { return };
+        let mut tools: Vec<String> = ext.tools.iter().map(|t| t.name.clone()).collect();
+        tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
+        let extension = ext.name().to_string();
+        self.emit(HostEvent::ToolsChanged { extension, reason: "restarted".into(), tools });
+        for (req, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
+            self.on_request(req, done);
+        }
+    }
+
+    /// The slot of an extension being restarted that had command (or tool)
+    /// `name`.
+    pub(super) fn restarting_owner(&self, name: &str, tool: bool) -> Option<usize> {
+        self.exts.iter().position(|e| {
+            e.restart_names.as_ref().is_some_and(|(c, t)| if tool { t.iter().any(|n| n == name) } else { c.iter().any(|n| n == name) })
+        })
+    }
+
+    /// Keeps a request for an extension being restarted, until it is ready
+    /// or the request's own timeout.
+    pub(super) fn park(&mut self, slot: usize, req: Request, done: Responder, timeout: Duration) {
+        let key = self.next();
+        let deadline = after(timeout);
+        self.exts[slot].parked.push((req, done, deadline, key));
+        self.at(deadline, Timer::Parked(slot, key));
+    }
+
+    pub(super) fn on_parked_timer(&mut self, slot: usize, key: u64) {
+        let Some(ext) = self.exts.get_mut(slot) else { return };
+        let Some(i) = ext.parked.iter().position(|p| p.3 == key) else { return };
+        let (req, done, _, _) = ext.parked.remove(i);
+        let extension = ext.name().to_string();
+        let (what, after) = match &req {
+            Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),
+            Request::ToolCall(c) => (format!("tool {}", c.name), self.cfg.timeouts.tool),
+            _ => ("request".into(), self.cfg.timeouts.tool),
+        };
+        ext.log(&format!("{what} timed out waiting for the restart"));
+        respond(done, Err(HostError::Timeout { extension, what, after }));
+    }
+
+    /// Answers every request waiting for the extension in `slot` with `e`.
+    pub(super) fn unpark_failed(&mut self, slot: usize, e: HostError) -> bool {
+        for (_, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
+            respond(done, Err(e.clone()));
+        }
+        true
+    }
+}
