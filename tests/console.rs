@@ -277,7 +277,7 @@ fn events_and_intercept_builtins() {
 #[test]
 fn plain_text_is_a_prompt_for_the_model() {
     let t = TempDir::new("console-prompt");
-    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events"]);
+    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events", "--keep-envelope"]);
     let s = run(&t, &[a], &["hello model", "  second   line  ", "/tool events"], true, &[]);
     assert_eq!(s.code, 0);
     s.has_line("→ model: hello model");
