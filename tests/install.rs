@@ -132,3 +132,75 @@ fn test_summary_adds_one_total_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text, format!("{input}6 passed, 3 failed, 1 skipped\n"));
 }
+
+fn on_path(prog: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|d| d.join(prog).is_file())
+}
+
+/// The zsh script, parsed by zsh and run with zsh's completion builtins
+/// replaced by ones that print what they are offered.
+#[test]
+fn zsh_completion_parses_and_offers_subcommands_and_choices() {
+    if !on_path("zsh") {
+        println!("skipping the zsh completion test: zsh is not on PATH");
+        return;
+    }
+    let t = TempDir::new("zsh-complete");
+    let file = t.path().join("_zot");
+    std::fs::write(&file, zot(&["completions", "zsh"])).expect("write");
+    assert!(Command::new("zsh").arg("-n").arg(&file).status().expect("zsh -n").success(), "zsh -n refuses _zot");
+    let probe = format!(
+        "compadd() {{ [[ $1 == -- ]] && shift; print -r -- \"$*\" }}\n\
+         _describe() {{ print -r -- \"${{(j: :)${{(@)${{(P)2}}%%:*}}}}\" }}\n\
+         _files() {{ print -r -- \"FILES $*\" }}\n\
+         _message() {{ print -r -- MSG }}\n\
+         words=(zot); CURRENT=1\n\
+         source {} >/dev/null\n\
+         t() {{ words=(\"$@\"); CURRENT=$#; _zot }}\n\
+         t zot ext ''\nt zot -e x serve --restart ''\nt zot completions ''\nt zot ext install ''\n",
+        file.display()
+    );
+    let out = Command::new("zsh").arg("-f").arg("-c").arg(probe).output().expect("zsh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        ["list install remove enable disable logs new check doctor", "never on-failure always", "bash zsh fish", "FILES "],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The fish script, checked by fish and asked for completions.
+#[test]
+fn fish_completion_parses_and_offers_subcommands_and_choices() {
+    if !on_path("fish") {
+        println!("skipping the fish completion test: fish is not on PATH");
+        return;
+    }
+    let t = TempDir::new("fish-complete");
+    let file = t.path().join("zot.fish");
+    std::fs::write(&file, zot(&["completions", "fish"])).expect("write");
+    let ok = Command::new("fish").arg("--no-execute").arg(&file).status().expect("fish --no-execute");
+    assert!(ok.success(), "fish refuses zot.fish");
+    let probe = format!(
+        "source {}\nfor c in 'zot ext ' 'zot --restart ' 'zot serve --tr' 'zot completions '\n\
+         complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
+        file.display()
+    );
+    let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("HOME", t.path()).output().expect("fish");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "check disable doctor enable install list logs new remove",
+            "always never on-failure",
+            "--trace --trust-project",
+            "bash fish zsh"
+        ],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
