@@ -42,9 +42,10 @@ soak:
 	if [ -z "$$ZOT_SOAK_SECS" ]; then export ZOT_SOAK_CALLS=$${ZOT_SOAK_CALLS:-100000}; fi; \
 	$(CARGO) test --release --test soak -- --nocapture
 
-# Benchmarks (examples/bench.rs, std only): the host against the raw-pipe
-# floor, interleaved in one run; prints a markdown table, writes
-# target/bench.json. Under 2 minutes.
+# Benchmarks (examples/bench/, std only): the in-process host against the
+# raw-pipe floor, and `zot serve` against a relay floor, each interleaved in
+# one run; prints a markdown table with every target's pass/miss, writes
+# target/bench.json. Under 3 minutes.
 bench:
 	$(CARGO) build --release --examples --bin zot
 	./target/release/examples/bench

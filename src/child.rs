@@ -336,10 +336,18 @@ pub fn group_alive(pgid: u32) -> bool {
 }
 
 /// A started extension process: its pid and our ends of its stdin and stdout.
-struct Started {
-    pid: u32,
-    stdin: File,
-    stdout: File,
+pub struct Started {
+    pub pid: u32,
+    pub stdin: File,
+    pub stdout: File,
+}
+
+/// Starts an extension exactly as [`Child::spawn`] does, with `env` as its
+/// whole environment (see [`child_env`]), but without the threads: for a
+/// tool that drives the pipes itself (`zot ext check`). The caller waits
+/// for and reaps the process.
+pub fn start_bare(manifest: &Manifest, exec: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)], log: &Log) -> io::Result<Started> {
+    start_process(manifest, exec, env, log)
 }
 
 /// The environment of an extension: the host's own, then `ZOT_AGENT=1` and

@@ -200,7 +200,10 @@ where
             print!("{}", crate::clidoc::man_page());
             0
         }
-        Command::ExtDoctor { .. } => fail("'zot ext doctor' is not in this build yet"),
+        Command::ExtDoctor { session, json } => match session.into_config() {
+            Ok(config) => crate::doctor::run(config, json),
+            Err(e) => fail(&e),
+        },
         Command::Trust(cmd) => match Home::from_env() {
             Ok(home) => crate::trust::run(cmd, &home),
             Err(e) => fail(&e.to_string()),
@@ -639,7 +642,8 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
             continue;
         }
         if is_help(&tok) {
-            return a.last(Command::Help(command_help(command(word))));
+            let help = if word == "ext doctor" { crate::doctor::HELP.to_string() } else { command_help(command(word)) };
+            return a.last(Command::Help(help));
         }
         match &tok {
             Tok::Long(l) if l == "json" && word == "ext doctor" => json = true,
@@ -858,12 +862,6 @@ down. Options may come before or after the word 'mcp'.
 Register it in a client's configuration, for example:
   {\"mcpServers\": {\"zot\": {\"command\": \"zot\",
                     \"args\": [\"mcp\", \"--ext\", \"/path/to/extension\"]}}}
-",
-        "ext doctor" => "Runs the same discovery and load as a session with the same options, then
-reports for each extension its source, folder, log, state, commands and
-tools (in force or shadowed), name conflicts and what the host logged for
-it; then stops everything. Exit 0 when every enabled extension loaded with
-no conflict, else 1.
 ",
         "ext list" => "Lists the project-local (<cwd>/.zot/extensions) and global
 ($ZOT_HOME/extensions) extensions, including disabled ones and broken

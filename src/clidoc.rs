@@ -376,6 +376,7 @@ pub fn man_page() -> String {
         let text = match c.name {
             "ext new" => crate::scaffold::HELP.to_string(),
             "ext check" => crate::check::HELP.to_string(),
+            "ext doctor" => crate::doctor::HELP.to_string(),
             _ => about(c.name).to_string(),
         };
         // The usage line of a built-in help is the heading already.

@@ -6,7 +6,7 @@
 //! dispatcher thread ([`host`]). [`ext`] is the SDK for writing extensions
 //! in Rust; [`console`], [`serve`] and [`mcp`] are the front ends of the `zot`
 //! binary.
-//! [`scaffold`] (`zot ext new`), [`check`] (`zot ext check`) and [`trace`]
+//! [`scaffold`] (`zot ext new`), [`check`] (`zot ext check`), [`doctor`] (`zot ext doctor`) and [`trace`]
 //! (`--trace`) are the tools for extension authors.
 
 pub mod check;
@@ -15,6 +15,7 @@ pub mod cli;
 pub mod clidoc;
 pub mod console;
 pub mod discovery;
+pub mod doctor;
 pub mod envexpand;
 pub mod ext;
 pub mod home;

@@ -527,6 +527,70 @@ fn check_reply_problems() {
     });
 }
 
+/// An extension folder running tests/fixtures/check/upstream.py with `flags`.
+fn upstream_ext(parent: &Path, dir: &str, flags: &[&str]) -> PathBuf {
+    let d = parent.join(dir);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check/upstream.py");
+    let mut args = vec![script.display().to_string()];
+    args.extend(flags.iter().map(|s| s.to_string()));
+    let m = json!({"name": "upstream", "version": "2.0.0", "exec": "python3", "args": args});
+    std::fs::write(d.join("extension.json"), m.to_string()).expect("write manifest");
+    d
+}
+
+#[test]
+fn check_knows_the_current_upstream_frames() {
+    let t = TempDir::new("upstream");
+    let ext = upstream_ext(t.path(), "clean", &[]);
+    let (rc, r) = check(&t, &ext, &[]);
+    assert_eq!(rc, 0, "{r:#}");
+    assert_eq!((&r["errors"], &r["warnings"]), (&json!(0), &json!(0)), "{r:#}");
+    for code in ["unknown_frame", "mistyped_field", "bad_action", "unknown_event", "bad_intercept", "bad_content"] {
+        assert!(findings(&r, code).is_empty(), "{code}: {r:#}");
+    }
+    // call_tool was answered (the extension answered its own tool_call
+    // only after that), and the interactive tool was left alone.
+    expect(&r, "call_tool", "info", "\"weather\"");
+    expect(&r, "not_all_called", "info", "tool pick is interactive");
+    let calls: Vec<(&str, bool)> = r["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap_or(""), c["ok"] == true))
+        .collect();
+    assert_eq!(
+        calls,
+        [("weather", true), ("outer", true), ("later", true), ("coded", true), ("before_agent_start", true)],
+        "{r:#}"
+    );
+}
+
+#[test]
+fn check_flags_misuse_of_the_current_upstream_frames() {
+    let t = TempDir::new("upstream-bad");
+    let cases: Vec<(&str, &[&str], &str, &str, &str)> = vec![
+        ("exposure", &["--bad-exposure"], "unknown_exposure", "error", "tool coded has unknown exposure \"nonsense\""),
+        ("replay", &["--bad-replay"], "unknown_replay", "warning", "tool coded has unknown replay \"sometimes\""),
+        ("cap", &["--no-call-tool-cap"], "call_tool_capability", "error", "without \"call_tool\" in hello's capabilities"),
+        ("parent", &["--no-parent"], "bad_parent_id", "error", "parent_id is required while an extension tool is active"),
+        ("slow", &["--slow-tool"], "no_tool_cancel", "warning", "tool coded took"),
+        ("prompt", &["--tool-prompt-no-name"], "tool_prompt_no_tool", "error", "tool_prompt without a tool_name"),
+        ("slash", &["--bad-slash"], "bad_submit_slash", "warning", "\"not a slash command\" does not start with '/'"),
+    ];
+    par(cases, |(dir, flags, code, sev, needle)| {
+        let ext = upstream_ext(t.path(), dir, flags);
+        let (rc, r) = check(&t, &ext, &[]);
+        assert_eq!(rc, if sev == "error" { 1 } else { 0 }, "{dir}: {r:#}");
+        expect(&r, code, sev, needle);
+        assert_eq!(r["errors"].as_u64().unwrap_or(0) + r["warnings"].as_u64().unwrap_or(0), 1, "only {code}: {r:#}");
+        if dir == "exposure" {
+            // The host refuses that tool, so the check does not call it.
+            assert!(!r["calls"].as_array().expect("calls").iter().any(|c| c["name"] == "coded"), "{r:#}");
+        }
+    });
+}
+
 #[test]
 fn check_shutdown_problems() {
     let t = TempDir::new("shutdown");

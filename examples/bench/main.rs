@@ -12,10 +12,16 @@
 //! measured in interleaved rounds of the same run, so drift on a noisy
 //! machine hits both alike; ratios are of the pooled medians.
 //!
+//! The serve path ([`serve`]): a client driving `zot serve` against a relay
+//! floor, in the same run; this binary is also the single-threaded echo
+//! extension (`--echo`), the relay (`--relay`) and the start-up floor
+//! (`--start-floor`) of that comparison.
+//!
 //! `bench --profile KIND [N]` runs one workload alone, for `perf` or
 //! `valgrind --tool=callgrind`: `floor`, `tool`, `command`, `chain` (N
 //! sequential calls), `load`, `load4` (a pipelined run), `start50` (N
-//! start-ups and shutdowns of 50 extensions).
+//! start-ups and shutdowns of 50 extensions), `serve` (the serve path
+//! against its relay floor, alone).
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::fs;
@@ -27,6 +33,8 @@ use std::time::{Duration, Instant};
 use zot::discovery::Sources;
 use zot::home::Home;
 use zot::host::{Config, Host, Request, Response};
+
+mod serve;
 
 const MIB: usize = 1024 * 1024;
 
@@ -46,6 +54,13 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(r) = serve::mode(&args) {
+        if let Err(e) = r {
+            eprintln!("bench {}: {e}", args[0]);
+            std::process::exit(1);
+        }
+        return;
+    }
     let result = match args.first().map(String::as_str) {
         Some("--profile") => profile(args.get(1).map_or("tool", String::as_str), args.get(2).and_then(|n| n.parse().ok()).unwrap_or(20_000)),
         Some(a) => Err(format!("unknown argument {a:?} (expected nothing, or --profile KIND N)").into()),
@@ -953,6 +968,11 @@ fn profile(kind: &str, n: u64) -> Res<()> {
                 eprintln!("start50: ready in {:.1} ms, stopped {:.1} ms later", us(ready) / 1000.0, us(t.elapsed() - ready) / 1000.0);
             }
         }
+        "serve" => {
+            for r in serve::run(&env)?.report().0 {
+                eprintln!("{}: relay {} / serve {} {} {}", r.what, r.floor, r.serve, r.ratio, r.target);
+            }
+        }
         _ => return Err(format!("unknown profile kind {kind:?}").into()),
     }
     eprintln!("total {:.2} s", t.elapsed().as_secs_f64());
@@ -1003,6 +1023,8 @@ fn run() -> Res<()> {
     let mem = memory(&env)?;
     eprintln!("bench: 8 MiB tool results...");
     let bg = big(&env)?;
+    eprintln!("bench: the serve path against a relay floor (interleaved)...");
+    let sv = serve::run(&env)?;
     let bin = fs::metadata(&env.zot)?.len();
     let total = t0.elapsed();
 
@@ -1017,10 +1039,12 @@ fn run() -> Res<()> {
     t.row(
         "host: tool call round trip, p50 / p99",
         format!("{} ({rt:.2}× floor)", lt(&lat.host_tool)),
-        "p50 ≤ 1.25× floor",
-        Some(rt <= 1.25),
+        "p50 ≤ 2× floor",
+        Some(rt <= 2.0),
     );
-    t.goal("tool_round_trip_p50_ratio_to_floor", rt, "<= 1.25", rt <= 1.25);
+    // Issue 16: in process within 2× of the pipe floor; the serve path
+    // (below) is held to 1.25× of its relay floor.
+    t.goal("tool_round_trip_p50_ratio_to_floor", rt, "<= 2", rt <= 2.0);
     t.row(
         "context switches per tool call (caller, host threads, echo process)",
         format!("floor {:.1}, host {:.1}; one thread hand-off here: p50 {:.1} µs", lat.switches.0, lat.switches.1, lat.hop.p50()),
@@ -1122,15 +1146,15 @@ fn run() -> Res<()> {
     let (m0, m50) = (mem.rows[0], mem.rows[2]);
     let slope = (m50.1 as f64 - m0.1 as f64) / 50.0;
     for &(n, hwm, rss, th) in &mem.rows {
-        let target = (n == 50).then_some(16.0);
+        let target = (n == 50).then_some(8.0);
         t.row(
             &format!("memory: `zot serve`, {n} extensions, peak RSS (VmHWM) / RSS / threads"),
             format!("{:.2} / {:.2} MiB / {th}", kib(hwm), kib(rss)),
-            if target.is_some() { "< 16 MiB" } else { "" },
-            target.map(|x| kib(hwm) < x),
+            if target.is_some() { "≤ 8 MiB" } else { "" },
+            target.map(|x| kib(hwm) <= x),
         );
         if let Some(x) = target {
-            t.goal("rss_50_ext_mib", kib(hwm), "< 16", kib(hwm) < x);
+            t.goal("rss_50_ext_mib", kib(hwm), "<= 8", kib(hwm) <= x);
         }
     }
     t.row(
@@ -1156,9 +1180,20 @@ fn run() -> Res<()> {
 
     // Binary.
     let mib = bin as f64 / MIB as f64;
-    t.row("binary: target/release/zot (stripped)", format!("{mib:.2} MiB ({bin} bytes)"), "< 2 MiB", Some(mib < 2.0));
-    t.goal("binary_mib", mib, "< 2", mib < 2.0);
+    t.row("binary: target/release/zot (stripped)", format!("{mib:.2} MiB ({bin} bytes)"), "≤ 2 MiB", Some(mib <= 2.0));
+    t.goal("binary_mib", mib, "<= 2", mib <= 2.0);
     j.insert("binary".into(), json!({"bytes": bin}));
+
+    // The serve path.
+    let (rows, sj, goals) = sv.report();
+    for r in rows {
+        let ratio = if r.ratio.is_empty() { String::new() } else { format!(" ({})", r.ratio) };
+        t.row(&format!("serve: {}", r.what), format!("relay {} / serve {}{ratio}", r.floor, r.serve), r.target, r.pass);
+    }
+    for (name, value, target, pass) in goals {
+        t.goal(&name, value, target, pass);
+    }
+    j.insert("serve".into(), sj);
 
     let table = t.print();
     println!("{table}");

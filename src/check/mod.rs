@@ -1,0 +1,315 @@
+//! `zot ext check <path> [--json] [--timeout SECS]`: runs one extension the
+//! way the host would and reports what a user of it would trip over, one
+//! finding per line with a severity (error, warning, info), a stable code
+//! and a fix hint.
+//!
+//! The extension is driven directly over pipes, not through the
+//! [`Host`](crate::host::Host), because the check must see raw lines and
+//! their order: spawned in its own process group, cwd its manifest's
+//! directory, `ZOT_HOME` a temporary directory (removed afterwards), stderr
+//! to a file in it. The sequence:
+//!
+//! 1. the manifest ([`Manifest::load`], [`Manifest::resolve_exec`]);
+//! 2. `hello` within 5 s, as the first frame;
+//! 3. `hello_ack` (listing the `call_tool` capability) held back for [`Deadlines::hold`] (200 ms) to see whether
+//!    it registers before the ack (legal, legacy: info), then sent; then
+//!    `ready`, or the host's 250 ms auto-ready (warning);
+//! 4. the registrations: names, descriptions, tool schemas (JSON Schema
+//!    shape: an object, `type` values, `properties`, `required` naming only
+//!    properties), subscriptions;
+//! 5. every command invoked with empty args, every tool called with `{}`,
+//!    an `event_intercept` with a harmless payload for every subscribed
+//!    interceptable event: each must be answered in time by a well-formed
+//!    reply of the right type carrying the request's id;
+//! 6. `shutdown` (and stdin closed): `shutdown_ack`, the process gone
+//!    within 2 s, nothing left in its process group;
+//! 7. whatever it wrote to stderr (info).
+//!
+//! Every stdout line is checked on the way: not a frame, an unknown type,
+//! missing or mistyped fields. Times are reported as the host would see
+//! them: the 200 ms hold of `hello_ack` is not counted.
+//!
+//! Exit code: 0 when there is no error (warnings do not fail), 1 otherwise.
+//!
+//! The parts: `findings.rs` (the list and its caps), `run.rs` (the
+//! sandbox, the process and its lines), `session.rs` (the handshake and the
+//! stop; `session/frames.rs` what the extension sends, `session/calls.rs`
+//! what it is asked), `schema.rs` (tool schema rules), `report.rs` (the
+//! text).
+
+mod findings;
+mod report;
+mod run;
+mod schema;
+mod session;
+
+pub use report::render;
+
+use crate::manifest::{Manifest, MANIFEST_FILE};
+use crate::text::one_line;
+use findings::Findings;
+use run::Sandbox;
+use serde::Serialize;
+use session::Session;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What `zot ext check` was asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOptions {
+    /// The extension's directory (or its `extension.json`).
+    pub path: PathBuf,
+    pub json: bool,
+    /// Overrides [`Deadlines::call`].
+    pub call_timeout: Option<Duration>,
+}
+
+/// `zot ext check --help`.
+pub const HELP: &str = "Usage: zot ext check <path> [--json] [--timeout SECS]
+
+Runs the extension in <path> (a folder holding extension.json) the way zot
+would, in a throw-away ZOT_HOME, and reports one finding per line:
+  <severity> <code> <message> (fix: <what to do>)
+severity: error (it will not work right in zot), warning (it works, but
+something is off), info (worth knowing; its advice reads 'hint:'), then the
+times, the calls made and a verdict line. Checked: the manifest and exec; time
+to hello and to ready, and whether it relied on the 250 ms auto-ready (no
+ready frame); stdout lines that are not frames, unknown frame types, missing
+or mistyped fields; registrations before hello_ack (legacy order); tool
+schemas; every command run with empty args and every tool called with {},
+answered in time with a well-formed reply carrying the right id; subscribed
+intercepts answered (a harmless payload each); shutdown acknowledged, the
+process gone within 2s, nothing left in its process group; anything written
+to stderr. Frames and fields of the current upstream revision are known:
+call_tool (answered with an error result: the check runs no other tool;
+flagged without the call_tool capability or with a wrong parent_id),
+call_tool_cancel, submit_slash (must start with /), register_tool's
+output_schema, deferred, exposure and replay (unknown values flagged),
+interactive (such tools are not called), namespace fields, tool_result's
+structured_content, activate_tools and text format, the tool_prompt action
+(needs tool_name); a tool slower than 1s without the tool_cancel
+capability is flagged. Deadlines: hello 5s, each call 5s, shutdown 2s.
+
+Exit status: 0 when there are no errors (warnings do not fail), 1 otherwise.
+
+Options:
+  --json           print one JSON object instead:
+                   {\"extension\": name|null, \"dir\": path, \"ok\": bool,
+                    \"errors\": n, \"warnings\": n, \"infos\": n,
+                    \"timings\": {\"hello_ms\", \"ready_ms\", \"ready_by\":
+                      \"frame\"|\"auto\"|null, \"shutdown_ms\", \"total_ms\"},
+                    \"calls\": [{\"kind\": \"command\"|\"tool\"|\"intercept\",
+                      \"name\", \"ms\": number|null, \"ok\": bool}],
+                    \"findings\": [{\"severity\", \"code\", \"message\", \"hint\"}]}
+                   (times in milliseconds, null when it never happened)
+  --timeout SECS   the deadline of each call (default 5; fractions accepted)
+";
+
+/// How long the check waits for each step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Spawn to `hello`.
+    pub hello: Duration,
+    /// How long `hello_ack` is held back to catch registrations sent
+    /// before it.
+    pub hold: Duration,
+    /// Quiet time after the handshake that the host counts as ready.
+    pub ready_idle: Duration,
+    /// `hello_ack` to `ready` at most.
+    pub ready_grace: Duration,
+    /// Each command, tool and intercept.
+    pub call: Duration,
+    /// `shutdown` to exit.
+    pub shutdown: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines {
+            hello: Duration::from_secs(5),
+            hold: Duration::from_millis(200),
+            ready_idle: Duration::from_millis(250),
+            ready_grace: Duration::from_secs(3),
+            call: Duration::from_secs(5),
+            shutdown: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// One thing the check found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// A stable identifier (`no_ready`, `schema_required`, ...).
+    pub code: &'static str,
+    pub message: String,
+    /// How to fix it; empty when there is nothing to fix.
+    pub hint: String,
+}
+
+/// Times, in milliseconds, as the host would see them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timings {
+    pub hello_ms: Option<f64>,
+    pub ready_ms: Option<f64>,
+    /// `frame` (a `ready` frame) or `auto` (250 ms without frames).
+    pub ready_by: Option<&'static str>,
+    pub shutdown_ms: Option<f64>,
+    pub total_ms: f64,
+}
+
+/// One call the check made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Call {
+    /// `command`, `tool` or `intercept`.
+    pub kind: &'static str,
+    pub name: String,
+    /// Time to the reply; `None` without one.
+    pub ms: Option<f64>,
+    /// Answered in time with a well-formed reply.
+    pub ok: bool,
+}
+
+/// Everything the check found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The manifest's name, when it could be read.
+    pub extension: Option<String>,
+    pub dir: String,
+    pub ok: bool,
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    pub timings: Timings,
+    pub calls: Vec<Call>,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// The findings with `code`.
+    pub fn with_code(&self, code: &str) -> Vec<&Finding> {
+        self.findings.iter().filter(|f| f.code == code).collect()
+    }
+}
+
+/// Runs `zot ext check`; returns the exit code.
+pub fn run(opts: &CheckOptions) -> i32 {
+    let mut d = Deadlines::default();
+    if let Some(t) = opts.call_timeout {
+        d.call = t;
+    }
+    let report = match check(&opts.path, &d) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("zot: {}", one_line(&e));
+            return 1;
+        }
+    };
+    let text = if opts.json {
+        let mut s = serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".into());
+        s.push('\n');
+        s
+    } else {
+        render(&report)
+    };
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    if report.ok {
+        0
+    } else {
+        1
+    }
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2}s", ms / 1000.0)
+    } else if ms < 10.0 {
+        format!("{ms:.1}ms")
+    } else {
+        format!("{}ms", ms.round() as u64)
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Checks the extension in `path`. `Err` only when the check itself cannot
+/// run (no temporary directory); everything about the extension is a
+/// finding.
+pub fn check(path: &Path, d: &Deadlines) -> Result<Report, String> {
+    let started = Instant::now();
+    let dir = if path.file_name().is_some_and(|n| n == MANIFEST_FILE) && path.is_file() {
+        path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    } else {
+        path.to_path_buf()
+    };
+    let mut f = Findings::default();
+    let mut timings = Timings::default();
+    let mut calls = Vec::new();
+    let shown_dir = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()).display().to_string();
+    let manifest = match Manifest::load(&dir) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            f.error("manifest", e.to_string(), manifest_hint(&dir));
+            None
+        }
+    };
+    let mut name = None;
+    if let Some(m) = manifest {
+        name = Some(m.name.clone());
+        if !m.enabled {
+            f.info("disabled", "the manifest says \"enabled\": false: zot installs it but does not load it", "set \"enabled\": true (zot ext enable NAME)");
+        }
+        match m.resolve_exec() {
+            Err(e) => f.error("exec", e.to_string(), exec_hint(&m)),
+            Ok(exec) => {
+                let sandbox = Sandbox::new()?;
+                let mut s = Session::new(&m, d, &mut f);
+                s.run(&exec, &sandbox, &mut timings, &mut calls);
+            }
+        }
+    }
+    f.finish();
+    timings.total_ms = ms(started.elapsed());
+    let count = |s: Severity| f.list.iter().filter(|x| x.severity == s).count();
+    let (errors, warnings, infos) = (count(Severity::Error), count(Severity::Warning), count(Severity::Info));
+    Ok(Report { extension: name, dir: shown_dir, ok: errors == 0, errors, warnings, infos, timings, calls, findings: f.list })
+}
+
+fn manifest_hint(dir: &Path) -> String {
+    if !dir.join(MANIFEST_FILE).exists() {
+        return format!("point at a folder holding {MANIFEST_FILE}, or create one with 'zot ext new NAME'");
+    }
+    "extension.json must be a JSON object with a string name ([A-Za-z0-9._-], at most 64 bytes) and a string exec".into()
+}
+
+fn exec_hint(m: &Manifest) -> String {
+    if m.exec.contains('/') {
+        format!("build it or fix the path (relative to {}), and chmod +x it", m.dir.display())
+    } else {
+        "install it, or use a path (./main.py) relative to the manifest".into()
+    }
+}

@@ -1,0 +1,480 @@
+//! One check session: the state of the extension as the check drives it
+//! (the handshake, then the stop); what it sends is judged in
+//! [`frames`], what it is asked in [`calls`].
+
+mod calls;
+mod frames;
+
+use super::run::{group_members, group_running, spawn, Ev, Group, Sandbox};
+use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
+use crate::child::{kill_group, MAX_LINE};
+use crate::host::{fmt_duration, Limits};
+use crate::manifest::Manifest;
+use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What waiting produced.
+enum Step {
+    Frame(Box<ExtFrame>, Instant),
+    Timeout,
+    /// Stdout closed or the process exited.
+    Gone,
+    /// A malformed reply to a request in flight (already reported).
+    Malformed,
+}
+
+/// A reply the session is waiting for.
+enum Reply {
+    Frame(Box<ExtFrame>, Instant),
+    /// A reply with this id that could not be decoded (already reported).
+    Malformed,
+}
+
+/// The extension under check and everything seen of it so far.
+pub(super) struct Session<'a> {
+    m: &'a Manifest,
+    d: &'a Deadlines,
+    f: &'a mut Findings,
+    limits: Limits,
+    start: Instant,
+    rx: Option<Receiver<Ev>>,
+    stdin: Option<File>,
+    pgid: u32,
+    exited: Option<(Instant, ExitStatus)>,
+    eof: bool,
+    hello_at: Option<Instant>,
+    ack_at: Option<Instant>,
+    ready_at: Option<Instant>,
+    /// The host would count it as ready now (frame or auto-ready).
+    host_ready: bool,
+    last_frame: Instant,
+    commands: Vec<(String, String)>,
+    tools: Vec<(String, String, Value)>,
+    events: Vec<String>,
+    intercepts: Vec<String>,
+    /// Frame types sent after hello but before hello_ack.
+    early: Vec<&'static str>,
+    /// `hello.capabilities`.
+    caps: Vec<String>,
+    /// Tools registered with `"interactive": true`: they wait for a user.
+    interactive: HashSet<String>,
+    /// Tools the host refuses (an unknown `exposure`): not called.
+    refused: HashSet<String>,
+    shutdown_sent: bool,
+    shutdown_acked: bool,
+    /// Ids asked and not yet answered, with the reply type expected.
+    asked: HashMap<String, &'static str>,
+    /// Ids given up on (timed out).
+    late: HashSet<String>,
+    replies: HashMap<String, Reply>,
+    timeouts: usize,
+    write_failed: bool,
+}
+
+impl<'a> Session<'a> {
+    pub(super) fn new(m: &'a Manifest, d: &'a Deadlines, f: &'a mut Findings) -> Session<'a> {
+        let now = Instant::now();
+        Session {
+            m,
+            d,
+            f,
+            limits: Limits::default(),
+            start: now,
+            rx: None,
+            stdin: None,
+            pgid: 0,
+            exited: None,
+            eof: false,
+            hello_at: None,
+            ack_at: None,
+            ready_at: None,
+            host_ready: false,
+            last_frame: now,
+            commands: Vec::new(),
+            tools: Vec::new(),
+            events: Vec::new(),
+            intercepts: Vec::new(),
+            early: Vec::new(),
+            caps: Vec::new(),
+            interactive: HashSet::new(),
+            refused: HashSet::new(),
+            shutdown_sent: false,
+            shutdown_acked: false,
+            asked: HashMap::new(),
+            late: HashSet::new(),
+            replies: HashMap::new(),
+            timeouts: 0,
+            write_failed: false,
+        }
+    }
+
+    pub(super) fn run(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+        self.start = Instant::now();
+        let (pgid, stdin, rx) = match spawn(self.m, exec, sandbox) {
+            Ok(x) => x,
+            Err(e) => {
+                self.f.error("spawn", format!("cannot start {}: {e}", exec.display()), "check that exec is a program this system can run (a #! line, the right architecture)");
+                return;
+            }
+        };
+        let _group = Group(pgid);
+        self.pgid = pgid;
+        self.stdin = Some(stdin);
+        self.rx = Some(rx);
+
+        let greeted = self.handshake(timings);
+        if greeted {
+            self.check_registrations();
+            self.calls(calls);
+        }
+        self.shutdown(timings, greeted);
+        self.stderr(sandbox);
+    }
+
+    /// Time as the host would see it, in ms since spawn: the hold of
+    /// `hello_ack` is left out of everything after it.
+    fn host_ms(&self, at: Instant) -> f64 {
+        match (self.hello_at, self.ack_at) {
+            (Some(h), Some(a)) if at >= a => ms(h - self.start) + ms(at - a),
+            _ => ms(at.saturating_duration_since(self.start)),
+        }
+    }
+
+    fn send(&mut self, frame: &HostFrame) -> bool {
+        self.send_bytes(&crate::protocol::encode(frame))
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) -> bool {
+        let Some(stdin) = self.stdin.as_mut() else { return false };
+        match stdin.write_all(bytes).and_then(|()| stdin.flush()) {
+            Ok(()) => true,
+            Err(e) => {
+                if !self.write_failed && self.exited.is_none() && !self.eof {
+                    self.f.error("stdin_closed", format!("writing to its stdin failed: {e}"), "keep reading stdin until shutdown");
+                }
+                self.write_failed = true;
+                self.stdin = None;
+                false
+            }
+        }
+    }
+
+    fn gone(&self) -> bool {
+        self.exited.is_some() || self.eof
+    }
+
+    /// Waits for the next frame until `deadline`; junk lines are reported
+    /// and skipped on the way.
+    fn next(&mut self, deadline: Instant) -> Step {
+        loop {
+            let Some(rx) = &self.rx else { return Step::Gone };
+            let ev = match rx.recv_deadline(deadline) {
+                Ok(ev) => ev,
+                Err(RecvTimeoutError::Timeout) => return Step::Timeout,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.eof = true;
+                    self.rx = None;
+                    return Step::Gone;
+                }
+            };
+            match ev {
+                Ev::Eof => {
+                    self.eof = true;
+                    return Step::Gone;
+                }
+                Ev::Exited(at, status) => {
+                    self.exited = Some((at, status));
+                    return Step::Gone;
+                }
+                Ev::TooLong(n) => self.f.error(
+                    "line_too_long",
+                    format!("a stdout line of {n} bytes (limit {MAX_LINE}); the host discards it whole"),
+                    "send large data in smaller pieces",
+                ),
+                Ev::Line(at, line) => {
+                    let pending = self.replies.len();
+                    if let Some(frame) = self.classify(&line) {
+                        self.last_frame = at;
+                        return Step::Frame(Box::new(frame), at);
+                    }
+                    if self.replies.len() > pending {
+                        return Step::Malformed;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hello, hello_ack, ready. False when the extension is gone or
+    /// failed the handshake.
+    fn handshake(&mut self, timings: &mut Timings) -> bool {
+        let deadline = self.start + self.d.hello;
+        loop {
+            match self.next(deadline) {
+                Step::Malformed => {}
+                Step::Timeout => {
+                    self.f.error("no_hello", format!("no hello within {}; the host gives up on it", fmt_duration(self.d.hello)), "send {\"type\":\"hello\",\"name\":...,\"version\":...} first, right at start-up, and flush stdout");
+                    return false;
+                }
+                Step::Gone => {
+                    self.report_gone("before hello");
+                    return false;
+                }
+                Step::Frame(frame, at) if matches!(*frame, ExtFrame::Hello { .. }) => {
+                    let ExtFrame::Hello { name, capabilities, .. } = *frame else { continue };
+                    self.caps = capabilities;
+                    self.hello_at = Some(at);
+                    timings.hello_ms = Some(ms(at - self.start));
+                    if name != self.m.name && !name.is_empty() {
+                        self.f.warning("hello_name", format!("hello names {name:?} but the manifest says {:?}; the host uses the manifest's", self.m.name), "use the same name in both");
+                    }
+                    if at - self.start > Duration::from_secs(1) {
+                        self.f.warning("slow_hello", format!("hello took {} (the host waits {})", fmt_ms(ms(at - self.start)), fmt_duration(self.d.hello)), "send hello before any slow set-up work");
+                    }
+                    break;
+                }
+                Step::Frame(other, _) => {
+                    self.f.error("hello_not_first", format!("the first frame is {:?}, not hello; the host refuses to load it", other.kind()), "send hello before anything else");
+                    return false;
+                }
+            }
+        }
+        // Hold hello_ack back: what arrives meanwhile was sent before it.
+        let hold_until = Instant::now() + self.d.hold;
+        loop {
+            match self.next(hold_until) {
+                Step::Malformed => {}
+                Step::Timeout => break,
+                Step::Gone => {
+                    self.report_gone("right after hello");
+                    return false;
+                }
+                Step::Frame(frame, at) => self.observe(frame, at),
+            }
+        }
+        let dir = self.m.dir.display().to_string();
+        let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| dir.clone());
+        let ack = HostFrame::HelloAck(HelloAck {
+            protocol_version: PROTOCOL_VERSION,
+            zot_version: env!("CARGO_PKG_VERSION").to_string(),
+            provider: String::new(),
+            model: String::new(),
+            cwd,
+            extension_dir: dir.clone(),
+            data_dir: dir,
+            capabilities: vec!["call_tool".into()],
+        });
+        self.send(&ack);
+        let ack_at = Instant::now();
+        self.ack_at = Some(ack_at);
+        if !self.early.is_empty() {
+            let types: Vec<&str> = self.early.clone();
+            self.f.info(
+                "early_registration",
+                format!("sent {} before hello_ack (the legacy order; zot accepts it)", types.join(", ")),
+                "newer SDKs wait for hello_ack, then register, then send ready",
+            );
+        }
+        if let Some(r) = self.ready_at {
+            self.host_ready = true;
+            timings.ready_ms = Some(self.host_ms(r));
+            timings.ready_by = Some("frame");
+            return true;
+        }
+        // As the host does: ready on the frame, or after a quiet spell.
+        let grace = ack_at + self.d.ready_grace;
+        let mut last = ack_at;
+        loop {
+            let idle = last + self.d.ready_idle;
+            match self.next(idle.min(grace)) {
+                Step::Malformed => {}
+                Step::Timeout if Instant::now() >= idle => {
+                    self.host_ready = true;
+                    timings.ready_ms = Some(self.host_ms(idle));
+                    timings.ready_by = Some("auto");
+                    self.f.warning(
+                        "auto_ready",
+                        format!("no ready frame: the host counted it ready after {} without frames", fmt_duration(self.d.ready_idle)),
+                        "send {\"type\":\"ready\"} after the initial registrations",
+                    );
+                    return true;
+                }
+                Step::Timeout => {
+                    self.host_ready = true;
+                    self.f.error(
+                        "no_ready",
+                        format!("still not ready {} after hello_ack (frames kept coming, none of them ready)", fmt_duration(self.d.ready_grace)),
+                        "send {\"type\":\"ready\"} after the initial registrations",
+                    );
+                    return true;
+                }
+                Step::Gone => {
+                    self.report_gone("before ready");
+                    return false;
+                }
+                Step::Frame(frame, at) => {
+                    last = at;
+                    let is_ready = *frame == ExtFrame::Ready && self.ready_at.is_none();
+                    self.observe(frame, at);
+                    if is_ready {
+                        self.host_ready = true;
+                        timings.ready_ms = Some(self.host_ms(at));
+                        timings.ready_by = Some("frame");
+                        if at - ack_at > Duration::from_secs(1) {
+                            self.f.warning("slow_ready", format!("ready came {} after hello_ack (the host waits {} for all extensions together)", fmt_ms(ms(at - ack_at)), fmt_duration(self.d.ready_grace)), "register first, do slow set-up work after ready");
+                        }
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops the extension: gracefully (`shutdown`, stdin closed) after a
+    /// handshake, at once (SIGKILL, as the host does) after a failed one.
+    fn shutdown(&mut self, timings: &mut Timings, graceful: bool) {
+        if self.exited.is_some() {
+            return self.leftovers();
+        }
+        if !graceful {
+            self.stdin = None;
+            return self.stop_hard(&[libc::SIGKILL]);
+        }
+        if !self.eof {
+            self.shutdown_sent = true;
+            self.send(&HostFrame::Shutdown);
+        }
+        self.stdin = None;
+        let sent = Instant::now();
+        let deadline = sent + self.d.shutdown;
+        while self.exited.is_none() && self.rx.is_some() {
+            match self.next(deadline) {
+                Step::Malformed => {}
+                Step::Frame(f, at) => self.observe(f, at),
+                Step::Gone => {}
+                Step::Timeout => {
+                    self.f.error(
+                        "shutdown_timeout",
+                        format!("still running {} after shutdown; the host would SIGTERM its group", fmt_duration(self.d.shutdown)),
+                        "on shutdown (or end of stdin), reply shutdown_ack and exit",
+                    );
+                    return self.stop_hard(&[libc::SIGTERM, libc::SIGKILL]);
+                }
+            }
+        }
+        // The exit and the last stdout lines come from different threads:
+        // read what stdout still holds (its end, or a short while if a
+        // leftover process keeps it open).
+        let drain = Instant::now() + Duration::from_millis(500);
+        while self.exited.is_some() && !self.eof && self.rx.is_some() {
+            match self.next(drain) {
+                Step::Frame(f, at) => self.observe(f, at),
+                Step::Malformed => {}
+                Step::Gone | Step::Timeout => break,
+            }
+        }
+        let Some((at, status)) = self.exited else { return };
+        if self.shutdown_sent {
+            timings.shutdown_ms = Some(ms(at - sent));
+            if !self.shutdown_acked {
+                self.f.warning("no_shutdown_ack", "exited without a shutdown_ack", "reply {\"type\":\"shutdown_ack\"} before exiting");
+            }
+            if !status.success() {
+                self.f.warning(
+                    "exit_status",
+                    format!("exited with {} after shutdown", crate::child::describe_status(status)),
+                    "exit 0 after shutdown",
+                );
+            }
+        }
+        self.leftovers();
+    }
+
+    /// Sends each signal to the group in turn, waiting up to a second for
+    /// the exit status after each.
+    fn stop_hard(&mut self, signals: &[i32]) {
+        for sig in signals {
+            kill_group(self.pgid, *sig);
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while self.exited.is_none() && self.rx.is_some() {
+                if let Step::Timeout = self.next(deadline) {
+                    break;
+                }
+            }
+            if self.exited.is_some() {
+                return;
+            }
+        }
+    }
+
+    /// After stdout closed: waits for the exit status until `deadline`.
+    fn drain_exit(&mut self, deadline: Instant) {
+        while self.exited.is_none() && self.rx.is_some() {
+            if let Step::Timeout = self.next(deadline) {
+                return;
+            }
+        }
+    }
+
+    /// Processes of its group still alive once the leader is gone.
+    fn leftovers(&mut self) {
+        if self.pgid == 0 || self.exited.is_none() {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while group_running(self.pgid) {
+            if Instant::now() >= deadline {
+                let who = group_members(self.pgid);
+                let who = if who.is_empty() { String::new() } else { format!(": {}", who.join(", ")) };
+                self.f.error(
+                    "leftover_processes",
+                    format!("processes of its group were still running after it exited{who}; the host kills them"),
+                    "wait for (or stop) the processes it started before exiting",
+                );
+                kill_group(self.pgid, libc::SIGKILL);
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn report_gone(&mut self, when: &str) {
+        if self.exited.is_none() {
+            // Stdout closed: the exit status usually follows at once.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            self.drain_exit(deadline);
+        }
+        let how = match self.exited {
+            Some((_, s)) => crate::child::describe_status(s),
+            None => "its stdout closed".into(),
+        };
+        self.f.error("exited", format!("exited {when} ({how})"), "see the stderr lines below, or run it by hand");
+    }
+
+    fn stderr(&mut self, sandbox: &Sandbox) {
+        let Ok(bytes) = fs::read(sandbox.stderr_path()) else { return };
+        if bytes.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() {
+            return;
+        }
+        let first: Vec<String> = lines.iter().take(3).map(|l| crate::child::preview(l.as_bytes())).collect();
+        let more = if lines.len() > 3 { format!(" (+{} more)", lines.len() - 3) } else { String::new() };
+        self.f.info(
+            "stderr",
+            format!("wrote {} line(s) to stderr, zot keeps them in its log: {}{more}", lines.len(), first.join(" | ")),
+            "",
+        );
+    }
+}
