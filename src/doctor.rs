@@ -175,7 +175,9 @@ pub fn doctor(mut config: Config) -> Result<Report, String> {
     let loaded = host.wait_ready();
     let load_ms = ms(started.elapsed());
     let listing = host.list();
-    // Read before the stop, so that only this load's lines are reported.
+    // Read before the stop, so that only this load's lines are reported;
+    // the host's own lines are written by the logger thread.
+    crate::log::flush();
     let lines: HashMap<PathBuf, Vec<String>> =
         logs.marks.keys().map(|p| (p.clone(), logs.appended(p))).collect();
     host.shutdown();
