@@ -1,11 +1,16 @@
-//! The interactive session: loads extensions, sends `session_start`, and
-//! reads lines. `/name args` runs an extension command; host built-ins
+//! The interactive session: loads extensions, and hosts the lifecycle an
+//! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
+//! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
+//! the first prompt and again after `/reload-ext`), `turn_start`,
+//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
+//! end. It reads lines. `/name args` runs an extension command; host built-ins
 //! exercise tools, events, intercepts and panels the way an agent would;
 //! other text is a prompt that would go to the model. Everything an
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 
-use crate::host::{CommandReply, Config, ExtInfo, Host, HostEvent, InterceptOutcome, Listing, ToolReply};
+use crate::host::{CommandReply, Config, ExtInfo, Host, HostError, HostEvent, InterceptOutcome, Listing, Request, Response, ToolReply};
+use crate::lineedit::{Editor, RawMode, Read, Screen};
 use crate::protocol::{Panel, Payload};
 use crate::signals;
 use crate::text::{one_line, strip_controls};
@@ -17,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 /// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 10] = [
+pub const BUILTINS: [(&str, &str); 11] = [
     ("help", "show this help"),
+    ("system", "show the system prompt after the before_agent_start chain"),
     ("commands", "list extension commands"),
     ("tools", "list extension tools"),
     ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
@@ -76,8 +82,24 @@ type Panels = Arc<Mutex<HashMap<String, String>>>;
 /// exit code.
 pub fn run(mut config: Config) -> i32 {
     config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    // A person is there to answer them (PROTOCOL.md §4).
+    config.interactive_tools = true;
     let interactive = is_tty(0);
     let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
+    // A script must not run on without an extension it named; a person at
+    // the terminal sees the load error and can go on.
+    if !interactive {
+        if let Some(p) = config.sources.ext_paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) {
+            eprintln!("zot: --ext {}: no such file or directory", crate::manage::sanitize(&p.display().to_string()));
+            return 1;
+        }
+    }
+    let history = config.home.root().join("history");
+    let session = SessionInfo {
+        cwd: config.cwd.display().to_string(),
+        provider: config.provider.clone(),
+        model: config.model.clone(),
+    };
     let (host, events) = match Host::start(config) {
         Ok(h) => h,
         Err(e) => {
@@ -86,13 +108,26 @@ pub fn run(mut config: Config) -> i32 {
         }
     };
     let host = Arc::new(host);
+    let screen = Arc::new(Screen::new());
+    // Line editing needs both ends on the terminal; else plain lines.
+    let mut raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
+    let editor = match raw {
+        Some(_) => Editor::new(screen.clone(), Some(history)).ok(),
+        None => None,
+    };
+    if editor.is_none() {
+        raw = None;
+    }
     let panels: Panels = Arc::default();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
     let printer = {
         let panels = panels.clone();
         thread::Builder::new()
             .name("zot-console-out".into())
-            .spawn(move || print_loop(events, jobs_rx, style, panels))
+            .spawn({
+                let screen = screen.clone();
+                move || print_loop(events, jobs_rx, style, panels, screen)
+            })
     };
     if printer.is_err() {
         eprintln!("zot: cannot start the printer thread");
@@ -101,11 +136,25 @@ pub fn run(mut config: Config) -> i32 {
     {
         let host = host.clone();
         let _ = signals::on_termination(move |sig| {
+            crate::lineedit::restore_terminal();
+            end_session(&host);
             host.shutdown();
             std::process::exit(signals::exit_code(sig));
         });
     }
-    let mut console = Console { host: host.clone(), out: jobs_tx, style, panels, step: 0, tool_seq: 0 };
+    let mut console = Console {
+        host: host.clone(),
+        out: jobs_tx,
+        style,
+        panels,
+        step: 0,
+        tool_seq: 0,
+        session,
+        system_prompt: BASE_SYSTEM_PROMPT.to_string(),
+        system_stale: true,
+        agent_runs: 0,
+        editor,
+    };
     let report = host.wait_ready();
     if let Ok(r) = &report {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
@@ -117,9 +166,28 @@ pub fn run(mut config: Config) -> i32 {
     let _ = host.event("session_start", Payload::new());
     console.repl(interactive);
     console.sync();
+    end_session(&host);
     host.shutdown();
     drop(console);
+    drop(raw);
     0
+}
+
+/// The system prompt the console starts from, before any extension's
+/// `before_agent_start` reply.
+pub const BASE_SYSTEM_PROMPT: &str = "You are a helpful coding assistant.";
+
+/// What `before_agent_start` tells extensions about the session.
+struct SessionInfo {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
+fn end_session(host: &Host) {
+    let mut p = Payload::new();
+    p.insert("reason".into(), json!("shutdown"));
+    let _ = host.event("session_end", p);
 }
 
 struct Console {
@@ -129,6 +197,15 @@ struct Console {
     panels: Panels,
     step: u64,
     tool_seq: u64,
+    session: SessionInfo,
+    /// The system prompt after the last `before_agent_start` chain.
+    system_prompt: String,
+    /// The chain must run (again) before the next prompt: at the start and
+    /// after each `/reload-ext`.
+    system_stale: bool,
+    agent_runs: u64,
+    /// The line editor, on a terminal.
+    editor: Option<Editor>,
 }
 
 impl Console {
@@ -147,7 +224,32 @@ impl Console {
         self.say(self.style.red(&format!("error: {msg}")));
     }
 
+    /// Reads lines with the editor until the session ends.
+    fn edit_loop(&mut self) {
+        let prompt = self.style.bold("zot> ");
+        let host = self.host.clone();
+        let complete = move |before: &str| completions(&host, before);
+        loop {
+            self.sync();
+            let Some(mut editor) = self.editor.take() else { return };
+            let read = editor.read_line(&prompt, &complete);
+            self.editor = Some(editor);
+            match read {
+                Read::End => return,
+                Read::Line(line) => {
+                    let text = line.trim();
+                    if !text.is_empty() && !self.line(text) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     fn repl(&mut self, interactive: bool) {
+        if self.editor.is_some() {
+            return self.edit_loop();
+        }
         let stdin = io::stdin();
         let mut input = stdin.lock();
         let mut line = String::new();
@@ -188,6 +290,7 @@ impl Console {
         match name {
             "exit" | "quit" => return false,
             "help" => self.help(),
+            "system" => self.system(),
             "commands" => self.commands(),
             "tools" => self.tools(),
             "extensions" => self.extensions(),
@@ -197,15 +300,46 @@ impl Console {
             "key" => self.key(args),
             "reload-ext" => self.reload(),
             "" => self.error("empty command; try /help"),
-            _ => match self.host.command(name, args) {
-                Ok(r) => self.show_reply(&r),
+            _ => match self.call(Request::Command { name: name.into(), args: args.into() }) {
+                Ok(Response::Command(r)) => self.show_reply(&r),
+                Ok(other) => self.error(&format!("unexpected response {other:?}")),
                 Err(e) => self.error(&e.to_string()),
             },
         }
         true
     }
 
+    /// Runs the `before_agent_start` chain when it is due, from the base
+    /// prompt. A host that cannot intercept it leaves the prompt as it is.
+    fn refresh_system_prompt(&mut self) {
+        if !self.system_stale {
+            return;
+        }
+        self.system_stale = false;
+        self.agent_runs += 1;
+        let mut p = Payload::new();
+        p.insert("agent_run_id".into(), json!(format!("console-run-{}", self.agent_runs)));
+        p.insert("cwd".into(), json!(self.session.cwd));
+        p.insert("provider".into(), json!(self.session.provider));
+        p.insert("model".into(), json!(self.session.model));
+        p.insert("system_prompt".into(), json!(BASE_SYSTEM_PROMPT));
+        self.system_prompt = match self.host.intercept("before_agent_start", p) {
+            Ok(InterceptOutcome { system_prompt: Some(s), .. }) => s,
+            _ => BASE_SYSTEM_PROMPT.to_string(),
+        };
+    }
+
+    fn system(&mut self) {
+        self.refresh_system_prompt();
+        let s = if self.system_prompt.is_empty() { self.style.dim("(empty)") } else { strip_controls(&self.system_prompt) };
+        self.say(format!("{} {s}", self.style.dim("system prompt:")));
+    }
+
     fn prompt(&mut self, text: &str) {
+        let mut submit = Payload::new();
+        submit.insert("text".into(), json!(text));
+        let _ = self.host.event("user_prompt_submit", submit);
+        self.refresh_system_prompt();
         self.step += 1;
         let mut payload = Payload::new();
         payload.insert("step".into(), json!(self.step));
@@ -218,6 +352,10 @@ impl Console {
         }
         let _ = self.host.event("turn_start", payload);
         self.say(format!("{} {}", self.style.dim("→ model:"), strip_controls(text)));
+        // There is no model here: the assistant's message is empty.
+        let mut reply = Payload::new();
+        reply.insert("text".into(), json!(""));
+        let _ = self.host.event("assistant_message", reply);
         let mut end = Payload::new();
         end.insert("stop".into(), json!("end_turn"));
         let _ = self.host.event("turn_end", end);
@@ -359,9 +497,42 @@ impl Console {
             Err(e) => return self.error(&e.to_string()),
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
-        match self.host.tool(name, Some(tool_args)) {
+        match self.call_tool(name, tool_args, &tool_id) {
             Ok(r) => self.show_tool(&r),
             Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
+    /// meanwhile says so (rather than waiting to end the session at the
+    /// next prompt).
+    fn call(&mut self, request: Request) -> Result<Response, HostError> {
+        let Some(editor) = self.editor.as_mut() else { return self.host.call(request) };
+        let (tx, rx) = bounded(1);
+        self.host.submit(request, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        let screen = editor.screen();
+        let outcome = editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"));
+        outcome.unwrap_or(Err(HostError::ShuttingDown))
+    }
+
+    /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it.
+    fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> Result<ToolReply, HostError> {
+        let Some(editor) = self.editor.as_mut() else { return self.host.tool(name, Some(args)) };
+        let (tx, rx) = bounded(1);
+        self.host.submit_tool(name, Some(args), tool_id, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        let host = self.host.clone();
+        let outcome = editor.wait(&rx, || {
+            let _ = host.cancel_tool(tool_id);
+        });
+        match outcome {
+            Some(Ok(Response::Tool(r))) => Ok(r),
+            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
+            Some(Err(e)) => Err(e),
+            None => Err(HostError::ShuttingDown),
         }
     }
 
@@ -428,9 +599,10 @@ impl Console {
         }
     }
 
-    fn reload(&self) {
-        match self.host.reload() {
-            Ok(r) => {
+    fn reload(&mut self) {
+        self.system_stale = true;
+        match self.call(Request::Reload) {
+            Ok(Response::Reload(r)) => {
                 let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
                 for e in &r.errors {
                     s.push('\n');
@@ -438,6 +610,7 @@ impl Console {
                 }
                 self.say(s);
             }
+            Ok(other) => self.error(&format!("unexpected response {other:?}")),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -499,13 +672,25 @@ fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
     out
 }
 
-fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels) {
-    let stdout = io::stdout();
+/// Tab completion: `/commands` as the first word, tool names after `/tool`.
+fn completions(host: &Host, before: &str) -> Vec<String> {
+    let words: Vec<&str> = before.split(' ').collect();
+    let Ok(l) = host.list() else { return Vec::new() };
+    match words.as_slice() {
+        [first] if first.starts_with('/') => BUILTINS
+            .iter()
+            .map(|(n, _)| format!("/{n}"))
+            .chain(l.commands.iter().map(|c| format!("/{}", one_line(&c.name))))
+            .collect(),
+        ["/tool", _] => l.tools.iter().map(|t| one_line(&t.name)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels, screen: Arc<Screen>) {
     let print = |s: &str| {
         if !s.is_empty() {
-            let mut o = stdout.lock();
-            let _ = writeln!(o, "{s}");
-            let _ = o.flush();
+            screen.print(s);
         }
     };
     let show = |ev: HostEvent| print(&render_event(ev, style, &panels));

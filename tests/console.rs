@@ -277,14 +277,28 @@ fn events_and_intercept_builtins() {
 #[test]
 fn plain_text_is_a_prompt_for_the_model() {
     let t = TempDir::new("console-prompt");
-    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events"]);
+    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events", "--keep-envelope"]);
     let s = run(&t, &[a], &["hello model", "  second   line  ", "/tool events"], true, &[]);
     assert_eq!(s.code, 0);
     s.has_line("→ model: hello model");
     s.has_line("→ model: second   line");
     // The lifecycle events went out: session_start once, then a turn per prompt.
     let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] ")).expect("events tool output");
-    let seen: Value = serde_json::from_str(events).unwrap();
+    let mut seen: Value = serde_json::from_str(events).unwrap();
+    // Every frame carries the envelope: one session id, the cwd, and a
+    // strictly increasing sequence (PROTOCOL.md §6.4).
+    let frames = seen.as_array_mut().expect("a list of events");
+    let session_id = frames[0]["session_id"].clone();
+    assert!(session_id.is_string(), "{frames:?}");
+    let mut last = 0;
+    for f in frames.iter_mut() {
+        let f = f.as_object_mut().expect("an event object");
+        assert_eq!(f.remove("session_id"), Some(session_id.clone()));
+        assert!(f.remove("cwd").is_some_and(|c| c.as_str().is_some_and(|c| c.ends_with("/cwd"))), "{f:?}");
+        let seq = f.remove("sequence").and_then(|n| n.as_u64()).expect("sequence");
+        assert!(seq > last, "sequence {seq} after {last}");
+        last = seq;
+    }
     assert_eq!(
         seen,
         json!([
@@ -464,4 +478,66 @@ fn reload_restarts_extensions() {
     assert_eq!(s.code, 0);
     s.has_line("reloaded: stopped 1, loaded 1, ready 1");
     s.has_line("[a] display:two");
+}
+
+#[test]
+fn a_mistyped_ext_path_fails_a_piped_session() {
+    let t = TempDir::new("console-missing-ext");
+    let missing = t.path().join("exts").join("not-there");
+    let mut z = start(&t, std::slice::from_ref(&missing), &[], &[]);
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 1, "{}", z.context());
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(z.stderr_text(), format!("zot: --ext {}: no such file or directory\n", missing.display()));
+}
+
+// ----- lifecycle -------------------------------------------------------------
+
+/// The lifecycle fixture's record: `(kind, event)` per frame, and the
+/// frames themselves.
+fn lifecycle_log(path: &std::path::Path) -> (Vec<(String, String)>, Vec<Value>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let frames: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("fixture log line")).collect();
+    let names = frames
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap_or("").to_string(), f["event"].as_str().unwrap_or("").to_string()))
+        .collect();
+    (names, frames)
+}
+
+#[test]
+fn the_console_hosts_the_session_lifecycle() {
+    let t = TempDir::new("console-lifecycle");
+    let log = t.path().join("lifecycle.log");
+    let lc = write_manifest(
+        &t.path().join("exts"),
+        "lc",
+        json!({"name": "lc", "exec": "python3", "args": [common::fixture("lifecycle.py"), log]}),
+    );
+    let s = run(&t, &[lc], &["first prompt", "/system", "/reload-ext", "second prompt", "/system"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("→ model: first prompt");
+    let (names, frames) = lifecycle_log(&log);
+    let ev = |n: &str| ("event".to_string(), n.to_string());
+    let bas = ("event_intercept".to_string(), "before_agent_start".to_string());
+    let turn = [ev("turn_start"), ev("assistant_message"), ev("turn_end")];
+    let mut want = vec![ev("session_start"), ev("user_prompt_submit"), bas.clone()];
+    want.extend(turn.clone());
+    // The reload stops the extension (no session_end: the session goes
+    // on); the new process sees the chain again at the next prompt.
+    want.extend([ev("user_prompt_submit"), bas]);
+    want.extend(turn);
+    want.push(ev("session_end"));
+    assert_eq!(names, want, "{frames:#?}\n{}", s.out);
+    let submit = frames.iter().find(|f| f["event"] == "user_prompt_submit").expect("user_prompt_submit");
+    assert_eq!(submit["fields"]["text"], "first prompt");
+    assert_eq!(frames.last().expect("frames")["fields"]["reason"], "shutdown");
+    let first = frames.iter().find(|f| f["event"] == "before_agent_start").expect("before_agent_start");
+    assert_eq!(first["fields"]["system_prompt"], "You are a helpful coding assistant.");
+    for key in ["agent_run_id", "cwd", "provider", "model", "session_id"] {
+        assert!(first["fields"].get(key).is_some(), "no {key} in {first}");
+    }
+    // /system shows the prompt after the chain, after each load.
+    let shown = s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count();
+    assert_eq!(shown, 2, "{}", s.out);
 }

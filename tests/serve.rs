@@ -714,6 +714,8 @@ fn bad_requests() {
         assert_eq!(r["ok"], false, "{line} -> {r}");
         assert_eq!(r["error"]["code"], "bad_request", "{line} -> {r}");
         assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{line} -> {r}");
+        // The code says it is a bad request; the message does not say it again.
+        assert!(!r["error"]["message"].as_str().is_some_and(|m| m.starts_with("bad request")), "{line} -> {r}");
     }
     // Not UTF-8 inside a string: not JSON.
     s.z.write(b"{\"id\":\"u\",\"type\":\"ping\",\"x\":\"\xff\"}\n");
