@@ -541,3 +541,63 @@ fn the_console_hosts_the_session_lifecycle() {
     let shown = s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count();
     assert_eq!(shown, 2, "{}", s.out);
 }
+
+#[test]
+fn a_note_sent_after_a_reply_is_printed_after_it() {
+    // PROTOCOL.md §4's order of output, in the console: 10 commands whose
+    // extension answers and then sends a note and redraws the answer's panel.
+    let t = TempDir::new("console-after");
+    let a = ext(&t, "a", &["--commands", "note_after"]);
+    let script: Vec<String> = (0..10).map(|i| format!("/note_after {i}")).collect();
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    let s = run(&t, &[a], &script, true, &[]);
+    assert_eq!(s.code, 0);
+    let lines = s.lines();
+    for i in 0..10 {
+        let panel = lines.iter().position(|l| l.starts_with(&format!("┌─ T (np{i})"))).unwrap_or_else(|| panic!("no panel {i}:\n{}", s.out));
+        let note = s.index(&format!("[a] after:{i}"));
+        let redraw = lines.iter().position(|l| l.starts_with(&format!("┌─ T2 (np{i})"))).unwrap_or_else(|| panic!("no redraw {i}:\n{}", s.out));
+        assert!(panel < note && note < redraw, "command {i}: reply {panel}, note {note}, redraw {redraw}:\n{}", s.out);
+    }
+}
+
+#[test]
+fn submit_slash_tool_prompt_and_the_marks_of_tools() {
+    // PROTOCOL.md §6.2 and §6.3 in the console.
+    let t = TempDir::new("console-revision");
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "slash,display,tool_prompt", "--intercepts", "tool_call"]);
+    let s = run(&t, &[a], &["/slash display hi", "/tool_prompt x", "/tools", "/tool nope {}", "/tool asks {}"], true, &[]);
+    assert_eq!(s.code, 0);
+    // The submitted slash command runs as if typed, after its line.
+    s.has_line("[a] → run: /display hi");
+    s.has_line("→ running /display hi");
+    s.has_line("[a] display:hi");
+    // tool_prompt: the tool and its result as a pair, then the prompt.
+    let tool = s.index(r#"[a] → tool echo {"q":"x"}"#);
+    let result = s.index(r#"[a] {"tool": "echo", "args": {"q": "x"}, "from": "a"}"#);
+    let prompt = s.index("→ model: now x");
+    assert!(tool < result && result < prompt, "{}", s.out);
+    // /tools marks deferred and interactive tools.
+    assert!(s.lines().iter().any(|l| l.contains("later") && l.contains("(deferred)")), "{}", s.out);
+    assert!(s.lines().iter().any(|l| l.contains("asks") && l.contains("(interactive)")), "{}", s.out);
+    // An unknown tool is said at once, before any interceptor is asked.
+    s.has_line("error: unknown tool \"nope\"");
+    // The console supports interactive tools: the call reaches the extension.
+    assert!(!s.out.contains("interactive extension tools require an interactive host"), "{}", s.out);
+}
+
+#[test]
+fn restarts_and_a_crash_loop_are_one_line_each() {
+    // PROTOCOL.md §7.1 in the console: a line per restart, and the verdict
+    // with where to look.
+    let t = TempDir::new("console-restart");
+    let a = ext(&t, "a", &["--tools", "echo", "--exit-after-ready", "4"]);
+    let mut z = start(&t, &[a], &["--restart", "always", "--hello-timeout", "30"], &[]);
+    let verdict = z.wait_line_within(std::time::Duration::from_secs(90), "the crash-loop verdict", |l| l.contains("crash loop"));
+    assert_eq!(verdict, "[a] gave up after 5 restarts (crash loop); see 'zot ext logs a'");
+    let restarts: Vec<String> = z.seen.iter().filter(|l| l.contains("; restart ")).cloned().collect();
+    assert_eq!(restarts.len(), 5, "{restarts:?}");
+    assert_eq!(restarts[0], "[a] exited (exit code 4); restart 1 in 250 ms");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+}
