@@ -2,6 +2,15 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
+# The binary `make install` copies and runs to write the man page and the
+# completions; INSTALL_DEPS= skips the release build (the tests install a
+# debug binary that way).
+ZOT_BIN ?= target/release/zot
+INSTALL_DEPS ?= build
+MAN1DIR = $(PREFIX)/share/man/man1
+BASHDIR = $(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(PREFIX)/share/zsh/site-functions
+FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
 DEMO_EXTS = --ext examples/rust/weather --ext examples/rust/guard --ext examples/python/notes --ext examples/shell/greet
 
 .PHONY: all build test lint demo install uninstall clean soak bench
@@ -11,10 +20,16 @@ all: build
 build:
 	$(CARGO) build --release
 
-# The Rust example extensions are real processes in the tests.
+# The Rust example extensions are real processes in the tests. Every test
+# binary runs (--no-fail-fast), cargo's output is kept as it is and
+# followed by one total line (.ci/test-summary.awk); the exit status is
+# cargo's.
 test:
 	$(CARGO) build --examples --quiet
-	$(CARGO) test --quiet -- --test-threads=4
+	@mkdir -p target; \
+	{ $(CARGO) test --quiet --no-fail-fast -- --test-threads=4 2>&1; echo $$? > target/test-status; } \
+		| awk -f .ci/test-summary.awk; \
+	exit "$$(cat target/test-status)"
 
 lint:
 	$(CARGO) clippy --all-targets -- -D warnings
@@ -40,12 +55,22 @@ demo:
 	$(CARGO) build --quiet --bin zot --examples
 	ZOT_HOME=$${ZOT_HOME:-$(CURDIR)/target/demo-home} ./target/debug/zot --no-ext $(DEMO_EXTS)
 
-install: build
-	install -d "$(DESTDIR)$(PREFIX)/bin"
-	install -m 0755 target/release/zot "$(DESTDIR)$(PREFIX)/bin/zot"
+# The man page and the completions are written by the binary itself
+# (`zot man`, `zot completions SHELL`), from the same tables as its parser.
+install: $(INSTALL_DEPS)
+	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(MAN1DIR)" "$(DESTDIR)$(BASHDIR)" \
+		"$(DESTDIR)$(ZSHDIR)" "$(DESTDIR)$(FISHDIR)"
+	install -m 0755 "$(ZOT_BIN)" "$(DESTDIR)$(PREFIX)/bin/zot"
+	"$(ZOT_BIN)" man > "$(DESTDIR)$(MAN1DIR)/zot.1"
+	"$(ZOT_BIN)" completions bash > "$(DESTDIR)$(BASHDIR)/zot"
+	"$(ZOT_BIN)" completions zsh > "$(DESTDIR)$(ZSHDIR)/_zot"
+	"$(ZOT_BIN)" completions fish > "$(DESTDIR)$(FISHDIR)/zot.fish"
+	chmod 0644 "$(DESTDIR)$(MAN1DIR)/zot.1" "$(DESTDIR)$(BASHDIR)/zot" \
+		"$(DESTDIR)$(ZSHDIR)/_zot" "$(DESTDIR)$(FISHDIR)/zot.fish"
 
 uninstall:
-	rm -f "$(DESTDIR)$(PREFIX)/bin/zot"
+	rm -f "$(DESTDIR)$(PREFIX)/bin/zot" "$(DESTDIR)$(MAN1DIR)/zot.1" "$(DESTDIR)$(BASHDIR)/zot" \
+		"$(DESTDIR)$(ZSHDIR)/_zot" "$(DESTDIR)$(FISHDIR)/zot.fish"
 
 clean:
 	$(CARGO) clean

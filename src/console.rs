@@ -1,11 +1,16 @@
-//! The interactive session: loads extensions, sends `session_start`, and
-//! reads lines. `/name args` runs an extension command; host built-ins
+//! The interactive session: loads extensions, and hosts the lifecycle an
+//! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
+//! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
+//! the first prompt and again after `/reload-ext`), `turn_start`,
+//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
+//! end. It reads lines. `/name args` runs an extension command; host built-ins
 //! exercise tools, events, intercepts and panels the way an agent would;
 //! other text is a prompt that would go to the model. Everything an
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 
-use crate::host::{CommandReply, Config, ExtInfo, Host, HostEvent, InterceptOutcome, Listing, ToolReply};
+use crate::host::{CommandReply, Config, ExtInfo, Host, HostError, HostEvent, InterceptOutcome, Listing, Request, Response, ToolReply};
+use crate::lineedit::{Editor, RawMode, Read, Screen};
 use crate::protocol::{Panel, Payload};
 use crate::signals;
 use crate::text::{one_line, strip_controls};
@@ -17,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 /// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 10] = [
+pub const BUILTINS: [(&str, &str); 11] = [
     ("help", "show this help"),
+    ("system", "show the system prompt after the before_agent_start chain"),
     ("commands", "list extension commands"),
     ("tools", "list extension tools"),
     ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
@@ -66,6 +72,42 @@ impl Style {
 struct Job {
     text: String,
     ack: Option<Sender<()>>,
+    /// The reply whose place in the host's order [`Printed::Hold`] marked.
+    release: Option<u64>,
+}
+
+/// What the host hands the printer, on its dispatcher thread and so in the
+/// order things happened there.
+enum Printed {
+    Event(HostEvent),
+    /// A reply the console will print arrived here: later events wait
+    /// until it is printed.
+    Hold(u64),
+}
+
+/// A reply's place in the printed order; printing it (or dropping it)
+/// lets the events after it through.
+struct Held {
+    n: u64,
+    out: Sender<Job>,
+    done: bool,
+}
+
+impl Held {
+    fn say(mut self, text: String) {
+        let (tx, rx) = bounded(1);
+        self.done = true;
+        let _ = self.out.send(Job { text, ack: Some(tx), release: Some(self.n) });
+        let _ = rx.recv();
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.out.send(Job { text: String::new(), ack: None, release: Some(self.n) });
+        }
+    }
 }
 
 /// The console's view of the world shared with the printer: which
@@ -76,9 +118,32 @@ type Panels = Arc<Mutex<HashMap<String, String>>>;
 /// exit code.
 pub fn run(mut config: Config) -> i32 {
     config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    // A person is there to answer them (PROTOCOL.md §4).
+    config.interactive_tools = true;
     let interactive = is_tty(0);
     let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
-    let (host, events) = match Host::start(config) {
+    // A script must not run on without an extension it named; a person at
+    // the terminal sees the load error and can go on.
+    if !interactive {
+        if let Some(p) = config.sources.ext_paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) {
+            eprintln!("zot: --ext {}: no such file or directory", crate::manage::sanitize(&p.display().to_string()));
+            return 1;
+        }
+    }
+    let history = config.home.root().join("history");
+    let session = SessionInfo {
+        cwd: config.cwd.display().to_string(),
+        provider: config.provider.clone(),
+        model: config.model.clone(),
+    };
+    let (printed_tx, events) = unbounded::<Printed>();
+    let sink = {
+        let tx = printed_tx.clone();
+        Box::new(move |e| {
+            let _ = tx.send(Printed::Event(e));
+        })
+    };
+    let host = match Host::start_with(config, sink) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("zot: {e}");
@@ -86,13 +151,27 @@ pub fn run(mut config: Config) -> i32 {
         }
     };
     let host = Arc::new(host);
+    let screen = Arc::new(Screen::new());
+    // Line editing needs both ends on the terminal; else plain lines.
+    let mut raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
+    let editor = match raw {
+        Some(_) => Editor::new(screen.clone(), Some(history)).ok(),
+        None => None,
+    };
+    if editor.is_none() {
+        raw = None;
+    }
     let panels: Panels = Arc::default();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
+    let (slash_tx, slash_rx) = unbounded::<String>();
     let printer = {
         let panels = panels.clone();
         thread::Builder::new()
             .name("zot-console-out".into())
-            .spawn(move || print_loop(events, jobs_rx, style, panels))
+            .spawn({
+                let screen = screen.clone();
+                move || print_loop(events, jobs_rx, style, panels, screen, slash_tx)
+            })
     };
     if printer.is_err() {
         eprintln!("zot: cannot start the printer thread");
@@ -101,11 +180,28 @@ pub fn run(mut config: Config) -> i32 {
     {
         let host = host.clone();
         let _ = signals::on_termination(move |sig| {
+            crate::lineedit::restore_terminal();
+            end_session(&host);
             host.shutdown();
             std::process::exit(signals::exit_code(sig));
         });
     }
-    let mut console = Console { host: host.clone(), out: jobs_tx, style, panels, step: 0, tool_seq: 0 };
+    let mut console = Console {
+        host: host.clone(),
+        out: jobs_tx,
+        holds: printed_tx,
+        held: 0,
+        slashes: slash_rx,
+        style,
+        panels,
+        step: 0,
+        tool_seq: 0,
+        session,
+        system_prompt: BASE_SYSTEM_PROMPT.to_string(),
+        system_stale: true,
+        agent_runs: 0,
+        editor,
+    };
     let report = host.wait_ready();
     if let Ok(r) = &report {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
@@ -117,25 +213,61 @@ pub fn run(mut config: Config) -> i32 {
     let _ = host.event("session_start", Payload::new());
     console.repl(interactive);
     console.sync();
+    end_session(&host);
     host.shutdown();
     drop(console);
+    drop(raw);
     0
+}
+
+/// Slash commands from `submit_slash` run after one input line, at most.
+const MAX_SLASHES: usize = 16;
+
+/// The system prompt the console starts from, before any extension's
+/// `before_agent_start` reply.
+pub const BASE_SYSTEM_PROMPT: &str = "You are a helpful coding assistant.";
+
+/// What `before_agent_start` tells extensions about the session.
+struct SessionInfo {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
+fn end_session(host: &Host) {
+    let mut p = Payload::new();
+    p.insert("reason".into(), json!("shutdown"));
+    let _ = host.event("session_end", p);
 }
 
 struct Console {
     host: Arc<Host>,
     out: Sender<Job>,
+    /// Where a reply marks its place among the host's events.
+    holds: Sender<Printed>,
+    held: u64,
+    /// Slash commands extensions asked to run (`submit_slash`).
+    slashes: Receiver<String>,
     style: Style,
     panels: Panels,
     step: u64,
     tool_seq: u64,
+    session: SessionInfo,
+    /// The system prompt after the last `before_agent_start` chain.
+    system_prompt: String,
+    /// The chain must run (again) before the next prompt: at the start and
+    /// after each `/reload-ext`.
+    system_stale: bool,
+    agent_runs: u64,
+    /// The line editor, on a terminal.
+    editor: Option<Editor>,
 }
 
 impl Console {
     /// Prints `text` after every host event already received.
     fn say(&self, text: String) {
         let (tx, rx) = bounded(1);
-        let _ = self.out.send(Job { text, ack: Some(tx) });
+        let _ = self.out.send(Job { text, ack: Some(tx), release: None });
         let _ = rx.recv();
     }
 
@@ -147,7 +279,35 @@ impl Console {
         self.say(self.style.red(&format!("error: {msg}")));
     }
 
+    /// Reads lines with the editor until the session ends.
+    fn edit_loop(&mut self) {
+        let prompt = self.style.bold("zot> ");
+        let host = self.host.clone();
+        let complete = move |before: &str| completions(&host, before);
+        loop {
+            self.sync();
+            let Some(mut editor) = self.editor.take() else { return };
+            let read = editor.read_line(&prompt, &complete);
+            self.editor = Some(editor);
+            match read {
+                Read::End => return,
+                Read::Line(line) => {
+                    let text = line.trim();
+                    if !text.is_empty() && !self.line(text) {
+                        return;
+                    }
+                    if !self.run_slashes() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     fn repl(&mut self, interactive: bool) {
+        if self.editor.is_some() {
+            return self.edit_loop();
+        }
         let stdin = io::stdin();
         let mut input = stdin.lock();
         let mut line = String::new();
@@ -172,7 +332,7 @@ impl Console {
             if text.is_empty() {
                 continue;
             }
-            if !self.line(text) {
+            if !self.line(text) || !self.run_slashes() {
                 break;
             }
         }
@@ -188,6 +348,7 @@ impl Console {
         match name {
             "exit" | "quit" => return false,
             "help" => self.help(),
+            "system" => self.system(),
             "commands" => self.commands(),
             "tools" => self.tools(),
             "extensions" => self.extensions(),
@@ -197,15 +358,67 @@ impl Console {
             "key" => self.key(args),
             "reload-ext" => self.reload(),
             "" => self.error("empty command; try /help"),
-            _ => match self.host.command(name, args) {
-                Ok(r) => self.show_reply(&r),
-                Err(e) => self.error(&e.to_string()),
-            },
+            _ => {
+                let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });
+                match r {
+                    Ok(Response::Command(r)) => self.show_reply(&r, held),
+                    Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
+                    Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+                }
+            }
         }
         true
     }
 
+    /// Runs the slash commands extensions asked for (`submit_slash`) as
+    /// if typed, after the line that caused them; a few per line at most,
+    /// so that two extensions cannot keep each other going for ever.
+    fn run_slashes(&mut self) -> bool {
+        for _ in 0..MAX_SLASHES {
+            let Ok(text) = self.slashes.try_recv() else { return true };
+            self.say(format!("{} {}", self.style.dim("→ running"), strip_controls(&text)));
+            if !self.line(&text) {
+                return false;
+            }
+        }
+        let dropped = self.slashes.try_iter().count();
+        if dropped > 0 {
+            self.error(&format!("{dropped} more submitted slash commands dropped (at most {MAX_SLASHES} per line)"));
+        }
+        true
+    }
+
+    /// Runs the `before_agent_start` chain when it is due, from the base
+    /// prompt. A host that cannot intercept it leaves the prompt as it is.
+    fn refresh_system_prompt(&mut self) {
+        if !self.system_stale {
+            return;
+        }
+        self.system_stale = false;
+        self.agent_runs += 1;
+        let mut p = Payload::new();
+        p.insert("agent_run_id".into(), json!(format!("console-run-{}", self.agent_runs)));
+        p.insert("cwd".into(), json!(self.session.cwd));
+        p.insert("provider".into(), json!(self.session.provider));
+        p.insert("model".into(), json!(self.session.model));
+        p.insert("system_prompt".into(), json!(BASE_SYSTEM_PROMPT));
+        self.system_prompt = match self.host.intercept("before_agent_start", p) {
+            Ok(InterceptOutcome { system_prompt: Some(s), .. }) => s,
+            _ => BASE_SYSTEM_PROMPT.to_string(),
+        };
+    }
+
+    fn system(&mut self) {
+        self.refresh_system_prompt();
+        let s = if self.system_prompt.is_empty() { self.style.dim("(empty)") } else { strip_controls(&self.system_prompt) };
+        self.say(format!("{} {s}", self.style.dim("system prompt:")));
+    }
+
     fn prompt(&mut self, text: &str) {
+        let mut submit = Payload::new();
+        submit.insert("text".into(), json!(text));
+        let _ = self.host.event("user_prompt_submit", submit);
+        self.refresh_system_prompt();
         self.step += 1;
         let mut payload = Payload::new();
         payload.insert("step".into(), json!(self.step));
@@ -218,6 +431,10 @@ impl Console {
         }
         let _ = self.host.event("turn_start", payload);
         self.say(format!("{} {}", self.style.dim("→ model:"), strip_controls(text)));
+        // There is no model here: the assistant's message is empty.
+        let mut reply = Payload::new();
+        reply.insert("text".into(), json!(""));
+        let _ = self.host.event("assistant_message", reply);
         let mut end = Payload::new();
         end.insert("stop".into(), json!("end_turn"));
         let _ = self.host.event("turn_end", end);
@@ -276,7 +493,17 @@ impl Console {
                 let mut s: String = l
                     .tools
                     .iter()
-                    .map(|t| format!("  {:<14} {} {}\n", one_line(&t.name), one_line(&t.description), self.style.dim(&format!("[{}]", t.extension))))
+                    .map(|t| {
+                        let mut marks = String::new();
+                        if !t.active {
+                            marks.push_str(" (deferred)");
+                        }
+                        if t.interactive {
+                            marks.push_str(" (interactive)");
+                        }
+                        let tag = self.style.dim(&format!("[{}]{marks}", t.extension));
+                        format!("  {:<14} {} {tag}\n", one_line(&t.name), one_line(&t.description))
+                    })
                     .collect();
                 if s.is_empty() {
                     s.push_str("(no tools)\n");
@@ -309,10 +536,23 @@ impl Console {
         }
     }
 
-    fn show_reply(&self, r: &CommandReply) {
+    fn show_reply(&mut self, r: &CommandReply, held: Held) {
         let tag = self.style.dim(&format!("[{}]", r.extension));
         if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
-            return self.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
+            return held.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
+        }
+        if r.action == "tool_prompt" {
+            // The tool runs as the model's call would, shown as a pair,
+            // then the prompt goes to the model.
+            let name = r.tool_name.clone().unwrap_or_default();
+            let args = r.tool_args.clone().filter(Value::is_object).unwrap_or_else(|| json!({}));
+            held.say(format!("{tag} {} {} {}", self.style.dim("→ tool"), one_line(&name), strip_controls(&args.to_string())));
+            if name.is_empty() {
+                self.error("tool_prompt without a tool_name");
+            } else if let Value::Object(a) = args {
+                self.run_tool(&name, a);
+            }
+            return self.prompt(r.prompt.as_deref().unwrap_or(""));
         }
         let text = match r.action.as_str() {
             "prompt" => format!("{tag} {} {}", self.style.dim("→ submit:"), strip_controls(r.prompt.as_deref().unwrap_or(""))),
@@ -330,14 +570,26 @@ impl Console {
             "noop" => return,
             other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
         };
-        self.say(text);
+        held.say(text);
     }
 
     fn tool(&mut self, args: &str) {
-        let (name, mut tool_args) = match name_and_object(args, "/tool NAME JSON") {
-            Ok((n, a)) => (n, Value::Object(a)),
-            Err(e) => return self.error(&e),
-        };
+        match name_and_object(args, "/tool NAME JSON") {
+            Ok((n, a)) => self.run_tool(n, a),
+            Err(e) => self.error(&e),
+        }
+    }
+
+    /// A tool call as the model's: the intercept chain, the event, the
+    /// call, each shown. An unknown tool is said at once.
+    fn run_tool(&mut self, name: &str, args: Payload) {
+        let mut tool_args = Value::Object(args);
+        match self.host.list() {
+            Ok(l) if !l.tools.iter().any(|t| t.name == name) => {
+                return self.error(&HostError::UnknownTool(name.to_string()).to_string());
+            }
+            _ => {}
+        }
         self.tool_seq += 1;
         let tool_id = format!("console-{}", self.tool_seq);
         let payload = |a: &Value| {
@@ -359,13 +611,64 @@ impl Console {
             Err(e) => return self.error(&e.to_string()),
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
-        match self.host.tool(name, Some(tool_args)) {
-            Ok(r) => self.show_tool(&r),
-            Err(e) => self.error(&e.to_string()),
+        let (r, held) = self.call_tool(name, tool_args, &tool_id);
+        match r {
+            Ok(r) => self.show_tool(&r, held),
+            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
         }
     }
 
-    fn show_tool(&self, r: &ToolReply) {
+    /// Submits `request`; its answer marks its place among the host's
+    /// events, so the reply is printed before what happened after it.
+    fn submit_held(&mut self, request: Request) -> (Receiver<Result<Response, HostError>>, Held) {
+        self.held += 1;
+        let n = self.held;
+        let (tx, rx) = bounded(1);
+        let holds = self.holds.clone();
+        self.host.submit(request, move |r| {
+            let _ = holds.send(Printed::Hold(n));
+            let _ = tx.send(r);
+        });
+        (rx, Held { n, out: self.out.clone(), done: false })
+    }
+
+    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
+    /// meanwhile says so (rather than waiting to end the session at the
+    /// next prompt).
+    fn call(&mut self, request: Request) -> (Result<Response, HostError>, Held) {
+        let (rx, held) = self.submit_held(request);
+        let outcome = match self.editor.as_mut() {
+            Some(editor) => {
+                let screen = editor.screen();
+                editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"))
+            }
+            None => rx.recv().ok(),
+        };
+        (outcome.unwrap_or(Err(HostError::ShuttingDown)), held)
+    }
+
+    /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it (an
+    /// interactive tool waits for nothing else).
+    fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> (Result<ToolReply, HostError>, Held) {
+        let req = Request::Tool { name: name.into(), args: Some(args), tool_id: Some(tool_id.into()) };
+        let (rx, held) = self.submit_held(req);
+        let host = self.host.clone();
+        let outcome = match self.editor.as_mut() {
+            Some(editor) => editor.wait(&rx, || {
+                let _ = host.cancel_tool(tool_id);
+            }),
+            None => rx.recv().ok(),
+        };
+        let r = match outcome {
+            Some(Ok(Response::Tool(r))) => Ok(r),
+            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
+            Some(Err(e)) => Err(e),
+            None => Err(HostError::ShuttingDown),
+        };
+        (r, held)
+    }
+
+    fn show_tool(&self, r: &ToolReply, held: Held) {
         let tag = self.style.dim(&format!("[{}]", r.extension));
         let mut parts = Vec::new();
         for b in &r.content {
@@ -381,9 +684,9 @@ impl Console {
         }
         let body = parts.join("\n");
         if r.is_error {
-            self.say(format!("{tag} {}", self.style.red(&format!("tool error: {body}"))));
+            held.say(format!("{tag} {}", self.style.red(&format!("tool error: {body}"))));
         } else {
-            self.say(format!("{tag} {body}"));
+            held.say(format!("{tag} {body}"));
         }
     }
 
@@ -428,17 +731,20 @@ impl Console {
         }
     }
 
-    fn reload(&self) {
-        match self.host.reload() {
-            Ok(r) => {
+    fn reload(&mut self) {
+        self.system_stale = true;
+        let (r, held) = self.call(Request::Reload);
+        match r {
+            Ok(Response::Reload(r)) => {
                 let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
                 for e in &r.errors {
                     s.push('\n');
                     s.push_str(&self.style.red(&one_line(e)));
                 }
-                self.say(s);
+                held.say(s);
             }
-            Err(e) => self.error(&e.to_string()),
+            Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
+            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
         }
     }
 }
@@ -499,40 +805,103 @@ fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
     out
 }
 
-fn print_loop(events: Receiver<HostEvent>, jobs: Receiver<Job>, style: Style, panels: Panels) {
-    let stdout = io::stdout();
+/// Tab completion: `/commands` as the first word, tool names after `/tool`.
+fn completions(host: &Host, before: &str) -> Vec<String> {
+    let words: Vec<&str> = before.split(' ').collect();
+    let Ok(l) = host.list() else { return Vec::new() };
+    match words.as_slice() {
+        [first] if first.starts_with('/') => BUILTINS
+            .iter()
+            .map(|(n, _)| format!("/{n}"))
+            .chain(l.commands.iter().map(|c| format!("/{}", one_line(&c.name))))
+            .collect(),
+        ["/tool", _] => l.tools.iter().map(|t| one_line(&t.name)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn print_loop(
+    events: Receiver<Printed>,
+    jobs: Receiver<Job>,
+    style: Style,
+    panels: Panels,
+    screen: Arc<Screen>,
+    slashes: Sender<String>,
+) {
     let print = |s: &str| {
         if !s.is_empty() {
-            let mut o = stdout.lock();
-            let _ = writeln!(o, "{s}");
-            let _ = o.flush();
+            screen.print(s);
         }
     };
-    let show = |ev: HostEvent| print(&render_event(ev, style, &panels));
-    loop {
-        select! {
-            recv(events) -> ev => match ev {
-                Ok(ev) => show(ev),
-                Err(_) => {
-                    // The host is gone; finish the remaining jobs.
-                    for job in jobs.iter() {
-                        print(&job.text);
-                        if let Some(a) = job.ack { let _ = a.send(()); }
-                    }
-                    return;
-                }
-            },
-            recv(jobs) -> job => match job {
-                Ok(job) => {
-                    while let Ok(ev) = events.try_recv() {
-                        show(ev);
-                    }
-                    print(&job.text);
-                    if let Some(a) = job.ack { let _ = a.send(()); }
-                }
-                Err(_) => return,
-            },
+    let show = |ev: HostEvent| {
+        if let HostEvent::SubmitSlash { text, .. } = &ev {
+            let _ = slashes.send(text.clone());
         }
+        print(&render_event(ev, style, &panels));
+    };
+    // A reply whose place is marked and not printed yet: the events after
+    // it wait in the channel.
+    let mut holding: Option<u64> = None;
+    let finish = |job: Job| {
+        print(&job.text);
+        if let Some(a) = job.ack {
+            let _ = a.send(());
+        }
+    };
+    loop {
+        let job = if holding.is_some() {
+            match jobs.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        } else {
+            select! {
+                recv(events) -> p => {
+                    match p {
+                        Ok(Printed::Event(ev)) => show(ev),
+                        Ok(Printed::Hold(n)) => holding = Some(n),
+                        Err(_) => {
+                            // The host is gone; finish the remaining jobs.
+                            for job in jobs.iter() {
+                                finish(job);
+                            }
+                            return;
+                        }
+                    }
+                    continue;
+                }
+                recv(jobs) -> job => match job {
+                    Ok(job) => job,
+                    Err(_) => return,
+                },
+            }
+        };
+        match job.release {
+            // Everything before the reply's mark is printed first.
+            Some(n) => {
+                while holding != Some(n) {
+                    match events.recv() {
+                        Ok(Printed::Event(ev)) => show(ev),
+                        Ok(Printed::Hold(m)) => holding = Some(m),
+                        Err(_) => break,
+                    }
+                }
+                holding = None;
+            }
+            None if holding.is_none() => {
+                while let Ok(p) = events.try_recv() {
+                    match p {
+                        Printed::Event(ev) => show(ev),
+                        Printed::Hold(m) => {
+                            holding = Some(m);
+                            break;
+                        }
+                    }
+                }
+            }
+            None => {}
+        }
+        finish(job);
     }
 }
 

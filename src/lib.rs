@@ -12,6 +12,7 @@
 pub mod check;
 pub mod child;
 pub mod cli;
+pub mod clidoc;
 pub mod console;
 pub mod discovery;
 pub mod doctor;
@@ -19,6 +20,7 @@ pub mod envexpand;
 pub mod ext;
 pub mod home;
 pub mod host;
+pub mod lineedit;
 pub mod lines;
 pub mod log;
 pub mod manage;

@@ -14,9 +14,11 @@
 //! - The tool's name is `<name>_echo` with `.` and `-` turned into `_`
 //!   (model APIs accept `[A-Za-z0-9_-]` tool names at most).
 //! - Rust: a standalone Cargo project (an empty `[workspace]`, so it builds
-//!   even inside another workspace) depending on `zot = "<this version>"`,
-//!   with a commented `path` line for building against a local checkout;
-//!   the package and binary name is `<name>` with `.` turned into `_`.
+//!   even inside another workspace) that speaks the protocol with
+//!   `serde_json` alone, like the Go one with its standard library: it
+//!   builds anywhere the registry is reachable, with no SDK crate to find
+//!   or keep in step; the package and binary name is `<name>` with `.`
+//!   turned into `_`.
 //! - Go: standard library only, `go build -o <name>`.
 
 use crate::home::validate_name;
@@ -52,7 +54,7 @@ never overwritten; <name> must be [A-Za-z0-9._-], at most 64 bytes.
 Options:
   --lang LANG   python (default; stdlib only), node (plain JS), typescript
                 (run with tsx), shell (POSIX sh and sed), rust (a Cargo
-                project using zot::ext), go (standard library only)
+                project using serde_json only), go (standard library only)
   --dir PATH    the existing directory to create <name>/ in
 
 Then: zot ext check <PATH>/<name>   and   zot --ext <PATH>/<name>
@@ -83,6 +85,10 @@ pub fn run(opts: &NewOptions) -> i32 {
 pub fn create(opts: &NewOptions) -> Result<String, String> {
     let name = opts.name.as_str();
     validate_name(name).map_err(|e| format!("invalid extension name {name:?}: {e}"))?;
+    // Every command printed afterwards would read it as an option.
+    if name.starts_with('-') {
+        return Err(format!("invalid extension name {name:?}: must not start with '-'"));
+    }
     if !LANGS.contains(&opts.lang.as_str()) {
         return Err(format!("unknown language {:?} (one of: {})", opts.lang, LANGS.join(", ")));
     }
@@ -146,7 +152,7 @@ fn report(name: &str, lang: &str, dest: &Path, explicit_dir: bool, files: &[File
     }
     match lang {
         "rust" => s.push_str(&format!(
-            "build it:  (cd {shown} && cargo build --release)   # needs the zot crate, see README.md\n"
+            "build it:  (cd {shown} && cargo build --release)\n"
         )),
         "go" => s.push_str(&format!("build it:  (cd {shown} && go build -o {name})\n")),
         "typescript" => s.push_str("needs:     tsx on PATH (npm install -g tsx)\n"),
@@ -240,12 +246,12 @@ fn files(name: &str, lang: &str) -> Vec<File> {
         ],
         "rust" => {
             let exec = format!("./target/release/{}", bin_name(name));
-            let build = "Build it with `cargo build --release`; it needs the `zot` crate: Cargo.toml shows how to use a local checkout of zot-rs instead (`path = ...`).";
+            let build = "Build it with `cargo build --release` (it needs serde_json only).";
             vec![
                 plain("extension.json", manifest(name, "rust", &exec, &[])),
                 f("Cargo.toml", CARGO_TOML, false),
                 f("src/main.rs", RUST, false),
-                plain("README.md", readme(name, "Rust (zot::ext)", Some(build))),
+                plain("README.md", readme(name, "Rust (serde_json only)", Some(build))),
                 plain(".gitignore", "/target\n".into()),
             ]
         }
@@ -517,49 +523,99 @@ name = "@BIN@"
 path = "src/main.rs"
 
 [dependencies]
-zot = { version = "@VERSION@" }
-# To build against a local checkout of zot-rs instead, use:
-# zot = { path = "/path/to/zot-rs" }
 serde_json = "1"
 
 # A project of its own, even when created inside another Cargo workspace.
 [workspace]
 "#;
 
-const RUST: &str = r#"//! @NAME@: a zot extension built on the Rust SDK (`zot::ext`). Stdout
-//! carries protocol frames only: log with `zot::logf!` (stderr, see
-//! `zot ext logs @NAME@`), never `print!`.
-use serde_json::json;
-use zot::ext::{self, Extension, ToolResult};
+const RUST: &str = r#"//! @NAME@: a zot extension in Rust, speaking the protocol with serde_json
+//! alone (no SDK crate to find). Stdout carries protocol frames only, one
+//! JSON object per line; log to stderr (`zot ext logs @NAME@`).
+use serde_json::{json, Value};
+use std::io::{self, BufRead, Write};
+
+const NAME: &str = "@NAME@";
+const VERSION: &str = "0.1.0";
+const TOOL: &str = "@TOOL@";
+
+fn send(out: &mut impl Write, frame: Value) {
+    if writeln!(out, "{frame}").and_then(|()| out.flush()).is_err() {
+        eprintln!("[{NAME}] cannot write to stdout");
+        std::process::exit(1);
+    }
+}
+
+/// `/@NAME@ ARGS`: the command_response fields.
+fn on_command(args: &str) -> Value {
+    let text = if args.is_empty() { format!("hello from {NAME}") } else { format!("hello from {NAME}: {args}") };
+    json!({"action": "display", "display": text})
+}
+
+/// The @TOOL@ tool: the tool_result fields.
+fn on_tool(args: &Value) -> Value {
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    match args.get("text") {
+        None => json!({"content": text("(nothing to echo)")}),
+        Some(Value::String(s)) if s.is_empty() => json!({"content": text("(nothing to echo)")}),
+        Some(Value::String(s)) => json!({"content": text(s)}),
+        Some(_) => json!({"content": text("`text` must be a string"), "is_error": true}),
+    }
+}
+
+/// `fields` with the frame's `type` and `id` added.
+fn reply(kind: &str, id: &Value, mut fields: Value) -> Value {
+    if let Some(m) = fields.as_object_mut() {
+        m.insert("type".into(), json!(kind));
+        m.insert("id".into(), id.clone());
+    }
+    fields
+}
 
 fn main() {
-    let mut e = Extension::new("@NAME@", "0.1.0");
-
-    e.command("@NAME@", "say hello", |args| {
-        if args.is_empty() {
-            ext::display("hello from @NAME@")
-        } else {
-            ext::display(format!("hello from @NAME@: {args}"))
+    let mut out = io::stdout().lock();
+    send(&mut out, json!({"type": "hello", "name": NAME, "version": VERSION, "capabilities": ["commands", "tools"]}));
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let msg: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("[{NAME}] skipping a line that is not a frame: {e}");
+                continue;
+            }
+        };
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let name = msg.get("name").and_then(Value::as_str).unwrap_or("");
+        match msg.get("type").and_then(Value::as_str).unwrap_or("") {
+            // Register once the host has answered.
+            "hello_ack" => {
+                send(&mut out, json!({"type": "register_command", "name": NAME, "description": "say hello"}));
+                send(&mut out, json!({"type": "register_tool", "name": TOOL, "description": "Echo the given text.",
+                    "schema": {"type": "object", "properties": {"text": {"type": "string", "description": "what to echo"}}}}));
+                send(&mut out, json!({"type": "ready"}));
+            }
+            "command_invoked" if name == NAME => {
+                let args = msg.get("args").and_then(Value::as_str).unwrap_or("");
+                send(&mut out, reply("command_response", &id, on_command(args)));
+            }
+            "command_invoked" => {
+                send(&mut out, reply("command_response", &id, json!({"error": format!("unknown command {name}")})));
+            }
+            "tool_call" if name == TOOL => {
+                let args = msg.get("args").cloned().unwrap_or_else(|| json!({}));
+                send(&mut out, reply("tool_result", &id, on_tool(&args)));
+            }
+            "tool_call" => {
+                let content = json!([{"type": "text", "text": format!("unknown tool {name}")}]);
+                send(&mut out, reply("tool_result", &id, json!({"content": content, "is_error": true})));
+            }
+            "event_intercept" => send(&mut out, reply("event_intercept_response", &id, json!({}))),
+            "shutdown" => {
+                send(&mut out, json!({"type": "shutdown_ack"}));
+                return;
+            }
+            _ => {}
         }
-    });
-
-    e.tool(
-        "@TOOL@",
-        "Echo the given text.",
-        json!({"type": "object", "properties": {"text": {"type": "string", "description": "what to echo"}}}),
-        |args| match args.get("text") {
-            None => ToolResult::text("(nothing to echo)"),
-            Some(v) => match v.as_str() {
-                Some("") => ToolResult::text("(nothing to echo)"),
-                Some(text) => ToolResult::text(text),
-                None => ToolResult::error_text("`text` must be a string"),
-            },
-        },
-    );
-
-    // The SDK sends hello, waits for hello_ack, registers, then says ready.
-    if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
     }
 }
 "#;

@@ -106,7 +106,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
                     let _done = done;
                     let line = match r {
                         Ok(resp) => result_line(id, resp),
-                        Err(e) => err(id, e.code(), &e.to_string()),
+                        Err(e) => err(id, e.code(), &e.message()),
                     };
                     let _ = out.send(Out::Line(line));
                 });

@@ -126,6 +126,11 @@ fn unknown_flags_and_arguments() {
     assert!(usage_error(&["--no-ext=yes"]).contains("'--no-ext'"));
     // Session options make no sense for `zot ext`.
     assert!(usage_error(&["--model", "m", "ext", "list"]).contains("'--model'"));
+    // Nothing may follow --help or --version.
+    assert_eq!(usage_error(&["--version", "extra"]), "zot: unexpected argument 'extra' (see 'zot --help')");
+    assert_eq!(usage_error(&["--help", "--bogus"]), "zot: unexpected argument '--bogus' (see 'zot --help')");
+    assert!(usage_error(&["serve", "--help", "x"]).contains("'x'"));
+    assert!(usage_error(&["ext", "list", "-h", "-y"]).contains("'-y'"));
     // A hostile argument does not reach the terminal.
     let e = usage_error(&["--\x1b]0;evil\x07"]);
     assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
@@ -170,6 +175,33 @@ fn bad_seconds() {
         let r = zot(&["--hello-timeout", ok, "serve", "--tool-timeout", ok, "--help"]);
         assert_eq!(r.code, 0, "{ok}: {}", r.stderr);
     }
+}
+
+#[test]
+fn new_refuses_a_name_that_reads_as_an_option() {
+    let r = zot(&["ext", "new", "--", "-dash"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(r.stderr, "zot: invalid extension name \"-dash\": must not start with '-'\n");
+}
+
+#[test]
+fn declared_options_parse() {
+    // Their behaviour is elsewhere; the parser, help and completions know them.
+    for args in [
+        &["--trust-project", "--restart", "always", "--interactive-tools", "serve", "--help"][..],
+        &["ext", "doctor", "--help"],
+        &["trust", "--help"],
+        &["untrust", "--help"],
+        &["completions", "--help"],
+    ] {
+        let r = zot(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+    }
+    let e = usage_error(&["--restart", "sometimes"]);
+    assert!(e.contains("expected never, on-failure or always"), "{e}");
+    assert!(zot(&["--help"]).stdout.contains("--restart POLICY"));
+    assert!(usage_error(&["completions", "tcsh"]).contains("unknown shell 'tcsh'"));
 }
 
 #[test]

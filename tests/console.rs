@@ -277,14 +277,28 @@ fn events_and_intercept_builtins() {
 #[test]
 fn plain_text_is_a_prompt_for_the_model() {
     let t = TempDir::new("console-prompt");
-    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events"]);
+    let a = ext(&t, "a", &["--events", "session_start,turn_start,turn_end", "--tools", "events", "--keep-envelope"]);
     let s = run(&t, &[a], &["hello model", "  second   line  ", "/tool events"], true, &[]);
     assert_eq!(s.code, 0);
     s.has_line("→ model: hello model");
     s.has_line("→ model: second   line");
     // The lifecycle events went out: session_start once, then a turn per prompt.
     let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] ")).expect("events tool output");
-    let seen: Value = serde_json::from_str(events).unwrap();
+    let mut seen: Value = serde_json::from_str(events).unwrap();
+    // Every frame carries the envelope: one session id, the cwd, and a
+    // strictly increasing sequence (PROTOCOL.md §6.4).
+    let frames = seen.as_array_mut().expect("a list of events");
+    let session_id = frames[0]["session_id"].clone();
+    assert!(session_id.is_string(), "{frames:?}");
+    let mut last = 0;
+    for f in frames.iter_mut() {
+        let f = f.as_object_mut().expect("an event object");
+        assert_eq!(f.remove("session_id"), Some(session_id.clone()));
+        assert!(f.remove("cwd").is_some_and(|c| c.as_str().is_some_and(|c| c.ends_with("/cwd"))), "{f:?}");
+        let seq = f.remove("sequence").and_then(|n| n.as_u64()).expect("sequence");
+        assert!(seq > last, "sequence {seq} after {last}");
+        last = seq;
+    }
     assert_eq!(
         seen,
         json!([
@@ -464,4 +478,126 @@ fn reload_restarts_extensions() {
     assert_eq!(s.code, 0);
     s.has_line("reloaded: stopped 1, loaded 1, ready 1");
     s.has_line("[a] display:two");
+}
+
+#[test]
+fn a_mistyped_ext_path_fails_a_piped_session() {
+    let t = TempDir::new("console-missing-ext");
+    let missing = t.path().join("exts").join("not-there");
+    let mut z = start(&t, std::slice::from_ref(&missing), &[], &[]);
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 1, "{}", z.context());
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(z.stderr_text(), format!("zot: --ext {}: no such file or directory\n", missing.display()));
+}
+
+// ----- lifecycle -------------------------------------------------------------
+
+/// The lifecycle fixture's record: `(kind, event)` per frame, and the
+/// frames themselves.
+fn lifecycle_log(path: &std::path::Path) -> (Vec<(String, String)>, Vec<Value>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let frames: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("fixture log line")).collect();
+    let names = frames
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap_or("").to_string(), f["event"].as_str().unwrap_or("").to_string()))
+        .collect();
+    (names, frames)
+}
+
+#[test]
+fn the_console_hosts_the_session_lifecycle() {
+    let t = TempDir::new("console-lifecycle");
+    let log = t.path().join("lifecycle.log");
+    let lc = write_manifest(
+        &t.path().join("exts"),
+        "lc",
+        json!({"name": "lc", "exec": "python3", "args": [common::fixture("lifecycle.py"), log]}),
+    );
+    let s = run(&t, &[lc], &["first prompt", "/system", "/reload-ext", "second prompt", "/system"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("→ model: first prompt");
+    let (names, frames) = lifecycle_log(&log);
+    let ev = |n: &str| ("event".to_string(), n.to_string());
+    let bas = ("event_intercept".to_string(), "before_agent_start".to_string());
+    let turn = [ev("turn_start"), ev("assistant_message"), ev("turn_end")];
+    let mut want = vec![ev("session_start"), ev("user_prompt_submit"), bas.clone()];
+    want.extend(turn.clone());
+    // The reload stops the extension (no session_end: the session goes
+    // on); the new process sees the chain again at the next prompt.
+    want.extend([ev("user_prompt_submit"), bas]);
+    want.extend(turn);
+    want.push(ev("session_end"));
+    assert_eq!(names, want, "{frames:#?}\n{}", s.out);
+    let submit = frames.iter().find(|f| f["event"] == "user_prompt_submit").expect("user_prompt_submit");
+    assert_eq!(submit["fields"]["text"], "first prompt");
+    assert_eq!(frames.last().expect("frames")["fields"]["reason"], "shutdown");
+    let first = frames.iter().find(|f| f["event"] == "before_agent_start").expect("before_agent_start");
+    assert_eq!(first["fields"]["system_prompt"], "You are a helpful coding assistant.");
+    for key in ["agent_run_id", "cwd", "provider", "model", "session_id"] {
+        assert!(first["fields"].get(key).is_some(), "no {key} in {first}");
+    }
+    // /system shows the prompt after the chain, after each load.
+    let shown = s.lines().iter().filter(|l| **l == "system prompt: You are a helpful coding assistant. +lc").count();
+    assert_eq!(shown, 2, "{}", s.out);
+}
+
+#[test]
+fn a_note_sent_after_a_reply_is_printed_after_it() {
+    // PROTOCOL.md §4's order of output, in the console: 10 commands whose
+    // extension answers and then sends a note and redraws the answer's panel.
+    let t = TempDir::new("console-after");
+    let a = ext(&t, "a", &["--commands", "note_after"]);
+    let script: Vec<String> = (0..10).map(|i| format!("/note_after {i}")).collect();
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    let s = run(&t, &[a], &script, true, &[]);
+    assert_eq!(s.code, 0);
+    let lines = s.lines();
+    for i in 0..10 {
+        let panel = lines.iter().position(|l| l.starts_with(&format!("┌─ T (np{i})"))).unwrap_or_else(|| panic!("no panel {i}:\n{}", s.out));
+        let note = s.index(&format!("[a] after:{i}"));
+        let redraw = lines.iter().position(|l| l.starts_with(&format!("┌─ T2 (np{i})"))).unwrap_or_else(|| panic!("no redraw {i}:\n{}", s.out));
+        assert!(panel < note && note < redraw, "command {i}: reply {panel}, note {note}, redraw {redraw}:\n{}", s.out);
+    }
+}
+
+#[test]
+fn submit_slash_tool_prompt_and_the_marks_of_tools() {
+    // PROTOCOL.md §6.2 and §6.3 in the console.
+    let t = TempDir::new("console-revision");
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "slash,display,tool_prompt", "--intercepts", "tool_call"]);
+    let s = run(&t, &[a], &["/slash display hi", "/tool_prompt x", "/tools", "/tool nope {}", "/tool asks {}"], true, &[]);
+    assert_eq!(s.code, 0);
+    // The submitted slash command runs as if typed, after its line.
+    s.has_line("[a] → run: /display hi");
+    s.has_line("→ running /display hi");
+    s.has_line("[a] display:hi");
+    // tool_prompt: the tool and its result as a pair, then the prompt.
+    let tool = s.index(r#"[a] → tool echo {"q":"x"}"#);
+    let result = s.index(r#"[a] {"tool": "echo", "args": {"q": "x"}, "from": "a"}"#);
+    let prompt = s.index("→ model: now x");
+    assert!(tool < result && result < prompt, "{}", s.out);
+    // /tools marks deferred and interactive tools.
+    assert!(s.lines().iter().any(|l| l.contains("later") && l.contains("(deferred)")), "{}", s.out);
+    assert!(s.lines().iter().any(|l| l.contains("asks") && l.contains("(interactive)")), "{}", s.out);
+    // An unknown tool is said at once, before any interceptor is asked.
+    s.has_line("error: unknown tool \"nope\"");
+    // The console supports interactive tools: the call reaches the extension.
+    assert!(!s.out.contains("interactive extension tools require an interactive host"), "{}", s.out);
+}
+
+#[test]
+fn restarts_and_a_crash_loop_are_one_line_each() {
+    // PROTOCOL.md §7.1 in the console: a line per restart, and the verdict
+    // with where to look.
+    let t = TempDir::new("console-restart");
+    let a = ext(&t, "a", &["--tools", "echo", "--exit-after-ready", "4"]);
+    let mut z = start(&t, &[a], &["--restart", "always", "--hello-timeout", "30"], &[]);
+    let verdict = z.wait_line_within(std::time::Duration::from_secs(90), "the crash-loop verdict", |l| l.contains("crash loop"));
+    assert_eq!(verdict, "[a] gave up after 5 restarts (crash loop); see 'zot ext logs a'");
+    let restarts: Vec<String> = z.seen.iter().filter(|l| l.contains("; restart ")).cloned().collect();
+    assert_eq!(restarts.len(), 5, "{restarts:?}");
+    assert_eq!(restarts[0], "[a] exited (exit code 4); restart 1 in 250 ms");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
 }

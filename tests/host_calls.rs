@@ -170,9 +170,15 @@ fn notes_submit_and_panels_reach_the_host_attributed() {
 #[test]
 fn panel_keys_and_close_reach_the_extension() {
     let t = TempDir::new("calls-panel");
-    let d = py_ext(t.path(), "paneler", "paneler", &["--tools", "events"]);
+    let d = py_ext(t.path(), "paneler", "paneler", &["--tools", "events", "--commands", "panel"]);
     let (host, _ev) = start_host(host_config(t.path(), vec![d]));
     host.wait_ready().unwrap();
+    // Keys go only to an open panel.
+    match host.panel_key("paneler", "p1", "down", None) {
+        Err(HostError::BadRequest(m)) => assert_eq!(m, "extension \"paneler\" has no open panel \"p1\""),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(host.command("panel", "").unwrap().open_panel.map(|p| p.id).as_deref(), Some("p1"));
 
     host.panel_key("paneler", "p1", "down", None).unwrap();
     host.panel_key("paneler", "p1", "rune", Some("q".into())).unwrap();
@@ -193,6 +199,8 @@ fn panel_keys_and_close_reach_the_extension() {
         Err(HostError::BadRequest(m)) => assert!(m.contains("F13"), "{m}"),
         other => panic!("{other:?}"),
     }
+    // Closed by the host: no more keys.
+    assert!(matches!(host.panel_key("paneler", "p1", "up", None), Err(HostError::BadRequest(_))));
 }
 
 #[test]

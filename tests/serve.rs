@@ -530,9 +530,13 @@ fn events_are_delivered_to_subscribers() {
 #[test]
 fn panel_key_and_panel_close() {
     let t = TempDir::new("serve-panel");
-    let a = ext(&t, "a", &["--tools", "events"]);
+    let a = ext(&t, "a", &["--tools", "events", "--commands", "panel"]);
     let mut s = Serve::start(&t, &[a], &[]);
     s.ready_all();
+    // A panel that is not open takes no keys, in serve as in the console.
+    let (code, msg) = s.err(json!({"id": 0, "type": "panel_key", "extension": "a", "panel_id": "p1", "key": "up"}));
+    assert_eq!((code.as_str(), msg.as_str()), ("bad_request", "extension \"a\" has no open panel \"p1\""));
+    s.ok(json!({"id": "open", "type": "command", "name": "panel"}));
     let key = json!({"id": 1, "type": "panel_key", "extension": "a", "panel_id": "p1", "key": "rune", "text": "q"});
     assert_eq!(s.ok(key), json!({}));
     assert_eq!(
@@ -710,6 +714,8 @@ fn bad_requests() {
         assert_eq!(r["ok"], false, "{line} -> {r}");
         assert_eq!(r["error"]["code"], "bad_request", "{line} -> {r}");
         assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{line} -> {r}");
+        // The code says it is a bad request; the message does not say it again.
+        assert!(!r["error"]["message"].as_str().is_some_and(|m| m.starts_with("bad request")), "{line} -> {r}");
     }
     // Not UTF-8 inside a string: not JSON.
     s.z.write(b"{\"id\":\"u\",\"type\":\"ping\",\"x\":\"\xff\"}\n");

@@ -123,8 +123,14 @@ fn read_lines<R: Read>(input: R, tx: &Sender<Ev>) {
     let _ = tx.send(Ev::Eof);
 }
 
-/// `pid (comm)` of the processes in group `pgid`, from `/proc` (empty where
-/// there is no `/proc`).
+/// Some process of group `pgid` has not exited (zombies do not count where
+/// `/proc` tells them apart).
+pub(super) fn group_running(pgid: u32) -> bool {
+    crate::child::group_alive(pgid) && (!Path::new("/proc/self").exists() || !group_members(pgid).is_empty())
+}
+
+/// `pid (comm)` of the live processes in group `pgid`, from `/proc` (empty
+/// where there is no `/proc`).
 pub(super) fn group_members(pgid: u32) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else { return out };
@@ -136,6 +142,11 @@ pub(super) fn group_members(pgid: u32) -> Vec<String> {
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
         let comm = &stat[open + 1..close];
         let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // A zombie has exited; only its reaping is late (an init that does
+        // not reap orphans).
+        if rest.first() == Some(&"Z") {
+            continue;
+        }
         if rest.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
             out.push(format!("{pid} ({})", one_line(comm)));
         }

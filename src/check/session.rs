@@ -5,9 +5,9 @@
 mod calls;
 mod frames;
 
-use super::run::{group_members, spawn, Ev, Group, Sandbox};
+use super::run::{group_members, group_running, spawn, Ev, Group, Sandbox};
 use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
-use crate::child::{group_alive, kill_group, MAX_LINE};
+use crate::child::{kill_group, MAX_LINE};
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
@@ -370,6 +370,17 @@ impl<'a> Session<'a> {
                 }
             }
         }
+        // The exit and the last stdout lines come from different threads:
+        // read what stdout still holds (its end, or a short while if a
+        // leftover process keeps it open).
+        let drain = Instant::now() + Duration::from_millis(500);
+        while self.exited.is_some() && !self.eof && self.rx.is_some() {
+            match self.next(drain) {
+                Step::Frame(f, at) => self.observe(f, at),
+                Step::Malformed => {}
+                Step::Gone | Step::Timeout => break,
+            }
+        }
         let Some((at, status)) = self.exited else { return };
         if self.shutdown_sent {
             timings.shutdown_ms = Some(ms(at - sent));
@@ -419,7 +430,7 @@ impl<'a> Session<'a> {
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(300);
-        while group_alive(self.pgid) {
+        while group_running(self.pgid) {
             if Instant::now() >= deadline {
                 let who = group_members(self.pgid);
                 let who = if who.is_empty() { String::new() } else { format!(": {}", who.join(", ")) };

@@ -563,6 +563,15 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// The message beside [`HostError::code`]: the text without the words the
+    /// code already says (`bad request: `).
+    pub fn message(&self) -> String {
+        match self {
+            HostError::BadRequest(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// The error code of the `zot serve` protocol.
     pub fn code(&self) -> &'static str {
         match self {

@@ -145,14 +145,19 @@ impl Zot {
     }
 
     /// Reads lines until one satisfies `pred`; panics after [`LINE_WAIT`].
-    pub fn wait_line(&mut self, what: &str, mut pred: impl FnMut(&str) -> bool) -> String {
-        let end = Instant::now() + LINE_WAIT;
+    pub fn wait_line(&mut self, what: &str, pred: impl FnMut(&str) -> bool) -> String {
+        self.wait_line_within(LINE_WAIT, what, pred)
+    }
+
+    /// Like [`Zot::wait_line`], waiting up to `limit`.
+    pub fn wait_line_within(&mut self, limit: Duration, what: &str, mut pred: impl FnMut(&str) -> bool) -> String {
+        let end = Instant::now() + limit;
         loop {
             let left = end.saturating_duration_since(Instant::now());
             match self.next_line(left) {
                 Some(l) if pred(&l) => return l,
                 Some(_) => {}
-                None => panic!("no stdout line {what} within {LINE_WAIT:?}\n{}", self.context()),
+                None => panic!("no stdout line {what} within {limit:?}\n{}", self.context()),
             }
         }
     }

@@ -114,6 +114,8 @@ pub(super) struct Ext {
     pub notes: Bucket,
     /// Registrations refused for being over a limit.
     pub refused: u64,
+    /// Ids of its panels that are open: keys and closes go only to those.
+    pub panels: Vec<String>,
     /// Restarts since the count was last reset (PROTOCOL.md §7.1).
     pub restarts: u32,
     /// When it last became ready.
@@ -142,6 +144,7 @@ impl Ext {
             last_frame: Instant::now(),
             notes,
             refused: 0,
+            panels: Vec::new(),
             restarts: 0,
             ready_at: None,
             restart_names: None,

@@ -107,14 +107,30 @@ impl Dispatcher {
         }
         let t = limits.text_bytes;
         let ev = match frame {
-            ExtFrame::Notify { level, message } => HostEvent::Notify { extension, level: cut(level, t), message },
+            ExtFrame::Notify { level, message } => {
+                let level = if NOTIFY_LEVELS.contains(&level.as_str()) {
+                    level
+                } else {
+                    self.exts[slot].log(&format!("notify with unknown level {:?}; shown as info", cut(level, t)));
+                    "info".to_string()
+                };
+                HostEvent::Notify { extension, level, message }
+            }
             ExtFrame::ClearNotes => HostEvent::ClearNotes { extension },
-            ExtFrame::OpenPanel { panel } => HostEvent::OpenPanel { extension, panel: trim_panel(panel, &limits) },
+            ExtFrame::OpenPanel { panel } => {
+                let panel = trim_panel(panel, &limits);
+                self.note_panel(slot, &panel.id);
+                HostEvent::OpenPanel { extension, panel }
+            }
             ExtFrame::PanelRender { panel_id, title, lines, footer } => {
                 let p = trim_panel(Panel { id: panel_id, title, lines, footer }, &limits);
                 HostEvent::PanelRender { extension, panel_id: p.id, title: p.title, lines: p.lines, footer: p.footer }
             }
-            ExtFrame::PanelClose { panel_id } => HostEvent::PanelClose { extension, panel_id: cut(panel_id, t) },
+            ExtFrame::PanelClose { panel_id } => {
+                let panel_id = cut(panel_id, t);
+                self.exts[slot].panels.retain(|p| *p != panel_id);
+                HostEvent::PanelClose { extension, panel_id }
+            }
             ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
             ExtFrame::SubmitSlash { text } => {
                 let text = text.trim().to_string();
@@ -203,6 +219,13 @@ impl Dispatcher {
         }
         let msgs = self.registry.claim_tool(&name, slot);
         self.log_claims(msgs);
+    }
+
+    fn note_panel(&mut self, slot: usize, id: &str) {
+        let panels = &mut self.exts[slot].panels;
+        if !panels.iter().any(|p| p == id) {
+            panels.push(id.to_string());
+        }
     }
 
     /// Activates the extension's deferred tools named in a result (unknown
@@ -295,7 +318,17 @@ impl Dispatcher {
     pub(super) fn on_command_response(&mut self, slot: usize, r: CommandResponse) {
         let Some(call) = self.take_call(slot, &r.id, "command_response") else { return };
         if let CallKind::Command { done, .. } = call.kind {
-            let action = if r.action.is_empty() { "noop".to_string() } else { r.action };
+            let mut action = if r.action.is_empty() { "noop".to_string() } else { r.action };
+            let mut error = r.error.filter(|e| !e.is_empty());
+            if !COMMAND_ACTIONS.contains(&action.as_str()) {
+                self.exts[slot].log(&format!("command_response with unknown action {action:?}"));
+                error.get_or_insert_with(|| format!("extension answered with unknown action {action:?}"));
+                action = "noop".into();
+            }
+            if let Some(p) = &r.open_panel {
+                let id = cut(p.id.clone(), self.cfg.limits.text_bytes);
+                self.note_panel(slot, &id);
+            }
             let reply = CommandReply {
                 extension: self.exts[slot].name().to_string(),
                 action,
@@ -305,7 +338,7 @@ impl Dispatcher {
                 open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
                 tool_name: r.tool_name,
                 tool_args: r.tool_args,
-                error: r.error.filter(|e| !e.is_empty()),
+                error,
             };
             respond(done, Ok(Response::Command(reply)));
         }

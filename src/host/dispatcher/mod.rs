@@ -43,6 +43,12 @@ pub const INTERCEPTABLE: [&str; 4] = ["tool_call", "turn_start", "assistant_mess
 /// The longest `system_prompt` an interceptor may set, encoded.
 pub const MAX_SYSTEM_PROMPT: usize = 1024 * 1024;
 
+/// The levels of a `notify`; another is shown as `info` (and logged).
+pub const NOTIFY_LEVELS: [&str; 4] = ["info", "success", "warn", "error"];
+
+/// The actions of a `command_response`; another answers with an error.
+pub const COMMAND_ACTIONS: [&str; 6] = ["prompt", "insert", "display", "open_panel", "noop", "tool_prompt"];
+
 /// What the host tells extensions it supports, in `hello_ack`.
 pub const HOST_CAPABILITIES: [&str; 1] = ["call_tool"];
 
@@ -805,10 +811,18 @@ impl Dispatcher {
                     let msg = format!("unknown key {key:?} (expected one of {})", PANEL_KEYS.join(", "));
                     return respond(done, Err(HostError::BadRequest(msg)));
                 }
+                if let Err(e) = self.open_panel_of(&extension, &panel_id) {
+                    return respond(done, Err(e));
+                }
                 let frame = HostFrame::PanelKey { panel_id, key, text };
                 respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
             }
             Request::PanelClose { extension, panel_id } => {
+                let slot = match self.open_panel_of(&extension, &panel_id) {
+                    Ok(slot) => slot,
+                    Err(e) => return respond(done, Err(e)),
+                };
+                self.exts[slot].panels.retain(|p| *p != panel_id);
                 let frame = HostFrame::PanelClose { panel_id };
                 respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
             }
@@ -836,6 +850,15 @@ impl Dispatcher {
                 self.begin_stop_all(true);
             }
         }
+    }
+
+    /// The slot of extension `name` when its panel `panel_id` is open.
+    fn open_panel_of(&self, name: &str, panel_id: &str) -> Result<usize, HostError> {
+        let slot = self.exts.iter().position(|e| e.name() == name).ok_or_else(|| HostError::UnknownExtension(name.to_string()))?;
+        if !self.exts[slot].panels.iter().any(|p| p == panel_id) {
+            return Err(HostError::BadRequest(format!("extension {name:?} has no open panel {panel_id:?}")));
+        }
+        Ok(slot)
     }
 
     fn send_to_named(&self, name: &str, frame: &HostFrame) -> Result<(), HostError> {

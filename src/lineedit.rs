@@ -1,0 +1,596 @@
+//! A small line editor for the interactive console, on std and libc only.
+//!
+//! The terminal is put in raw mode (no echo, no line buffering, no signals
+//! from keys; output processing stays on, so `\n` still starts a new line)
+//! for the whole session and restored on every way out: [`RawMode`]'s
+//! drop, a panic (a hook), and [`restore_terminal`] for the termination
+//! signal path, which exits without running destructors.
+//!
+//! Keys: left/right (Ctrl-B/Ctrl-F), Home/End (Ctrl-A/Ctrl-E), Backspace,
+//! Delete, Ctrl-K (kill to the end), Ctrl-U (kill to the start), Ctrl-W
+//! (delete the word before the cursor), up/down through the history, Tab
+//! completion, Enter. Ctrl-C clears the line; on an empty line it says how
+//! to leave, and a second Ctrl-C in a row ends the session; Ctrl-D on an
+//! empty line ends it too (deletes under the cursor otherwise).
+//!
+//! All output goes through one [`Screen`]: text printed while a prompt is
+//! showing is written above it, and the prompt and the half-typed line are
+//! drawn again below. Keys are read by a thread of their own, so that the
+//! console can watch for Ctrl-C while a call is in flight
+//! ([`Editor::wait`]); other keys typed meanwhile are kept for the next
+//! prompt. Lines are assumed to fit the terminal's width.
+
+use crossbeam_channel::{select, unbounded, Receiver};
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Once};
+
+/// The most history entries kept, in memory and in the file.
+pub const HISTORY_MAX: usize = 1000;
+
+static SAVED: Mutex<Option<(i32, libc::termios)>> = Mutex::new(None);
+
+/// Puts the terminal back as it was before [`RawMode::enter`], if it was
+/// changed. Safe to call from any thread, any number of times.
+pub fn restore_terminal() {
+    let saved = match SAVED.lock() {
+        Ok(mut s) => s.take(),
+        Err(p) => p.into_inner().take(),
+    };
+    if let Some((fd, t)) = saved {
+        // SAFETY: `t` is the state tcgetattr gave for this descriptor.
+        unsafe {
+            libc::tcsetattr(fd, libc::TCSAFLUSH, &t);
+        }
+    }
+}
+
+/// The terminal on `fd` in raw mode until dropped.
+pub struct RawMode(());
+
+impl RawMode {
+    pub fn enter(fd: i32) -> io::Result<RawMode> {
+        // SAFETY: tcgetattr fills the zeroed struct for a valid descriptor.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Ok(mut s) = SAVED.lock() {
+            *s = Some((fd, t));
+        }
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore_terminal();
+                previous(info);
+            }));
+        });
+        let mut raw = t;
+        raw.c_iflag &= !(libc::ICRNL | libc::IXON | libc::BRKINT | libc::INPCK | libc::ISTRIP);
+        raw.c_lflag &= !(libc::ECHO | libc::ICANON | libc::ISIG | libc::IEXTEN);
+        raw.c_cc[libc::VMIN] = 1;
+        raw.c_cc[libc::VTIME] = 0;
+        // SAFETY: setting a termios derived from the current one.
+        if unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &raw) } != 0 {
+            let e = io::Error::last_os_error();
+            restore_terminal();
+            return Err(e);
+        }
+        Ok(RawMode(()))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+#[derive(Default)]
+struct Line {
+    /// A prompt is showing and keys edit `buf`.
+    active: bool,
+    prompt: String,
+    buf: Vec<char>,
+    cursor: usize,
+}
+
+/// Everything the console writes to stdout, so that output and the line
+/// being edited never garble each other.
+pub struct Screen {
+    line: Mutex<Line>,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Screen::new()
+    }
+}
+
+impl Screen {
+    pub fn new() -> Screen {
+        Screen { line: Mutex::new(Line::default()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Line> {
+        self.line.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Prints `text` and a newline; above the prompt when one is showing.
+    pub fn print(&self, text: &str) {
+        let line = self.lock();
+        let mut out = io::stdout().lock();
+        if line.active {
+            let _ = write!(out, "\r\x1b[K{text}\n");
+            draw(&mut out, &line);
+        } else {
+            let _ = writeln!(out, "{text}");
+        }
+        let _ = out.flush();
+    }
+
+    fn edit(&self, f: impl FnOnce(&mut Line)) {
+        let mut line = self.lock();
+        f(&mut line);
+        let mut out = io::stdout().lock();
+        draw(&mut out, &line);
+        let _ = out.flush();
+    }
+
+    /// Writes `s` as it is, then the prompt again if one is showing.
+    fn raw(&self, s: &str) {
+        let line = self.lock();
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(s.as_bytes());
+        if line.active {
+            draw(&mut out, &line);
+        }
+        let _ = out.flush();
+    }
+}
+
+fn draw(out: &mut impl Write, line: &Line) {
+    let text: String = line.buf.iter().collect();
+    let _ = write!(out, "\r{}{text}\x1b[K", line.prompt);
+    let back = line.buf.len() - line.cursor;
+    if back > 0 {
+        let _ = write!(out, "\x1b[{back}D");
+    }
+}
+
+/// The history: its entries and where they are kept.
+struct History {
+    entries: Vec<String>,
+    file: Option<PathBuf>,
+}
+
+impl History {
+    fn load(file: Option<PathBuf>) -> History {
+        let text = file.as_ref().and_then(|f| fs::read_to_string(f).ok()).unwrap_or_default();
+        let mut entries: Vec<String> = text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
+        if entries.len() > HISTORY_MAX {
+            entries.drain(..entries.len() - HISTORY_MAX);
+            if let Some(f) = &file {
+                let tmp = f.with_extension("tmp");
+                let body: String = entries.iter().map(|e| format!("{e}\n")).collect();
+                if fs::write(&tmp, body).is_ok() {
+                    let _ = fs::rename(&tmp, f);
+                }
+            }
+        }
+        History { entries, file }
+    }
+
+    fn add(&mut self, entry: &str) {
+        if entry.is_empty() || self.entries.last().is_some_and(|l| l == entry) {
+            return;
+        }
+        self.entries.push(entry.to_string());
+        if self.entries.len() > HISTORY_MAX {
+            self.entries.remove(0);
+        }
+        if let Some(f) = &self.file {
+            if let Some(dir) = f.parent() {
+                let _ = fs::create_dir_all(dir);
+            }
+            let file = fs::OpenOptions::new().create(true).append(true).open(f);
+            if let Ok(mut file) = file {
+                let _ = writeln!(file, "{entry}");
+            }
+        }
+    }
+}
+
+/// One key, decoded.
+#[derive(Debug, Clone, PartialEq)]
+enum Key {
+    Char(char),
+    Enter,
+    Backspace,
+    Delete,
+    Left,
+    Right,
+    Home,
+    End,
+    Up,
+    Down,
+    Tab,
+    Ctrl(u8),
+    /// An escape sequence or byte this editor does not use.
+    Other,
+}
+
+/// What [`Editor::read_line`] gives.
+#[derive(Debug, PartialEq)]
+pub enum Read {
+    Line(String),
+    /// Ctrl-D on an empty line, a second Ctrl-C, or the end of input.
+    End,
+}
+
+/// Offers the completions of the word that ends `before_cursor`.
+pub type Completer<'a> = &'a dyn Fn(&str) -> Vec<String>;
+
+/// The line editor over stdin.
+pub struct Editor {
+    screen: Arc<Screen>,
+    bytes: Receiver<Vec<u8>>,
+    pending: VecDeque<u8>,
+    closed: bool,
+    history: History,
+}
+
+impl Editor {
+    /// Starts the key-reading thread on stdin. `history` is the file the
+    /// history is kept in (none: in memory only).
+    pub fn new(screen: Arc<Screen>, history: Option<PathBuf>) -> io::Result<Editor> {
+        let (tx, rx) = unbounded();
+        std::thread::Builder::new().name("zot-keys".into()).spawn(move || {
+            let mut buf = [0u8; 256];
+            loop {
+                // SAFETY: reading into a local buffer of its own length.
+                let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if n <= 0 || tx.send(buf[..n as usize].to_vec()).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(Editor { screen, bytes: rx, pending: VecDeque::new(), closed: false, history: History::load(history) })
+    }
+
+    /// The screen this editor draws on.
+    pub fn screen(&self) -> Arc<Screen> {
+        self.screen.clone()
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some(b);
+            }
+            if self.closed {
+                return None;
+            }
+            match self.bytes.recv() {
+                Ok(chunk) => self.pending.extend(chunk),
+                Err(_) => self.closed = true,
+            }
+        }
+    }
+
+    fn key(&mut self) -> Option<Key> {
+        let b = self.byte()?;
+        Some(match b {
+            b'\r' | b'\n' => Key::Enter,
+            0x7f | 0x08 => Key::Backspace,
+            b'\t' => Key::Tab,
+            0x1b => self.escape(),
+            1..=0x1f => Key::Ctrl(b + b'@'),
+            0x20..=0x7e => Key::Char(b as char),
+            _ => self.utf8(b),
+        })
+    }
+
+    fn utf8(&mut self, first: u8) -> Key {
+        let len = match first {
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => return Key::Other,
+        };
+        let mut v = vec![first];
+        for _ in 1..len {
+            match self.byte() {
+                Some(b) if b & 0xc0 == 0x80 => v.push(b),
+                Some(b) => {
+                    self.pending.push_front(b);
+                    return Key::Other;
+                }
+                None => return Key::Other,
+            }
+        }
+        match std::str::from_utf8(&v).ok().and_then(|s| s.chars().next()) {
+            Some(c) if !c.is_control() => Key::Char(c),
+            _ => Key::Other,
+        }
+    }
+
+    /// After ESC: `[` or `O`, parameters, a final byte.
+    fn escape(&mut self) -> Key {
+        let Some(intro) = self.byte() else { return Key::Other };
+        if intro != b'[' && intro != b'O' {
+            self.pending.push_front(intro);
+            return Key::Other;
+        }
+        let mut params = Vec::new();
+        loop {
+            let Some(b) = self.byte() else { return Key::Other };
+            if (0x40..=0x7e).contains(&b) {
+                return match (b, params.as_slice()) {
+                    (b'A', _) => Key::Up,
+                    (b'B', _) => Key::Down,
+                    (b'C', _) => Key::Right,
+                    (b'D', _) => Key::Left,
+                    (b'H', _) => Key::Home,
+                    (b'F', _) => Key::End,
+                    (b'~', b"1") | (b'~', b"7") => Key::Home,
+                    (b'~', b"4") | (b'~', b"8") => Key::End,
+                    (b'~', b"3") => Key::Delete,
+                    _ => Key::Other,
+                };
+            }
+            if params.len() > 16 {
+                return Key::Other;
+            }
+            params.push(b);
+        }
+    }
+
+    /// Waits for `rx`, meanwhile calling `on_interrupt` at each Ctrl-C;
+    /// other keys are kept for the next prompt.
+    pub fn wait<T>(&mut self, rx: &Receiver<T>, mut on_interrupt: impl FnMut()) -> Option<T> {
+        let typed_ahead = self.pending.len();
+        self.pending.retain(|b| *b != 0x03);
+        for _ in self.pending.len()..typed_ahead {
+            self.screen.raw("^C\n");
+            on_interrupt();
+        }
+        loop {
+            if self.closed {
+                return rx.recv().ok();
+            }
+            select! {
+                recv(rx) -> r => return r.ok(),
+                recv(self.bytes) -> chunk => match chunk {
+                    Ok(chunk) => {
+                        for b in chunk {
+                            if b == 0x03 {
+                                self.screen.raw("^C\n");
+                                on_interrupt();
+                            } else {
+                                self.pending.push_back(b);
+                            }
+                        }
+                    }
+                    Err(_) => self.closed = true,
+                },
+            }
+        }
+    }
+
+    /// Shows `prompt` and edits a line until Enter.
+    pub fn read_line(&mut self, prompt: &str, complete: Completer<'_>) -> Read {
+        self.screen.edit(|l| {
+            *l = Line { active: true, prompt: prompt.to_string(), buf: Vec::new(), cursor: 0 };
+        });
+        let mut recall = self.history.entries.len();
+        let mut draft: Vec<char> = Vec::new();
+        let mut interrupted = false;
+        loop {
+            let Some(key) = self.key() else {
+                self.finish("\n");
+                return Read::End;
+            };
+            if key != Key::Ctrl(b'C') {
+                interrupted = false;
+            }
+            match key {
+                Key::Enter => {
+                    let text: String = self.screen.lock().buf.iter().collect();
+                    self.finish("\n");
+                    self.history.add(text.trim());
+                    return Read::Line(text);
+                }
+                Key::Ctrl(b'C') => {
+                    let empty = self.screen.lock().buf.is_empty();
+                    if empty && interrupted {
+                        self.finish("^C\n");
+                        return Read::End;
+                    }
+                    interrupted = empty;
+                    recall = self.history.entries.len();
+                    self.screen.edit(|l| l.cursor = l.buf.len());
+                    self.screen.raw("^C\n");
+                    self.screen.edit(|l| {
+                        l.buf.clear();
+                        l.cursor = 0;
+                    });
+                    if empty {
+                        self.screen.print("(Ctrl-C again or Ctrl-D to leave)");
+                    }
+                }
+                Key::Ctrl(b'D') => {
+                    if self.screen.lock().buf.is_empty() {
+                        self.finish("\n");
+                        return Read::End;
+                    }
+                    self.screen.edit(delete);
+                }
+                Key::Char(c) => self.screen.edit(|l| {
+                    l.buf.insert(l.cursor, c);
+                    l.cursor += 1;
+                }),
+                Key::Backspace => self.screen.edit(|l| {
+                    if l.cursor > 0 {
+                        l.cursor -= 1;
+                        l.buf.remove(l.cursor);
+                    }
+                }),
+                Key::Delete => self.screen.edit(delete),
+                Key::Left | Key::Ctrl(b'B') => self.screen.edit(|l| l.cursor = l.cursor.saturating_sub(1)),
+                Key::Right | Key::Ctrl(b'F') => self.screen.edit(|l| l.cursor = (l.cursor + 1).min(l.buf.len())),
+                Key::Home | Key::Ctrl(b'A') => self.screen.edit(|l| l.cursor = 0),
+                Key::End | Key::Ctrl(b'E') => self.screen.edit(|l| l.cursor = l.buf.len()),
+                Key::Ctrl(b'K') => self.screen.edit(|l| l.buf.truncate(l.cursor)),
+                Key::Ctrl(b'U') => self.screen.edit(|l| {
+                    l.buf.drain(..l.cursor);
+                    l.cursor = 0;
+                }),
+                Key::Ctrl(b'W') => self.screen.edit(|l| {
+                    let mut start = l.cursor;
+                    while start > 0 && l.buf[start - 1] == ' ' {
+                        start -= 1;
+                    }
+                    while start > 0 && l.buf[start - 1] != ' ' {
+                        start -= 1;
+                    }
+                    l.buf.drain(start..l.cursor);
+                    l.cursor = start;
+                }),
+                Key::Up | Key::Down => {
+                    let n = self.history.entries.len();
+                    let to = match key {
+                        Key::Up => recall.checked_sub(1),
+                        _ => (recall < n).then_some(recall + 1),
+                    };
+                    let Some(to) = to else { continue };
+                    if recall == n {
+                        draft = self.screen.lock().buf.clone();
+                    }
+                    recall = to;
+                    let text: Vec<char> = match self.history.entries.get(to) {
+                        Some(e) => e.chars().collect(),
+                        None => draft.clone(),
+                    };
+                    self.screen.edit(|l| {
+                        l.cursor = text.len();
+                        l.buf = text;
+                    });
+                }
+                Key::Tab => self.complete(complete),
+                Key::Ctrl(_) | Key::Other => {}
+            }
+        }
+    }
+
+    /// Ends the prompt: writes `tail` after the line, nothing is redrawn.
+    fn finish(&self, tail: &str) {
+        let mut line = self.screen.lock();
+        line.active = false;
+        let mut out = io::stdout().lock();
+        let end = line.buf.len() - line.cursor;
+        if end > 0 {
+            let _ = write!(out, "\x1b[{end}C");
+        }
+        let _ = out.write_all(tail.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn complete(&mut self, complete: Completer<'_>) {
+        let (before, start) = {
+            let l = self.screen.lock();
+            let before: String = l.buf[..l.cursor].iter().collect();
+            let start = l.buf[..l.cursor].iter().rposition(|c| *c == ' ').map_or(0, |i| i + 1);
+            (before, start)
+        };
+        let word: String = before.chars().skip(start).collect();
+        let mut found: Vec<String> = complete(&before).into_iter().filter(|c| c.starts_with(&word)).collect();
+        found.sort();
+        found.dedup();
+        let Some(first) = found.first() else { return };
+        let common: String = found.iter().skip(1).fold(first.clone(), |acc, c| {
+            acc.chars().zip(c.chars()).take_while(|(a, b)| a == b).map(|(a, _)| a).collect()
+        });
+        let mut insert: Vec<char> = common.chars().skip(word.chars().count()).collect();
+        if found.len() == 1 {
+            insert.push(' ');
+        } else if insert.is_empty() {
+            self.screen.print(&found.join("  "));
+            return;
+        }
+        self.screen.edit(|l| {
+            for c in insert {
+                l.buf.insert(l.cursor, c);
+                l.cursor += 1;
+            }
+        });
+    }
+}
+
+fn delete(l: &mut Line) {
+    if l.cursor < l.buf.len() {
+        l.buf.remove(l.cursor);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lflag(fd: i32) -> libc::tcflag_t {
+        // SAFETY: tcgetattr fills the zeroed struct.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0);
+        t.c_lflag
+    }
+
+    #[test]
+    fn a_panic_restores_the_terminal() {
+        let (mut m, mut s) = (0, 0);
+        // SAFETY: openpty fills two descriptors, closed at the end.
+        let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(r, 0);
+        assert_ne!(lflag(s) & libc::ECHO, 0);
+        let panicked = std::panic::catch_unwind(|| {
+            let raw = RawMode::enter(s).expect("raw mode");
+            assert_eq!(lflag(s) & (libc::ECHO | libc::ICANON), 0);
+            // Only the panic hook is left to restore it.
+            std::mem::forget(raw);
+            panic!("on purpose");
+        });
+        assert!(panicked.is_err());
+        assert_ne!(lflag(s) & libc::ECHO, 0, "echo left off after a panic");
+        assert_ne!(lflag(s) & libc::ICANON, 0, "canonical mode left off after a panic");
+        // SAFETY: closing the descriptors opened above.
+        unsafe {
+            libc::close(m);
+            libc::close(s);
+        }
+    }
+
+    #[test]
+    fn history_is_bounded_on_load_and_skips_repeats() {
+        let dir = std::env::temp_dir().join(format!("zot-history-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("history");
+        let body: String = (0..HISTORY_MAX + 50).map(|i| format!("line {i}\n")).collect();
+        fs::write(&file, body).expect("write");
+        let mut h = History::load(Some(file.clone()));
+        assert_eq!(h.entries.len(), HISTORY_MAX);
+        assert_eq!(h.entries[0], "line 50");
+        h.add("again");
+        h.add("again");
+        assert_eq!(h.entries.len(), HISTORY_MAX);
+        let text = fs::read_to_string(&file).expect("read");
+        assert_eq!(text.lines().count(), HISTORY_MAX + 1);
+        assert_eq!(text.lines().last(), Some("again"));
+        assert_eq!(History::load(Some(file)).entries.len(), HISTORY_MAX);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,275 @@
+//! The interactive session on a pseudo-terminal (`openpty`): the line
+//! editor's keys, the history in `$ZOT_HOME/history`, Tab completion, a
+//! note arriving while a line is half typed, Ctrl-C cancelling a tool call
+//! in flight, the ways out (two Ctrl-C, Ctrl-D), and the terminal mode
+//! restored afterwards. The test types bytes into the master side and reads
+//! the screen bytes back.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::TempDir;
+use crossbeam_channel::{unbounded, Receiver};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use zot_proc::{session_args, BIN, LINE_WAIT};
+
+struct Term {
+    master: File,
+    /// Kept open so the terminal outlives zot and its mode can be read.
+    slave: OwnedFd,
+    screen: Arc<Mutex<Vec<u8>>>,
+    more: Receiver<()>,
+    child: Child,
+    home: PathBuf,
+}
+
+impl Term {
+    fn spawn(t: &TempDir, exts: &[PathBuf]) -> Term {
+        let (mut m, mut s) = (0, 0);
+        let size = libc::winsize { ws_row: 24, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: openpty fills two descriptors.
+        let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &size) };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: fresh descriptors, owned from here on.
+        let (master, slave) = unsafe { (File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+        // SAFETY: marking the master close-on-exec, so only the test holds it.
+        unsafe { libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC) };
+        let home = t.path().join("zot-home");
+        let args = session_args(t.path(), None, exts, &["--tool-timeout", "60"]);
+        let child = Command::new(BIN)
+            .args(&args)
+            .env("ZOT_HOME", &home)
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .env_remove("XDG_STATE_HOME")
+            .current_dir(t.path())
+            .stdin(Stdio::from(slave.try_clone().expect("dup")))
+            .stdout(Stdio::from(slave.try_clone().expect("dup")))
+            .stderr(Stdio::from(File::create(t.path().join("stderr")).expect("stderr file")))
+            .spawn()
+            .expect("spawn zot");
+        let screen: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (tx, more) = unbounded();
+        {
+            let screen = screen.clone();
+            let mut reader = master.try_clone().expect("dup master");
+            std::thread::spawn(move || {
+                let mut b = [0u8; 4096];
+                while let Ok(n) = reader.read(&mut b) {
+                    if n == 0 {
+                        return;
+                    }
+                    screen.lock().unwrap().extend_from_slice(&b[..n]);
+                    let _ = tx.send(());
+                }
+            });
+        }
+        Term { master, slave, screen, more, child, home }
+    }
+
+    fn typed(&mut self, bytes: &str) {
+        self.master.write_all(bytes.as_bytes()).expect("type");
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `needle` is on screen at or after byte `from`; returns
+    /// the offset just past it.
+    fn wait_for(&self, needle: &str, from: usize) -> usize {
+        let deadline = Instant::now() + LINE_WAIT;
+        loop {
+            let text = self.text();
+            if let Some(i) = text.get(from..).and_then(|s| s.find(needle)) {
+                return from + i + needle.len();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let stderr = std::fs::read_to_string(self.home.parent().unwrap().join("stderr")).unwrap_or_default();
+                panic!("no {needle:?} after byte {from} on screen:\n{text:?}\nstderr:\n{stderr}");
+            }
+            let _ = self.more.recv_timeout(left);
+        }
+    }
+
+    fn exit_code(&mut self) -> i32 {
+        let deadline = Instant::now() + LINE_WAIT;
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "zot did not exit:\n{:?}", self.text());
+            let _ = self.more.recv_timeout(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Echo and canonical mode are on again.
+    fn assert_cooked(&self) {
+        // SAFETY: tcgetattr fills the zeroed struct.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut t) }, 0);
+        assert_ne!(t.c_lflag & libc::ECHO, 0, "echo left off");
+        assert_ne!(t.c_lflag & libc::ICANON, 0, "canonical mode left off");
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tty_ext(t: &TempDir) -> PathBuf {
+    common::write_manifest(
+        &t.path().join("exts"),
+        "tty",
+        serde_json::json!({"name": "tty", "exec": "python3", "args": [common::fixture("tty_ext.py")]}),
+    )
+}
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+const LEFT: &str = "\x1b[D";
+const RIGHT: &str = "\x1b[C";
+const UP: &str = "\x1b[A";
+
+#[test]
+fn editing_keys_history_and_completion() {
+    let t = TempDir::new("tty-edit");
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let mut at = z.wait_for("zot> ", 0);
+    // Ctrl-A, right four times, insert: "/dislay" becomes "/display".
+    z.typed(&format!("/dislay hi\x01{}p\x05\r", RIGHT.repeat(4)));
+    at = z.wait_for("[tty] shown:hi\r\n", at);
+    // Ctrl-U kills the whole line.
+    z.typed("garbage\x15/display u\r");
+    at = z.wait_for("[tty] shown:u\r\n", at);
+    // Ctrl-K kills to the end; Ctrl-W the word before the cursor.
+    z.typed(&format!("/display kXYZ{}\x0b\r", LEFT.repeat(3)));
+    at = z.wait_for("[tty] shown:k\r\n", at);
+    z.typed("/display a bbb\x17w\r");
+    at = z.wait_for("[tty] shown:a w\r\n", at);
+    // Backspace, and Delete under the cursor.
+    z.typed("/display bx\x7f\r");
+    at = z.wait_for("[tty] shown:b\r\n", at);
+    z.typed(&format!("/display dX{LEFT}\x1b[3~\r"));
+    at = z.wait_for("[tty] shown:d\r\n", at);
+    // Up twice: the entry before the last one.
+    z.typed(&format!("{UP}{UP}\r"));
+    at = z.wait_for("[tty] shown:b\r\n", at);
+    // Tab completes a command, and a tool name after /tool.
+    z.typed("/disp\t");
+    at = z.wait_for("/display ", at);
+    z.typed("tab\r");
+    at = z.wait_for("[tty] shown:tab\r\n", at);
+    z.typed("/tool ha\t");
+    at = z.wait_for("/tool hang ", at);
+    // Ctrl-C clears a typed line: it does not run.
+    z.typed("\x15/display never\x03/display ok\r");
+    at = z.wait_for("[tty] shown:ok\r\n", at);
+    assert!(!z.text().contains("shown:never"), "{:?}", z.text());
+    // Ctrl-D on an empty line prints a newline and ends the session.
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
+    let tail = &z.text()[at..];
+    assert!(tail.ends_with("zot> \x1b[K\r\n"), "{tail:?}");
+    z.assert_cooked();
+    let history = std::fs::read_to_string(z.home.join("history")).expect("history file");
+    let lines: Vec<&str> = history.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "/display hi",
+            "/display u",
+            "/display k",
+            "/display a w",
+            "/display b",
+            "/display d",
+            "/display b",
+            "/display tab",
+            "/display ok"
+        ]
+    );
+
+    // A new session recalls the last entry from the file.
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let at = z.wait_for("zot> ", 0);
+    z.typed(&format!("{UP}\r"));
+    z.wait_for("[tty] shown:ok\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0);
+}
+
+#[test]
+fn notes_print_above_the_line_and_ctrl_c_cancels_a_call() {
+    let t = TempDir::new("tty-notes");
+    let fifo = t.path().join("tick");
+    mkfifo(&fifo);
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let mut at = z.wait_for("zot> ", 0);
+    z.typed(&format!("/arm {}\r", fifo.display()));
+    at = z.wait_for("[tty] armed\r\n", at);
+    at = z.wait_for("zot> ", at);
+    // Half a line typed, then a note arrives from the extension.
+    z.typed("/display mid");
+    at = z.wait_for("/display mid", at);
+    std::fs::write(&fifo, "x").expect("write the fifo");
+    at = z.wait_for("[tty] tick\r\n", at);
+    // Printed on a cleared line above, then the prompt and the partial
+    // line drawn again.
+    let screen = z.text();
+    let note = screen[..at].rfind("[tty] tick").unwrap_or(0);
+    assert!(screen[..note].ends_with("\r\x1b[K"), "{:?}", &screen[note.saturating_sub(40)..at]);
+    at = z.wait_for("zot> /display mid", at);
+    z.typed(" done\r");
+    at = z.wait_for("[tty] shown:mid done\r\n", at);
+
+    // Ctrl-C while a tool call is in flight cancels it; the session goes on.
+    z.typed("/tool hang {}\r\x03");
+    at = z.wait_for("was cancelled by the caller", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("/display still here\r");
+    at = z.wait_for("[tty] shown:still here\r\n", at);
+
+    // A command cannot be cancelled: Ctrl-C says so, and two of them do not
+    // end the session once it is answered (here: its timeout).
+    z.typed("/stall\r\x03\x03");
+    at = z.wait_for("(this cannot be cancelled; waiting for its answer or its timeout)", at);
+    at = z.wait_for("(this cannot be cancelled; waiting for its answer or its timeout)", at);
+    at = z.wait_for("did not answer", at);
+    z.typed("/display alive\r");
+    at = z.wait_for("[tty] shown:alive\r\n", at);
+
+    // On an empty line, one Ctrl-C says how to leave; the second leaves.
+    z.typed("\x03");
+    z.wait_for("(Ctrl-C again or Ctrl-D to leave)", at);
+    z.typed("\x03");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
+    z.assert_cooked();
+}
+
+#[test]
+fn a_termination_signal_restores_the_terminal() {
+    let t = TempDir::new("tty-signal");
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let at = z.wait_for("zot> ", 0);
+    z.typed("/display half");
+    z.wait_for("/display half", at);
+    // SAFETY: signalling the child zot started by this test.
+    unsafe { libc::kill(z.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(z.exit_code(), 143);
+    z.assert_cooked();
+}

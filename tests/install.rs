@@ -1,0 +1,206 @@
+//! `make install` and `make uninstall` into a temporary `DESTDIR` with the
+//! debug binary, the man page and completion scripts they write (checked
+//! against the flag table the parser uses), and the total line `make test`
+//! prints.
+
+mod common;
+
+use common::TempDir;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zot");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+const FILES: [&str; 5] = [
+    "usr/bin/zot",
+    "usr/share/man/man1/zot.1",
+    "usr/share/bash-completion/completions/zot",
+    "usr/share/zsh/site-functions/_zot",
+    "usr/share/fish/vendor_completions.d/zot.fish",
+];
+
+fn make(dest: &Path, target: &str) {
+    let out = Command::new("make")
+        .args(["-s", "-C", ROOT, target])
+        .arg(format!("DESTDIR={}", dest.display()))
+        .args(["PREFIX=/usr", "INSTALL_DEPS="])
+        .arg(format!("ZOT_BIN={BIN}"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run make");
+    assert!(out.status.success(), "make {target}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn zot(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().expect("run zot");
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn make_install_and_uninstall_into_destdir() {
+    let t = TempDir::new("install");
+    make(t.path(), "install");
+    for f in FILES {
+        let p = t.path().join(f);
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{f} missing or empty");
+    }
+    let read = |f: &str| std::fs::read_to_string(t.path().join(f)).expect("read");
+    assert_eq!(read(FILES[1]), zot(&["man"]));
+    assert_eq!(read(FILES[2]), zot(&["completions", "bash"]));
+    assert_eq!(read(FILES[3]), zot(&["completions", "zsh"]));
+    assert_eq!(read(FILES[4]), zot(&["completions", "fish"]));
+    let status = Command::new("bash").arg("-n").arg(t.path().join(FILES[2])).status().expect("bash -n");
+    assert!(status.success(), "bash -n refuses the bash completion");
+    let installed = Command::new(t.path().join(FILES[0])).arg("--version").output().expect("run installed zot");
+    assert_eq!(String::from_utf8_lossy(&installed.stdout), format!("zot {}\n", env!("CARGO_PKG_VERSION")));
+
+    make(t.path(), "uninstall");
+    for f in FILES {
+        assert!(!t.path().join(f).exists(), "{f} left after uninstall");
+    }
+}
+
+#[test]
+fn man_page_and_completions_know_every_option() {
+    let man = zot(&["man"]);
+    assert!(man.starts_with(".\\\""), "{man}");
+    assert!(man.contains(".TH ZOT 1"));
+    let bash = zot(&["completions", "bash"]);
+    let zsh = zot(&["completions", "zsh"]);
+    let fish = zot(&["completions", "fish"]);
+    assert!(zsh.starts_with("#compdef zot\n"));
+    for f in zot::cli::SESSION_FLAGS {
+        let roff = format!("\\fB\\-\\-{}\\fR", f.long.replace('-', "\\-"));
+        assert!(man.contains(&roff), "man page lacks --{}", f.long);
+        assert!(bash.contains(&format!("--{}", f.long)), "bash lacks --{}", f.long);
+        assert!(zsh.contains(&format!("--{}", f.long)), "zsh lacks --{}", f.long);
+        assert!(fish.contains(&format!("-l {}", f.long)), "fish lacks --{}", f.long);
+    }
+    for c in zot::cli::COMMANDS.iter().filter(|c| !c.hidden && !c.name.is_empty()) {
+        assert!(man.contains(&format!(".SS \"zot {}", c.name.replace('-', "\\-"))), "man page lacks zot {}", c.name);
+        let last = c.name.rsplit(' ').next().unwrap_or("");
+        for script in [&bash, &zsh, &fish] {
+            assert!(script.contains(last), "a completion script lacks {}", c.name);
+        }
+    }
+    // Every flag of every help text is in the man page too.
+    let help = zot(&["--help"]);
+    for word in help.split_whitespace().filter(|w| w.starts_with("--")) {
+        let w = word.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+        assert!(man.contains(&w.replace('-', "\\-")), "man page lacks {w}");
+    }
+}
+
+/// The bash completion, run: what it offers after `zot ext ` and for
+/// `--restart`.
+#[test]
+fn bash_completion_offers_subcommands_and_choices() {
+    let script = zot(&["completions", "bash"]);
+    let t = TempDir::new("bash-complete");
+    let file = t.path().join("zot.bash");
+    std::fs::write(&file, script).expect("write");
+    let probe = format!(
+        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext ''\nc zot -e x serve --restart ''\nc zot --no-ext --tr\nc zot completions ''\n",
+        file.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(probe).output().expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines[0], "list install remove enable disable logs new check doctor");
+    assert_eq!(lines[1], "never on-failure always");
+    assert_eq!(lines[2], "--trust-project --trace");
+    assert_eq!(lines[3], "bash zsh fish");
+}
+
+#[test]
+fn test_summary_adds_one_total_line() {
+    let input = "running 2 tests\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n\
+                 test result: FAILED. 4 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out\n";
+    let mut child = Command::new("awk")
+        .args(["-f", &format!("{ROOT}/.ci/test-summary.awk")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("awk");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let out = child.wait_with_output().expect("awk output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, format!("{input}6 passed, 3 failed, 1 skipped\n"));
+}
+
+fn on_path(prog: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|d| d.join(prog).is_file())
+}
+
+/// The zsh script, parsed by zsh and run with zsh's completion builtins
+/// replaced by ones that print what they are offered.
+#[test]
+fn zsh_completion_parses_and_offers_subcommands_and_choices() {
+    if !on_path("zsh") {
+        println!("skipping the zsh completion test: zsh is not on PATH");
+        return;
+    }
+    let t = TempDir::new("zsh-complete");
+    let file = t.path().join("_zot");
+    std::fs::write(&file, zot(&["completions", "zsh"])).expect("write");
+    assert!(Command::new("zsh").arg("-n").arg(&file).status().expect("zsh -n").success(), "zsh -n refuses _zot");
+    let probe = format!(
+        "compadd() {{ [[ $1 == -- ]] && shift; print -r -- \"$*\" }}\n\
+         _describe() {{ print -r -- \"${{(j: :)${{(@)${{(P)2}}%%:*}}}}\" }}\n\
+         _files() {{ print -r -- \"FILES $*\" }}\n\
+         _message() {{ print -r -- MSG }}\n\
+         words=(zot); CURRENT=1\n\
+         source {} >/dev/null\n\
+         t() {{ words=(\"$@\"); CURRENT=$#; _zot }}\n\
+         t zot ext ''\nt zot -e x serve --restart ''\nt zot completions ''\nt zot ext install ''\n",
+        file.display()
+    );
+    let out = Command::new("zsh").arg("-f").arg("-c").arg(probe).output().expect("zsh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        ["list install remove enable disable logs new check doctor", "never on-failure always", "bash zsh fish", "FILES "],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The fish script, checked by fish and asked for completions.
+#[test]
+fn fish_completion_parses_and_offers_subcommands_and_choices() {
+    if !on_path("fish") {
+        println!("skipping the fish completion test: fish is not on PATH");
+        return;
+    }
+    let t = TempDir::new("fish-complete");
+    let file = t.path().join("zot.fish");
+    std::fs::write(&file, zot(&["completions", "fish"])).expect("write");
+    let ok = Command::new("fish").arg("--no-execute").arg(&file).status().expect("fish --no-execute");
+    assert!(ok.success(), "fish refuses zot.fish");
+    let probe = format!(
+        "source {}\nfor c in 'zot ext ' 'zot --restart ' 'zot serve --tr' 'zot completions '\n\
+         complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
+        file.display()
+    );
+    let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("HOME", t.path()).output().expect("fish");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "check disable doctor enable install list logs new remove",
+            "always never on-failure",
+            "--trace --trust-project",
+            "bash fish zsh"
+        ],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
