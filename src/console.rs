@@ -960,8 +960,12 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
             };
             format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")))
         }
-        HostEvent::LoadFailed { extension, message } => {
-            format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))))
+        HostEvent::LoadFailed { extension, message, log } => {
+            let mut s = format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))));
+            if log.is_some() {
+                s.push_str(&st.dim(&format!(" (see 'zot ext logs {}')", one_line(&extension))));
+            }
+            s
         }
         HostEvent::UntrustedProject { dir, extensions } => st.dim(&crate::trust::not_loaded_line(&dir, &extensions)),
     }

@@ -22,7 +22,7 @@ use crate::manifest::MANIFEST_FILE;
 use crate::text::one_line;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -142,20 +142,7 @@ pub fn run(config: Config, json: bool) -> i32 {
             return 1;
         }
     };
-    let text = if json {
-        let mut s = serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".into());
-        s.push('\n');
-        s
-    } else {
-        render(&report)
-    };
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    if report.ok {
-        0
-    } else {
-        1
-    }
+    crate::check::report::print(&report, json, report.ok, render)
 }
 
 /// Loads, inspects and stops the extensions of `config`. `Err` only when
@@ -321,22 +308,9 @@ fn build(
     }
     for b in &disc.broken {
         let label = b.label();
-        let mut e = ExtReport {
-            name: label.clone(),
-            version: String::new(),
-            source: b.source.as_str().to_string(),
-            dir: b.dir.display().to_string(),
-            log: String::new(),
-            state: "failed".into(),
-            reason: Some(b.error.to_string()),
-            pid: None,
-            commands: Vec::new(),
-            tools: Vec::new(),
-            events: Vec::new(),
-            intercepts: Vec::new(),
-            log_lines: Vec::new(),
-            findings: Vec::new(),
-        };
+        let dir = b.dir.display().to_string();
+        let mut e = ext_report(label.clone(), String::new(), b.source.as_str(), dir, String::new(), "failed");
+        e.reason = Some(b.error.to_string());
         e.findings.push(finding(
             Severity::Error,
             "manifest",
@@ -375,12 +349,18 @@ fn build(
 
 /// An extension the host did not start.
 fn skipped(m: &crate::manifest::Manifest, source: &str, log: &Path, state: &str) -> ExtReport {
+    let (dir, log) = (m.dir.display().to_string(), log.display().to_string());
+    ext_report(m.name.clone(), m.version.clone(), source, dir, log, state)
+}
+
+/// A report with nothing registered, no pid and no findings yet.
+fn ext_report(name: String, version: String, source: &str, dir: String, log: String, state: &str) -> ExtReport {
     ExtReport {
-        name: m.name.clone(),
-        version: m.version.clone(),
+        name,
+        version,
         source: source.to_string(),
-        dir: m.dir.display().to_string(),
-        log: log.display().to_string(),
+        dir,
+        log,
         state: state.into(),
         reason: None,
         pid: None,

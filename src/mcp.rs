@@ -726,7 +726,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             }
             log(zot_level(&level), &extension, message);
         }
-        HostEvent::LoadFailed { extension, message } => {
+        HostEvent::LoadFailed { extension, message, .. } => {
             eprintln!("zot mcp: {}", strip_controls(&message));
             log(ERROR, &extension, message);
         }

@@ -146,6 +146,8 @@ fn tools_listings_and_help() {
     let s = run(&t, &[a.clone(), b.clone(), missing], &["/tools", "/commands", "/help", "/extensions"], true, &[]);
     assert_eq!(s.code, 0);
     assert!(s.out.contains("[missing] failed to load: "), "{}", s.out);
+    // A crash at start points at the log it left.
+    assert!(s.lines().iter().any(|l| l.starts_with("[missing] failed to load: ") && l.ends_with(" (see 'zot ext logs missing')")), "{}", s.out);
     // /tools: effective tools in load order, the shadowed one reported.
     s.has_block(&[
         "  echo           echo from a [a]",

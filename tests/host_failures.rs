@@ -29,7 +29,7 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
 
     let failed = wait_event(&ev, Duration::from_secs(8), |e| matches!(e, HostEvent::LoadFailed { .. }));
     let failed_at = started.elapsed();
-    let Some(HostEvent::LoadFailed { extension, message }) = failed else { panic!("no load failure") };
+    let Some(HostEvent::LoadFailed { extension, message, .. }) = failed else { panic!("no load failure") };
     assert_eq!(extension, "mute");
     assert_eq!(message, "no hello within 4s");
     assert!(failed_at >= Duration::from_millis(4000), "{failed_at:?}");
@@ -103,7 +103,7 @@ fn a_missing_exec_fails_naming_the_path() {
     let names_path = |m: &str| m.contains(&dir) && m.contains("bin/not-there") && m.contains("no such file");
     assert_eq!(report.errors.len(), 1);
     assert!(report.errors[0].contains("\"ghost\"") && names_path(&report.errors[0]), "{:?}", report.errors);
-    let Some(HostEvent::LoadFailed { extension, message }) =
+    let Some(HostEvent::LoadFailed { extension, message, .. }) =
         wait_event(&ev, Duration::from_secs(1), |e| matches!(e, HostEvent::LoadFailed { .. }))
     else {
         panic!("no event")

@@ -38,7 +38,7 @@
 //! text).
 
 mod findings;
-mod report;
+pub(crate) mod report;
 mod run;
 mod schema;
 mod session;
@@ -52,7 +52,7 @@ use run::Sandbox;
 use serde::Serialize;
 use session::Session;
 use std::fs;
-use std::io::{self, Write};
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -226,20 +226,7 @@ pub fn run(opts: &CheckOptions) -> i32 {
             return 1;
         }
     };
-    let text = if opts.json {
-        let mut s = serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".into());
-        s.push('\n');
-        s
-    } else {
-        render(&report)
-    };
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    if report.ok {
-        0
-    } else {
-        1
-    }
+    crate::check::report::print(&report, opts.json, report.ok, render)
 }
 
 fn fmt_ms(ms: f64) -> String {

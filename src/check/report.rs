@@ -5,6 +5,27 @@ use super::{fmt_ms, Report, Severity};
 use crate::text::one_line;
 
 /// The text report: a header, one line per finding, the times, the verdict.
+/// Prints a report as text (`render`) or, with `json`, as one pretty JSON
+/// document; the exit status is 0 when `ok`, else 1. Shared by `zot ext
+/// check` and `zot ext doctor`.
+pub fn print<T: serde::Serialize>(report: &T, json: bool, ok: bool, render: impl Fn(&T) -> String) -> i32 {
+    use std::io::Write;
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(report).unwrap_or_else(|_| "{}".into());
+        s.push('\n');
+        s
+    } else {
+        render(report)
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    if ok {
+        0
+    } else {
+        1
+    }
+}
+
 pub fn render(r: &Report) -> String {
     let mut s = match &r.extension {
         Some(n) => format!("zot ext check: {} ({})\n", one_line(n), one_line(&r.dir)),

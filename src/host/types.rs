@@ -529,7 +529,13 @@ pub enum HostEvent {
     CallToolCancel { call_id: String },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
-    LoadFailed { extension: String, message: String },
+    LoadFailed {
+        extension: String,
+        message: String,
+        /// Its log file, when it had one (it was started): where to look.
+        #[serde(skip)]
+        log: Option<std::path::PathBuf>,
+    },
     /// The project's own extensions were not loaded: it is not trusted.
     UntrustedProject { dir: String, extensions: Vec<String> },
 }

@@ -360,7 +360,7 @@ impl Dispatcher {
         for b in &disc.broken {
             let msg = b.error.to_string();
             self.load_errors.push(msg.clone());
-            self.emit(HostEvent::LoadFailed { extension: b.label(), message: msg });
+            self.emit(HostEvent::LoadFailed { extension: b.label(), message: msg, log: None });
         }
         for (found, winner) in &disc.shadowed {
             let m = &found.manifest;
@@ -454,7 +454,8 @@ impl Dispatcher {
         ext.log(&format!("failed to load: {why}"));
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
-        self.emit(HostEvent::LoadFailed { extension: name, message: why });
+        let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
+        self.emit(HostEvent::LoadFailed { extension: name, message: why, log });
         // A restart that fails to load is one more exit.
         if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
             self.exts[slot].restart_names = None;
