@@ -1486,3 +1486,46 @@ fn command_names_are_matched_without_case() {
     assert_eq!(s.finish(), 0);
     assert!(read_log(&t, "b").contains("command /weather is shadowed by extension \"a\""), "{}", read_log(&t, "b"));
 }
+
+#[test]
+fn a_callers_calls_are_cancelled_when_it_exits() {
+    // PROTOCOL.md §6.1: when the caller exits, its calls in flight are
+    // cancelled the same way (the target gets tool_cancel).
+    let t = TempDir::new("serve-caller-exit");
+    let a = ext(&t, "a", &["--call-tool", "--tools", "call,crash"]);
+    let b = ext(&t, "b", &["--tools", "hold@b,cancelled"]);
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready_all();
+    s.send(&json!({"id": "outer", "type": "tool", "name": "call", "args": {"to": "hold@b"}}));
+    let r = s.request(json!({"id": "bang", "type": "tool", "name": "crash"}));
+    assert_eq!(r["error"]["code"], "extension_exited", "{r}");
+    assert_eq!(s.response(&json!("outer"))["error"]["code"], "extension_exited");
+    let got = s.ok(json!({"id": "c", "type": "tool", "name": "cancelled"}));
+    let cancelled: Vec<Value> = serde_json::from_str(got["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(cancelled.len(), 1, "b was told to stop the call made for a: {got}");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "b").contains("cancelled by its caller"), "{}", read_log(&t, "b"));
+}
+
+#[test]
+fn frames_to_an_extension_are_at_most_four_mib() {
+    // PROTOCOL.md §3 rule 9: a call whose frame would be larger fails at
+    // once with too_large; an event that large is not delivered (logged).
+    let t = TempDir::new("serve-4mib");
+    let a = ext(&t, "a", &["--tools", "echo", "--events", "big"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    let big = "b".repeat(4 * 1024 * 1024);
+    let (code, msg) = s.err(json!({"id": 1, "type": "tool", "name": "echo", "args": {"x": big}}));
+    assert_eq!(code, "too_large", "{msg}");
+    assert!(msg.contains("over the limit of 4194304 bytes"), "{msg}");
+    assert_eq!(s.ok(json!({"id": 2, "type": "event", "event": "big", "x": big})), json!({"delivered": 0}));
+    // Just under the cap goes through.
+    let fits = "f".repeat(4 * 1024 * 1024 - 200);
+    let r = s.ok(json!({"id": 3, "type": "tool", "name": "echo", "args": {"x": fits}}));
+    assert_eq!(echoed(&r)["args"]["x"].as_str().map(str::len), Some(4 * 1024 * 1024 - 200));
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "a").contains("event big not delivered"), "{}", read_log(&t, "a"));
+}
