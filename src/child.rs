@@ -365,6 +365,74 @@ pub fn child_env(extra: &[(String, String)]) -> Vec<(std::ffi::OsString, std::ff
     env
 }
 
+thread_local! {
+    static SPAWNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as one that outlives the processes it starts: the
+/// parent-death signal (Linux) is tied to the thread that started the
+/// child, so a child started from a thread that ends early would be killed
+/// with it. The dispatcher thread and `zot ext check`'s own thread call it;
+/// starting a process from any other thread is refused.
+pub fn spawn_from_this_thread() {
+    SPAWNER.with(|s| s.set(true));
+}
+
+fn may_spawn_here() -> io::Result<()> {
+    if SPAWNER.with(|s| s.get()) {
+        Ok(())
+    } else {
+        Err(io::Error::other("extensions are started only from a thread that outlives them (see child::spawn_from_this_thread)"))
+    }
+}
+
+/// The child's stack until its exec: mapped with a guard page below it,
+/// so an overflow faults instead of writing into our heap.
+#[cfg(target_os = "linux")]
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl ChildStack {
+    const SIZE: usize = 64 * 1024;
+
+    fn new() -> io::Result<ChildStack> {
+        // SAFETY: sysconf only reads a value.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(4096);
+        let len = Self::SIZE + page;
+        // SAFETY: a fresh private anonymous mapping, owned by the result.
+        let base = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK, -1, 0)
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of our own mapping; the stack grows down.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of our mapping, where a stack starts.
+        unsafe { (self.base as *mut u8).add(self.len) as *mut libc::c_void }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`.
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
+
 /// Starts `exec` with the manifest's args, in its directory, in its own
 /// process group, stderr to the log.
 #[cfg(not(target_os = "linux"))]
@@ -374,6 +442,7 @@ fn start_process(
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     log: &Log,
 ) -> io::Result<Started> {
+    may_spawn_here()?;
     use std::os::fd::OwnedFd;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
@@ -419,6 +488,7 @@ fn start_process(
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     log: &Log,
 ) -> io::Result<Started> {
+    may_spawn_here()?;
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
@@ -528,15 +598,16 @@ fn start_process(
         fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), log.file().as_raw_fd()],
         parent: std::process::id() as libc::pid_t,
         // SAFETY: sysconf only reads a limit.
-        max_fd: unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(3, 65536) as libc::c_int,
+        // The real limit: close_range is missing only on kernels before 5.11.
+        max_fd: unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(3, libc::c_int::MAX as libc::c_long) as libc::c_int,
         err: AtomicI32::new(0),
     };
-    let mut stack = vec![0u8; 64 * 1024];
+    let stack = ChildStack::new()?;
     // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we
     // resume only once it has exec'd or exited); the signal mask is
     // restored right after.
     let pid = unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()) as *mut libc::c_void;
+        let top = stack.top();
         let (mut all, mut old): (libc::sigset_t, libc::sigset_t) = (std::mem::zeroed(), std::mem::zeroed());
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
@@ -726,11 +797,18 @@ mod tests {
 
     #[test]
     fn the_group_is_never_signalled_after_the_reap() {
+        spawn_from_this_thread();
         let dir = std::env::temp_dir().join(format!("zot-child-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let json = br#"{"name":"quick","exec":"/bin/sh","args":["-c","exit 3"]}"#;
         let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
         let log = Log::open(&dir.join("quick.log")).unwrap();
+        let refused = std::thread::spawn({
+            let (m, log) = (m.clone(), log.clone());
+            move || start_bare(&m, Path::new("/bin/sh"), &[], &log).map(|_| ())
+        });
+        let refused = refused.join().unwrap().unwrap_err();
+        assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");
         let (tx, rx) = crossbeam_channel::unbounded();
         let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
         let status = loop {

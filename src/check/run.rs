@@ -79,6 +79,9 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<
     let mut env = child_env(&[]);
     env.retain(|(k, _)| k != "ZOT_HOME");
     env.push((OsString::from("ZOT_HOME"), home.into_os_string()));
+    // This thread outlives the process: the session ends it (Group) before
+    // it returns.
+    crate::child::spawn_from_this_thread();
     let Started { pid, stdin, stdout } = start_bare(m, exec, &env, &stderr)?;
     let guard = Group(pid);
     let (tx, rx) = unbounded();

@@ -98,6 +98,7 @@ pub(super) fn spawn(
         .name("zot-dispatcher".into())
         .spawn(move || {
             DISPATCHER.with(|d| d.set(true));
+            crate::child::spawn_from_this_thread();
             let mut d = Dispatcher::new(config, tx, sink);
             if catch_unwind(AssertUnwindSafe(|| d.load())).is_err() {
                 eprintln!("zot: internal error while loading extensions; continuing");
