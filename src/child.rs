@@ -113,7 +113,7 @@ impl Child {
         log: &Log,
         queue_limit: usize,
         trace: Option<&Arc<Tracer>>,
-        inbox: Sender<M>,
+        inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
     where
@@ -731,10 +731,10 @@ mod tests {
         let json = br#"{"name":"quick","exec":"/bin/sh","args":["-c","exit 3"]}"#;
         let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
         let log = Log::open(&dir.join("quick.log")).unwrap();
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = crate::wake::channel();
         let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
         let status = loop {
-            match rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the exit is reported") {
+            match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
                 ChildMsg::Exited(s) => break s,
                 _ => continue,
             }

@@ -84,15 +84,16 @@ pub(super) enum Inbox {
 
 pub(super) fn spawn(
     config: Config,
-    tx: Sender<Inbox>,
-    rx: Receiver<Inbox>,
+    tx: crate::wake::Tx<Inbox>,
+    rx: crate::wake::Rx<Inbox>,
     sink: EventSink,
+    idle: IdleHook,
 ) -> Result<JoinHandle<()>, HostError> {
     std::thread::Builder::new()
         .name("zot-dispatcher".into())
         .spawn(move || {
             DISPATCHER.with(|d| d.set(true));
-            let mut d = Dispatcher::new(config, tx, sink);
+            let mut d = Dispatcher::new(config, tx, sink, idle);
             if catch_unwind(AssertUnwindSafe(|| d.load())).is_err() {
                 eprintln!("zot: internal error while loading extensions; continuing");
             }
@@ -103,6 +104,7 @@ pub(super) fn spawn(
                     respond(done, Err(HostError::ShuttingDown));
                 }
             }
+            d.idle();
             crate::log::flush();
         })
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
@@ -151,8 +153,9 @@ enum Phase {
 
 struct Dispatcher {
     cfg: Config,
-    inbox: Sender<Inbox>,
+    inbox: crate::wake::Tx<Inbox>,
     sink: EventSink,
+    idle: IdleHook,
     exts: Vec<Ext>,
     registry: Registry,
     calls: InFlight,
@@ -214,12 +217,13 @@ fn after(d: Duration) -> Instant {
 }
 
 impl Dispatcher {
-    fn new(cfg: Config, inbox: Sender<Inbox>, sink: EventSink) -> Dispatcher {
+    fn new(cfg: Config, inbox: crate::wake::Tx<Inbox>, sink: EventSink, idle: IdleHook) -> Dispatcher {
         let registry = Registry::new(cfg.reserved_commands.clone());
         Dispatcher {
             cfg,
             inbox,
             sink,
+            idle,
             exts: Vec::new(),
             registry,
             calls: InFlight::default(),
@@ -255,6 +259,11 @@ impl Dispatcher {
         self.timers.push(Reverse((when, seq, t)));
     }
 
+    /// The embedder's idle hook; its panic must not stop the host.
+    fn idle(&self) {
+        let _ = catch_unwind(AssertUnwindSafe(|| (self.idle)()));
+    }
+
     fn emit(&self, e: HostEvent) {
         // The sink is the embedder's code; its panic must not stop the host.
         let _ = catch_unwind(AssertUnwindSafe(|| (self.sink)(e)));
@@ -265,7 +274,7 @@ impl Dispatcher {
         self.exts.get(id.slot).filter(|e| e.id == id).map(|_| id.slot)
     }
 
-    fn run(&mut self, rx: &Receiver<Inbox>) {
+    fn run(&mut self, rx: &crate::wake::Rx<Inbox>) {
         let mut unflushed = 0;
         while self.phase != Phase::Done {
             if rx.is_empty() || unflushed >= FLUSH_EVERY {
@@ -275,6 +284,7 @@ impl Dispatcher {
                 for c in self.exts.iter().filter_map(|e| e.child()) {
                     c.flush();
                 }
+                self.idle();
                 unflushed = 0;
             }
             unflushed += 1;
@@ -283,16 +293,10 @@ impl Dispatcher {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let msg = match next {
-                Some(when) => match rx.recv_deadline(when) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                },
-                None => match rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => return,
-                },
+            let msg = match rx.recv_deadline(next) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
             };
             let step = catch_unwind(AssertUnwindSafe(|| {
                 if let Some(m) = msg {
