@@ -53,9 +53,56 @@ pub enum ChildMsg {
 
 /// What the writer thread is told.
 enum WriterMsg {
-    /// A frame, from this byte on (the start may have been written already).
-    Frame(Bytes, usize),
+    /// A frame, from this byte on (the start may have been written already),
+    /// counted against the bounds of the queue until it is written.
+    Frame(Bytes, usize, Charge),
     Close,
+}
+
+/// The bounds of what waits for the writer threads (PROTOCOL.md §3 rule
+/// 9): per child at most `frames` frames and `bytes` bytes (a frame that
+/// finds its child's queue empty is always taken, so that one frame of up
+/// to the 4 MiB frame limit never fails for size alone), and for all
+/// children of a host together at most the shared budget. What is in the
+/// pipe (64 KiB) and in the batch not written yet (64 KiB) comes on top.
+#[derive(Clone)]
+pub struct QueueBounds {
+    pub frames: usize,
+    pub bytes: usize,
+    pub shared: Arc<Budget>,
+}
+
+/// Bytes queued for all the writer threads of one host, and their limit.
+pub struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Arc<Budget> {
+        Arc::new(Budget { limit, used: AtomicUsize::new(0) })
+    }
+
+    /// Bytes queued now, for all children together.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// The bytes of one queued frame, given back to its child's count and the
+/// host's budget when the frame is written or dropped (a dead child's
+/// queue too), so nothing is counted twice or forever.
+struct Charge {
+    n: usize,
+    child: Arc<Stdin>,
+    host: Arc<Budget>,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.child.queued.fetch_sub(self.n, Ordering::AcqRel);
+        self.host.used.fetch_sub(self.n, Ordering::AcqRel);
+    }
 }
 
 /// Frames are gathered in the outbox up to this many bytes, and written
@@ -75,6 +122,8 @@ struct Stdin {
     pipe: Mutex<Option<File>>,
     /// Messages queued for the writer thread and not written yet.
     pending: AtomicUsize,
+    /// Bytes of those messages.
+    queued: AtomicUsize,
 }
 
 /// Why a frame could not be queued.
@@ -92,6 +141,7 @@ pub struct Child {
     /// Set once the process is reaped; no signal reaches its group after.
     reaped: std::sync::atomic::AtomicBool,
     queue: Sender<WriterMsg>,
+    bounds: QueueBounds,
     stdin: Arc<Stdin>,
     /// Frames not written yet; only ever non-empty while nothing is queued.
     outbox: Mutex<Vec<u8>>,
@@ -111,7 +161,7 @@ impl Child {
         exec: &Path,
         env: &[(String, String)],
         log: &Log,
-        queue_limit: usize,
+        bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
@@ -123,8 +173,8 @@ impl Child {
         let name = &manifest.name;
         let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
         set_nonblocking(&stdin)?;
-        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
-        let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
+        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0) });
+        let (qtx, qrx) = bounded::<WriterMsg>(bounds.frames.max(1));
 
         let spawn_thread = |suffix: &str, f: Box<dyn FnOnce() + Send>| {
             thread::Builder::new()
@@ -165,7 +215,7 @@ impl Child {
             return Err(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, stdin, outbox: Mutex::new(Vec::new()), tap })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap })
     }
 
     /// Queues an encoded frame without blocking.
@@ -190,14 +240,37 @@ impl Child {
         }
         // A frame begun above cannot be refused: nothing was queued (pending
         // was 0), so there is room for it.
+        let n = bytes.len() - from;
+        if from == 0 && !self.room_for(n) {
+            return Err(SendError::Full);
+        }
+        let charge = self.charge(n);
         self.stdin.pending.fetch_add(1, Ordering::AcqRel);
-        self.queue.try_send(WriterMsg::Frame(bytes, from)).map_err(|e| {
+        self.queue.try_send(WriterMsg::Frame(bytes, from, charge)).map_err(|e| {
             self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
             match e {
                 TrySendError::Full(_) => SendError::Full,
                 TrySendError::Disconnected(_) => SendError::Closed,
             }
         })
+    }
+
+    /// Whether `n` more bytes may be queued: always when this child's queue
+    /// is empty, else within its bound and the host's budget.
+    fn room_for(&self, n: usize) -> bool {
+        let mine = self.stdin.queued.load(Ordering::Acquire);
+        mine == 0 || (mine + n <= self.bounds.bytes && self.bounds.shared.used() + n <= self.bounds.shared.limit)
+    }
+
+    fn charge(&self, n: usize) -> Charge {
+        self.stdin.queued.fetch_add(n, Ordering::AcqRel);
+        self.bounds.shared.used.fetch_add(n, Ordering::AcqRel);
+        Charge { n, child: self.stdin.clone(), host: self.bounds.shared.clone() }
+    }
+
+    /// Bytes queued for this child's writer thread and not written yet.
+    pub fn queued_bytes(&self) -> usize {
+        self.stdin.queued.load(Ordering::Acquire)
     }
 
     /// Writes the outbox without blocking; what the pipe does not take goes
@@ -214,8 +287,10 @@ impl Child {
         let n = if self.idle() { self.write_now(outbox) } else { 0 };
         if n < outbox.len() {
             // Nothing is queued while the outbox holds frames, so there is room.
+            let rest = outbox.split_off(n);
+            let charge = self.charge(rest.len());
             self.stdin.pending.fetch_add(1, Ordering::AcqRel);
-            if self.queue.try_send(WriterMsg::Frame(Arc::new(outbox.split_off(n)), 0)).is_err() {
+            if self.queue.try_send(WriterMsg::Frame(Arc::new(rest), 0, charge)).is_err() {
                 self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
             }
         }
@@ -677,8 +752,10 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
     const BATCH: usize = 64 * 1024;
     let mut buf = Vec::new();
     let mut held = 0;
+    // The charges of the frames in `buf`, given back once it is written.
+    let mut charges = Vec::new();
     while let Ok(msg) = rx.recv() {
-        let WriterMsg::Frame(b, from) = msg else { break };
+        let WriterMsg::Frame(b, from, charge) = msg else { break };
         let bytes = &b[from.min(b.len())..];
         held += 1;
         let ok = if buf.is_empty() && bytes.len() >= BATCH {
@@ -690,6 +767,7 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
         if !ok {
             break;
         }
+        charges.push(charge);
         if !buf.is_empty() && (rx.is_empty() || buf.len() >= BATCH) {
             if write_all_wait(stdin, &buf).is_err() {
                 break;
@@ -700,12 +778,16 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
             }
         }
         if buf.is_empty() {
+            charges.clear();
             stdin.pending.fetch_sub(std::mem::take(&mut held), Ordering::AcqRel);
         }
     }
     if !buf.is_empty() {
         let _ = write_all_wait(stdin, &buf);
     }
+    drop(charges);
+    // What a dead child left queued gives its bytes back now.
+    while rx.try_recv().is_ok() {}
     // Closes the pipe; later sends find it closed.
     drop(stdin.pipe.lock().unwrap_or_else(|e| e.into_inner()).take());
 }
@@ -732,7 +814,7 @@ mod tests {
         let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
         let log = Log::open(&dir.join("quick.log")).unwrap();
         let (tx, rx) = crate::wake::channel();
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, tx, |m| m).unwrap();
         let status = loop {
             match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
                 ChildMsg::Exited(s) => break s,

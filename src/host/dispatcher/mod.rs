@@ -156,6 +156,8 @@ struct Dispatcher {
     inbox: crate::wake::Tx<Inbox>,
     sink: EventSink,
     idle: IdleHook,
+    /// The bounds of every child's queue, with the budget they share.
+    queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
     calls: InFlight,
@@ -219,7 +221,13 @@ fn after(d: Duration) -> Instant {
 impl Dispatcher {
     fn new(cfg: Config, inbox: crate::wake::Tx<Inbox>, sink: EventSink, idle: IdleHook) -> Dispatcher {
         let registry = Registry::new(cfg.reserved_commands.clone());
+        let queue = crate::child::QueueBounds {
+            frames: cfg.queue_limit,
+            bytes: cfg.queue_bytes,
+            shared: crate::child::Budget::new(cfg.queue_budget),
+        };
         Dispatcher {
+            queue,
             cfg,
             inbox,
             sink,
@@ -390,7 +398,7 @@ impl Dispatcher {
 
     fn start_ext(&mut self, slot: usize) {
         let inbox = self.inbox.clone();
-        let queue_limit = self.cfg.queue_limit;
+        let queue = self.queue.clone();
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
@@ -428,7 +436,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &env, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(id, msg)
         });
         ext.log = Some(log);
