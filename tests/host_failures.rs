@@ -299,7 +299,9 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
 /// Sends 100 KiB calls to `tool` until one fails with `busy`; how many
 /// were sent then (at most 200). A busy answer is given while the call is
 /// handled, so it is there once a later request (a listing) is answered.
-fn calls_until_busy(host: &zot::host::Host, tool: &str, answers: &crossbeam_channel::Sender<(String, Result<Response, HostError>)>, rx: &crossbeam_channel::Receiver<(String, Result<Response, HostError>)>) -> Option<usize> {
+type Answers = (String, Result<Response, HostError>);
+
+fn calls_until_busy(host: &zot::host::Host, tool: &str, answers: &crossbeam_channel::Sender<Answers>, rx: &crossbeam_channel::Receiver<Answers>) -> Option<usize> {
     let big = "z".repeat(100 * 1024);
     for i in 1..=200 {
         let tx = answers.clone();
@@ -309,7 +311,7 @@ fn calls_until_busy(host: &zot::host::Host, tool: &str, answers: &crossbeam_chan
             let _ = tx.send((name, r));
         });
         host.list().unwrap();
-        while let Ok((who, r)) = rx.try_recv() {
+        if let Ok((who, r)) = rx.try_recv() {
             match r {
                 Err(HostError::Busy { .. }) if who == tool => return Some(i),
                 other => panic!("{who} call {i}: {other:?}"),
