@@ -192,7 +192,14 @@ impl Child {
             Box::new(move || {
                 // A reader that fails is reported like the end of stdout.
                 let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    read_loop(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())
+                    let wake = tx.clone();
+                    read_loop(
+                        stdout,
+                        &rlog,
+                        rtap.as_ref(),
+                        |m, more| if more { tx.send_quiet(w(m)) } else { tx.send(w(m)) }.is_ok(),
+                        || wake.wake(),
+                    )
                 }));
                 if read.is_err() {
                     rlog.line("the stdout reader failed; treating it as the end of stdout");
@@ -649,10 +656,26 @@ fn start_process(
 /// in `tap` (`--trace`), decodes it and hands frames to `emit`; junk is
 /// logged and skipped, over-long lines are discarded whole without being
 /// kept. Returns at EOF, after emitting `Eof`, or when `emit` returns false.
-pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl FnMut(ChildMsg) -> bool) {
+/// `emit` is told whether another whole line is read already (`more`): the
+/// dispatcher need only be woken for the last of them. `wake` is called
+/// before waiting for input after an `emit` told of more lines, in case
+/// those were junk that emitted nothing.
+pub fn read_loop<R: Read>(
+    input: R,
+    log: &Log,
+    tap: Option<&Tap>,
+    mut emit: impl FnMut(ChildMsg, bool) -> bool,
+    mut wake: impl FnMut(),
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut lines = LineBuf::new(MAX_LINE);
+    let more = |r: &BufReader<R>| r.buffer().contains(&b'\n');
+    let mut owed = false;
     loop {
+        if owed && !more(&reader) {
+            wake();
+            owed = false;
+        }
         match lines.next(&mut reader) {
             Ok(None) => break,
             Err(e) => {
@@ -668,7 +691,8 @@ pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl
                     Some(id) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes), for request {id}")),
                     None => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
                 }
-                if !emit(ChildMsg::TooLong { id, len }) {
+                owed |= more(&reader);
+                if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
                     return;
                 }
             }
@@ -676,13 +700,15 @@ pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl
                 if let Some(tap) = tap {
                     tap.line_in(line);
                 }
-                if !handle_line(line, log, &mut emit) {
+                let more = more(&reader);
+                owed |= more;
+                if !handle_line(line, log, &mut |m| emit(m, more)) {
                     return;
                 }
             }
         }
     }
-    emit(ChildMsg::Eof);
+    emit(ChildMsg::Eof, false);
 }
 
 fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) -> bool {

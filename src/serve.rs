@@ -8,7 +8,7 @@ use crate::protocol::Payload;
 use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -16,8 +16,7 @@ use std::thread;
 /// Runs `zot serve` on the process's stdin/stdout until `shutdown` or end
 /// of input; returns the exit code.
 pub fn run(config: Config) -> i32 {
-    let stdin = io::stdin();
-    serve_with(config, stdin.lock(), io::stdout(), stdio::nonblocking_stdout(), true)
+    serve_with(config, io::stdin(), io::stdout(), stdio::nonblocking_stdout(), true)
 }
 
 /// Serves requests read from `input`, writing protocol lines to `output`.
@@ -35,9 +34,9 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, input: R, ou
 
 /// [`serve`] with `direct`, a non-blocking description of the same output
 /// ([`stdio::nonblocking_stdout`]), for writes without a thread hand-off.
-pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
+pub fn serve_with<R: Read, W: Write + Send + 'static>(
     mut config: Config,
-    mut input: R,
+    input: R,
     output: W,
     direct: Option<std::fs::File>,
     exit_on_shutdown: bool,
@@ -87,8 +86,17 @@ pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
             .ok()
     };
 
+    // Read here, so that what is buffered can be seen: requests that
+    // arrived together are handed over together, the dispatcher woken once
+    // for all of them.
+    let mut input = io::BufReader::with_capacity(64 * 1024, input);
     let mut lines = Lines::default();
-    while let Some(line) = lines.next(&mut input) {
+    loop {
+        if !input.buffer().contains(&b'\n') {
+            host.wake();
+        }
+        let Some(line) = lines.next(&mut input) else { break };
+        let more = input.buffer().contains(&b'\n');
         let text = match line {
             Line::Text(t) => t,
             Line::TooLong => {
@@ -116,7 +124,7 @@ pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
-                host.submit(req, move |r| {
+                host.submit_quiet(req, more, move |r| {
                     let _done = done;
                     let line = match r {
                         Ok(resp) => result_line(id, resp),

@@ -78,6 +78,21 @@ impl<T> Tx<T> {
     }
 }
 
+impl<T> Tx<T> {
+    /// Sends `v` without waking the receiver: for a sender with more
+    /// messages ready at once, whose last [`Tx::send`] (or [`Tx::wake`])
+    /// wakes it once for all of them.
+    pub fn send_quiet(&self, v: T) -> Result<(), T> {
+        let Some(tx) = &self.tx else { return Err(v) };
+        tx.send(v).map_err(|e| e.into_inner())
+    }
+
+    /// Wakes the receiver if it sleeps.
+    pub fn wake(&self) {
+        self.waker.wake();
+    }
+}
+
 impl<T> Rx<T> {
     pub fn is_empty(&self) -> bool {
         self.rx.is_empty()

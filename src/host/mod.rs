@@ -75,6 +75,22 @@ impl Host {
         self.submit_responder(request, Responder::new(done));
     }
 
+    /// [`Host::submit`], without waking the dispatcher when `more` (the
+    /// caller has more requests at hand): the last one submitted without
+    /// `more`, or [`Host::wake`], wakes it once for all of them.
+    pub fn submit_quiet(&self, request: Request, more: bool, done: impl FnOnce(Result<Response, HostError>) + Send + 'static) {
+        let msg = dispatcher::Inbox::Request(request, Responder::new(done));
+        let sent = if more { self.tx.send_quiet(msg) } else { self.tx.send(msg) };
+        if let Err(dispatcher::Inbox::Request(_, done)) = sent {
+            done.answer(Err(HostError::ShuttingDown));
+        }
+    }
+
+    /// Wakes the dispatcher for requests submitted quietly.
+    pub fn wake(&self) {
+        self.tx.wake();
+    }
+
     /// [`Host::submit`] with a ready-made [`Responder`].
     pub fn submit_responder(&self, request: Request, done: Responder) {
         if let Err(dispatcher::Inbox::Request(_, done)) = self.tx.send(dispatcher::Inbox::Request(request, done)) {
