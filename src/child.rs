@@ -11,7 +11,7 @@ pub use crate::log::Log;
 use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
-use crossbeam_channel::{bounded, Sender, TrySendError};
+use crossbeam_channel::{Sender, TrySendError};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -174,7 +174,10 @@ impl Child {
         let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0) });
-        let (qtx, qrx) = bounded::<WriterMsg>(bounds.frames.max(1));
+        // Unbounded underneath, bounded by `pending` and `queued` in
+        // `send`: a bounded channel would allocate every slot up front
+        // (about 1 MiB per child for 16,384 frames).
+        let (qtx, qrx) = crossbeam_channel::unbounded::<WriterMsg>();
 
         let spawn_thread = |suffix: &str, f: Box<dyn FnOnce() + Send>| {
             thread::Builder::new()
@@ -266,7 +269,11 @@ impl Child {
     /// is empty, else within its bound and the host's budget.
     fn room_for(&self, n: usize) -> bool {
         let mine = self.stdin.queued.load(Ordering::Acquire);
-        mine == 0 || (mine + n <= self.bounds.bytes && self.bounds.shared.used() + n <= self.bounds.shared.limit)
+        let frames = self.stdin.pending.load(Ordering::Acquire);
+        mine == 0
+            || (frames < self.bounds.frames.max(1)
+                && mine + n <= self.bounds.bytes
+                && self.bounds.shared.used() + n <= self.bounds.shared.limit)
     }
 
     fn charge(&self, n: usize) -> Charge {
