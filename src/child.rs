@@ -11,7 +11,7 @@ pub use crate::log::Log;
 use crate::manifest::Manifest;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
-use crossbeam_channel::{bounded, Sender, TrySendError};
+use crossbeam_channel::{Sender, TrySendError};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -53,9 +53,56 @@ pub enum ChildMsg {
 
 /// What the writer thread is told.
 enum WriterMsg {
-    /// A frame, from this byte on (the start may have been written already).
-    Frame(Bytes, usize),
+    /// A frame, from this byte on (the start may have been written already),
+    /// counted against the bounds of the queue until it is written.
+    Frame(Bytes, usize, Charge),
     Close,
+}
+
+/// The bounds of what waits for the writer threads (PROTOCOL.md §3 rule
+/// 9): per child at most `frames` frames and `bytes` bytes (a frame that
+/// finds its child's queue empty is always taken, so that one frame of up
+/// to the 4 MiB frame limit never fails for size alone), and for all
+/// children of a host together at most the shared budget. What is in the
+/// pipe (64 KiB) and in the batch not written yet (64 KiB) comes on top.
+#[derive(Clone)]
+pub struct QueueBounds {
+    pub frames: usize,
+    pub bytes: usize,
+    pub shared: Arc<Budget>,
+}
+
+/// Bytes queued for all the writer threads of one host, and their limit.
+pub struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Arc<Budget> {
+        Arc::new(Budget { limit, used: AtomicUsize::new(0) })
+    }
+
+    /// Bytes queued now, for all children together.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// The bytes of one queued frame, given back to its child's count and the
+/// host's budget when the frame is written or dropped (a dead child's
+/// queue too), so nothing is counted twice or forever.
+struct Charge {
+    n: usize,
+    child: Arc<Stdin>,
+    host: Arc<Budget>,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.child.queued.fetch_sub(self.n, Ordering::AcqRel);
+        self.host.used.fetch_sub(self.n, Ordering::AcqRel);
+    }
 }
 
 /// Frames are gathered in the outbox up to this many bytes, and written
@@ -75,6 +122,8 @@ struct Stdin {
     pipe: Mutex<Option<File>>,
     /// Messages queued for the writer thread and not written yet.
     pending: AtomicUsize,
+    /// Bytes of those messages.
+    queued: AtomicUsize,
 }
 
 /// Why a frame could not be queued.
@@ -92,6 +141,7 @@ pub struct Child {
     /// Set once the process is reaped; no signal reaches its group after.
     reaped: std::sync::atomic::AtomicBool,
     queue: Sender<WriterMsg>,
+    bounds: QueueBounds,
     stdin: Arc<Stdin>,
     /// Frames not written yet; only ever non-empty while nothing is queued.
     outbox: Mutex<Vec<u8>>,
@@ -111,9 +161,9 @@ impl Child {
         exec: &Path,
         env: &[(String, String)],
         log: &Log,
-        queue_limit: usize,
+        bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
-        inbox: Sender<M>,
+        inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
     where
@@ -123,8 +173,11 @@ impl Child {
         let name = &manifest.name;
         let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
         set_nonblocking(&stdin)?;
-        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0) });
-        let (qtx, qrx) = bounded::<WriterMsg>(queue_limit.max(1));
+        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0) });
+        // Unbounded underneath, bounded by `pending` and `queued` in
+        // `send`: a bounded channel would allocate every slot up front
+        // (about 1 MiB per child for 16,384 frames).
+        let (qtx, qrx) = crossbeam_channel::unbounded::<WriterMsg>();
 
         let spawn_thread = |suffix: &str, f: Box<dyn FnOnce() + Send>| {
             thread::Builder::new()
@@ -142,7 +195,14 @@ impl Child {
             Box::new(move || {
                 // A reader that fails is reported like the end of stdout.
                 let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    read_loop(stdout, &rlog, rtap.as_ref(), |m| tx.send(w(m)).is_ok())
+                    let wake = tx.clone();
+                    read_loop(
+                        stdout,
+                        &rlog,
+                        rtap.as_ref(),
+                        |m, more| if more { tx.send_quiet(w(m)) } else { tx.send(w(m)) }.is_ok(),
+                        || wake.wake(),
+                    )
                 }));
                 if read.is_err() {
                     rlog.line("the stdout reader failed; treating it as the end of stdout");
@@ -165,7 +225,7 @@ impl Child {
             return Err(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, stdin, outbox: Mutex::new(Vec::new()), tap })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap })
     }
 
     /// Queues an encoded frame without blocking.
@@ -190,14 +250,41 @@ impl Child {
         }
         // A frame begun above cannot be refused: nothing was queued (pending
         // was 0), so there is room for it.
+        let n = bytes.len() - from;
+        if from == 0 && !self.room_for(n) {
+            return Err(SendError::Full);
+        }
+        let charge = self.charge(n);
         self.stdin.pending.fetch_add(1, Ordering::AcqRel);
-        self.queue.try_send(WriterMsg::Frame(bytes, from)).map_err(|e| {
+        self.queue.try_send(WriterMsg::Frame(bytes, from, charge)).map_err(|e| {
             self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
             match e {
                 TrySendError::Full(_) => SendError::Full,
                 TrySendError::Disconnected(_) => SendError::Closed,
             }
         })
+    }
+
+    /// Whether `n` more bytes may be queued: always when this child's queue
+    /// is empty, else within its bound and the host's budget.
+    fn room_for(&self, n: usize) -> bool {
+        let mine = self.stdin.queued.load(Ordering::Acquire);
+        let frames = self.stdin.pending.load(Ordering::Acquire);
+        mine == 0
+            || (frames < self.bounds.frames.max(1)
+                && mine + n <= self.bounds.bytes
+                && self.bounds.shared.used() + n <= self.bounds.shared.limit)
+    }
+
+    fn charge(&self, n: usize) -> Charge {
+        self.stdin.queued.fetch_add(n, Ordering::AcqRel);
+        self.bounds.shared.used.fetch_add(n, Ordering::AcqRel);
+        Charge { n, child: self.stdin.clone(), host: self.bounds.shared.clone() }
+    }
+
+    /// Bytes queued for this child's writer thread and not written yet.
+    pub fn queued_bytes(&self) -> usize {
+        self.stdin.queued.load(Ordering::Acquire)
     }
 
     /// Writes the outbox without blocking; what the pipe does not take goes
@@ -214,8 +301,10 @@ impl Child {
         let n = if self.idle() { self.write_now(outbox) } else { 0 };
         if n < outbox.len() {
             // Nothing is queued while the outbox holds frames, so there is room.
+            let rest = outbox.split_off(n);
+            let charge = self.charge(rest.len());
             self.stdin.pending.fetch_add(1, Ordering::AcqRel);
-            if self.queue.try_send(WriterMsg::Frame(Arc::new(outbox.split_off(n)), 0)).is_err() {
+            if self.queue.try_send(WriterMsg::Frame(Arc::new(rest), 0, charge)).is_err() {
                 self.stdin.pending.fetch_sub(1, Ordering::AcqRel);
             }
         }
@@ -645,10 +734,26 @@ fn start_process(
 /// in `tap` (`--trace`), decodes it and hands frames to `emit`; junk is
 /// logged and skipped, over-long lines are discarded whole without being
 /// kept. Returns at EOF, after emitting `Eof`, or when `emit` returns false.
-pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl FnMut(ChildMsg) -> bool) {
+/// `emit` is told whether another whole line is read already (`more`): the
+/// dispatcher need only be woken for the last of them. `wake` is called
+/// before waiting for input after an `emit` told of more lines, in case
+/// those were junk that emitted nothing.
+pub fn read_loop<R: Read>(
+    input: R,
+    log: &Log,
+    tap: Option<&Tap>,
+    mut emit: impl FnMut(ChildMsg, bool) -> bool,
+    mut wake: impl FnMut(),
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut lines = LineBuf::new(MAX_LINE);
+    let more = |r: &BufReader<R>| r.buffer().contains(&b'\n');
+    let mut owed = false;
     loop {
+        if owed && !more(&reader) {
+            wake();
+            owed = false;
+        }
         match lines.next(&mut reader) {
             Ok(None) => break,
             Err(e) => {
@@ -664,7 +769,8 @@ pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl
                     Some(id) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes), for request {id}")),
                     None => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
                 }
-                if !emit(ChildMsg::TooLong { id, len }) {
+                owed |= more(&reader);
+                if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
                     return;
                 }
             }
@@ -672,13 +778,15 @@ pub fn read_loop<R: Read>(input: R, log: &Log, tap: Option<&Tap>, mut emit: impl
                 if let Some(tap) = tap {
                     tap.line_in(line);
                 }
-                if !handle_line(line, log, &mut emit) {
+                let more = more(&reader);
+                owed |= more;
+                if !handle_line(line, log, &mut |m| emit(m, more)) {
                     return;
                 }
             }
         }
     }
-    emit(ChildMsg::Eof);
+    emit(ChildMsg::Eof, false);
 }
 
 fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) -> bool {
@@ -748,8 +856,10 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
     const BATCH: usize = 64 * 1024;
     let mut buf = Vec::new();
     let mut held = 0;
+    // The charges of the frames in `buf`, given back once it is written.
+    let mut charges = Vec::new();
     while let Ok(msg) = rx.recv() {
-        let WriterMsg::Frame(b, from) = msg else { break };
+        let WriterMsg::Frame(b, from, charge) = msg else { break };
         let bytes = &b[from.min(b.len())..];
         held += 1;
         let ok = if buf.is_empty() && bytes.len() >= BATCH {
@@ -761,6 +871,7 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
         if !ok {
             break;
         }
+        charges.push(charge);
         if !buf.is_empty() && (rx.is_empty() || buf.len() >= BATCH) {
             if write_all_wait(stdin, &buf).is_err() {
                 break;
@@ -771,12 +882,16 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
             }
         }
         if buf.is_empty() {
+            charges.clear();
             stdin.pending.fetch_sub(std::mem::take(&mut held), Ordering::AcqRel);
         }
     }
     if !buf.is_empty() {
         let _ = write_all_wait(stdin, &buf);
     }
+    drop(charges);
+    // What a dead child left queued gives its bytes back now.
+    while rx.try_recv().is_ok() {}
     // Closes the pipe; later sends find it closed.
     drop(stdin.pipe.lock().unwrap_or_else(|e| e.into_inner()).take());
 }
@@ -809,10 +924,10 @@ mod tests {
         });
         let refused = refused.join().unwrap().unwrap_err();
         assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, 8, None, tx, |m| m).unwrap();
+        let (tx, rx) = crate::wake::channel();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, tx, |m| m).unwrap();
         let status = loop {
-            match rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the exit is reported") {
+            match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
                 ChildMsg::Exited(s) => break s,
                 _ => continue,
             }

@@ -34,3 +34,4 @@ pub mod stdio;
 pub mod text;
 pub mod trace;
 pub mod trust;
+pub mod wake;

@@ -5,10 +5,10 @@
 
 use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
-use crate::stdio::{self, Line, Lines, Out, Pending};
+use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -16,8 +16,7 @@ use std::thread;
 /// Runs `zot serve` on the process's stdin/stdout until `shutdown` or end
 /// of input; returns the exit code.
 pub fn run(config: Config) -> i32 {
-    let stdin = io::stdin();
-    serve(config, stdin.lock(), io::stdout(), true)
+    serve_with(config, io::stdin(), io::stdout(), stdio::nonblocking_stdout(), true)
 }
 
 /// Serves requests read from `input`, writing protocol lines to `output`.
@@ -29,18 +28,32 @@ pub fn run(config: Config) -> i32 {
 /// that order (PROTOCOL.md §4, order of output). Requests are read at once:
 /// `ping` and `list` are answered during the initial load, the others wait
 /// in the host for it to end.
-pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
+pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, input: R, output: W, exit_on_shutdown: bool) -> i32 {
+    serve_with(config, input, output, None, exit_on_shutdown)
+}
+
+/// [`serve`] with `direct`, a non-blocking description of the same output
+/// ([`stdio::nonblocking_stdout`]), for writes without a thread hand-off.
+pub fn serve_with<R: Read, W: Write + Send + 'static>(
+    mut config: Config,
+    input: R,
+    output: W,
+    direct: Option<std::fs::File>,
+    exit_on_shutdown: bool,
+) -> i32 {
     config.hold_until_loaded = true;
-    let Some((out_tx, writer)) = stdio::start_writer("zot serve", output) else {
+    let Some((out_tx, writer)) = Output::start("zot serve", output, direct) else {
         return 1;
     };
     let sink = {
         let out = out_tx.clone();
-        Box::new(move |ev| {
-            let _ = out.send(Out::Line(encode(&ev)));
-        })
+        Box::new(move |ev| out.line(&encode(&ev)))
     };
-    let Some(host) = stdio::start_host(config, "zot serve", exit_on_shutdown, sink) else {
+    let idle = {
+        let out = out_tx.clone();
+        Box::new(move || out.write_ready())
+    };
+    let Some(host) = stdio::start_host_idle(config, "zot serve", exit_on_shutdown, sink, idle) else {
         return 1;
     };
 
@@ -63,9 +76,9 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
                 }
                 host.shutdown();
                 if let Some(id) = reply {
-                    let _ = out.send(Out::Line(ok(id, json!({}))));
+                    out.line(&ok(id, json!({})));
                 }
-                stdio::flush(&out);
+                out.flush();
                 if exit_on_shutdown {
                     std::process::exit(0);
                 }
@@ -73,26 +86,35 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
             .ok()
     };
 
+    // Read here, so that what is buffered can be seen: requests that
+    // arrived together are handed over together, the dispatcher woken once
+    // for all of them.
+    let mut input = io::BufReader::with_capacity(64 * 1024, input);
     let mut lines = Lines::default();
-    while let Some(line) = lines.next(&mut input) {
+    loop {
+        if !input.buffer().contains(&b'\n') {
+            host.wake();
+        }
+        let Some(line) = lines.next(&mut input) else { break };
+        let more = input.buffer().contains(&b'\n');
         let text = match line {
             Line::Text(t) => t,
             Line::TooLong => {
                 let msg = format!("request line longer than {} bytes", stdio::MAX_LINE);
-                let _ = out_tx.send(Out::Line(err(Value::Null, "bad_request", &msg)));
+                out_tx.line(&err(Value::Null, "bad_request", &msg));
                 continue;
             }
         };
         match parse_request(text) {
             Err((id, msg)) => {
-                let _ = out_tx.send(Out::Line(err(id, "bad_request", &msg)));
+                out_tx.line(&err(id, "bad_request", &msg));
             }
             Ok((id, _)) if stopping.load(Ordering::SeqCst) => {
                 let e = HostError::ShuttingDown;
-                let _ = out_tx.send(Out::Line(err(id, e.code(), &e.to_string())));
+                out_tx.line(&err(id, e.code(), &e.to_string()));
             }
             Ok((id, Method::Ping)) => {
-                let _ = out_tx.send(Out::Line(ok(id, json!({"pong": true}))));
+                out_tx.line(&ok(id, json!({"pong": true})));
             }
             Ok((id, Method::Shutdown)) => {
                 if let Some(h) = start_stop(Some(id)) {
@@ -102,13 +124,13 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
-                host.submit(req, move |r| {
+                host.submit_quiet(req, more, move |r| {
                     let _done = done;
                     let line = match r {
                         Ok(resp) => result_line(id, resp),
                         Err(e) => err(id, e.code(), &e.message()),
                     };
-                    let _ = out.send(Out::Line(line));
+                    out.line(&line);
                 });
             }
         }
@@ -120,8 +142,8 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
     if let Some(h) = stopper {
         let _ = h.join();
     }
-    drop((out_tx, host));
-    let _ = writer.join();
+    drop(host);
+    out_tx.finish(writer);
     0
 }
 

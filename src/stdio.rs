@@ -6,7 +6,7 @@
 //! both sent from the host's dispatcher thread as they happen there, so the
 //! writer only ever writes in order and never reorders.
 
-use crate::host::{Config, EventSink, Host};
+use crate::host::{Config, EventSink, Host, IdleHook};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use crate::lines::{self, LineBuf};
 use std::io::{BufRead, BufWriter, Write};
@@ -19,7 +19,12 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 /// events handed to `sink`. With `exit_on_signal`, SIGINT, SIGTERM and
 /// SIGHUP stop every extension and then exit with 128 + the signal.
 pub fn start_host(config: Config, who: &str, exit_on_signal: bool, sink: EventSink) -> Option<Arc<Host>> {
-    let host = match Host::start_with(config, sink) {
+    start_host_idle(config, who, exit_on_signal, sink, Box::new(|| {}))
+}
+
+/// [`start_host`] with the host's idle hook ([`crate::host::IdleHook`]).
+pub fn start_host_idle(config: Config, who: &str, exit_on_signal: bool, sink: EventSink, idle: IdleHook) -> Option<Arc<Host>> {
+    let host = match Host::start_with_idle(config, sink, idle) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{who}: {e}");
@@ -167,6 +172,192 @@ pub fn start_writer<W: Write + Send + 'static>(name: &str, output: W) -> Option<
         Err(e) => {
             eprintln!("{name}: cannot start the output thread: {e}");
             None
+        }
+    }
+}
+
+/// The one ordered output of a front end, written without a thread
+/// hand-off when it can be: lines are gathered in a buffer in the order
+/// they are given, and whoever gives them writes them out at once, to a
+/// non-blocking description of the same pipe ([`nonblocking_stdout`]),
+/// as far as the pipe takes them. The host's dispatcher thread only
+/// gathers, and writes what it gathered when its inbox is empty
+/// ([`Output::write_ready`], its idle hook): one write for a burst of
+/// answers, none of them waiting for another thread. Only what the pipe
+/// does not take (the agent reads slowly) goes to the writer thread, which
+/// writes it blocking, and keeps the output until it has caught up, so the
+/// order never changes. Without a non-blocking description (not a pipe, or
+/// a generic writer) every write is the writer thread's, as before.
+#[derive(Clone)]
+pub struct Output {
+    shared: Arc<OutShared>,
+}
+
+struct OutShared {
+    state: Mutex<OutState>,
+    /// The writer thread waits here for work.
+    work: Condvar,
+    /// [`Output::flush`] waits here for the writer thread to catch up.
+    drained: Condvar,
+    direct: Option<std::fs::File>,
+}
+
+#[derive(Default)]
+struct OutState {
+    buf: Vec<u8>,
+    /// The writer thread owns the output: it writes `buf` when it can.
+    thread: bool,
+    closed: bool,
+    /// A write failed (the agent went away): output is dropped from here on.
+    broken: bool,
+}
+
+/// The writer thread of an [`Output`], joined by [`Output::finish`].
+pub struct OutputThread(std::thread::JoinHandle<()>);
+
+/// A second, non-blocking open of this process's stdout when it is a pipe
+/// (or FIFO): its own file description, so `O_NONBLOCK` changes nothing
+/// for whoever else holds the pipe. `None` for anything else (a terminal,
+/// a file, a socket), whose writes are left to the writer thread.
+pub fn nonblocking_stdout() -> Option<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // SAFETY: fstat on fd 1 into a zeroed struct; a failure is handled.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(1, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open("/proc/self/fd/1").ok()?;
+    f.metadata().ok().filter(|m| m.file_type().is_fifo())?;
+    Some(f)
+}
+
+impl Output {
+    /// Starts the writer thread of front end `name` on `output`, with
+    /// `direct` (see [`nonblocking_stdout`]) for writes without it; `None`
+    /// (and a message on stderr) when the thread cannot start.
+    pub fn start<W: Write + Send + 'static>(name: &str, output: W, direct: Option<std::fs::File>) -> Option<(Output, OutputThread)> {
+        let shared = Arc::new(OutShared {
+            state: Mutex::new(OutState::default()),
+            work: Condvar::new(),
+            drained: Condvar::new(),
+            direct,
+        });
+        let s = shared.clone();
+        match std::thread::Builder::new().name(format!("{name}-out")).spawn(move || s.write_loop(output)) {
+            Ok(h) => Some((Output { shared }, OutputThread(h))),
+            Err(e) => {
+                eprintln!("{name}: cannot start the output thread: {e}");
+                None
+            }
+        }
+    }
+
+    /// Queues one line (with its `\n`). From the host's dispatcher thread
+    /// it waits in the buffer for [`Output::write_ready`]; from any other
+    /// thread it is written at once.
+    pub fn line(&self, line: &[u8]) {
+        let mut s = self.shared.lock();
+        if s.broken {
+            return;
+        }
+        s.buf.extend_from_slice(line);
+        if !crate::host::on_dispatcher_thread() {
+            self.shared.push(&mut s);
+        }
+    }
+
+    /// Writes what was gathered, as far as the pipe takes it without
+    /// blocking; the rest goes to the writer thread.
+    pub fn write_ready(&self) {
+        let mut s = self.shared.lock();
+        self.shared.push(&mut s);
+    }
+
+    /// Waits until every line given so far is written (or the output broke).
+    pub fn flush(&self) {
+        let mut s = self.shared.lock();
+        self.shared.push(&mut s);
+        while (s.thread || !s.buf.is_empty()) && !s.broken {
+            s = self.shared.drained.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Writes what is left and stops the writer thread.
+    pub fn finish(&self, thread: OutputThread) {
+        {
+            let mut s = self.shared.lock();
+            s.closed = true;
+            self.shared.work.notify_one();
+        }
+        let _ = thread.0.join();
+    }
+}
+
+impl OutShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes `buf` directly while the writer thread does not own the
+    /// output; what is left is handed to it.
+    fn push(&self, s: &mut OutState) {
+        if s.thread || s.buf.is_empty() || s.broken {
+            return;
+        }
+        if let Some(mut f) = self.direct.as_ref() {
+            let mut done = 0;
+            while done < s.buf.len() {
+                match f.write(&s.buf[done..]) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        s.broken = true;
+                        s.buf = Vec::new();
+                        return;
+                    }
+                }
+            }
+            s.buf.drain(..done);
+            if s.buf.is_empty() {
+                if s.buf.capacity() > 1024 * 1024 {
+                    s.buf = Vec::new();
+                }
+                return;
+            }
+        }
+        s.thread = true;
+        self.work.notify_one();
+    }
+
+    fn write_loop<W: Write>(&self, mut w: W) {
+        let mut s = self.lock();
+        let mut spare = Vec::new();
+        loop {
+            while !s.thread && !s.closed {
+                s = self.work.wait(s).unwrap_or_else(|e| e.into_inner());
+            }
+            if s.buf.is_empty() || s.broken {
+                s.thread = false;
+                self.drained.notify_all();
+                if s.closed {
+                    break;
+                }
+                continue;
+            }
+            let mut chunk = std::mem::replace(&mut s.buf, std::mem::take(&mut spare));
+            drop(s);
+            let ok = w.write_all(&chunk).and_then(|()| w.flush()).is_ok();
+            chunk.clear();
+            if chunk.capacity() <= 1024 * 1024 {
+                spare = chunk;
+            }
+            s = self.lock();
+            if !ok {
+                s.broken = true;
+                s.buf = Vec::new();
+            }
         }
     }
 }

@@ -295,3 +295,57 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
     assert!(!rest.is_empty());
     let _ = Response::Done;
 }
+
+/// Sends 100 KiB calls to `tool` until one fails with `busy`; how many
+/// were sent then (at most 200). A busy answer is given while the call is
+/// handled, so it is there once a later request (a listing) is answered.
+type Answers = (String, Result<Response, HostError>);
+
+fn calls_until_busy(host: &zot::host::Host, tool: &str, answers: &crossbeam_channel::Sender<Answers>, rx: &crossbeam_channel::Receiver<Answers>) -> Option<usize> {
+    let big = "z".repeat(100 * 1024);
+    for i in 1..=200 {
+        let tx = answers.clone();
+        let name = tool.to_string();
+        let req = Request::Tool { name: tool.into(), args: Some(json!({"i": i, "big": big})), tool_id: None };
+        host.submit(req, move |r| {
+            let _ = tx.send((name, r));
+        });
+        host.list().unwrap();
+        if let Ok((who, r)) = rx.try_recv() {
+            match r {
+                Err(HostError::Busy { .. }) if who == tool => return Some(i),
+                other => panic!("{who} call {i}: {other:?}"),
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn stalled_children_share_one_byte_budget() {
+    let t = TempDir::new("fail-budget");
+    let a = py_ext(t.path(), "deaf-a", "deaf-a", &["--legacy", "--tools", "a_tool", "--ignore-stdin"]);
+    let b = py_ext(t.path(), "deaf-b", "deaf-b", &["--legacy", "--tools", "b_tool", "--ignore-stdin"]);
+    let ok = py_ext(t.path(), "ok", "ok", &["--tools", "o_tool"]);
+    let mut cfg = host_config(t.path(), vec![a, b, ok]);
+    // Each child alone could queue 64 MiB; together they may queue 1 MiB.
+    cfg.queue_bytes = 64 * 1024 * 1024;
+    cfg.queue_budget = 1024 * 1024;
+    cfg.timeouts.tool = Duration::from_secs(60);
+    let (host, _ev) = start_host(cfg);
+    host.wait_ready().unwrap();
+    let (tx, rx) = unbounded();
+    // The pipe and the batch take a few calls, the budget some ten more.
+    let n_a = calls_until_busy(&host, "a_tool", &tx, &rx).expect("the first stalled child never got busy");
+    assert!(n_a <= 40, "busy only at call {n_a}");
+    // The budget is spent: the second stalled child gets its pipe and batch
+    // and one queued frame (its queue was empty), then busy.
+    let n_b = calls_until_busy(&host, "b_tool", &tx, &rx).expect("the second stalled child never got busy");
+    assert!(n_b < n_a, "the second child got {n_b} calls, the first {n_a}");
+    // A child that reads is not touched by the budget.
+    assert_eq!(host.tool("o_tool", None).unwrap().extension, "ok");
+    drop(tx);
+    host.shutdown();
+    let rest: Vec<_> = rx.try_iter().collect();
+    assert!(rest.iter().all(|(_, r)| matches!(r, Err(HostError::ShuttingDown) | Err(HostError::Busy { .. }))), "{rest:?}");
+}

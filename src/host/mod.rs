@@ -9,7 +9,7 @@ mod types;
 
 pub use types::*;
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -19,9 +19,21 @@ use crate::protocol::Payload;
 /// Where [`Host::start_with`] hands host events, on the dispatcher thread.
 pub type EventSink = Box<dyn Fn(HostEvent) + Send>;
 
+/// Run on the dispatcher thread each time it has handled what its inbox
+/// held (and every few dozen messages in a burst), after it wrote what it
+/// gathered for extensions: where a front end that gathers its output on
+/// that thread writes it (`stdio::Output::write_ready`).
+pub type IdleHook = Box<dyn Fn() + Send>;
+
+/// Whether this is the host's dispatcher thread (where responders and the
+/// event sink run).
+pub fn on_dispatcher_thread() -> bool {
+    dispatcher::on_dispatcher_thread()
+}
+
 /// A running extension host.
 pub struct Host {
-    tx: Sender<dispatcher::Inbox>,
+    tx: crate::wake::Tx<dispatcher::Inbox>,
     thread: Mutex<Option<JoinHandle<()>>>,
     trace: Option<std::sync::Arc<crate::trace::Tracer>>,
 }
@@ -45,9 +57,15 @@ impl Host {
     /// extension sent after its reply comes after the answer carrying that
     /// reply. The sink must be quick and must not wait for the host.
     pub fn start_with(config: Config, sink: EventSink) -> Result<Host, HostError> {
-        let (tx, rx) = unbounded();
+        Host::start_with_idle(config, sink, Box::new(|| {}))
+    }
+
+    /// Like [`Host::start_with`], with `idle` run on the dispatcher thread
+    /// whenever it runs out of work ([`IdleHook`]).
+    pub fn start_with_idle(config: Config, sink: EventSink, idle: IdleHook) -> Result<Host, HostError> {
+        let (tx, rx) = crate::wake::channel();
         let trace = config.trace.clone();
-        let thread = dispatcher::spawn(config, tx.clone(), rx, sink)?;
+        let thread = dispatcher::spawn(config, tx.clone(), rx, sink, idle)?;
         Ok(Host { tx, thread: Mutex::new(Some(thread)), trace })
     }
 
@@ -57,12 +75,26 @@ impl Host {
         self.submit_responder(request, Responder::new(done));
     }
 
+    /// [`Host::submit`], without waking the dispatcher when `more` (the
+    /// caller has more requests at hand): the last one submitted without
+    /// `more`, or [`Host::wake`], wakes it once for all of them.
+    pub fn submit_quiet(&self, request: Request, more: bool, done: impl FnOnce(Result<Response, HostError>) + Send + 'static) {
+        let msg = dispatcher::Inbox::Request(request, Responder::new(done));
+        let sent = if more { self.tx.send_quiet(msg) } else { self.tx.send(msg) };
+        if let Err(dispatcher::Inbox::Request(_, done)) = sent {
+            done.answer(Err(HostError::ShuttingDown));
+        }
+    }
+
+    /// Wakes the dispatcher for requests submitted quietly.
+    pub fn wake(&self) {
+        self.tx.wake();
+    }
+
     /// [`Host::submit`] with a ready-made [`Responder`].
     pub fn submit_responder(&self, request: Request, done: Responder) {
-        if let Err(e) = self.tx.send(dispatcher::Inbox::Request(request, done)) {
-            if let dispatcher::Inbox::Request(_, done) = e.into_inner() {
-                done.answer(Err(HostError::ShuttingDown));
-            }
+        if let Err(dispatcher::Inbox::Request(_, done)) = self.tx.send(dispatcher::Inbox::Request(request, done)) {
+            done.answer(Err(HostError::ShuttingDown));
         }
     }
 

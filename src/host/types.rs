@@ -46,14 +46,32 @@ impl Default for Timeouts {
 }
 
 /// Default number of frames queued for one child before calls to it fail
-/// with `busy`.
-pub const DEFAULT_QUEUE_LIMIT: usize = 1024;
+/// with `busy`. With [`DEFAULT_QUEUE_BYTES`] it lets a burst of thousands
+/// of small calls wait for a single-threaded extension that is merely
+/// slower than the agent for a moment (5,000 calls of 100 bytes are half a
+/// MiB); the count bounds the bookkeeping of tiny frames.
+pub const DEFAULT_QUEUE_LIMIT: usize = 16 * 1024;
+
+/// Default bytes queued for one child's writer thread (beyond the 64 KiB
+/// in the pipe and up to 64 KiB being gathered for it) before calls to it
+/// fail with `busy`: 1.25 MiB, some 1,200 calls of 1 KiB behind a child
+/// that stopped reading, or 12,000 of 100 bytes behind one that is only
+/// slow. A frame that finds its child's queue empty is always taken,
+/// whatever its size (up to the 4 MiB frame limit).
+pub const DEFAULT_QUEUE_BYTES: usize = 1280 * 1024;
+
+/// Default bytes queued for all children of one host together: 16 MiB
+/// (upstream's bound for a single child), so that many stalled children
+/// cannot add up to more than that.
+pub const DEFAULT_QUEUE_BUDGET: usize = 16 * 1024 * 1024;
 
 /// Bounds on what one extension can make the host hold. Past each, the
 /// extension is refused (and told in its log) and the others carry on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
-    /// Calls in flight to one extension; more fail with `busy`.
+    /// Calls in flight to one extension; more fail with `busy`. As many as
+    /// the frames its queue holds ([`DEFAULT_QUEUE_LIMIT`]), so a burst
+    /// the queue absorbs is not refused here.
     pub in_flight: usize,
     /// Commands one extension may register.
     pub commands: usize,
@@ -84,7 +102,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            in_flight: 4096,
+            in_flight: 16 * 1024,
             commands: 256,
             tools: 256,
             subscriptions: 64,
@@ -112,8 +130,16 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// A failed or late interceptor blocks instead of allowing.
     pub fail_closed: bool,
-    /// Frames queued per child before calls to it fail with `busy`.
+    /// Frames queued per child before calls to it fail with `busy`
+    /// ([`DEFAULT_QUEUE_LIMIT`]).
     pub queue_limit: usize,
+    /// Bytes queued per child before calls to it fail with `busy`
+    /// ([`DEFAULT_QUEUE_BYTES`]).
+    pub queue_bytes: usize,
+    /// Bytes queued for all children together before calls to a child
+    /// with something queued already fail with `busy`
+    /// ([`DEFAULT_QUEUE_BUDGET`]).
+    pub queue_budget: usize,
     pub limits: Limits,
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
@@ -151,6 +177,8 @@ impl Config {
             timeouts: Timeouts::default(),
             fail_closed: false,
             queue_limit: DEFAULT_QUEUE_LIMIT,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
+            queue_budget: DEFAULT_QUEUE_BUDGET,
             limits: Limits::default(),
             reserved_commands: Vec::new(),
             hold_until_loaded: false,

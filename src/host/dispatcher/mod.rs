@@ -90,16 +90,17 @@ pub(super) enum Inbox {
 
 pub(super) fn spawn(
     config: Config,
-    tx: Sender<Inbox>,
-    rx: Receiver<Inbox>,
+    tx: crate::wake::Tx<Inbox>,
+    rx: crate::wake::Rx<Inbox>,
     sink: EventSink,
+    idle: IdleHook,
 ) -> Result<JoinHandle<()>, HostError> {
     std::thread::Builder::new()
         .name("zot-dispatcher".into())
         .spawn(move || {
             DISPATCHER.with(|d| d.set(true));
             crate::child::spawn_from_this_thread();
-            let mut d = Dispatcher::new(config, tx, sink);
+            let mut d = Dispatcher::new(config, tx, sink, idle);
             if catch_unwind(AssertUnwindSafe(|| d.load())).is_err() {
                 eprintln!("zot: internal error while loading extensions; continuing");
             }
@@ -110,6 +111,7 @@ pub(super) fn spawn(
                     respond(done, Err(HostError::ShuttingDown));
                 }
             }
+            d.idle();
             crate::log::flush();
         })
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
@@ -158,8 +160,11 @@ enum Phase {
 
 struct Dispatcher {
     cfg: Config,
-    inbox: Sender<Inbox>,
+    inbox: crate::wake::Tx<Inbox>,
     sink: EventSink,
+    idle: IdleHook,
+    /// The bounds of every child's queue, with the budget they share.
+    queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
     calls: InFlight,
@@ -221,12 +226,19 @@ fn after(d: Duration) -> Instant {
 }
 
 impl Dispatcher {
-    fn new(cfg: Config, inbox: Sender<Inbox>, sink: EventSink) -> Dispatcher {
+    fn new(cfg: Config, inbox: crate::wake::Tx<Inbox>, sink: EventSink, idle: IdleHook) -> Dispatcher {
         let registry = Registry::new(cfg.reserved_commands.clone());
+        let queue = crate::child::QueueBounds {
+            frames: cfg.queue_limit,
+            bytes: cfg.queue_bytes,
+            shared: crate::child::Budget::new(cfg.queue_budget),
+        };
         Dispatcher {
+            queue,
             cfg,
             inbox,
             sink,
+            idle,
             exts: Vec::new(),
             registry,
             calls: InFlight::default(),
@@ -262,6 +274,11 @@ impl Dispatcher {
         self.timers.push(Reverse((when, seq, t)));
     }
 
+    /// The embedder's idle hook; its panic must not stop the host.
+    fn idle(&self) {
+        let _ = catch_unwind(AssertUnwindSafe(|| (self.idle)()));
+    }
+
     fn emit(&self, e: HostEvent) {
         // The sink is the embedder's code; its panic must not stop the host.
         let _ = catch_unwind(AssertUnwindSafe(|| (self.sink)(e)));
@@ -272,7 +289,7 @@ impl Dispatcher {
         self.exts.get(id.slot).filter(|e| e.id == id).map(|_| id.slot)
     }
 
-    fn run(&mut self, rx: &Receiver<Inbox>) {
+    fn run(&mut self, rx: &crate::wake::Rx<Inbox>) {
         let mut unflushed = 0;
         while self.phase != Phase::Done {
             if rx.is_empty() || unflushed >= FLUSH_EVERY {
@@ -282,6 +299,7 @@ impl Dispatcher {
                 for c in self.exts.iter().filter_map(|e| e.child()) {
                     c.flush();
                 }
+                self.idle();
                 unflushed = 0;
             }
             unflushed += 1;
@@ -290,16 +308,10 @@ impl Dispatcher {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let msg = match next {
-                Some(when) => match rx.recv_deadline(when) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                },
-                None => match rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => return,
-                },
+            let msg = match rx.recv_deadline(next) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
             };
             let step = catch_unwind(AssertUnwindSafe(|| {
                 if let Some(m) = msg {
@@ -393,7 +405,7 @@ impl Dispatcher {
 
     fn start_ext(&mut self, slot: usize) {
         let inbox = self.inbox.clone();
-        let queue_limit = self.cfg.queue_limit;
+        let queue = self.queue.clone();
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
         let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
@@ -431,7 +443,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {}", m.name, m.dir.display()));
-        let spawned = Child::spawn(m, &exec, &env, &log, queue_limit, trace.as_ref(), inbox, move |msg| {
+        let spawned = Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(id, msg)
         });
         ext.log = Some(log);
