@@ -9,6 +9,9 @@
 //! [`scaffold`] (`zot ext new`), [`check`] (`zot ext check`), [`doctor`] (`zot ext doctor`) and [`trace`]
 //! (`--trace`) are the tools for extension authors.
 
+/// The crate version, as `zot --version` prints it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod check;
 pub mod child;
 pub mod cli;

@@ -1,0 +1,208 @@
+//! The usage texts: `zot --help`, `zot ext --help`, each command's
+//! `--help` and the about text above its options.
+
+use super::flags::{Cmd, Flag, COMMANDS, HELP_FLAG, SESSION_FLAGS, VERSION_FLAG};
+use crate::home::Home;
+use crate::manage::sanitize;
+use crate::VERSION;
+
+/// `zot --help`.
+pub fn top_help() -> String {
+    let mut s = format!("zot {VERSION}: a host for zot extensions\n\nUsage:\n");
+    for c in COMMANDS.iter().filter(|c| !c.hidden) {
+        let words = if c.name.is_empty() { String::new() } else { format!(" {}", c.name) };
+        let usage = format!("zot{words} {}", c.usage);
+        if c.summary.is_empty() {
+            s.push_str(&format!("  {usage}\n"));
+        } else if usage.len() <= 34 {
+            s.push_str(&format!("  {usage:<34}  {}\n", c.summary));
+        } else {
+            s.push_str(&format!("  {usage}\n  {:<34}  {}\n", "", c.summary));
+        }
+    }
+    s.push('\n');
+    s.push_str(&session_options());
+    for f in [HELP_FLAG, VERSION_FLAG] {
+        s.push_str(&flag_lines(&f));
+    }
+    s.push_str("SECS accepts fractions (0.5).\n\nRun 'zot ext --help' or 'zot <command> --help' for more.\n");
+    s.push_str(&environment());
+    s
+}
+
+/// The about text of a command's `--help`, above its options.
+pub fn about(name: &str) -> &'static str {
+    match name {
+        "serve" => "Runs the extension host and speaks JSON lines on stdin/stdout, so that an
+agent in any language can use it as its extension subsystem. Requests are
+{\"id\":..,\"type\":<method>,...}; methods: ping, list, command, tool,
+intercept, event, agent_tools, call_tool_result, panel_key, panel_close,
+reload, shutdown. Diagnostics go to stderr. End of stdin shuts the host
+down. Options may come before or after the word 'serve'.
+",
+        "mcp" => "Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
+message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and
+2024-11-05), so that any MCP client can use the extensions: their tools as
+MCP tools (the tool_call intercept chain and event run first), their
+commands as MCP prompts with one optional argument, args, and their notes
+as log messages. Diagnostics go to stderr. End of stdin shuts the host
+down. Options may come before or after the word 'mcp'.
+
+Register it in a client's configuration, for example:
+  {\"mcpServers\": {\"zot\": {\"command\": \"zot\",
+                    \"args\": [\"mcp\", \"--ext\", \"/path/to/extension\"]}}}
+",
+        "ext list" => "Lists the project-local (<cwd>/.zot/extensions) and global
+($ZOT_HOME/extensions) extensions, including disabled ones and broken
+manifests, sorted by name, project-local first. A global extension with the
+same name as a project-local one is shadowed by it (noted below the table).
+--json prints a JSON array of {scope, name, version, enabled, language,
+description, dir, error?, shadowed_by?}.
+",
+        "ext install" => "Installs an extension into $ZOT_HOME/extensions/<name>, <name> being the
+manifest's name (not the folder's or repository's).
+
+A git URL (https://, http://, ssh://, git@, file://, or anything ending in
+.git) is shallow-cloned with the system git. Anything else is a local folder
+holding extension.json (or that file's path); it is copied recursively keeping
+file modes, except a top-level .git, and a top-level target/ and node_modules/
+of which only the files the manifest's exec and args name are copied. A
+symbolic link is copied as a link only if it stays inside the
+extension; otherwise the install is refused. The result must hold a valid
+manifest; on any failure nothing is left behind. An extension that is already
+installed is never overwritten: remove it first.
+",
+        "ext remove" => "Deletes the extension's directory (a manifest or folder name). Asks
+for confirmation on a terminal; without a terminal, --yes is required. An
+extension directory that is a symbolic link is unlinked, its target is left
+alone. The extension's log is kept.
+",
+        "ext enable" => "Sets \"enabled\": true in the extension's manifest (an atomic rewrite that keeps
+every other field and byte), so it is loaded on launch again.
+",
+        "ext disable" => "Sets \"enabled\": false in the extension's manifest (an atomic rewrite that
+keeps every other field and byte): it stays installed and listed but is not
+loaded on launch.
+",
+        "ext logs" => "Prints the extension's log, $ZOT_HOME/logs/ext-<name>.log: its stderr plus
+the host's lines prefixed [zot].
+",
+        "trust" | "untrust" => "Project-local extensions (DIR/.zot/extensions) come with the repository you
+are in, so they run only in a trusted project. 'zot trust' records the
+project's canonical path and a fingerprint of its extensions (manifests and
+the files they run inside the project) in $ZOT_HOME/trust.json; when they
+change, the project is untrusted again until trusted anew. 'zot untrust'
+forgets it; '--list' shows every trusted project and whether it changed.
+DIR defaults to the current directory. '--trust-project' (zot, zot serve,
+zot mcp) runs them for one run without recording anything.
+",
+        "completions" => "Prints the completion script for bash, zsh or fish, for example:
+  zot completions bash > ~/.local/share/bash-completion/completions/zot
+  zot completions zsh > \"${fpath[1]}/_zot\"
+  zot completions fish > ~/.config/fish/completions/zot.fish
+",
+        "man" => "Prints the zot(1) man page in roff: zot man | man -l -\n",
+        _ => "",
+    }
+}
+
+/// `zot <command> --help` for every command but `zot` itself, `zot ext`,
+/// `new` and `check`.
+pub fn command_help(c: &Cmd) -> String {
+    let mut s = format!("Usage: zot {} {}\n\n{}\n", c.name, c.usage, about(c.name));
+    if c.session {
+        s.push_str(&session_options());
+    } else {
+        s.push_str("Options:\n");
+    }
+    for f in c.flags {
+        s.push_str(&flag_lines(f));
+    }
+    s.push_str(&flag_lines(&HELP_FLAG));
+    if c.session {
+        s.push_str("SECS accepts fractions (0.5).\n");
+        s.push_str(&environment());
+    }
+    s
+}
+
+fn session_options() -> String {
+    let mut s = String::from("Options (zot, zot serve, zot mcp, zot ext doctor):\n");
+    for f in &SESSION_FLAGS {
+        s.push_str(&flag_lines(f));
+    }
+    s
+}
+
+/// A flag and its help, wrapped to 80 columns.
+fn flag_lines(f: &Flag) -> String {
+    let mut out = String::new();
+    let mut first = Some(f.spelled());
+    for line in wrap(&f.full_help(), 48) {
+        let opt = first.take().unwrap_or_default();
+        out.push_str(&format!("  {opt:<28}  {line}\n"));
+    }
+    out
+}
+
+/// `text` cut into lines of at most `width` characters at spaces.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let cur = lines.last_mut().map(|l| l.len()).unwrap_or(0);
+        if cur > 0 && cur + 1 + word.len() > width {
+            lines.push(String::new());
+        }
+        if let Some(l) = lines.last_mut() {
+            if !l.is_empty() {
+                l.push(' ');
+            }
+            l.push_str(word);
+        }
+    }
+    lines
+}
+
+fn environment() -> String {
+    let home = match Home::from_env() {
+        Ok(h) => sanitize(&h.root().display().to_string()),
+        Err(e) => e.to_string(),
+    };
+    format!(
+        "
+Environment:
+  ZOT_HOME   where installed extensions and logs live
+             (now: {home})
+  ZOT_TRACE  a trace file, when --trace is not given:
+             {{\"t\":secs,\"ext\":name,\"dir\":\"in\"|\"out\",\"frame\":{{...}}}} per line
+Project-local extensions live in <cwd>/.zot/extensions.
+"
+    )
+}
+
+/// `zot ext --help`.
+pub fn ext_help() -> String {
+    let mut s = String::from(
+        "Usage: zot ext <command> [--cwd DIR]
+
+Manage extensions: global ones in $ZOT_HOME/extensions and project-local ones
+in <cwd>/.zot/extensions (cwd: --cwd DIR or the current directory). A name is
+the manifest name that 'zot ext list' shows or the name of the extension's
+folder, looked up in the project-local and the global extensions; a name that
+matches more than one is refused (the matching folders are listed) and
+nothing changes.
+
+Commands:
+",
+    );
+    for c in COMMANDS.iter().filter(|c| c.name.starts_with("ext ")) {
+        let usage = format!("{} {}", &c.name[4..], c.usage);
+        if usage.len() <= 26 {
+            s.push_str(&format!("  {usage:<26}  {}\n", c.summary));
+        } else {
+            s.push_str(&format!("  {usage}\n  {:<26}  {}\n", "", c.summary));
+        }
+    }
+    s.push_str("\nRun 'zot ext <command> --help' for more.\n");
+    s
+}

@@ -1,0 +1,444 @@
+//! Parsing the arguments with `lexopt` into a [`Command`]: the session
+//! options anywhere before or after the command word, each command's own
+//! flags, and the usage errors.
+
+use super::flags::{command, find, Cmd, Set, SESSION_FLAGS, SHELLS};
+use super::help::{command_help, ext_help, top_help};
+use super::{absolute, Command, SessionArgs, UsageError, MAX_SECS};
+use crate::manage::ExtCommand;
+use lexopt::{Arg, Parser};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// An argument with nothing borrowed from the parser, so the parser can be
+/// asked for an option's value while the argument is still in hand.
+#[derive(Debug)]
+pub(super) enum Tok {
+    Short(char),
+    Long(String),
+    Value(OsString),
+}
+
+impl Tok {
+    /// The option as typed (`-e`, `--ext`), or the value.
+    fn spelled(&self) -> String {
+        match self {
+            Tok::Short(c) => format!("-{c}"),
+            Tok::Long(l) => format!("--{l}"),
+            Tok::Value(v) => v.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+pub(super) struct Args {
+    parser: Parser,
+    context: String,
+}
+
+impl Args {
+    fn err(&self, message: impl Into<String>) -> UsageError {
+        UsageError { context: self.context.clone(), message: message.into() }
+    }
+
+    fn lexopt_err(&self, e: lexopt::Error) -> UsageError {
+        use lexopt::Error as E;
+        let q = |s: &str| format!("'{s}'");
+        let message = match e {
+            E::MissingValue { option: Some(o) } => format!("missing value for {}", q(&o)),
+            E::MissingValue { option: None } => "missing value".to_string(),
+            E::UnexpectedOption(o) => format!("unexpected argument {}", q(&o)),
+            E::UnexpectedArgument(v) => format!("unexpected argument {}", q(&v.to_string_lossy())),
+            E::UnexpectedValue { option, value } => format!(
+                "option {} takes no value (got {})",
+                q(&option),
+                q(&value.to_string_lossy())
+            ),
+            E::NonUnicodeValue(v) => {
+                format!("argument {} is not valid UTF-8", q(&v.to_string_lossy()))
+            }
+            other => other.to_string(),
+        };
+        self.err(message)
+    }
+
+    fn next(&mut self) -> Result<Option<Tok>, UsageError> {
+        let arg = match self.parser.next() {
+            Ok(a) => a,
+            Err(e) => return Err(self.lexopt_err(e)),
+        };
+        Ok(arg.map(|a| match a {
+            Arg::Short(c) => Tok::Short(c),
+            Arg::Long(l) => Tok::Long(l.to_string()),
+            Arg::Value(v) => Tok::Value(v),
+        }))
+    }
+
+    pub(super) fn value(&mut self) -> Result<OsString, UsageError> {
+        self.parser.value().map_err(|e| self.lexopt_err(e))
+    }
+
+    pub(super) fn string(&mut self, opt: &Tok) -> Result<String, UsageError> {
+        let v = self.value()?;
+        v.into_string().map_err(|v| {
+            self.err(format!(
+                "value {:?} for '{}' is not valid UTF-8",
+                v.to_string_lossy(),
+                opt.spelled()
+            ))
+        })
+    }
+
+    pub(super) fn choice(&mut self, opt: &Tok, choices: &[&str]) -> Result<String, UsageError> {
+        let v = self.string(opt)?;
+        if choices.contains(&v.as_str()) {
+            Ok(v)
+        } else {
+            let (last, rest) = choices.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+            let list = if rest.is_empty() { last.to_string() } else { format!("{} or {last}", rest.join(", ")) };
+            Err(self.err(format!("invalid value '{v}' for '{}': expected {list}", opt.spelled())))
+        }
+    }
+
+    /// A duration option: a positive number of seconds, at most
+    /// [`MAX_SECS`] (PROTOCOL.md §3 rule 6).
+    pub(super) fn secs(&mut self, opt: &Tok) -> Result<Duration, UsageError> {
+        let v = self.value()?;
+        let text = v.to_string_lossy();
+        let bad = || {
+            self.err(format!(
+                "invalid value '{text}' for '{}': expected seconds, a positive number up to {MAX_SECS} like 5 or 0.5",
+                opt.spelled()
+            ))
+        };
+        let secs: f64 = text.trim().parse().map_err(|_| bad())?;
+        if !secs.is_finite() || secs <= 0.0 || secs > MAX_SECS {
+            return Err(bad());
+        }
+        Duration::try_from_secs_f64(secs).map_err(|_| bad())
+    }
+
+    fn unexpected(&self, tok: &Tok) -> UsageError {
+        self.err(format!("unexpected argument '{}'", tok.spelled()))
+    }
+
+    /// `command`, provided nothing follows: `zot --version extra` is a
+    /// usage error, not a version.
+    fn last(mut self, command: Command) -> Result<Command, UsageError> {
+        match self.next()? {
+            None => Ok(command),
+            Some(tok) => Err(self.unexpected(&tok)),
+        }
+    }
+}
+
+/// Parses the arguments (without the program name).
+pub fn parse<I>(args: I) -> Result<Command, UsageError>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    let mut a = Args { parser: Parser::from_args(args), context: "zot".into() };
+    let mut s = SessionArgs::default();
+    while let Some(tok) = a.next()? {
+        if session_option(&mut a, &mut s, &tok)? {
+            continue;
+        }
+        match &tok {
+            _ if is_help(&tok) => return a.last(Command::Help(top_help())),
+            Tok::Short('V') => return a.last(Command::Version),
+            Tok::Long(l) if l == "version" => return a.last(Command::Version),
+            Tok::Value(v) => {
+                let word = v.to_string_lossy().into_owned();
+                let context = format!("zot {word}");
+                return match word.as_str() {
+                    "serve" | "mcp" => {
+                        a.context = context;
+                        parse_session(a, s, &word)
+                    }
+                    "ext" => {
+                        a.context = context;
+                        parse_ext(a, s)
+                    }
+                    "trust" | "untrust" | "completions" | "man" => {
+                        if let Some(opt) = s.given.first() {
+                            return Err(a.err(format!("option '--{opt}' does not apply to '{context}'")));
+                        }
+                        a.context = context;
+                        parse_simple(a, &word)
+                    }
+                    _ => Err(a.unexpected(&tok)),
+                };
+            }
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    Ok(Command::Session(s))
+}
+
+fn is_help(tok: &Tok) -> bool {
+    matches!(tok, Tok::Short('h')) || matches!(tok, Tok::Long(l) if l == "help")
+}
+
+/// Handles one of [`SESSION_FLAGS`]; false when `tok` is not one of them.
+fn session_option(a: &mut Args, s: &mut SessionArgs, tok: &Tok) -> Result<bool, UsageError> {
+    let Some(flag) = find(&SESSION_FLAGS, tok) else { return Ok(false) };
+    if let Set::Session(set) = flag.set {
+        set(a, s, tok)?;
+    }
+    s.given.push(flag.long);
+    Ok(true)
+}
+
+/// `zot serve`, `zot mcp` and `zot ext doctor`: the session options, and
+/// `--json` for the doctor.
+fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command, UsageError> {
+    let mut json = false;
+    while let Some(tok) = a.next()? {
+        if session_option(&mut a, &mut s, &tok)? {
+            continue;
+        }
+        if is_help(&tok) {
+            let help = if word == "ext doctor" { crate::doctor::HELP.to_string() } else { command_help(command(word)) };
+            return a.last(Command::Help(help));
+        }
+        match &tok {
+            Tok::Long(l) if l == "json" && word == "ext doctor" => json = true,
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    Ok(match word {
+        "serve" => Command::Serve(s),
+        "mcp" => Command::Mcp(s),
+        _ => Command::ExtDoctor { session: s, json },
+    })
+}
+
+/// `zot trust`, `zot untrust`, `zot completions` and `zot man`.
+fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
+    let mut positional: Option<OsString> = None;
+    let mut list = false;
+    while let Some(tok) = a.next()? {
+        if is_help(&tok) {
+            return a.last(Command::Help(command_help(command(word))));
+        }
+        match &tok {
+            Tok::Long(l) if l == "list" && word == "trust" => list = true,
+            Tok::Value(v) if positional.is_none() && word != "man" => positional = Some(v.clone()),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    use crate::trust::TrustCommand as T;
+    let dir = || positional.as_deref().map(|d| absolute(Path::new(d))).transpose().map_err(|e| a.err(e));
+    match word {
+        "trust" if list && positional.is_some() => Err(a.err("'--list' takes no DIR")),
+        "trust" if list => Ok(Command::Trust(T::List)),
+        "trust" => Ok(Command::Trust(T::Trust(dir()?))),
+        "untrust" => Ok(Command::Trust(T::Untrust(dir()?))),
+        "man" => Ok(Command::Man),
+        _ => {
+            let shell = positional.map(|v| v.to_string_lossy().into_owned());
+            match shell {
+                Some(sh) if SHELLS.contains(&sh.as_str()) => Ok(Command::Completions(sh)),
+                Some(sh) => Err(a.err(format!("unknown shell '{sh}': expected one of {}", SHELLS.join(", ")))),
+                None => Err(a.err(format!("missing shell ({})", SHELLS.join(", ")))),
+            }
+        }
+    }
+}
+
+fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
+    let mut cwd = s.cwd.clone();
+    while let Some(tok) = a.next()? {
+        match &tok {
+            _ if is_help(&tok) => return a.last(Command::Help(ext_help())),
+            Tok::Long(l) if l == "cwd" => cwd = Some(PathBuf::from(a.value()?)),
+            Tok::Value(v) => {
+                let sub = v.to_string_lossy().into_owned();
+                if !EXT_SUBCOMMANDS.contains(&sub.as_str()) {
+                    return Err(a.err(format!("unknown subcommand '{sub}'")));
+                }
+                a.context = format!("zot ext {sub}");
+                if sub == "doctor" {
+                    s.cwd = cwd;
+                    return parse_session(a, s, "ext doctor");
+                }
+                if let Some(opt) = s.given.iter().find(|o| **o != "cwd") {
+                    return Err(a.err(format!("option '--{opt}' does not apply to 'zot ext'")));
+                }
+                return parse_ext_sub(a, &sub, cwd);
+            }
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    if let Some(opt) = s.given.iter().find(|o| **o != "cwd") {
+        return Err(a.err(format!("option '--{opt}' does not apply to 'zot ext'")));
+    }
+    Err(a.err("missing subcommand (list, install, remove, enable, disable, logs, new, check, doctor)"))
+}
+
+const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs", "new", "check", "doctor"];
+
+fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Command, UsageError> {
+    let spec = command(&format!("ext {sub}"));
+    if sub == "new" || sub == "check" {
+        if cwd.is_some() {
+            return Err(a.err(format!("option '--cwd' does not apply to 'zot ext {sub}'")));
+        }
+        return if sub == "new" { parse_new(a, spec) } else { parse_check(a, spec) };
+    }
+    let mut json = false;
+    let mut yes = false;
+    let mut follow = false;
+    let mut positional: Option<OsString> = None;
+    while let Some(tok) = a.next()? {
+        if is_help(&tok) {
+            return a.last(Command::Help(command_help(spec)));
+        }
+        match (find(spec.flags, &tok).map(|f| f.long), &tok) {
+            (Some("cwd"), _) => cwd = Some(PathBuf::from(a.value()?)),
+            (Some("json"), _) => json = true,
+            (Some("yes"), _) => yes = true,
+            (Some("follow"), _) => follow = true,
+            (None, Tok::Value(v)) if sub != "list" && positional.is_none() => {
+                positional = Some(v.clone());
+            }
+            (None, Tok::Long(l)) if l == "cwd" => {
+                return Err(a.err(format!("option '--cwd' does not apply to 'zot ext {sub}'")));
+            }
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    if sub == "install" && cwd.is_some() {
+        return Err(a.err("option '--cwd' does not apply to 'zot ext install'"));
+    }
+    let what = if sub == "install" { "<path|git-url>" } else { "<name>" };
+    let Some(positional) = positional.or_else(|| (sub == "list").then(OsString::new)) else {
+        return Err(a.err(format!("missing {what}")));
+    };
+    // Names are checked at run time (validate_name), so a hostile one gets a
+    // clear runtime error; a non-UTF-8 one is made lossy and fails there.
+    let name = positional.to_string_lossy().into_owned();
+    let cmd = match sub {
+        "list" => ExtCommand::List { json },
+        "install" => ExtCommand::Install { source: positional },
+        "remove" => ExtCommand::Remove { name, yes },
+        "enable" => ExtCommand::Enable { name },
+        "disable" => ExtCommand::Disable { name },
+        _ => ExtCommand::Logs { name, follow },
+    };
+    Ok(Command::Ext { cwd, cmd })
+}
+
+/// `zot ext new <name> [--lang LANG] [--dir DIR]`.
+fn parse_new(mut a: Args, spec: &Cmd) -> Result<Command, UsageError> {
+    let mut name: Option<String> = None;
+    let mut lang = "python".to_string();
+    let mut dir = None;
+    while let Some(tok) = a.next()? {
+        if is_help(&tok) {
+            return a.last(Command::Help(crate::scaffold::HELP.to_string()));
+        }
+        match (find(spec.flags, &tok).map(|f| f.long), &tok) {
+            (Some("lang"), _) => lang = a.choice(&tok, &crate::scaffold::LANGS)?,
+            (Some("dir"), _) => dir = Some(PathBuf::from(a.value()?)),
+            // Checked at run time (validate_name), like every other name.
+            (None, Tok::Value(v)) if name.is_none() => name = Some(v.to_string_lossy().into_owned()),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    let Some(name) = name else { return Err(a.err("missing <name>")) };
+    Ok(Command::ExtNew(crate::scaffold::NewOptions { name, lang, dir }))
+}
+
+/// `zot ext check <path> [--json] [--timeout SECS]`.
+fn parse_check(mut a: Args, spec: &Cmd) -> Result<Command, UsageError> {
+    let mut path = None;
+    let mut json = false;
+    let mut call_timeout = None;
+    while let Some(tok) = a.next()? {
+        if is_help(&tok) {
+            return a.last(Command::Help(crate::check::HELP.to_string()));
+        }
+        match (find(spec.flags, &tok).map(|f| f.long), &tok) {
+            (Some("json"), _) => json = true,
+            (Some("timeout"), _) => call_timeout = Some(a.secs(&tok)?),
+            (None, Tok::Value(v)) if path.is_none() => path = Some(PathBuf::from(v)),
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    let Some(path) = path else { return Err(a.err("missing <path>")) };
+    Ok(Command::ExtCheck(crate::check::CheckOptions { path, json, call_timeout }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Command, UsageError> {
+        parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn session_options_before_and_after_serve() {
+        let Ok(Command::Serve(s)) =
+            p(&["-e", "a", "serve", "--ext=b", "--tool-timeout", "0.5", "--fail-closed"])
+        else {
+            panic!("not serve");
+        };
+        assert_eq!(s.ext_paths, vec![PathBuf::from("a"), PathBuf::from("b")]);
+        assert_eq!(s.tool_timeout, Some(Duration::from_millis(500)));
+        assert!(s.fail_closed);
+        assert!(matches!(p(&[]), Ok(Command::Session(_))));
+    }
+
+    #[test]
+    fn errors() {
+        let e = p(&["--bogus"]).unwrap_err();
+        assert_eq!(e.to_string(), "zot: unexpected argument '--bogus' (see 'zot --help')");
+        let e = p(&["ext", "install"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "zot ext install: missing <path|git-url> (see 'zot ext install --help')"
+        );
+        for bad in ["-1", "NaN", "inf", "x", "1e400"] {
+            assert!(p(&["--hello-timeout", bad]).is_err(), "{bad}");
+        }
+        assert!(p(&["--model", "m", "ext", "list"]).is_err());
+        assert!(matches!(
+            p(&["--cwd", "d", "ext", "list", "--json"]),
+            Ok(Command::Ext { cmd: ExtCommand::List { json: true }, .. })
+        ));
+        assert!(p(&["ext", "remove", "a", "b"]).is_err());
+        assert!(p(&["ext", "frob"]).is_err());
+        assert!(p(&["--version", "extra"]).is_err());
+        assert!(p(&["--help", "--bogus"]).is_err());
+        assert!(p(&["--restart", "sometimes"]).is_err());
+    }
+
+    #[test]
+    fn declared_options_of_other_commands() {
+        let Ok(Command::Serve(s)) = p(&["serve", "--trust-project", "--restart", "on-failure", "--interactive-tools"])
+        else {
+            panic!("not serve");
+        };
+        assert!(s.trust_project && s.interactive_tools);
+        assert_eq!(s.restart, Some(crate::manifest::RestartPolicy::OnFailure));
+        assert!(matches!(
+            p(&["ext", "--cwd", "d", "doctor"]),
+            Ok(Command::ExtDoctor { json: false, session }) if session.cwd == Some(PathBuf::from("d"))
+        ));
+        assert!(matches!(
+            p(&["--no-ext", "ext", "doctor", "--json", "-e", "x"]),
+            Ok(Command::ExtDoctor { json: true, session }) if session.no_ext && session.ext_paths.len() == 1
+        ));
+        use crate::trust::TrustCommand as T;
+        assert!(matches!(p(&["trust", "d"]), Ok(Command::Trust(T::Trust(Some(d)))) if d.ends_with("d")));
+        assert_eq!(p(&["trust", "--list"]), Ok(Command::Trust(T::List)));
+        assert_eq!(p(&["untrust"]), Ok(Command::Trust(T::Untrust(None))));
+        assert!(p(&["trust", "--list", "d"]).is_err());
+        assert_eq!(p(&["completions", "zsh"]), Ok(Command::Completions("zsh".into())));
+        assert!(p(&["completions", "tcsh"]).is_err());
+        assert!(p(&["--model", "m", "completions", "bash"]).is_err());
+    }
+}

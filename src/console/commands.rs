@@ -1,0 +1,312 @@
+//! The console's built-in commands (`/help`, `/commands`, `/tools`,
+//! `/tool`, `/event`, `/intercept`, `/key`, `/reload-ext`, `/extensions`),
+//! how they show replies and tool results, and tab completion.
+
+use crate::host::{CommandReply, ExtInfo, Host, HostError, InterceptOutcome, Listing, Request, Response, ToolReply};
+use crate::protocol::Payload;
+use crate::text::{one_line, strip_controls};
+use serde_json::{json, Value};
+
+use super::print::Held;
+use super::render::draw_panel;
+use super::{Console, BUILTINS};
+
+impl Console {
+    pub(super) fn help(&self) {
+        let mut s = String::from("built-in commands:\n");
+        for (n, d) in BUILTINS {
+            s.push_str(&format!("  /{n:<12} {d}\n"));
+        }
+        s.push_str("extension commands:\n");
+        s.push_str(&self.command_lines());
+        s.push_str("anything else is a prompt that would go to the model");
+        self.say(s);
+    }
+
+    fn command_lines(&self) -> String {
+        match self.host.list() {
+            Ok(l) => {
+                let mut s: String = l
+                    .commands
+                    .iter()
+                    .map(|c| format!("  /{:<12} {} {}\n", one_line(&c.name), one_line(&c.description), self.style.dim(&format!("[{}]", c.extension))))
+                    .collect();
+                if s.is_empty() {
+                    s.push_str("  (none)\n");
+                }
+                s.push_str(&self.shadowed(&l, |e| &e.shadowed_commands, "/", 13));
+                s
+            }
+            Err(e) => format!("  {e}\n"),
+        }
+    }
+
+    /// One line per registration that lost its name to a built-in or an
+    /// earlier extension (PROTOCOL.md §3.5: never silent to a user who asks).
+    fn shadowed(&self, l: &Listing, names: impl Fn(&ExtInfo) -> &Vec<String>, prefix: &str, width: usize) -> String {
+        let mut s = String::new();
+        for e in &l.extensions {
+            for n in names(e) {
+                let what = format!("{prefix}{}", one_line(n));
+                s.push_str(&format!("  {what:<width$} {} {}\n", self.style.dim("(shadowed, not callable)"), self.style.dim(&format!("[{}]", one_line(&e.name)))));
+            }
+        }
+        s
+    }
+
+    pub(super) fn commands(&self) {
+        let s = self.command_lines();
+        self.say(s.trim_end().to_string());
+    }
+
+    pub(super) fn tools(&self) {
+        match self.host.list() {
+            Ok(l) => {
+                let mut s: String = l
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        let mut marks = String::new();
+                        if !t.active {
+                            marks.push_str(" (deferred)");
+                        }
+                        if t.interactive {
+                            marks.push_str(" (interactive)");
+                        }
+                        let tag = self.style.dim(&format!("[{}]{marks}", t.extension));
+                        format!("  {:<14} {} {tag}\n", one_line(&t.name), one_line(&t.description))
+                    })
+                    .collect();
+                if s.is_empty() {
+                    s.push_str("(no tools)\n");
+                }
+                s.push_str(&self.shadowed(&l, |e| &e.shadowed_tools, "", 14));
+                self.say(s.trim_end().to_string());
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    pub(super) fn extensions(&self) {
+        match self.host.list() {
+            Ok(l) if l.extensions.is_empty() => self.say("(no extensions loaded)".into()),
+            Ok(l) => {
+                let lines: Vec<String> = l
+                    .extensions
+                    .iter()
+                    .map(|e| {
+                        let mut s = format!("  {:<16} {:<8} {:<7} {}", e.name, e.state.as_str(), e.source, e.dir);
+                        if let Some(err) = &e.error {
+                            s.push_str(&format!("  {}", self.style.red(&one_line(err))));
+                        }
+                        s
+                    })
+                    .collect();
+                self.say(lines.join("\n"));
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    pub(super) fn show_reply(&mut self, r: &CommandReply, held: Held) {
+        let tag = self.style.dim(&format!("[{}]", r.extension));
+        if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
+            return held.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
+        }
+        if r.action == "tool_prompt" {
+            // The tool runs as the model's call would, shown as a pair,
+            // then the prompt goes to the model.
+            let name = r.tool_name.clone().unwrap_or_default();
+            let args = r.tool_args.clone().filter(Value::is_object).unwrap_or_else(|| json!({}));
+            held.say(format!("{tag} {} {} {}", self.style.dim("→ tool"), one_line(&name), strip_controls(&args.to_string())));
+            if name.is_empty() {
+                self.error("tool_prompt without a tool_name");
+            } else if let Value::Object(a) = args {
+                self.run_tool(&name, a);
+            }
+            return self.prompt(r.prompt.as_deref().unwrap_or(""));
+        }
+        let text = match r.action.as_str() {
+            "prompt" => format!("{tag} {} {}", self.style.dim("→ submit:"), strip_controls(r.prompt.as_deref().unwrap_or(""))),
+            "insert" => format!("{tag} {} {}", self.style.dim("→ insert:"), strip_controls(r.insert.as_deref().unwrap_or(""))),
+            "display" => format!("{tag} {}", strip_controls(r.display.as_deref().unwrap_or(""))),
+            "open_panel" => match &r.open_panel {
+                Some(p) => {
+                    if let Ok(mut m) = self.panels.lock() {
+                        m.insert(p.id.clone(), r.extension.clone());
+                    }
+                    format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id))
+                }
+                None => format!("{tag} (open_panel without a panel)"),
+            },
+            "noop" => return,
+            other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
+        };
+        held.say(text);
+    }
+
+    pub(super) fn tool(&mut self, args: &str) {
+        match name_and_object(args, "/tool NAME JSON") {
+            Ok((n, a)) => self.run_tool(n, a),
+            Err(e) => self.error(&e),
+        }
+    }
+
+    /// A tool call as the model's: the intercept chain, the event, the
+    /// call, each shown. An unknown tool is said at once.
+    fn run_tool(&mut self, name: &str, args: Payload) {
+        let mut tool_args = Value::Object(args);
+        match self.host.list() {
+            Ok(l) if !l.tools.iter().any(|t| t.name == name) => {
+                return self.error(&HostError::UnknownTool(name.to_string()).to_string());
+            }
+            _ => {}
+        }
+        self.tool_seq += 1;
+        let tool_id = format!("console-{}", self.tool_seq);
+        let payload = |a: &Value| {
+            let mut p = Payload::new();
+            p.insert("tool_id".into(), json!(tool_id));
+            p.insert("tool_name".into(), json!(name));
+            p.insert("tool_args".into(), a.clone());
+            p
+        };
+        match self.host.intercept("tool_call", payload(&tool_args)) {
+            Ok(InterceptOutcome { block: true, reason, .. }) => {
+                return self.say(self.style.red(&format!("tool call blocked: {}", one_line(reason.as_deref().unwrap_or("")))));
+            }
+            Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
+                self.say(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
+                tool_args = a;
+            }
+            Ok(_) => {}
+            Err(e) => return self.error(&e.to_string()),
+        }
+        let _ = self.host.event("tool_call", payload(&tool_args));
+        let (r, held) = self.call_tool(name, tool_args, &tool_id);
+        match r {
+            Ok(r) => self.show_tool(&r, held),
+            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+        }
+    }
+
+    fn show_tool(&self, r: &ToolReply, held: Held) {
+        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let mut parts = Vec::new();
+        for b in &r.content {
+            match b.get("type").and_then(Value::as_str) {
+                Some("text") => parts.push(strip_controls(b.get("text").and_then(Value::as_str).unwrap_or(""))),
+                Some("image") => {
+                    let mime = b.get("mime_type").and_then(Value::as_str).unwrap_or("?");
+                    let len = b.get("data").and_then(Value::as_str).map_or(0, str::len);
+                    parts.push(format!("[image {}, {len} base64 bytes]", one_line(mime)));
+                }
+                _ => parts.push(strip_controls(&b.to_string())),
+            }
+        }
+        let body = parts.join("\n");
+        if r.is_error {
+            held.say(format!("{tag} {}", self.style.red(&format!("tool error: {body}"))));
+        } else {
+            held.say(format!("{tag} {body}"));
+        }
+    }
+
+    pub(super) fn event(&self, args: &str) {
+        let (name, payload) = match name_and_object(args, "/event NAME [JSON]") {
+            Ok(v) => v,
+            Err(e) => return self.error(&e),
+        };
+        match self.host.event(name, payload) {
+            Ok(n) => self.say(self.style.dim(&format!("event {name} delivered to {n} extension(s)"))),
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    pub(super) fn intercept(&self, args: &str) {
+        let (name, payload) = match name_and_object(args, "/intercept EVENT JSON") {
+            Ok(v) => v,
+            Err(e) => return self.error(&e),
+        };
+        match self.host.intercept(name, payload) {
+            Ok(v) => {
+                let s = serde_json::to_string(&v).unwrap_or_default();
+                let s = strip_controls(&s);
+                self.say(if v.block { self.style.red(&s) } else { s });
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    pub(super) fn key(&self, args: &str) {
+        let mut it = args.splitn(3, char::is_whitespace);
+        let (Some(panel), Some(key)) = (it.next().filter(|s| !s.is_empty()), it.next()) else {
+            return self.error("usage: /key PANEL KEY [TEXT]");
+        };
+        let text = it.next().map(str::to_string);
+        let owner = self.panels.lock().ok().and_then(|m| m.get(panel).cloned());
+        let Some(ext) = owner else {
+            return self.error(&format!("no open panel {panel:?}"));
+        };
+        if let Err(e) = self.host.panel_key(&ext, panel, key, text) {
+            self.error(&e.to_string());
+        }
+    }
+
+    pub(super) fn reload(&mut self) {
+        self.system_stale = true;
+        let (r, held) = self.call(Request::Reload);
+        match r {
+            Ok(Response::Reload(r)) => {
+                let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
+                for e in &r.errors {
+                    s.push('\n');
+                    s.push_str(&self.style.red(&one_line(e)));
+                }
+                held.say(s);
+            }
+            Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
+            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+        }
+    }
+}
+
+/// The first word of `s` and the rest, trimmed.
+pub(super) fn split_word(s: &str) -> (&str, &str) {
+    match s.split_once(char::is_whitespace) {
+        Some((w, rest)) => (w, rest.trim()),
+        None => (s, ""),
+    }
+}
+
+/// The `NAME [JSON]` arguments of a built-in: the name, and the JSON object
+/// (empty when there is none).
+fn name_and_object<'a>(args: &'a str, usage: &str) -> Result<(&'a str, Payload), String> {
+    let (name, text) = split_word(args);
+    if name.is_empty() {
+        return Err(format!("usage: {usage}"));
+    }
+    if text.is_empty() {
+        return Ok((name, Payload::new()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok((name, m)),
+        Ok(_) => Err("arguments must be a JSON object".into()),
+        Err(e) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+/// Tab completion: `/commands` as the first word, tool names after `/tool`.
+pub(super) fn completions(host: &Host, before: &str) -> Vec<String> {
+    let words: Vec<&str> = before.split(' ').collect();
+    let Ok(l) = host.list() else { return Vec::new() };
+    match words.as_slice() {
+        [first] if first.starts_with('/') => BUILTINS
+            .iter()
+            .map(|(n, _)| format!("/{n}"))
+            .chain(l.commands.iter().map(|c| format!("/{}", one_line(&c.name))))
+            .collect(),
+        ["/tool", _] => l.tools.iter().map(|t| one_line(&t.name)).collect(),
+        _ => Vec::new(),
+    }
+}

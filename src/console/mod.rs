@@ -1,0 +1,436 @@
+//! The interactive session: loads extensions, and hosts the lifecycle an
+//! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
+//! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
+//! the first prompt and again after `/reload-ext`), `turn_start`,
+//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
+//! end. It reads lines. `/name args` runs an extension command; host built-ins
+//! exercise tools, events, intercepts and panels the way an agent would;
+//! other text is a prompt that would go to the model. Everything an
+//! extension says is printed through one printer thread, stripped of
+//! terminal control sequences, attributed to the extension.
+//!
+//! The rooms: `commands` holds the built-in commands and tab completion,
+//! `print` the printer thread that keeps replies in their place among the
+//! host's events, `render` how events and panels look; this file the
+//! session loop.
+
+mod commands;
+mod print;
+mod render;
+
+use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response, ToolReply};
+use crate::lineedit::{Editor, RawMode, Read, Screen};
+use crate::protocol::Payload;
+use crate::signals;
+use crate::text::{one_line, strip_controls};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use commands::{completions, split_word};
+use print::{print_loop, Held, Job, Printed};
+use render::Style;
+
+/// Commands the console answers itself; extensions cannot take them.
+pub const BUILTINS: [(&str, &str); 11] = [
+    ("help", "show this help"),
+    ("system", "show the system prompt after the before_agent_start chain"),
+    ("commands", "list extension commands"),
+    ("tools", "list extension tools"),
+    ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
+    ("event", "NAME [JSON]: send an event to its subscribers"),
+    ("intercept", "EVENT JSON: run an intercept chain and show the verdict"),
+    ("key", "PANEL KEY [TEXT]: press a key in an extension's panel"),
+    ("reload-ext", "stop, rediscover and restart every extension"),
+    ("extensions", "list extensions and their state"),
+    ("exit", "shut extensions down and leave"),
+];
+
+/// The console's view of the world shared with the printer: which
+/// extension owns which open panel.
+type Panels = Arc<Mutex<HashMap<String, String>>>;
+
+/// Runs the interactive session until `/exit` or end of input; returns the
+/// exit code.
+pub fn run(mut config: Config) -> i32 {
+    config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    // A person is there to answer them (PROTOCOL.md §4).
+    config.interactive_tools = true;
+    let interactive = is_tty(0);
+    let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
+    // A script must not run on without an extension it named; a person at
+    // the terminal sees the load error and can go on.
+    if !interactive {
+        if let Some(p) = config.sources.ext_paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) {
+            eprintln!("zot: --ext {}: no such file or directory", crate::manage::sanitize(&p.display().to_string()));
+            return 1;
+        }
+    }
+    let history = config.home.root().join("history");
+    let session = SessionInfo {
+        cwd: config.cwd.display().to_string(),
+        provider: config.provider.clone(),
+        model: config.model.clone(),
+    };
+    let (printed_tx, events) = unbounded::<Printed>();
+    let sink = {
+        let tx = printed_tx.clone();
+        Box::new(move |e| {
+            let _ = tx.send(Printed::Event(e));
+        })
+    };
+    let host = match Host::start_with(config, sink) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("zot: {e}");
+            return 1;
+        }
+    };
+    let host = Arc::new(host);
+    let screen = Arc::new(Screen::new());
+    // Line editing needs both ends on the terminal; else plain lines.
+    let mut raw = if interactive && is_tty(1) { RawMode::enter(0).ok() } else { None };
+    let editor = match raw {
+        Some(_) => Editor::new(screen.clone(), Some(history)).ok(),
+        None => None,
+    };
+    if editor.is_none() {
+        raw = None;
+    }
+    let panels: Panels = Arc::default();
+    let (jobs_tx, jobs_rx) = unbounded::<Job>();
+    let (slash_tx, slash_rx) = unbounded::<String>();
+    let printer = {
+        let panels = panels.clone();
+        thread::Builder::new()
+            .name("zot-console-out".into())
+            .spawn({
+                let screen = screen.clone();
+                move || print_loop(events, jobs_rx, style, panels, screen, slash_tx)
+            })
+    };
+    if printer.is_err() {
+        eprintln!("zot: cannot start the printer thread");
+        return 1;
+    }
+    {
+        let host = host.clone();
+        let _ = signals::on_termination(move |sig| {
+            crate::lineedit::restore_terminal();
+            end_session(&host);
+            host.shutdown();
+            std::process::exit(signals::exit_code(sig));
+        });
+    }
+    let mut console = Console {
+        host: host.clone(),
+        out: jobs_tx,
+        holds: printed_tx,
+        held: 0,
+        slashes: slash_rx,
+        style,
+        panels,
+        step: 0,
+        tool_seq: 0,
+        session,
+        system_prompt: BASE_SYSTEM_PROMPT.to_string(),
+        system_stale: true,
+        agent_runs: 0,
+        editor,
+    };
+    let report = host.wait_ready();
+    if let Ok(r) = &report {
+        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
+        let banner = format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION"));
+        if interactive {
+            console.say(format!("{}\n{}", style.bold(&banner), style.dim("type /help for commands, /exit to leave")));
+        }
+    }
+    let _ = host.event("session_start", Payload::new());
+    console.repl(interactive);
+    console.sync();
+    end_session(&host);
+    host.shutdown();
+    drop(console);
+    drop(raw);
+    0
+}
+
+/// Slash commands from `submit_slash` run after one input line, at most.
+const MAX_SLASHES: usize = 16;
+
+/// The system prompt the console starts from, before any extension's
+/// `before_agent_start` reply.
+pub const BASE_SYSTEM_PROMPT: &str = "You are a helpful coding assistant.";
+
+/// What `before_agent_start` tells extensions about the session.
+struct SessionInfo {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
+fn end_session(host: &Host) {
+    let mut p = Payload::new();
+    p.insert("reason".into(), json!("shutdown"));
+    let _ = host.event("session_end", p);
+}
+
+struct Console {
+    host: Arc<Host>,
+    out: Sender<Job>,
+    /// Where a reply marks its place among the host's events.
+    holds: Sender<Printed>,
+    held: u64,
+    /// Slash commands extensions asked to run (`submit_slash`).
+    slashes: Receiver<String>,
+    style: Style,
+    panels: Panels,
+    step: u64,
+    tool_seq: u64,
+    session: SessionInfo,
+    /// The system prompt after the last `before_agent_start` chain.
+    system_prompt: String,
+    /// The chain must run (again) before the next prompt: at the start and
+    /// after each `/reload-ext`.
+    system_stale: bool,
+    agent_runs: u64,
+    /// The line editor, on a terminal.
+    editor: Option<Editor>,
+}
+
+impl Console {
+    /// Prints `text` after every host event already received.
+    fn say(&self, text: String) {
+        let (tx, rx) = bounded(1);
+        let _ = self.out.send(Job { text, ack: Some(tx), release: None });
+        let _ = rx.recv();
+    }
+
+    fn sync(&self) {
+        self.say(String::new());
+    }
+
+    fn error(&self, msg: &str) {
+        self.say(self.style.red(&format!("error: {msg}")));
+    }
+
+    /// Reads lines with the editor until the session ends.
+    fn edit_loop(&mut self) {
+        let prompt = self.style.bold("zot> ");
+        let host = self.host.clone();
+        let complete = move |before: &str| completions(&host, before);
+        loop {
+            self.sync();
+            let Some(mut editor) = self.editor.take() else { return };
+            let read = editor.read_line(&prompt, &complete);
+            self.editor = Some(editor);
+            match read {
+                Read::End => return,
+                Read::Line(line) => {
+                    let text = line.trim();
+                    if !text.is_empty() && !self.line(text) {
+                        return;
+                    }
+                    if !self.run_slashes() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn repl(&mut self, interactive: bool) {
+        if self.editor.is_some() {
+            return self.edit_loop();
+        }
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut line = String::new();
+        loop {
+            if interactive {
+                self.sync();
+                let mut o = io::stdout();
+                let _ = write!(o, "{}", self.style.bold("zot> "));
+                let _ = o.flush();
+            }
+            line.clear();
+            match input.read_line(&mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    self.error("input is not UTF-8; line skipped");
+                    continue;
+                }
+                Err(_) => break,
+            }
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if !self.line(text) || !self.run_slashes() {
+                break;
+            }
+        }
+    }
+
+    /// Handles one input line; false ends the session.
+    fn line(&mut self, text: &str) -> bool {
+        let Some(cmd) = text.strip_prefix('/') else {
+            self.prompt(text);
+            return true;
+        };
+        let (name, args) = split_word(cmd);
+        match name {
+            "exit" | "quit" => return false,
+            "help" => self.help(),
+            "system" => self.system(),
+            "commands" => self.commands(),
+            "tools" => self.tools(),
+            "extensions" => self.extensions(),
+            "tool" => self.tool(args),
+            "event" => self.event(args),
+            "intercept" => self.intercept(args),
+            "key" => self.key(args),
+            "reload-ext" => self.reload(),
+            "" => self.error("empty command; try /help"),
+            _ => {
+                let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });
+                match r {
+                    Ok(Response::Command(r)) => self.show_reply(&r, held),
+                    Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
+                    Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+                }
+            }
+        }
+        true
+    }
+
+    /// Runs the slash commands extensions asked for (`submit_slash`) as
+    /// if typed, after the line that caused them; a few per line at most,
+    /// so that two extensions cannot keep each other going for ever.
+    fn run_slashes(&mut self) -> bool {
+        for _ in 0..MAX_SLASHES {
+            let Ok(text) = self.slashes.try_recv() else { return true };
+            self.say(format!("{} {}", self.style.dim("→ running"), strip_controls(&text)));
+            if !self.line(&text) {
+                return false;
+            }
+        }
+        let dropped = self.slashes.try_iter().count();
+        if dropped > 0 {
+            self.error(&format!("{dropped} more submitted slash commands dropped (at most {MAX_SLASHES} per line)"));
+        }
+        true
+    }
+
+    /// Runs the `before_agent_start` chain when it is due, from the base
+    /// prompt. A host that cannot intercept it leaves the prompt as it is.
+    fn refresh_system_prompt(&mut self) {
+        if !self.system_stale {
+            return;
+        }
+        self.system_stale = false;
+        self.agent_runs += 1;
+        let mut p = Payload::new();
+        p.insert("agent_run_id".into(), json!(format!("console-run-{}", self.agent_runs)));
+        p.insert("cwd".into(), json!(self.session.cwd));
+        p.insert("provider".into(), json!(self.session.provider));
+        p.insert("model".into(), json!(self.session.model));
+        p.insert("system_prompt".into(), json!(BASE_SYSTEM_PROMPT));
+        self.system_prompt = match self.host.intercept("before_agent_start", p) {
+            Ok(InterceptOutcome { system_prompt: Some(s), .. }) => s,
+            _ => BASE_SYSTEM_PROMPT.to_string(),
+        };
+    }
+
+    fn system(&mut self) {
+        self.refresh_system_prompt();
+        let s = if self.system_prompt.is_empty() { self.style.dim("(empty)") } else { strip_controls(&self.system_prompt) };
+        self.say(format!("{} {s}", self.style.dim("system prompt:")));
+    }
+
+    fn prompt(&mut self, text: &str) {
+        let mut submit = Payload::new();
+        submit.insert("text".into(), json!(text));
+        let _ = self.host.event("user_prompt_submit", submit);
+        self.refresh_system_prompt();
+        self.step += 1;
+        let mut payload = Payload::new();
+        payload.insert("step".into(), json!(self.step));
+        match self.host.intercept("turn_start", payload.clone()) {
+            Ok(v) if v.block => {
+                return self.say(self.style.red(&format!("turn blocked: {}", one_line(v.reason.as_deref().unwrap_or("")))));
+            }
+            Ok(_) => {}
+            Err(e) => return self.error(&e.to_string()),
+        }
+        let _ = self.host.event("turn_start", payload);
+        self.say(format!("{} {}", self.style.dim("→ model:"), strip_controls(text)));
+        // There is no model here: the assistant's message is empty.
+        let mut reply = Payload::new();
+        reply.insert("text".into(), json!(""));
+        let _ = self.host.event("assistant_message", reply);
+        let mut end = Payload::new();
+        end.insert("stop".into(), json!("end_turn"));
+        let _ = self.host.event("turn_end", end);
+    }
+
+    /// Submits `request`; its answer marks its place among the host's
+    /// events, so the reply is printed before what happened after it.
+    fn submit_held(&mut self, request: Request) -> (Receiver<Result<Response, HostError>>, Held) {
+        self.held += 1;
+        let n = self.held;
+        let (tx, rx) = bounded(1);
+        let holds = self.holds.clone();
+        self.host.submit(request, move |r| {
+            let _ = holds.send(Printed::Hold(n));
+            let _ = tx.send(r);
+        });
+        (rx, Held { n, out: self.out.clone(), done: false })
+    }
+
+    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
+    /// meanwhile says so (rather than waiting to end the session at the
+    /// next prompt).
+    fn call(&mut self, request: Request) -> (Result<Response, HostError>, Held) {
+        let (rx, held) = self.submit_held(request);
+        let outcome = match self.editor.as_mut() {
+            Some(editor) => {
+                let screen = editor.screen();
+                editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"))
+            }
+            None => rx.recv().ok(),
+        };
+        (outcome.unwrap_or(Err(HostError::ShuttingDown)), held)
+    }
+
+    /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it (an
+    /// interactive tool waits for nothing else).
+    fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> (Result<ToolReply, HostError>, Held) {
+        let req = Request::Tool { name: name.into(), args: Some(args), tool_id: Some(tool_id.into()) };
+        let (rx, held) = self.submit_held(req);
+        let host = self.host.clone();
+        let outcome = match self.editor.as_mut() {
+            Some(editor) => editor.wait(&rx, || {
+                let _ = host.cancel_tool(tool_id);
+            }),
+            None => rx.recv().ok(),
+        };
+        let r = match outcome {
+            Some(Ok(Response::Tool(r))) => Ok(r),
+            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
+            Some(Err(e)) => Err(e),
+            None => Err(HostError::ShuttingDown),
+        };
+        (r, held)
+    }
+}
+
+fn is_tty(fd: i32) -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(fd) == 1 }
+}

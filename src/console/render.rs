@@ -1,0 +1,137 @@
+//! How the console shows things: the terminal style, host events as
+//! lines attributed to their extension, and panels as framed blocks.
+
+use crate::host::HostEvent;
+use crate::protocol::Panel;
+use crate::text::{one_line, strip_controls};
+
+use super::Panels;
+
+#[derive(Clone, Copy)]
+pub(super) struct Style {
+    pub(super) color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\u{1b}[{code}m{s}\u{1b}[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub(super) fn red(&self, s: &str) -> String {
+        self.paint("31", s)
+    }
+    pub(super) fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+    pub(super) fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    pub(super) fn level(&self, level: &str, s: &str) -> String {
+        match level {
+            "error" => self.paint("31", s),
+            "warn" => self.paint("33", s),
+            "success" => self.paint("32", s),
+            _ => self.paint("36", s),
+        }
+    }
+}
+
+/// A panel as a framed block.
+pub(super) fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
+    let title = format!("{} ({})", one_line(title), one_line(id));
+    let lines: Vec<String> = lines.iter().map(|l| one_line(l)).collect();
+    let footer = one_line(footer);
+    let width = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .chain([title.chars().count() + 2, footer.chars().count()])
+        .max()
+        .unwrap_or(0)
+        .min(200);
+    let pad = |s: &str| {
+        let s: String = s.chars().take(width).collect();
+        let n = width - s.chars().count();
+        format!("│ {s}{} │", " ".repeat(n))
+    };
+    let mut out = format!("┌─ {title} {}┐\n", "─".repeat(width.saturating_sub(title.chars().count() + 1)));
+    for l in &lines {
+        out.push_str(&pad(l));
+        out.push('\n');
+    }
+    if !footer.is_empty() {
+        out.push_str(&format!("├{}┤\n", "─".repeat(width + 2)));
+        out.push_str(&pad(&footer));
+        out.push('\n');
+    }
+    out.push_str(&format!("└{}┘", "─".repeat(width + 2)));
+    out
+}
+
+pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
+    let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
+    match ev {
+        HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::ToolsChanged { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. } => String::new(),
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {
+            let how = match (code, signal) {
+                (_, Some(s)) => format!("signal {s}"),
+                (Some(c), None) => format!("exit code {c}"),
+                (None, None) => "failed to start".into(),
+            };
+            format!("{} {}", tag(&extension), st.dim(&format!("exited ({how}); restart {attempt} in {delay_ms} ms")))
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => format!(
+            "{} {}",
+            tag(&extension),
+            st.red(&format!("gave up after {restarts} restarts (crash loop); see 'zot ext logs {}'", one_line(&extension)))
+        ),
+        HostEvent::SubmitSlash { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ run:"), strip_controls(&text))
+        }
+        HostEvent::Notify { extension, level, message } => {
+            format!("{} {}", tag(&extension), st.level(&level, &strip_controls(&message)))
+        }
+        HostEvent::ClearNotes { extension } => format!("{} {}", tag(&extension), st.dim("(notes cleared)")),
+        HostEvent::Submit { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ submit:"), strip_controls(&text))
+        }
+        HostEvent::OpenPanel { extension, panel } => {
+            let Panel { id, title, lines, footer } = panel;
+            if let Ok(mut m) = panels.lock() {
+                m.insert(id.clone(), extension.clone());
+            }
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id))
+        }
+        HostEvent::PanelRender { extension, panel_id, title, lines, footer } => {
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id))
+        }
+        HostEvent::PanelClose { extension, panel_id } => {
+            if let Ok(mut m) = panels.lock() {
+                m.remove(&panel_id);
+            }
+            format!("{} {}", tag(&extension), st.dim(&format!("(panel {} closed)", one_line(&panel_id))))
+        }
+        HostEvent::Exited { extension, code, signal } => {
+            let how = match (code, signal) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "unknown status".into(),
+            };
+            format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")))
+        }
+        HostEvent::LoadFailed { extension, message, log } => {
+            let mut s = format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))));
+            if log.is_some() {
+                s.push_str(&st.dim(&format!(" (see 'zot ext logs {}')", one_line(&extension))));
+            }
+            s
+        }
+        HostEvent::UntrustedProject { dir, extensions } => st.dim(&crate::trust::not_loaded_line(&dir, &extensions)),
+    }
+}

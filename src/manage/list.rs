@@ -1,0 +1,211 @@
+//! `zot ext list`: the table (or JSON array) of project-local and global
+//! extensions, broken ones and shadowed ones included, with the trust note.
+
+use crate::discovery::Source;
+use crate::home::Home;
+use crate::manifest::Manifest;
+use crate::trust::Status as Trust;
+use serde::Serialize;
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::lookup::{entries, project_dir};
+use super::{out_err, sanitize, say, show, Fail, Res};
+
+/// Longest description shown in the `list` table (the JSON has it whole).
+const DESCRIPTION_WIDTH: usize = 60;
+
+#[derive(Serialize)]
+struct Row {
+    scope: &'static str,
+    name: String,
+    version: String,
+    enabled: bool,
+    language: String,
+    description: String,
+    dir: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// The directory of the extension that wins over this one (same name,
+    /// higher precedence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shadowed_by: Option<String>,
+    /// Project-local rows: whether the project is trusted to run them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trusted: Option<bool>,
+    /// Why its `exec` cannot run now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_error: Option<String>,
+    #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
+    is_static: bool,
+}
+
+pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
+    let project = project_dir(cwd)?;
+    let all = entries(home, &project);
+    let trust = all
+        .iter()
+        .any(|e| e.scope == Source::Project)
+        .then(|| crate::trust::status(home, &project));
+    // Shadowing follows discovery order, before sorting for display.
+    let mut winners: Vec<(&str, &Path)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for e in &all {
+        let mut shadowed_by = None;
+        if let Some(m) = &e.manifest {
+            match winners.iter().find(|(n, _)| *n == m.name) {
+                Some((_, d)) => shadowed_by = Some(show(d)),
+                None => winners.push((&m.name, &m.dir)),
+            }
+        }
+        let m = e.manifest.as_ref();
+        let field = |f: fn(&Manifest) -> &String| m.map(|m| f(m).clone()).unwrap_or_default();
+        rows.push(Row {
+            scope: e.scope.as_str(),
+            name: e.name.clone(),
+            version: field(|m| &m.version),
+            enabled: m.is_some_and(|m| m.enabled),
+            language: field(|m| &m.language),
+            description: field(|m| &m.description),
+            dir: show(&e.dir),
+            error: e.error.clone(),
+            shadowed_by,
+            trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
+            exec_error: m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
+            is_static: m.is_some_and(Manifest::is_static),
+        });
+    }
+    rows.sort_by(|a, b| {
+        let rank = |r: &Row| if r.scope == Source::Project.as_str() { 0 } else { 1 };
+        (rank(a), &a.name, &a.dir).cmp(&(rank(b), &b.name, &b.dir))
+    });
+    if json {
+        let text = serde_json::to_string_pretty(&rows)
+            .map_err(|e| Fail::Msg(format!("cannot encode the list: {e}")))?;
+        let mut out = io::stdout().lock();
+        return writeln!(out, "{}", escape_json_controls(&text))
+            .and_then(|()| out.flush())
+            .map_err(out_err);
+    }
+    if rows.is_empty() {
+        say("no extensions installed")?;
+        return say("install one with: zot ext install <path|git-url>");
+    }
+    let trust_note = trust.map(|t| match t {
+        Trust::Trusted => format!("project {} is trusted: its extensions run", show(&project)),
+        _ => format!(
+            "project {} is {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
+            show(&project),
+            t.as_str()
+        ),
+    });
+    print_table(&rows, trust_note)
+}
+
+/// Escapes DEL, C1 controls and bidi overrides that `serde_json` leaves
+/// raw. They can only occur inside JSON strings, where `\uXXXX` is valid.
+fn escape_json_controls(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c.is_control() && !c.is_ascii()) || c == '\u{7f}' || crate::text::is_bidi_control(c) {
+            s.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
+    let header = ["SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
+    let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
+    let mut table: Vec<[String; 7]> = vec![header.map(str::to_string)];
+    for r in rows {
+        let description = if r.error.is_some() {
+            "(broken manifest, see below)".to_string()
+        } else {
+            truncate(&dash(&r.description), DESCRIPTION_WIDTH)
+        };
+        table.push([
+            r.scope.to_string(),
+            sanitize(&r.name),
+            dash(&r.version),
+            if r.enabled { "yes" } else { "no" }.to_string(),
+            dash(&r.language),
+            description,
+            sanitize(&r.dir),
+        ]);
+    }
+    let mut widths = [0usize; 7];
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    for row in &table {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    let mut notes: Vec<String> = trust_note.map(|n| format!("note: {}", sanitize(&n))).into_iter().collect();
+    for r in rows {
+        if let Some(err) = &r.exec_error {
+            notes.push(format!("warning: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
+        }
+    }
+    for r in rows {
+        if let Some(err) = &r.error {
+            notes.push(format!("error: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
+        }
+    }
+    for r in rows {
+        if let Some(by) = &r.shadowed_by {
+            notes.push(format!(
+                "note: {} {} ({}) is shadowed by {} and not loaded",
+                r.scope,
+                sanitize(&r.name),
+                sanitize(&r.dir),
+                sanitize(by)
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        text.push('\n');
+        for n in notes {
+            text.push_str(&n);
+            text.push('\n');
+        }
+    }
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(out_err)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(3)).collect();
+    t.push_str("...");
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_strips_controls() {
+        assert_eq!(sanitize("a\x1b[31mb\x07c\u{7f}e\u{202e}f\tg\nh"), "abcef g h");
+        assert_eq!(escape_json_controls("\"a\u{9b}b\u{7f}\""), "\"a\\u009bb\\u007f\"");
+    }
+}

@@ -1,0 +1,113 @@
+//! `zot ext logs`: printing an extension's log, or following it
+//! (`--follow`) through truncation and rotation.
+
+use crate::home::Home;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::lookup::{ambiguous, matching, not_found};
+use super::{out_err, sanitize, say, show, Fail, Res, FOLLOW_POLL};
+
+pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool) -> Res {
+    let found = matching(home, cwd, name)?;
+    let mut log_names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
+    log_names.sort_unstable();
+    log_names.dedup();
+    let name = match log_names[..] {
+        [] => name,
+        [one] => one,
+        _ => return Err(ambiguous(name, &found)),
+    };
+    let path = home.log_path(name);
+    if fs::metadata(&path).is_err() {
+        if found.is_empty() {
+            return Err(not_found(name));
+        }
+        if !follow {
+            return say(&format!("no log for {name} yet ({})", show(&path)));
+        }
+        eprintln!("{}", sanitize(&format!("zot: waiting for {} to appear", show(&path))));
+    }
+    if follow {
+        return follow_file(&path);
+    }
+    let mut f = File::open(&path).map_err(|e| format!("cannot read {}: {e}", show(&path)))?;
+    let mut out = io::stdout().lock();
+    copy_out(&mut f, &mut out, &path)?;
+    out.flush().map_err(out_err)
+}
+
+/// Copies `r` to `out`, telling read errors from write errors.
+fn copy_out(r: &mut impl Read, out: &mut impl Write, path: &Path) -> Res<u64> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Fail::Msg(format!("cannot read {}: {e}", show(path)))),
+        };
+        out.write_all(&buf[..n]).map_err(out_err)?;
+        total += n as u64;
+    }
+}
+
+/// Prints the file and then whatever is appended to it, polling every
+/// [`FOLLOW_POLL`], until killed or stdout closes. A file that shrinks was
+/// truncated: it is read again from the start. A file replaced by another
+/// one (rotation: a new inode at the path) is reopened once the old one is
+/// drained.
+fn follow_file(path: &Path) -> Res {
+    let mut out = io::stdout().lock();
+    // The open file, its (device, inode), and how much of it was printed.
+    let mut current: Option<(File, (u64, u64), u64)> = None;
+    loop {
+        match fs::metadata(path) {
+            Ok(meta) => {
+                let id = (meta.dev(), meta.ino());
+                if current.as_ref().is_some_and(|(_, cur, _)| *cur != id) {
+                    if let Some((mut old, _, offset)) = current.take() {
+                        drain(&mut old, offset, &mut out, path)?;
+                    }
+                }
+                if current.is_none() {
+                    match File::open(path) {
+                        Ok(f) => current = Some((f, id, 0)),
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => {
+                            return Err(Fail::Msg(format!("cannot read {}: {e}", show(path))))
+                        }
+                    }
+                }
+                if let Some((f, _, offset)) = current.as_mut() {
+                    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    if len < *offset {
+                        eprintln!("{}", sanitize(&format!("zot: {}: file truncated", show(path))));
+                        *offset = 0;
+                    }
+                    *offset = drain(f, *offset, &mut out, path)?;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Moved away (rotation in progress): print what was left.
+                if let Some((mut old, _, offset)) = current.take() {
+                    drain(&mut old, offset, &mut out, path)?;
+                }
+            }
+            Err(e) => return Err(Fail::Msg(format!("cannot read {}: {e}", show(path)))),
+        }
+        out.flush().map_err(out_err)?;
+        std::thread::sleep(FOLLOW_POLL);
+    }
+}
+
+/// Prints `f` from `offset` to its current end; returns the new offset.
+fn drain(f: &mut File, offset: u64, out: &mut impl Write, path: &Path) -> Res<u64> {
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| Fail::Msg(format!("cannot read {}: {e}", show(path))))?;
+    let n = copy_out(f, out, path)?;
+    Ok(offset + n)
+}

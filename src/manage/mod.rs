@@ -1,0 +1,147 @@
+//! `zot ext`: managing installed extensions on disk. Listing project-local
+//! and global extensions (broken ones too), installing from a local folder
+//! or a git URL into `$ZOT_HOME/extensions/<name>` with complete rollback,
+//! removing, enabling/disabling (through [`crate::manifest::set_enabled`]), and
+//! printing or following an extension's log. Everything printed goes
+//! through [`sanitize`] ([`crate::text::one_line`]).
+//!
+//! Decisions where the protocol is silent:
+//! - A local install skips a top-level `.git` (file or directory): the
+//!   installed copy is a snapshot, not a checkout. It skips a top-level
+//!   `target/` and `node_modules/` too (build output and dependencies, often
+//!   huge), except the files the manifest's `exec` and `args` name inside
+//!   them (a built Rust extension runs `./target/release/NAME`); a note
+//!   says what was left out. A git install keeps the `.git` of its shallow
+//!   clone. `install DIR/extension.json` installs DIR.
+//! - Symbolic links: a link is kept only if its target, resolved lexically
+//!   from the link's directory, stays inside the extension, is relative, and
+//!   does not go up (`..`) after passing through another link. The same
+//!   check runs on a git clone's tree. FIFOs, sockets and devices refuse the
+//!   install.
+//! - The installed folder's top directory keeps the source's mode plus
+//!   owner `rwx`, so that `enable`/`disable` can always rewrite the manifest.
+//! - Name lookup: `remove`, `enable`, `disable` and `logs` take the
+//!   manifest's name or the installed folder's name, in project-local and
+//!   global extensions alike (a broken manifest by its folder's name). More
+//!   than one match is refused, naming every matching folder, and nothing
+//!   changes; `logs` only refuses when the matches log to different files.
+//! - `list` notes whether the project is trusted ([`crate::trust`]) and
+//!   warns about an `exec` that cannot run (missing, not executable).
+//! - `remove` of an extension folder that is a symbolic link unlinks the
+//!   link and leaves its target alone; the extension's log is kept.
+//! - `logs` prints the log as is (it is the extension's own stderr);
+//!   `logs -f` first prints the whole file, waits for a missing log to
+//!   appear, and notes truncation on stderr.
+//!
+//! The rooms: `lookup` finds extensions by name, `list`, `install`,
+//! `remove` and `logs` are the subcommands, `tree` copies, checks and
+//! removes directory trees; this file dispatches, prints, and enables or
+//! disables.
+
+mod install;
+mod list;
+mod logs;
+mod lookup;
+mod remove;
+mod tree;
+
+pub use install::is_git_url;
+
+use crate::home::Home;
+use crate::manifest::{set_enabled, MANIFEST_FILE};
+pub use crate::text::one_line as sanitize;
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use install::install;
+use list::list;
+use logs::logs;
+use lookup::lookup;
+use remove::remove;
+
+/// One `zot ext` subcommand with its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtCommand {
+    List { json: bool },
+    Install { source: OsString },
+    Remove { name: String, yes: bool },
+    Enable { name: String },
+    Disable { name: String },
+    Logs { name: String, follow: bool },
+}
+
+/// How often `logs --follow` looks at the file.
+pub const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+enum Fail {
+    /// A runtime error: one line `zot: <message>`, exit 1.
+    Msg(String),
+    /// Stdout was closed (`zot ext list | head`): stop quietly.
+    Pipe,
+}
+
+impl From<String> for Fail {
+    fn from(m: String) -> Fail {
+        Fail::Msg(m)
+    }
+}
+
+type Res<T = ()> = Result<T, Fail>;
+
+/// Runs one `zot ext` subcommand; returns the exit code. `cwd` is the
+/// checked `--cwd`, or `None` for the current directory.
+pub fn run(cmd: ExtCommand, home: &Home, cwd: Option<&Path>) -> i32 {
+    let result = match cmd {
+        ExtCommand::List { json } => list(home, cwd, json),
+        ExtCommand::Install { source } => install(home, &source),
+        ExtCommand::Remove { name, yes } => remove(home, cwd, &name, yes),
+        ExtCommand::Enable { name } => set_state(home, cwd, &name, true),
+        ExtCommand::Disable { name } => set_state(home, cwd, &name, false),
+        ExtCommand::Logs { name, follow } => logs(home, cwd, &name, follow),
+    };
+    match result {
+        Ok(()) | Err(Fail::Pipe) => 0,
+        Err(Fail::Msg(m)) => {
+            eprintln!("zot: {}", sanitize(&m));
+            1
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+fn out_err(e: io::Error) -> Fail {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Fail::Pipe
+    } else {
+        Fail::Msg(format!("cannot write to stdout: {e}"))
+    }
+}
+
+/// Prints one sanitized line on stdout.
+fn say(line: &str) -> Res {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{}", sanitize(line)).and_then(|()| out.flush()).map_err(out_err)
+}
+
+fn show(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn stdin_is_tty() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(libc::STDIN_FILENO) == 1 }
+}
+
+fn set_state(home: &Home, cwd: Option<&Path>, name: &str, enable: bool) -> Res {
+    let e = lookup(home, cwd, name)?;
+    let word = if enable { "enabled" } else { "disabled" };
+    if e.manifest.as_ref().is_some_and(|m| m.enabled == enable) {
+        return say(&format!("{name} is already {word}"));
+    }
+    set_enabled(&e.dir.join(MANIFEST_FILE), enable).map_err(|e| e.to_string())?;
+    say(&format!("{word} {name}"))
+}

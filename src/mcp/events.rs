@@ -1,0 +1,141 @@
+//! The host's events as MCP notifications (`notifications/message`, the
+//! `list_changed` ones), the gate that holds them until `initialize` is
+//! answered, and MCP's log levels.
+
+use crate::host::HostEvent;
+use crate::text::strip_controls;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use super::reply::encode;
+
+/// MCP's log levels (RFC 5424 severities), least severe first.
+pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub(super) const DEBUG: u8 = 0;
+pub(super) const INFO: u8 = 1;
+pub(super) const NOTICE: u8 = 2;
+pub(super) const WARNING: u8 = 3;
+pub(super) const ERROR: u8 = 4;
+
+/// The MCP level of a zot `notify` level: info→info, success→notice,
+/// warn→warning, error→error; anything else is info.
+pub fn notify_level(level: &str) -> &'static str {
+    LEVELS[usize::from(zot_level(level))]
+}
+
+fn zot_level(level: &str) -> u8 {
+    match level {
+        "success" => NOTICE,
+        "warn" | "warning" => WARNING,
+        "error" => ERROR,
+        _ => INFO,
+    }
+}
+
+/// Whether notifications may be sent yet, and from which level.
+pub(super) struct Gate {
+    pub(super) open: AtomicBool,
+    pub(super) level: AtomicU8,
+}
+
+impl Gate {
+    pub(super) fn allows(&self, level: u8) -> bool {
+        self.open.load(Ordering::SeqCst) && level >= self.level.load(Ordering::SeqCst)
+    }
+}
+
+pub(super) fn level_index(level: &str) -> Option<u8> {
+    LEVELS.iter().position(|l| *l == level).and_then(|i| u8::try_from(i).ok())
+}
+
+pub(super) fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+pub(super) fn log_message(level: u8, logger: &str, data: Value) -> Value {
+    let level = LEVELS[usize::from(level).min(LEVELS.len() - 1)];
+    notification("notifications/message", json!({"level": level, "logger": logger, "data": data}))
+}
+
+/// A host event as MCP notifications (none while the gate is closed or
+/// below the level); load failures and exits also go to stderr.
+pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut log = |level: u8, logger: &str, data: String| {
+        if gate.allows(level) {
+            out.push(encode(&log_message(level, logger, json!(data))));
+        }
+    };
+    match ev {
+        HostEvent::Notify { extension, level, message } => {
+            if !gate.open.load(Ordering::SeqCst) {
+                eprintln!("zot mcp: [{}] {level}: {}", strip_controls(&extension), strip_controls(&message));
+            }
+            log(zot_level(&level), &extension, message);
+        }
+        HostEvent::LoadFailed { extension, message, .. } => {
+            eprintln!("zot mcp: {}", strip_controls(&message));
+            log(ERROR, &extension, message);
+        }
+        HostEvent::Exited { extension, code, signal } => {
+            let how = match (code, signal) {
+                (_, Some(s)) => format!("killed by signal {s}"),
+                (Some(c), None) => format!("exit code {c}"),
+                (None, None) => "exit status unknown".into(),
+            };
+            let msg = format!("extension {extension} exited ({how}); its tools and prompts are gone");
+            eprintln!("zot mcp: {}", strip_controls(&msg));
+            log(WARNING, &extension, msg);
+            if gate.open.load(Ordering::SeqCst) {
+                out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
+                out.push(encode(&notification("notifications/prompts/list_changed", json!({}))));
+            }
+        }
+        HostEvent::Submit { extension, text } => {
+            log(DEBUG, &extension, format!("asked to submit a prompt (not supported over MCP): {text}"));
+        }
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, .. } => {
+            log(WARNING, &extension, format!("extension {extension} exited; restart {attempt} in {delay_ms} ms"));
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => {
+            let msg = format!("extension {extension} gave up after {restarts} restarts (crash loop); see 'zot ext logs {extension}'");
+            eprintln!("zot mcp: {}", strip_controls(&msg));
+            log(ERROR, &extension, msg);
+        }
+        HostEvent::ToolsChanged { .. } => {
+            if gate.open.load(Ordering::SeqCst) {
+                out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
+            }
+        }
+        HostEvent::UntrustedProject { dir, extensions } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
+        }
+        HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::SubmitSlash { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. }
+        | HostEvent::ClearNotes { .. }
+        | HostEvent::OpenPanel { .. }
+        | HostEvent::PanelRender { .. }
+        | HostEvent::PanelClose { .. } => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels() {
+        assert_eq!(notify_level("info"), "info");
+        assert_eq!(notify_level("success"), "notice");
+        assert_eq!(notify_level("warn"), "warning");
+        assert_eq!(notify_level("error"), "error");
+        assert_eq!(notify_level("???"), "info");
+        assert_eq!(level_index("debug"), Some(0));
+        assert_eq!(level_index("emergency"), Some(7));
+        assert_eq!(level_index("loud"), None);
+    }
+}

@@ -1,0 +1,213 @@
+//! Answering messages: the state the reader, the tool threads and the
+//! responders share (the flights table of requests in progress), the
+//! `Reply` that is sent when dropped (straight out or into a batch's
+//! answer), and the JSON-RPC error answers.
+
+use crate::stdio::{Done, Out, Pending};
+use crossbeam_channel::Sender;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::codes;
+use super::events::{log_message, notification, Gate};
+
+/// A request being handled.
+#[derive(Default)]
+pub(super) struct Flight {
+    pub(super) cancelled: bool,
+    /// Set once the tool call went to the host (`tools/call` only).
+    pub(super) tool_id: Option<String>,
+}
+
+/// State shared by the reader, the `tools/call` threads and the responders
+/// (which run on the host's dispatcher thread, so nothing here holds the
+/// host).
+pub(super) struct Shared {
+    pub(super) out: Sender<Out>,
+    pub(super) gate: Arc<Gate>,
+    pub(super) flights: Mutex<HashMap<String, Flight>>,
+    pub(super) pending: Arc<Pending>,
+    pub(super) seq: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn send(&self, line: Vec<u8>) {
+        let _ = self.out.send(Out::Line(line));
+    }
+
+    /// A notification, when the gate is open.
+    pub(super) fn notify(&self, method: &str, params: Value) {
+        if self.gate.open.load(Ordering::SeqCst) {
+            self.send(encode(&notification(method, params)));
+        }
+    }
+
+    /// A `notifications/message`, when its level passes.
+    pub(super) fn log(&self, level: u8, logger: &str, data: Value) {
+        if self.gate.allows(level) {
+            self.send(encode(&log_message(level, logger, data)));
+        }
+    }
+
+    pub(super) fn lists_changed(&self) {
+        self.notify("notifications/tools/list_changed", json!({}));
+        self.notify("notifications/prompts/list_changed", json!({}));
+    }
+
+    pub(super) fn cancelled(&self, key: &str) -> bool {
+        self.flights.lock().map(|f| f.get(key).is_some_and(|f| f.cancelled)).unwrap_or(false)
+    }
+
+    /// Runs `start` (which hands the tool call to the host) and records
+    /// `tool_id`, unless the request was cancelled; under the lock, so that
+    /// a cancel either comes first or finds the tool id.
+    pub(super) fn start_tool(&self, key: &str, tool_id: &str, start: impl FnOnce()) -> bool {
+        let Ok(mut flights) = self.flights.lock() else { return false };
+        match flights.get_mut(key) {
+            Some(f) if !f.cancelled => {
+                start();
+                f.tool_id = Some(tool_id.to_string());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Marks the request cancelled; `cancel_tool` runs, under the lock, with
+    /// the tool id when its tool call is with the host.
+    pub(super) fn cancel(&self, key: &str, cancel_tool: impl FnOnce(&str)) -> bool {
+        let Ok(mut flights) = self.flights.lock() else { return false };
+        let Some(f) = flights.get_mut(key) else { return false };
+        f.cancelled = true;
+        if let Some(t) = &f.tool_id {
+            cancel_tool(t);
+        }
+        true
+    }
+}
+
+/// Where a response goes: straight out, or into the answer to a batch.
+#[derive(Clone)]
+pub(super) enum Sink {
+    Direct,
+    Batch(Arc<Batch>),
+}
+
+pub(super) struct Batch {
+    /// Elements not answered yet, and the answers so far.
+    pub(super) state: Mutex<(usize, Vec<Value>)>,
+}
+
+/// The answer to one message, sent when dropped: to the sink, unless the
+/// request was cancelled (MCP: no response to a cancelled request). Every
+/// message gets one (a notification's carries nothing), so a batch knows
+/// when it is complete and shutdown when everything is answered.
+pub(super) struct Reply {
+    shared: Arc<Shared>,
+    sink: Sink,
+    pub(super) id: Value,
+    /// Key in the flights table.
+    pub(super) key: Option<String>,
+    msg: Option<Value>,
+    /// The `initialize` answer: opens the gate once written.
+    pub(super) opens: bool,
+    _done: Done,
+}
+
+impl Reply {
+    pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Value) -> Reply {
+        let done = shared.pending.begin();
+        Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, _done: done }
+    }
+
+    pub(super) fn with_id(mut self, id: Value) -> Reply {
+        self.id = id;
+        self
+    }
+
+    pub(super) fn ok(mut self, result: Value) {
+        self.msg = Some(json!({"jsonrpc": "2.0", "id": self.id, "result": result}));
+    }
+
+    pub(super) fn err(mut self, code: i64, message: &str, data: Option<Value>) {
+        self.msg = Some(error_message(&self.id, code, message, data));
+    }
+
+    pub(super) fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or("")
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        let mut msg = self.msg.take();
+        if let Some(key) = &self.key {
+            let flight = self.shared.flights.lock().ok().and_then(|mut f| f.remove(key));
+            if flight.is_some_and(|f| f.cancelled) {
+                msg = None;
+            }
+        }
+        match &self.sink {
+            Sink::Direct => {
+                if let Some(m) = msg {
+                    let _ = self.shared.out.send(Out::Line(encode(&m)));
+                    // Notifications may flow once the `initialize` answer is
+                    // queued: whatever is queued after it is written after it.
+                    if self.opens {
+                        self.shared.gate.open.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            Sink::Batch(b) => {
+                if self.opens && msg.is_some() {
+                    self.shared.gate.open.store(true, Ordering::SeqCst);
+                }
+                let Ok(mut st) = b.state.lock() else { return };
+                st.0 -= 1;
+                st.1.extend(msg);
+                // JSON-RPC: a batch of notifications only gets nothing back.
+                if st.0 == 0 && !st.1.is_empty() {
+                    self.shared.send(encode(&Value::Array(std::mem::take(&mut st.1))));
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn bad_params(reply: Reply, message: &str) {
+    reply.err(codes::INVALID_PARAMS, &format!("invalid params: {message}"), None);
+}
+
+pub(super) fn internal(reply: Reply, message: &str) {
+    reply.err(codes::INTERNAL_ERROR, message, None);
+}
+
+/// -32600, with `id` when it is a usable one (else the reply's own id).
+pub(super) fn invalid(reply: Reply, id: Option<Value>, message: &str) {
+    let reply = match id {
+        Some(id @ (Value::String(_) | Value::Number(_))) => reply.with_id(id),
+        _ => reply,
+    };
+    reply.err(codes::INVALID_REQUEST, &format!("invalid request: {message}"), None);
+}
+
+/// The flights-table key of a request id: `7` and `"7"` are different ids.
+pub(super) fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn error_message(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        error["data"] = d;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+pub(super) fn encode(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
+    b.push(b'\n');
+    b
+}
