@@ -82,7 +82,10 @@ pub fn run(config: Config) -> i32 {
 /// Serves MCP messages read from `input`, writing to `output`. With
 /// `exit_on_shutdown`, the process exits once the host has stopped (and
 /// on SIGINT/SIGTERM/SIGHUP, after stopping the extensions).
-pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
+pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
+    // No person answers an interactive tool's panel over MCP (PROTOCOL.md
+    // §6.2): such tools are answered at once as tool errors.
+    config.interactive_tools = false;
     let Some((out_tx, writer)) = stdio::start_writer("zot mcp", output) else {
         return 1;
     };
