@@ -1,0 +1,320 @@
+//! Requests from the embedding program: routing each to the extension that
+//! owns its name (waiting for a load, a reload or a restart when it must),
+//! commands, tool calls (as the model's: the intercept chain, the event,
+//! then the call), events with their envelope, panels, and cancellation.
+
+use super::*;
+
+impl Dispatcher {
+    pub(super) fn on_request(&mut self, req: Request, done: Responder) {
+        if matches!(self.phase, Phase::Stopping { exit: true } | Phase::Done) {
+            return respond(done, Err(HostError::ShuttingDown));
+        }
+        // During a load or a reload the names are about to be there: calls
+        // wait for it instead of failing as unknown.
+        let loading = match self.phase {
+            Phase::Loading => self.last_load.is_some() || self.cfg.hold_until_loaded,
+            Phase::Stopping { exit } => !exit,
+            _ => false,
+        };
+        if loading && req.needs_extensions() {
+            return self.deferred.push((req, done));
+        }
+        if let Request::Event { payload, .. } | Request::Intercept { payload, .. } = &req {
+            if let Some(k) = ["type", "id"].into_iter().find(|k| payload.contains_key(*k)) {
+                let msg = format!("an event payload may not set `{k}`");
+                return respond(done, Err(HostError::BadRequest(msg)));
+            }
+        }
+        match req {
+            Request::WaitReady => match (&self.phase, &self.last_load) {
+                (Phase::Running, Some(r)) => respond(done, Ok(Response::Load(r.clone()))),
+                _ => self.waiters.push(Waiter::Ready(done)),
+            },
+            Request::List => respond(done, Ok(Response::List(self.listing()))),
+            Request::Command { name, args } => self.start_command(name, args, done),
+            Request::Tool { name, args, tool_id } => {
+                self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)
+            }
+            Request::ToolCall(call) => self.start_tool(call, None, done),
+            Request::AgentTools(tools) => {
+                self.agent_tools = tools;
+                respond(done, Ok(Response::Done))
+            }
+            Request::CallToolResult { call_id, content, is_error, structured_content } => {
+                self.on_agent_result(&call_id, content, is_error, structured_content, done)
+            }
+            Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
+            Request::Intercept { event, payload } => self.start_chain(event, payload, done),
+            Request::Event { event, payload } => {
+                let n = self.deliver_event(&event, payload);
+                respond(done, Ok(Response::Delivered(n)))
+            }
+            Request::PanelKey { extension, panel_id, key, text } => {
+                if !PANEL_KEYS.contains(&key.as_str()) {
+                    let msg = format!("unknown key {key:?} (expected one of {})", PANEL_KEYS.join(", "));
+                    return respond(done, Err(HostError::BadRequest(msg)));
+                }
+                if let Err(e) = self.open_panel_of(&extension, &panel_id) {
+                    return respond(done, Err(e));
+                }
+                let frame = HostFrame::PanelKey { panel_id, key, text };
+                respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
+            }
+            Request::PanelClose { extension, panel_id } => {
+                let slot = match self.open_panel_of(&extension, &panel_id) {
+                    Ok(slot) => slot,
+                    Err(e) => return respond(done, Err(e)),
+                };
+                self.exts[slot].panels.retain(|p| *p != panel_id);
+                let frame = HostFrame::PanelClose { panel_id };
+                respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
+            }
+            Request::Reload => match self.phase {
+                Phase::Loading => self.reload_after_load.push(done),
+                _ => {
+                    self.waiters.push(Waiter::Reload(done));
+                    if self.phase == Phase::Running {
+                        self.begin_stop_all(false);
+                    }
+                }
+            },
+            Request::Shutdown => {
+                self.exit_waiters.push(done);
+                for w in std::mem::take(&mut self.waiters) {
+                    let (Waiter::Ready(d) | Waiter::Reload(d)) = w;
+                    respond(d, Err(HostError::ShuttingDown));
+                }
+                for d in std::mem::take(&mut self.reload_after_load) {
+                    respond(d, Err(HostError::ShuttingDown));
+                }
+                for (_, d) in std::mem::take(&mut self.deferred) {
+                    respond(d, Err(HostError::ShuttingDown));
+                }
+                self.begin_stop_all(true);
+            }
+        }
+    }
+
+    /// The slot of extension `name` when its panel `panel_id` is open.
+    pub(super) fn open_panel_of(&self, name: &str, panel_id: &str) -> Result<usize, HostError> {
+        let slot = self.exts.iter().position(|e| e.name() == name).ok_or_else(|| HostError::UnknownExtension(name.to_string()))?;
+        if !self.exts[slot].panels.iter().any(|p| p == panel_id) {
+            return Err(HostError::BadRequest(format!("extension {name:?} has no open panel {panel_id:?}")));
+        }
+        Ok(slot)
+    }
+
+    pub(super) fn send_to_named(&self, name: &str, frame: &HostFrame) -> Result<(), HostError> {
+        let ext = self
+            .exts
+            .iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| HostError::UnknownExtension(name.to_string()))?;
+        ext.send(Arc::new(encode(frame)))
+    }
+
+    /// Whether one more call may be sent to the extension in `slot`.
+    pub(super) fn has_room(&self, slot: usize) -> Result<(), HostError> {
+        let limit = self.cfg.limits.in_flight;
+        if self.calls.count(slot) >= limit {
+            let extension = self.exts[slot].name().to_string();
+            return Err(HostError::TooManyCalls { extension, limit });
+        }
+        Ok(())
+    }
+
+    pub(super) fn start_command(&mut self, name: String, args: String, done: Responder) {
+        let Some(slot) = self.registry.command_owner(&name) else {
+            if let Some(r) = self.restarting_owner(&name, false) {
+                let timeout = self.cfg.timeouts.command;
+                return self.park(r, Request::Command { name, args }, done, timeout);
+            }
+            return respond(done, Err(HostError::UnknownCommand(name)));
+        };
+        if let Err(e) = self.has_room(slot) {
+            return respond(done, Err(e));
+        }
+        // The spelling the owner registered, whatever the user typed.
+        let lower = name.to_lowercase();
+        let name = self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == lower).map_or(name, |c| c.0.clone());
+        let id = self.next();
+        let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
+        if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
+            return respond(done, Err(e));
+        }
+        let ext = self.exts[slot].id;
+        let deadline = after(self.cfg.timeouts.command);
+        self.calls.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
+    }
+
+    /// A tool call: through the intercept chain and the event first when
+    /// it is run as the model's; `origin` when an extension made it.
+    pub(super) fn start_tool(&mut self, call: ToolCall, origin: Option<Origin>, done: Responder) {
+        let args = match call.args.clone() {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(v @ Value::Object(_)) => v,
+            Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
+        };
+        let agent_tool = origin.is_some() && self.agent_tools.iter().any(|t| t.name == call.name);
+        if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
+            if let (Some(r), None) = (self.restarting_owner(&call.name, true), &origin) {
+                let timeout = self.cfg.timeouts.tool;
+                return self.park(r, Request::ToolCall(call), done, timeout);
+            }
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        if !call.as_model {
+            return self.send_tool(call, args, origin, done);
+        }
+        let tool_id = call.tool_id.clone().unwrap_or_else(|| format!("call-{}", self.next()));
+        let mut payload = Payload::new();
+        payload.insert("tool_id".into(), Value::String(tool_id));
+        payload.insert("tool_name".into(), Value::String(call.name.clone()));
+        payload.insert("tool_args".into(), args);
+        if let Some(o) = &origin {
+            payload.insert("origin_extension".into(), Value::String(o.name.clone()));
+        }
+        self.run_chain("tool_call".into(), payload, chain::Then::Tool(Box::new(ModelCall { call, origin, done })));
+    }
+
+    /// The chain of a model's call is over: blocked, or the event and then
+    /// the tool with the arguments after the chain.
+    pub(super) fn after_tool_chain(&mut self, m: ModelCall, mut payload: Payload, outcome: InterceptOutcome) {
+        let ModelCall { call, origin, done } = m;
+        if outcome.block {
+            let reason = outcome.reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "no reason given".into());
+            let content = vec![serde_json::json!({"type": "text", "text": format!("tool call blocked: {reason}")})];
+            let reply = ToolReply { content, is_error: true, blocked: Some(reason), ..Default::default() };
+            return respond(done, Ok(Response::Tool(reply)));
+        }
+        let args = payload.remove("tool_args").unwrap_or_else(|| Value::Object(Default::default()));
+        let mut ev = Payload::new();
+        for k in ["tool_id", "tool_name"] {
+            if let Some(v) = payload.get(k) {
+                ev.insert(k.into(), v.clone());
+            }
+        }
+        ev.insert("tool_args".into(), args.clone());
+        if let Some(o) = payload.get("origin_extension") {
+            ev.insert("origin_extension".into(), o.clone());
+        }
+        self.deliver_event("tool_call", ev);
+        if self.registry.tool_owner(&call.name).is_none() {
+            if let Some(o) = origin.filter(|_| self.agent_tools.iter().any(|t| t.name == call.name)) {
+                return self.call_agent_tool(call, args, o, done);
+            }
+            return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        self.send_tool(call, args, origin, done);
+    }
+
+    pub(super) fn send_tool(&mut self, call: ToolCall, args: Value, origin: Option<Origin>, done: Responder) {
+        let ToolCall { name, tool_id, operation_key, reconcile, .. } = call;
+        let Some(slot) = self.registry.tool_owner(&name) else {
+            return respond(done, Err(HostError::UnknownTool(name)));
+        };
+        let interactive = self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
+        if interactive && !self.cfg.interactive_tools {
+            let text = "interactive extension tools require an interactive host";
+            let content = vec![serde_json::json!({"type": "text", "text": text})];
+            let extension = self.exts[slot].name().to_string();
+            return respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
+        }
+        if let Err(e) = self.has_room(slot) {
+            return respond(done, Err(e));
+        }
+        let id = self.next();
+        let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args, operation_key, reconcile };
+        let bytes = encode(&frame);
+        if bytes.len() > MAX_FRAME_OUT {
+            let extension = self.exts[slot].name().to_string();
+            let what = format!("a tool_call frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
+            return respond(done, Err(HostError::TooLarge { extension, what }));
+        }
+        if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
+            return respond(done, Err(e));
+        }
+        let ext = self.exts[slot].id;
+        // An interactive tool waits for the user: only cancellation ends it.
+        let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
+        let parents = origin.map(|o| o.parents).unwrap_or_default();
+        self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
+    }
+
+    /// The payload of an `event` or `event_intercept` frame with its
+    /// envelope (PROTOCOL.md §6.4): the agent's `session_id` and `cwd` or
+    /// the host's, a strictly increasing `sequence`, and a `tool_result`'s
+    /// content bounded as a `call_tool` result is.
+    pub(super) fn enveloped(&mut self, event: &str, mut payload: Payload) -> Payload {
+        self.sequence += 1;
+        if !payload.get("session_id").is_some_and(Value::is_string) {
+            payload.insert("session_id".into(), Value::String(self.session_id.clone()));
+        }
+        if !payload.get("cwd").is_some_and(Value::is_string) {
+            payload.insert("cwd".into(), Value::String(self.cfg.cwd.display().to_string()));
+        }
+        payload.insert("sequence".into(), Value::from(self.sequence));
+        if event == "tool_result" {
+            if let Some(Value::Object(result)) = payload.get_mut("result") {
+                if let Some(Value::Array(content)) = result.remove("content") {
+                    let (content, truncated) = blocks::bound(content);
+                    result.insert("content".into(), Value::Array(content));
+                    if truncated {
+                        result.insert("truncated".into(), Value::Bool(true));
+                    }
+                }
+            }
+        }
+        payload
+    }
+
+    /// Sends `event` to its subscribers; how many it reached.
+    pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
+        if !self.exts.iter().any(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+            return 0;
+        }
+        let payload = self.enveloped(event, payload);
+        let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
+        if bytes.len() > MAX_FRAME_OUT {
+            for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+                ext.log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
+            }
+            return 0;
+        }
+        let bytes = Arc::new(bytes);
+        let mut n = 0;
+        for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+            match ext.send(bytes.clone()) {
+                Ok(()) => n += 1,
+                Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
+            }
+        }
+        n
+    }
+
+    /// [`Request::CancelTool`]: every tool call in flight started with
+    /// `tool_id` is dropped, cancelled at its extension, and failed.
+    pub(super) fn cancel_tool(&mut self, tool_id: &str, done: Responder) {
+        let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == tool_id);
+        let ids = self.calls.ids_where(mine);
+        if ids.is_empty() {
+            return respond(done, Err(HostError::BadRequest(format!("no tool call {tool_id:?} in flight"))));
+        }
+        for id in ids {
+            let Some(call) = self.calls.remove(&id) else { continue };
+            let ext = &self.exts[call.ext.slot];
+            if let CallKind::Tool { name, done: caller, .. } = call.kind {
+                if ext.can("tool_cancel") {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                } else {
+                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller (it takes no tool_cancel)"));
+                }
+                let extension = ext.name().to_string();
+                respond(caller, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
+            }
+        }
+        respond(done, Ok(Response::Done))
+    }
+}

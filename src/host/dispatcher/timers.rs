@@ -1,0 +1,121 @@
+//! What the dispatcher does when a deadline comes: hello, the quiet spell
+//! that counts as ready, the ready grace, the ends of stdout and of the
+//! process, log rotation, stop stages, restarts, waiting requests, and
+//! calls that timed out; plus a reply line over the cap, which fails its
+//! call at once.
+
+use super::*;
+
+impl Dispatcher {
+    pub(super) fn on_timer(&mut self, t: Timer, now: Instant) {
+        let ext_timer = |d: &Self, id: ExtId| d.slot_of(id);
+        match t {
+            Timer::Hello(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
+                if self.exts[slot].life == Life::Spawned && self.exts[slot].proc.as_ref().is_some_and(|p| p.exit.is_none()) {
+                    let after = fmt_duration(self.cfg.timeouts.hello);
+                    self.fail(slot, format!("no hello within {after}"));
+                }
+            }
+            Timer::ReadyIdle(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
+                let ext = &self.exts[slot];
+                if ext.life != Life::Registering {
+                    return;
+                }
+                let due = ext.last_frame.checked_add(self.cfg.timeouts.ready_idle).unwrap_or(now);
+                if due <= now {
+                    self.mark_ready(slot, "no ready frame; quiet after the handshake");
+                } else {
+                    self.at(due, Timer::ReadyIdle(id));
+                }
+            }
+            Timer::LoadGrace(gen) => {
+                if gen == self.load_gen {
+                    self.check_load_done(true);
+                }
+            }
+            Timer::Eof(id) => {
+                if let Some(slot) = ext_timer(self, id) {
+                    self.on_eof_grace_over(slot);
+                }
+            }
+            Timer::ExitGrace(id) => {
+                if let Some(slot) = ext_timer(self, id) {
+                    let ext = &self.exts[slot];
+                    if ext.proc.as_ref().is_some_and(|p| !p.ended) {
+                        ext.log("exited while something else holds its stdout open");
+                        self.end_process(slot);
+                    }
+                }
+            }
+            Timer::LogCheck(gen) => {
+                if gen != self.load_gen || self.phase == Phase::Done {
+                    return;
+                }
+                let max = self.cfg.limits.log_bytes;
+                for log in self.exts.iter().filter_map(|e| e.log.as_ref()) {
+                    log.rotate_later(max);
+                }
+                self.at(after(LOG_CHECK), Timer::LogCheck(gen));
+            }
+            Timer::EofKill(id) => {
+                let Some(slot) = ext_timer(self, id) else { return };
+                let ext = &self.exts[slot];
+                if ext.life == Life::Exited && ext.pid().is_some() {
+                    ext.log("still running after closing stdout; killing its process group");
+                    ext.signal(libc::SIGKILL);
+                }
+            }
+            Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
+            Timer::Restart(id) => self.on_restart_timer(id),
+            Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
+            Timer::AgentCall(n) => self.on_agent_call_timeout(n),
+        }
+    }
+
+    pub(super) fn on_call_timeout(&mut self, id: u64) {
+        let Some(call) = self.calls.remove(&id) else { return };
+        let t = self.cfg.timeouts;
+        let slot = call.ext.slot;
+        let ext = &self.exts[slot];
+        let extension = ext.name().to_string();
+        match call.kind {
+            CallKind::Command { name, done } => {
+                ext.log(&format!("command /{name} (request {id}) timed out after {}", fmt_duration(t.command)));
+                let what = format!("command /{name}");
+                respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
+            }
+            CallKind::Tool { name, done, .. } => {
+                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
+                if ext.can("tool_cancel") {
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                }
+                let what = format!("tool {name}");
+                respond(done, Err(HostError::Timeout { extension, what, after: t.tool }));
+            }
+            CallKind::Intercept { chain } => {
+                let why = format!("timed out after {}", fmt_duration(t.intercept));
+                self.chain_failed(chain, slot, &why);
+            }
+        }
+    }
+
+    /// A reply line over the cap: the call it answers fails at once.
+    pub(super) fn on_too_long(&mut self, slot: usize, id: Option<String>, len: usize) {
+        let Some(id) = id else { return };
+        let ext_id = self.exts[slot].id;
+        let Some(n) = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext_id)) else {
+            return;
+        };
+        let Some(call) = self.calls.remove(&n) else { return };
+        let extension = self.exts[slot].name().to_string();
+        let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
+        match call.kind {
+            CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
+                respond(done, Err(HostError::TooLarge { extension, what }))
+            }
+            CallKind::Intercept { chain } => self.chain_failed(chain, slot, &what),
+        }
+    }
+}
