@@ -78,7 +78,7 @@ pub enum ExtFrame {
         name: Value,
         #[serde(default)]
         args: Value,
-        #[serde(default, deserialize_with = "lenient_id")]
+        #[serde(default, deserialize_with = "lenient_id", skip_serializing_if = "String::is_empty")]
         parent_id: String,
     },
     CallToolCancel {
@@ -261,17 +261,18 @@ pub enum HostFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reconcile: Option<Value>,
     },
-    /// The answer to an extension's `call_tool`.
+    /// The answer to an extension's `call_tool`; a field of the wrong
+    /// shape reads as its default, so the waiting call still gets it.
     ToolResult {
         #[serde(deserialize_with = "id_string")]
         id: String,
         #[serde(default, deserialize_with = "lenient")]
         name: String,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         content: Vec<Value>,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         is_error: bool,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not", deserialize_with = "lenient")]
         truncated: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_content: Option<Value>,
@@ -295,7 +296,7 @@ pub enum HostFrame {
     PanelKey {
         panel_id: String,
         key: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
         text: Option<String>,
     },
     PanelClose { panel_id: String },

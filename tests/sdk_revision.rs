@@ -8,6 +8,7 @@ mod sdk_host;
 use sdk_host::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
+use zot::ext::EVENTS;
 
 /// Not a check: prints how fast the SDK answers, one call at a time and
 /// pipelined (`cargo test --test sdk_revision measure -- --nocapture`);
@@ -43,22 +44,6 @@ fn measure_round_trips_and_throughput() {
 }
 
 const CAPABILITIES: [&str; 6] = ["commands", "tools", "events", "panels", "tool_cancel", "call_tool"];
-const EVENTS: [&str; 14] = [
-    "session_start",
-    "session_end",
-    "user_prompt_submit",
-    "turn_start",
-    "turn_end",
-    "tool_call",
-    "tool_confirmation_requested",
-    "permission_decision",
-    "tool_result",
-    "assistant_message",
-    "pre_compact",
-    "post_compact",
-    "subagent_start",
-    "subagent_stop",
-];
 
 fn toolbox() -> Ext {
     let mut e = Ext::start("rust/toolbox");

@@ -2,8 +2,8 @@
 //! (commands, tools, events, interceptors, panels, the on-hello hook), the
 //! cloneable [`Handle`] for notes, panels and `call_tool` from any thread,
 //! and [`log`]/[`logf!`](crate::logf) for the extension's log (stderr). It
-//! mirrors upstream's current Go SDK (PROTOCOL.md §2 and §6); frames are
-//! the ones of [`crate::protocol`] plus the current revision's.
+//! mirrors upstream's current Go SDK (PROTOCOL.md §2 and §6) and speaks
+//! through [`crate::protocol`]'s frames, decoder and encoder.
 //!
 //! ```no_run
 //! use zot::ext::{self, Extension, ToolResult};
@@ -41,7 +41,6 @@ mod events;
 mod pool;
 mod runtime;
 mod types;
-mod wire;
 mod writer;
 
 pub use crate::protocol::{Panel, Payload};
@@ -58,8 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::protocol::{encode, ExtFrame};
-use wire::{Out, RegisterTool};
+use crate::protocol::{encode, ExtFrame, ToolMore};
 
 pub(crate) type CommandFn = Arc<dyn Fn(&str) -> Response + Send + Sync>;
 pub(crate) type ToolFn = Arc<dyn Fn(ToolCall) -> ToolResult + Send + Sync>;
@@ -80,7 +78,10 @@ pub(crate) struct CommandDef {
 }
 
 pub(crate) struct ToolDef {
-    pub(crate) reg: RegisterTool,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) schema: Value,
+    pub(crate) more: ToolMore,
     pub(crate) handler: ToolFn,
 }
 
@@ -106,17 +107,10 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Hands the host's answer to the `call_tool` waiting for it.
-    pub(crate) fn deliver(&self, id: &str, reply: &Map<String, Value>) {
+    pub(crate) fn deliver(&self, id: &str, result: CallResult) {
         let waiter = self.calls.lock().ok().and_then(|mut c| c.remove(id));
         let Some(waiter) = waiter else {
             return log(format_args!("dropping a tool_result for no call_tool in flight ({id:?})"));
-        };
-        let result = CallResult {
-            name: reply.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-            content: reply.get("content").and_then(Value::as_array).cloned().unwrap_or_default(),
-            is_error: reply.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-            truncated: reply.get("truncated").and_then(Value::as_bool).unwrap_or(false),
-            structured_content: reply.get("structured_content").filter(|v| !v.is_null()).cloned(),
         };
         let _ = waiter.send(result);
     }
@@ -264,21 +258,18 @@ impl Extension {
     }
 
     fn add_tool(&mut self, name: &str, description: &str, schema: Value, o: ToolOptions, handler: ToolFn) -> &mut Self {
-        let reg = RegisterTool {
-            name: name.into(),
-            description: description.into(),
-            schema,
+        let more = ToolMore {
             output_schema: o.output_schema,
-            namespace: o.namespace,
-            namespace_description: o.namespace_description,
-            namespace_instructions: o.namespace_instructions,
-            exposure: o.exposure.map(Exposure::as_str),
             deferred: o.deferred,
+            exposure: o.exposure.map(Exposure::as_str).unwrap_or_default().into(),
             interactive: o.interactive,
-            replay: o.replay.map(Replay::as_str),
+            namespace: o.namespace.unwrap_or_default(),
+            namespace_description: o.namespace_description.unwrap_or_default(),
+            namespace_instructions: o.namespace_instructions.unwrap_or_default(),
+            replay: o.replay.map(Replay::as_str).unwrap_or_default().into(),
         };
-        let def = ToolDef { reg, handler };
-        match self.tools.iter_mut().find(|t| t.reg.name == name) {
+        let def = ToolDef { name: name.into(), description: description.into(), schema, more, handler };
+        match self.tools.iter_mut().find(|t| t.name == name) {
             Some(t) => *t = def,
             None => self.tools.push(def),
         }
@@ -432,7 +423,7 @@ impl Handle {
     /// Asks the host to run the slash command `text` (e.g. `/reload-ext`)
     /// as if the user typed it.
     pub fn submit_slash(&self, text: impl Into<String>) {
-        self.out(&Out::SubmitSlash { text: text.into() });
+        self.send(&ExtFrame::SubmitSlash { text: text.into() });
     }
 
     /// Opens a panel without a command.
@@ -457,10 +448,6 @@ impl Handle {
 
     /// Sends any frame as is.
     pub fn send(&self, frame: &ExtFrame) {
-        self.shared.writer.send(&encode(frame));
-    }
-
-    pub(crate) fn out(&self, frame: &Out) {
         self.shared.writer.send(&encode(frame));
     }
 
@@ -505,7 +492,8 @@ impl Handle {
         if let Ok(mut calls) = self.shared.calls.lock() {
             calls.insert(id.clone(), tx);
         }
-        self.out(&Out::CallTool { id: id.clone(), name: name.into(), args, parent_id });
+        let parent_id = parent_id.unwrap_or_default();
+        self.send(&ExtFrame::CallTool { id: id.clone(), name: Value::String(name.into()), args, parent_id });
         let none = never();
         let own = opts.cancel.as_ref().map_or(&none, Cancel::woken);
         let parent = parent.as_ref().map_or(&none, Cancel::woken);
@@ -523,7 +511,7 @@ impl Handle {
             }
             let waiting = self.shared.calls.lock().ok().and_then(|mut c| c.remove(&id)).is_some();
             if waiting && matches!(result, Err(CallError::Cancelled | CallError::Timeout)) {
-                self.out(&Out::CallToolCancel { id });
+                self.send(&ExtFrame::CallToolCancel { id });
             }
         }
         result

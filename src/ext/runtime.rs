@@ -11,17 +11,21 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use serde_json::{Map, Value};
+
 use super::pool::Pool;
-use super::wire::{self, In, InterceptReply, Out};
 use super::{
-    log, Cancel, CommandFn, EventFn, Extension, Handle, HostInfo, InterceptFn, PanelCloseFn, PanelKey, PanelKeyFn,
-    ReconcileFn, Response, Shared, ToolCall, ToolFn, ToolResult, Verdict, CURRENT_CALL, ON_READER,
+    log, CallResult, Cancel, CommandFn, EventFn, Extension, Handle, HostInfo, InterceptFn, PanelCloseFn, PanelKey,
+    PanelKeyFn, ReconcileFn, Response, Shared, ToolCall, ToolFn, ToolResult, Verdict, CURRENT_CALL, ON_READER,
 };
 use crate::child::MAX_LINE;
 use crate::lines::{Line, LineBuf};
-use crate::protocol::{decode, encode, DecodeError};
+use crate::protocol::{decode, encode, DecodeError, ExtFrame, HostFrame, InterceptResponse};
 
-type Frame = Result<In, DecodeError>;
+/// What the SDK declares in `hello`, as upstream's current Go SDK does.
+const CAPABILITIES: [&str; 6] = ["commands", "tools", "events", "panels", "tool_cancel", "call_tool"];
+
+type Frame = Result<HostFrame, DecodeError>;
 
 /// The host's frames, one line at a time, each at most [`MAX_LINE`] bytes.
 struct Input {
@@ -38,7 +42,7 @@ impl Input {
                 None => return Ok(None),
                 Some(Line::TooLong(n)) => log(format_args!("skipping a line of {n} bytes from the host (limit {MAX_LINE})")),
                 Some(Line::Text(line)) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Some(Line::Text(line)) => return Ok(Some(decode::<In>(line))),
+                Some(Line::Text(line)) => return Ok(Some(decode::<HostFrame>(line))),
             }
         }
     }
@@ -88,20 +92,20 @@ fn serve(ext: &mut Extension, shared: &Arc<Shared>) -> io::Result<()> {
     let mut input = Input { reader: BufReader::with_capacity(64 << 10, io::stdin()), lines: LineBuf::new(MAX_LINE) };
 
     // 1. hello, alone, before anything else.
-    let capabilities = wire::CAPABILITIES.iter().map(|c| c.to_string()).collect();
-    write_now(shared, &[Out::Hello { name: ext.name.clone(), version: ext.version.clone(), capabilities }])?;
+    let capabilities = CAPABILITIES.iter().map(|c| c.to_string()).collect();
+    write_now(shared, &[ExtFrame::Hello { name: ext.name.clone(), version: ext.version.clone(), capabilities }])?;
 
     // 2. wait for hello_ack; keep whatever else comes first for later.
     let mut early = Vec::new();
     let info: HostInfo = loop {
         match input.next()? {
             None => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stdin closed before hello_ack")),
-            Some(Ok(In::HelloAck { info, capabilities })) => {
-                let call_tool = wire::strings(&capabilities).iter().any(|c| c == "call_tool");
+            Some(Ok(HostFrame::HelloAck(info))) => {
+                let call_tool = info.capabilities.iter().any(|c| c == "call_tool");
                 shared.call_tool_ok.store(call_tool, Ordering::Release);
                 break info;
             }
-            Some(Ok(In::Shutdown)) => return write_now(shared, &[Out::ShutdownAck]),
+            Some(Ok(HostFrame::Shutdown)) => return write_now(shared, &[ExtFrame::ShutdownAck]),
             Some(other) => early.push(other),
         }
     };
@@ -148,17 +152,18 @@ fn serve(ext: &mut Extension, shared: &Arc<Shared>) -> io::Result<()> {
     core.stop(end)
 }
 
-fn registrations(ext: &Extension) -> Vec<Out> {
+fn registrations(ext: &Extension) -> Vec<ExtFrame> {
     let mut frames = Vec::new();
     for c in &ext.commands {
-        frames.push(Out::RegisterCommand { name: c.name.clone(), description: c.description.clone() });
+        frames.push(ExtFrame::RegisterCommand { name: c.name.clone(), description: c.description.clone() });
     }
     for t in &ext.tools {
-        let mut reg = t.reg.clone();
-        if reg.replay.is_none() && ext.reconcilers.iter().any(|(name, _)| *name == reg.name) {
-            reg.replay = Some(super::Replay::Reconcile.as_str());
+        let mut more = t.more.clone();
+        if more.replay.is_empty() && ext.reconcilers.iter().any(|(name, _)| *name == t.name) {
+            more.replay = super::Replay::Reconcile.as_str().into();
         }
-        frames.push(Out::RegisterTool(reg));
+        let (name, description, schema) = (t.name.clone(), t.description.clone(), t.schema.clone());
+        frames.push(ExtFrame::RegisterTool { name, description, schema, more });
     }
     let mut events: Vec<String> = Vec::new();
     for (e, _) in &ext.events {
@@ -167,8 +172,8 @@ fn registrations(ext: &Extension) -> Vec<Out> {
         }
     }
     let intercept = ext.intercepts.iter().map(|(e, _)| e.clone()).collect();
-    frames.push(Out::Subscribe { events, intercept });
-    frames.push(Out::Ready);
+    frames.push(ExtFrame::Subscribe { events, intercept });
+    frames.push(ExtFrame::Ready);
     frames
 }
 
@@ -183,8 +188,8 @@ impl Router {
             .tools
             .drain(..)
             .map(|t| {
-                let reconcile = reconcilers.remove(&t.reg.name);
-                (t.reg.name, Tool { handler: t.handler, reconcile })
+                let reconcile = reconcilers.remove(&t.name);
+                (t.name, Tool { handler: t.handler, reconcile })
             })
             .collect();
         Router {
@@ -199,7 +204,7 @@ impl Router {
 }
 
 impl Core {
-    fn send(&self, frame: &Out) {
+    fn send(&self, frame: &ExtFrame) {
         self.shared.writer.send(&encode(frame));
     }
 
@@ -214,18 +219,19 @@ impl Core {
             }
         };
         match frame {
-            In::CommandInvoked { id, name, args } => match r.commands.get(&name) {
+            HostFrame::CommandInvoked { id, name, args } => match r.commands.get(&name) {
                 Some(h) => {
                     let (core, h) = (Arc::clone(self), Arc::clone(h));
                     self.pool.run(Box::new(move || core.command(id, &name, &args, &h)));
                 }
                 None => {
                     let resp = Response::error(format!("unknown command /{name}"));
-                    self.send(&Out::CommandResponse(resp.into_frame(id)));
+                    self.send(&ExtFrame::CommandResponse(resp.into_frame(id)));
                 }
             },
-            In::ToolCall { id, name, args, operation_key, reconcile } => match r.tools.get(&name) {
+            HostFrame::ToolCall { id, name, args, operation_key, reconcile } => match r.tools.get(&name) {
                 Some(tool) => {
+                    let (args, operation_key, reconcile) = call_fields(args, operation_key, reconcile);
                     let cancel = Cancel::new();
                     if let Ok(mut map) = self.cancels.lock() {
                         map.insert(id.clone(), cancel.clone());
@@ -239,16 +245,18 @@ impl Core {
                 }
                 None => {
                     let res = ToolResult::error_text(format!("unknown tool {name}"));
-                    self.send(&Out::ToolResult(res.into_frame(id)));
+                    self.send(&ExtFrame::ToolResult(res.into_frame(id)));
                 }
             },
-            In::ToolCancel { id } => {
+            HostFrame::ToolCancel { id } => {
                 if let Some(c) = self.cancels.lock().ok().and_then(|m| m.get(&id).cloned()) {
                     c.cancel();
                 }
             }
-            In::ToolResult { id, reply } => self.shared.deliver(&id, &reply),
-            In::EventIntercept { id, event, payload } => match r.intercepts.get(&event) {
+            HostFrame::ToolResult { id, name, content, is_error, truncated, structured_content } => {
+                self.shared.deliver(&id, CallResult { name, content, is_error, truncated, structured_content });
+            }
+            HostFrame::EventIntercept { id, event, payload } => match r.intercepts.get(&event) {
                 Some(h) => {
                     let (core, h) = (Arc::clone(self), Arc::clone(h));
                     self.pool.run(Box::new(move || {
@@ -256,29 +264,30 @@ impl Core {
                             log(format_args!("{event} interceptor panicked (allowing): {}", panic_message(&*p)));
                             Verdict::Allow
                         });
-                        core.send(&Out::EventInterceptResponse(verdict.into_frame(id)));
+                        core.send(&ExtFrame::EventInterceptResponse(verdict.into_frame(id)));
                     }));
                 }
-                None => self.send(&Out::EventInterceptResponse(InterceptReply { id, ..Default::default() })),
+                None => self.send(&ExtFrame::EventInterceptResponse(InterceptResponse { id, ..Default::default() })),
             },
-            In::Event { event, payload } => {
+            HostFrame::Event { event, payload } => {
                 for h in r.events.get(&event).into_iter().flatten() {
                     contain(&format!("{event} handler"), || h(&event, &payload));
                 }
             }
-            In::PanelKey { panel_id, key, text } => {
+            HostFrame::PanelKey { panel_id, key, text } => {
                 if let Some(h) = &r.panel_key {
+                    let text = text.unwrap_or_default();
                     contain("panel key handler", || h(&PanelKey { panel_id, key, text }));
                 }
             }
-            In::PanelClose { panel_id } => {
+            HostFrame::PanelClose { panel_id } => {
                 if let Some(h) = &r.panel_close {
                     contain("panel close handler", || h(&panel_id));
                 }
             }
-            In::Shutdown => return Some(End::Shutdown),
-            In::HelloAck { .. } => log("ignoring a second hello_ack"),
-            In::Unknown => {}
+            HostFrame::Shutdown => return Some(End::Shutdown),
+            HostFrame::HelloAck(_) => log("ignoring a second hello_ack"),
+            HostFrame::Unknown => {}
         }
         None
     }
@@ -291,13 +300,13 @@ impl Core {
             match ty.as_str() {
                 "command_invoked" => {
                     let resp = Response::error(format!("malformed command_invoked: {msg}"));
-                    self.send(&Out::CommandResponse(resp.into_frame(id)));
+                    self.send(&ExtFrame::CommandResponse(resp.into_frame(id)));
                 }
                 "tool_call" => {
                     let res = ToolResult::error_text(format!("malformed tool_call: {msg}"));
-                    self.send(&Out::ToolResult(res.into_frame(id)));
+                    self.send(&ExtFrame::ToolResult(res.into_frame(id)));
                 }
-                "event_intercept" => self.send(&Out::EventInterceptResponse(InterceptReply { id, ..Default::default() })),
+                "event_intercept" => self.send(&ExtFrame::EventInterceptResponse(InterceptResponse { id, ..Default::default() })),
                 _ => {}
             }
         }
@@ -308,7 +317,7 @@ impl Core {
             log(format_args!("command /{name} panicked: {}", panic_message(&*p)));
             Response::error(format!("command /{name} failed: {}", panic_message(&*p)))
         });
-        self.send(&Out::CommandResponse(resp.into_frame(id)));
+        self.send(&ExtFrame::CommandResponse(resp.into_frame(id)));
     }
 
     fn tool(&self, call: ToolCall, handler: &ToolFn, reconciler: Option<&ReconcileFn>) {
@@ -327,7 +336,7 @@ impl Core {
         if let Ok(mut map) = self.cancels.lock() {
             map.remove(&id);
         }
-        self.send(&Out::ToolResult(res.into_frame(id)));
+        self.send(&ExtFrame::ToolResult(res.into_frame(id)));
     }
 
     /// Cancels running tools and waiting calls, answers `shutdown`, and
@@ -339,7 +348,7 @@ impl Core {
         self.shared.stopping.cancel();
         let result = match end {
             End::Shutdown => {
-                self.send(&Out::ShutdownAck);
+                self.send(&ExtFrame::ShutdownAck);
                 Ok(())
             }
             End::Eof(result) => result,
@@ -347,6 +356,15 @@ impl Core {
         self.shared.writer.finish();
         result
     }
+}
+
+/// A `tool_call`'s arguments (`null` means none: `{}`), `operation_key`
+/// (a string that is not empty, else none) and `reconcile` (`true`, else
+/// false), as its handler sees them.
+fn call_fields(args: Value, operation_key: Option<Value>, reconcile: Option<Value>) -> (Value, Option<String>, bool) {
+    let args = if args.is_null() { Value::Object(Map::new()) } else { args };
+    let operation_key = operation_key.as_ref().and_then(Value::as_str).filter(|k| !k.is_empty()).map(String::from);
+    (args, operation_key, reconcile.as_ref().and_then(Value::as_bool).unwrap_or(false))
 }
 
 /// Runs an event or panel handler; a panic is logged and goes no further.
@@ -357,7 +375,7 @@ fn contain(what: &str, f: impl FnOnce()) {
 }
 
 /// Writes handshake frames at once, ahead of anything held.
-fn write_now(shared: &Shared, frames: &[Out]) -> io::Result<()> {
+fn write_now(shared: &Shared, frames: &[ExtFrame]) -> io::Result<()> {
     let lines: Vec<u8> = frames.iter().flat_map(encode).collect();
     shared.writer.write_now(&lines)
 }
@@ -375,20 +393,63 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn host(line: &str) -> HostFrame {
+        decode(line.as_bytes()).expect("a host frame")
+    }
+
+    #[test]
+    fn a_tool_call_reads_as_its_handler_sees_it() {
+        let HostFrame::ToolCall { args, operation_key, reconcile, .. } =
+            host(r#"{"type":"tool_call","id":7,"name":"x","args":null,"operation_key":"op-1","reconcile":true}"#)
+        else {
+            panic!("a tool_call")
+        };
+        assert_eq!(call_fields(args, operation_key, reconcile), (json!({}), Some("op-1".into()), true));
+        let HostFrame::ToolCall { args, operation_key, reconcile, .. } =
+            host(r#"{"type":"tool_call","id":"8","name":"x","args":5,"operation_key":"","reconcile":"yes"}"#)
+        else {
+            panic!("a tool_call")
+        };
+        assert_eq!(call_fields(args, operation_key, reconcile), (json!(5), None, false));
+        assert_eq!(call_fields(json!({"a": 1}), Some(json!(3)), None), (json!({"a": 1}), None, false));
+        let HostFrame::HelloAck(info) = host(r#"{"type":"hello_ack","protocol_version":1,"cwd":"/p","capabilities":["call_tool"]}"#) else {
+            panic!("a hello_ack")
+        };
+        assert_eq!((info.cwd.as_str(), info.capabilities), ("/p", vec!["call_tool".to_string()]));
+        assert!(matches!(decode::<HostFrame>(br#"{"type":"tool_call","id":"9"}"#), Err(DecodeError::BadFields { id: Some(_), .. })));
+        assert!(matches!(decode::<HostFrame>(br#"{"type":"later"}"#), Err(DecodeError::UnknownType(_))));
+    }
 
     #[test]
     fn an_answer_is_read_into_a_call_result() {
-        let f: In = decode(br#"{"type":"tool_result","id":"sdk-3","name":"w","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"is_error":true,"truncated":true,"structured_content":{"k":1}}"#)
-            .expect("a tool_result");
-        let In::ToolResult { reply, .. } = f else { panic!("{f:?}") };
         let shared = Extension::new("t", "1").shared;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        shared.calls.lock().expect("not poisoned").insert("sdk-3".into(), tx);
-        shared.deliver("sdk-3", &reply);
-        let r = rx.try_recv().expect("delivered");
+        let answers = [
+            r#"{"type":"tool_result","id":"sdk-3","name":"w","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"is_error":true,"truncated":true,"structured_content":{"k":1}}"#,
+            r#"{"type":"tool_result","id":"sdk-4","name":5,"content":"x","is_error":"yes","truncated":1,"structured_content":null}"#,
+        ];
+        let mut got = Vec::new();
+        for line in answers {
+            let HostFrame::ToolResult { id, name, content, is_error, truncated, structured_content } = host(line) else {
+                panic!("a tool_result: {line}")
+            };
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            shared.calls.lock().expect("not poisoned").insert(id.clone(), tx);
+            shared.deliver(&id, CallResult { name, content, is_error, truncated, structured_content });
+            got.push(rx.try_recv().expect("delivered"));
+        }
+        let r = &got[0];
         assert_eq!((r.name.as_str(), r.text().as_str(), r.is_error, r.truncated), ("w", "a\nb", true, true));
-        assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
+        assert_eq!(r.structured_content, Some(json!({"k": 1})));
+        assert_eq!(got[1], CallResult::default(), "a field of the wrong shape reads as its default");
         assert!(shared.calls.lock().expect("not poisoned").is_empty());
+    }
+
+    #[test]
+    fn a_panel_key_with_text_of_the_wrong_shape_still_arrives() {
+        let f = host(r#"{"type":"panel_key","panel_id":"p","key":"rune","text":5}"#);
+        assert_eq!(f, HostFrame::PanelKey { panel_id: "p".into(), key: "rune".into(), text: None });
     }
 
     #[test]

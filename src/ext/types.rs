@@ -11,46 +11,46 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::wire::{CommandReply, InterceptReply, ToolReply};
-use crate::protocol::Panel;
+use crate::protocol::{self, CommandResponse, InterceptResponse, Panel};
 
-/// What the host receives in `hello_ack`: zot's version, provider, model,
-/// the user's project directory (`cwd`) and the extension's own directory.
+/// What the host sends in `hello_ack`: zot's version, provider, model,
+/// the user's project directory (`cwd`), the extension's own directory and
+/// the host's capabilities.
 pub type HostInfo = crate::protocol::HelloAck;
 
 /// The reply of a command handler (`command_response` without its id).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Response(pub(crate) CommandReply);
+pub struct Response(pub(crate) CommandResponse);
 
 impl Response {
     /// Submit `text` to the model as the user's prompt.
     pub fn prompt(text: impl Into<String>) -> Response {
-        Response(CommandReply { action: "prompt".into(), prompt: Some(text.into()), ..Default::default() })
+        Response(CommandResponse { action: "prompt".into(), prompt: Some(text.into()), ..Default::default() })
     }
 
     /// Put `text` into the user's input line for editing.
     pub fn insert(text: impl Into<String>) -> Response {
-        Response(CommandReply { action: "insert".into(), insert: Some(text.into()), ..Default::default() })
+        Response(CommandResponse { action: "insert".into(), insert: Some(text.into()), ..Default::default() })
     }
 
     /// Show `text` to the user; nothing goes to the model.
     pub fn display(text: impl Into<String>) -> Response {
-        Response(CommandReply { action: "display".into(), display: Some(text.into()), ..Default::default() })
+        Response(CommandResponse { action: "display".into(), display: Some(text.into()), ..Default::default() })
     }
 
     /// Open an interactive panel; keys arrive at [`Extension::on_panel_key`](super::Extension::on_panel_key).
     pub fn open_panel(panel: Panel) -> Response {
-        Response(CommandReply { action: "open_panel".into(), open_panel: Some(panel), ..Default::default() })
+        Response(CommandResponse { action: "open_panel".into(), open_panel: Some(panel), ..Default::default() })
     }
 
     /// Do nothing visible.
     pub fn noop() -> Response {
-        Response(CommandReply { action: "noop".into(), ..Default::default() })
+        Response(CommandResponse { action: "noop".into(), ..Default::default() })
     }
 
     /// Report an error to the user.
     pub fn error(msg: impl Into<String>) -> Response {
-        Response(CommandReply { action: "noop".into(), error: Some(msg.into()), ..Default::default() })
+        Response(CommandResponse { action: "noop".into(), error: Some(msg.into()), ..Default::default() })
     }
 
     /// Run the tool `tool_name` with `tool_args` (a JSON object) through
@@ -65,7 +65,7 @@ impl Response {
         if !tool_args.is_object() {
             return Response::error("tool_prompt args must be a JSON object");
         }
-        Response(CommandReply {
+        Response(CommandResponse {
             action: "tool_prompt".into(),
             prompt: Some(text),
             tool_name: Some(tool_name),
@@ -75,8 +75,8 @@ impl Response {
     }
 
     /// The frame this response becomes, answering request `id`.
-    pub(crate) fn into_frame(self, id: String) -> CommandReply {
-        CommandReply { id, ..self.0 }
+    pub(crate) fn into_frame(self, id: String) -> CommandResponse {
+        CommandResponse { id, ..self.0 }
     }
 }
 
@@ -172,8 +172,8 @@ impl ToolResult {
         self
     }
 
-    pub(crate) fn into_frame(self, id: String) -> ToolReply {
-        ToolReply {
+    pub(crate) fn into_frame(self, id: String) -> protocol::ToolResult {
+        protocol::ToolResult {
             id,
             content: self.content,
             is_error: self.is_error,
@@ -205,8 +205,8 @@ impl Verdict {
         Verdict::Block(reason.into())
     }
 
-    pub(crate) fn into_frame(self, id: String) -> InterceptReply {
-        let mut r = InterceptReply { id, ..Default::default() };
+    pub(crate) fn into_frame(self, id: String) -> InterceptResponse {
+        let mut r = InterceptResponse { id, ..Default::default() };
         match self {
             Verdict::Allow => {}
             Verdict::Block(reason) => {
@@ -215,7 +215,7 @@ impl Verdict {
             }
             Verdict::ModifyArgs(args) => r.modified_args = Some(args),
             Verdict::ReplaceText(text) => r.replace_text = Some(text),
-            Verdict::SystemPrompt(text) => r.system_prompt = Some(text),
+            Verdict::SystemPrompt(text) => r.system_prompt = Some(Value::String(text)),
         }
         r
     }
