@@ -2,7 +2,7 @@
 //! global), their precedence, and the deterministic load order.
 //!
 //! Project-local extensions of a project that is not trusted
-//! ([`crate::trust`]) are set apart in [`Discovery::untrusted`]: they claim
+//! (`zot trust`) are set apart in [`Discovery::untrusted`]: they claim
 //! no name, so a global extension of the same name loads as usual. Their
 //! broken manifests are still reported: reading a manifest runs nothing.
 

@@ -68,7 +68,7 @@ impl Home {
         self.logs_dir().join(format!("ext-{name}.log"))
     }
 
-    /// `$ZOT_HOME/trust.json`: the trusted projects ([`crate::trust`]).
+    /// `$ZOT_HOME/trust.json`: the trusted projects (`zot trust`).
     pub fn trust_path(&self) -> PathBuf {
         self.root.join("trust.json")
     }

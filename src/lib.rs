@@ -1,40 +1,52 @@
-//! zot: a host for zot extensions.
+//! zot: a host for zot extensions, and a Rust SDK for writing them.
 //!
 //! The library discovers extensions ([`discovery`]), validates their
-//! manifests ([`manifest`]), runs them as child processes ([`child`]) and
-//! talks to them over newline-delimited JSON ([`protocol`]) from one
-//! dispatcher thread ([`host`]). [`ext`] is the SDK for writing extensions
-//! in Rust; [`console`], [`serve`] and [`mcp`] are the front ends of the `zot`
-//! binary.
-//! [`scaffold`] (`zot ext new`), [`check`] (`zot ext check`), [`doctor`] (`zot ext doctor`) and [`trace`]
-//! (`--trace`) are the tools for extension authors.
+//! manifests ([`manifest`]), runs them as child processes and talks to them
+//! over newline-delimited JSON ([`protocol`]) from one dispatcher thread
+//! ([`host`]); [`home`] is where they live on disk. [`ext`] is the SDK for
+//! writing an extension in Rust. An embedding program needs only these
+//! (see `examples/embed.rs`); the `zot` binary's front ends (the console,
+//! `zot serve`, `zot mcp`, extension management and the author tools) are
+//! private to it.
 
 /// The crate version, as `zot --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub mod check;
-pub mod child;
-pub mod cli;
-pub mod clidoc;
-pub mod console;
 pub mod discovery;
-pub mod doctor;
-pub mod envexpand;
 pub mod ext;
 pub mod home;
 pub mod host;
-pub mod lineedit;
-pub mod lines;
-pub mod log;
-pub mod manage;
 pub mod manifest;
-pub mod mcp;
 pub mod protocol;
-pub mod scaffold;
-pub mod serve;
-pub mod signals;
-pub mod stdio;
-pub mod text;
-pub mod trace;
-pub mod trust;
-pub mod wake;
+
+// What the public modules are built on.
+mod child;
+mod envexpand;
+mod lines;
+mod log;
+mod text;
+mod trace;
+mod trust;
+mod wake;
+
+// The `zot` binary: its front ends and tools.
+mod check;
+mod cli;
+mod clidoc;
+mod console;
+mod doctor;
+mod lineedit;
+mod manage;
+mod mcp;
+mod scaffold;
+mod serve;
+mod signals;
+mod stdio;
+
+/// The `zot` command line, for the binary's `main`: runs it on the
+/// process's arguments and returns the exit code. Not part of the
+/// library's API.
+#[doc(hidden)]
+pub fn cli_main() -> i32 {
+    cli::main()
+}

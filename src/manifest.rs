@@ -65,7 +65,7 @@ pub struct Manifest {
     pub skills: Vec<PathBuf>,
     /// `theme.json` or `themes/theme.json` in `dir`, when there is one.
     pub theme: Option<PathBuf>,
-    /// `env`, unexpanded, in key order ([`crate::envexpand`] expands it).
+    /// `env`, unexpanded, in key order (expanded from the host's environment at spawn).
     pub env: Vec<(String, String)>,
     pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).

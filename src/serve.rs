@@ -8,7 +8,7 @@ use crate::protocol::Payload;
 use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -28,12 +28,9 @@ pub fn run(config: Config) -> i32 {
 /// that order (PROTOCOL.md §4, order of output). Requests are read at once:
 /// `ping` and `list` are answered during the initial load, the others wait
 /// in the host for it to end.
-pub fn serve<R: BufRead, W: Write + Send + 'static>(config: Config, input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    serve_with(config, input, output, None, exit_on_shutdown)
-}
-
-/// [`serve`] with `direct`, a non-blocking description of the same output
-/// ([`stdio::nonblocking_stdout`]), for writes without a thread hand-off.
+/// With `direct`, a non-blocking description of the same output
+/// ([`stdio::nonblocking_stdout`]), responses are written without a thread
+/// hand-off when the pipe has room.
 pub fn serve_with<R: Read, W: Write + Send + 'static>(
     mut config: Config,
     input: R,

@@ -72,18 +72,36 @@ fn man_page_and_completions_know_every_option() {
     let zsh = zot(&["completions", "zsh"]);
     let fish = zot(&["completions", "fish"]);
     assert!(zsh.starts_with("#compdef zot\n"));
-    for f in zot::cli::SESSION_FLAGS {
-        let roff = format!("\\fB\\-\\-{}\\fR", f.long.replace('-', "\\-"));
-        assert!(man.contains(&roff), "man page lacks --{}", f.long);
-        assert!(bash.contains(&format!("--{}", f.long)), "bash lacks --{}", f.long);
-        assert!(zsh.contains(&format!("--{}", f.long)), "zsh lacks --{}", f.long);
-        assert!(fish.contains(&format!("-l {}", f.long)), "fish lacks --{}", f.long);
+    // The options and commands as `--help` shows them: both come from the
+    // one table, as the man page and the completions do.
+    let serve_help = zot(&["serve", "--help"]);
+    let longs: Vec<String> = serve_help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_start_matches("--").trim_end_matches(|c: char| !c.is_ascii_alphanumeric()).to_string())
+        .filter(|w| w != "help")
+        .collect();
+    assert!(longs.iter().any(|l| l == "interactive-tools") && longs.len() >= 14, "{longs:?}");
+    for long in &longs {
+        let roff = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+        assert!(man.contains(&roff), "man page lacks --{long}");
+        assert!(bash.contains(&format!("--{long}")), "bash lacks --{long}");
+        assert!(zsh.contains(&format!("--{long}")), "zsh lacks --{long}");
+        assert!(fish.contains(&format!("-l {long}")), "fish lacks --{long}");
     }
-    for c in zot::cli::COMMANDS.iter().filter(|c| !c.hidden && !c.name.is_empty()) {
-        assert!(man.contains(&format!(".SS \"zot {}", c.name.replace('-', "\\-"))), "man page lacks zot {}", c.name);
-        let last = c.name.rsplit(' ').next().unwrap_or("");
+    let top = zot(&["--help"]);
+    let commands: Vec<String> = top
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("zot "))
+        .map(|rest| rest.split_whitespace().take_while(|w| !w.starts_with('-') && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')).collect::<Vec<_>>().join(" "))
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert!(commands.iter().any(|c| c == "ext doctor") && commands.iter().any(|c| c == "completions"), "{commands:?}");
+    for c in &commands {
+        assert!(man.contains(&format!(".SS \"zot {}", c.replace('-', "\\-"))), "man page lacks zot {c}");
+        let last = c.rsplit(' ').next().unwrap_or("");
         for script in [&bash, &zsh, &fish] {
-            assert!(script.contains(last), "a completion script lacks {}", c.name);
+            assert!(script.contains(last), "a completion script lacks {c}");
         }
     }
     // Every flag of every help text is in the man page too.

@@ -825,7 +825,7 @@ fn show(line: &[u8]) -> String {
 fn on_reader_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
         .name("fuzz-on-reader-stack".into())
-        .stack_size(zot::child::THREAD_STACK)
+        .stack_size(zot::host::THREAD_STACK)
         .spawn(f)
         .expect("spawn")
         .join()
@@ -862,7 +862,7 @@ fn generated_lines_never_panic_and_round_trip() {
         .map(|shard| {
             std::thread::Builder::new()
                 .name(format!("fuzz-{shard}"))
-                .stack_size(zot::child::THREAD_STACK)
+                .stack_size(zot::host::THREAD_STACK)
                 .spawn(move || {
                     let mut tally = Tally::default();
                     let mut failures = Vec::new();

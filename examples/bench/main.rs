@@ -1159,7 +1159,7 @@ fn run() -> Res<()> {
     }
     t.row(
         "memory: per extension (peak RSS slope, 0 → 50)",
-        format!("{slope:.0} KiB; per-child thread stacks {} KiB × 3 (r, w, x)", zot::child::THREAD_STACK / 1024),
+        format!("{slope:.0} KiB; per-child thread stacks {} KiB × 3 (r, w, x)", zot::host::THREAD_STACK / 1024),
         "",
         None,
     );
@@ -1168,7 +1168,7 @@ fn run() -> Res<()> {
         json!({
             "rows": mem.rows.iter().map(|&(n, hwm, rss, th)| json!({"extensions": n, "vm_hwm_kib": hwm, "vm_rss_kib": rss, "threads": th})).collect::<Vec<_>>(),
             "per_extension_kib": r2(slope),
-            "child_thread_stack_kib": zot::child::THREAD_STACK / 1024,
+            "child_thread_stack_kib": zot::host::THREAD_STACK / 1024,
         }),
     );
 
@@ -1201,7 +1201,7 @@ fn run() -> Res<()> {
         "{} round trips per side; MB = MiB; stacks: dispatcher thread Rust default (2 MiB reserved), per-child threads {} KiB; \
          total bench time {:.1} s.",
         ROUNDS * PER_ROUND,
-        zot::child::THREAD_STACK / 1024,
+        zot::host::THREAD_STACK / 1024,
         total.as_secs_f64()
     );
     j.insert("targets".into(), Value::Array(std::mem::take(&mut t.goals)));

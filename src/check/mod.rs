@@ -206,13 +206,6 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
-impl Report {
-    /// The findings with `code`.
-    pub fn with_code(&self, code: &str) -> Vec<&Finding> {
-        self.findings.iter().filter(|f| f.code == code).collect()
-    }
-}
-
 /// Runs `zot ext check`; returns the exit code.
 pub fn run(opts: &CheckOptions) -> i32 {
     let mut d = Deadlines::default();

@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-/// Longest line accepted from an extension, in bytes (without the `\n`).
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
+pub use crate::protocol::MAX_LINE;
 
 /// Stack size of the per-child threads. Frame decoding is the deepest work
 /// they do and serde_json caps nesting at 128 levels; a frame nested just
@@ -280,11 +279,6 @@ impl Child {
         self.stdin.queued.fetch_add(n, Ordering::AcqRel);
         self.bounds.shared.used.fetch_add(n, Ordering::AcqRel);
         Charge { n, child: self.stdin.clone(), host: self.bounds.shared.clone() }
-    }
-
-    /// Bytes queued for this child's writer thread and not written yet.
-    pub fn queued_bytes(&self) -> usize {
-        self.stdin.queued.load(Ordering::Acquire)
     }
 
     /// Writes the outbox without blocking; what the pipe does not take goes

@@ -16,8 +16,8 @@ mod help;
 mod parse;
 
 pub use crate::VERSION;
-pub use flags::{command, Cmd, Flag, COMMANDS, RESTART_POLICIES, SESSION_FLAGS, SHELLS};
-pub use help::{about, command_help, ext_help, top_help, wrap};
+pub use flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
+pub use help::about;
 pub use parse::parse;
 
 use crate::discovery::Sources;

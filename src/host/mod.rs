@@ -9,6 +9,18 @@ mod types;
 
 pub use types::*;
 
+/// What `--trace FILE` writes: every frame in and out ([`Config::trace`]).
+pub use crate::trace::Tracer;
+
+/// Stack size of the per-extension reader and writer threads.
+pub use crate::child::THREAD_STACK;
+
+/// Waits until every `[zot]` line the host handed to its logger thread is
+/// in the extension's log file (the host also does this when it stops).
+pub fn flush_logs() {
+    crate::log::flush();
+}
+
 use crossbeam_channel::{bounded, unbounded, Receiver};
 use serde_json::Value;
 use std::sync::Mutex;

@@ -154,11 +154,11 @@ pub struct Config {
     /// refused at once (PROTOCOL.md §6.2).
     pub interactive_tools: bool,
     /// `--trace FILE`: every frame in and out, recorded where each child's
-    /// lines are read and its frames sent ([`crate::trace`]); flushed by
+    /// lines are read and its frames sent ([`Tracer`](super::Tracer)); flushed by
     /// [`Host::shutdown`](super::Host::shutdown).
     pub trace: Option<std::sync::Arc<crate::trace::Tracer>>,
     /// `--trust-project`: load the project's extensions for this run even
-    /// if the project is not trusted ([`crate::trust`]).
+    /// if the project is not trusted (`zot trust`).
     pub trust_project: bool,
     /// `--restart`: overrides every manifest's `restart` for this run.
     pub restart: Option<crate::manifest::RestartPolicy>,

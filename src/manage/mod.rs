@@ -45,7 +45,6 @@ mod lookup;
 mod remove;
 mod tree;
 
-pub use install::is_git_url;
 
 use crate::home::Home;
 use crate::manifest::{set_enabled, MANIFEST_FILE};

@@ -19,6 +19,7 @@ pub(super) const ERROR: u8 = 4;
 
 /// The MCP level of a zot `notify` level: info→info, success→notice,
 /// warn→warning, error→error; anything else is info.
+#[cfg(test)]
 pub fn notify_level(level: &str) -> &'static str {
     LEVELS[usize::from(zot_level(level))]
 }

@@ -31,7 +31,6 @@ mod events;
 mod reply;
 mod results;
 
-pub use events::notify_level;
 
 use crate::host::{Config, Host, HostError, Request, Response, ToolCall};
 use crate::stdio::{self, Line, Lines, Out, Pending};

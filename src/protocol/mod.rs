@@ -6,6 +6,10 @@ use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// Longest line accepted from an extension, in bytes (without the `\n`
+/// and a trailing `\r`): PROTOCOL.md §2.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
 /// The protocol version sent in `hello_ack`.
 pub const PROTOCOL_VERSION: u32 = 1;
 

@@ -125,7 +125,7 @@ pub fn text_of(content: &[Value]) -> String {
 /// Reads an extension's log under `home`.
 pub fn read_log(home: &Path, name: &str) -> String {
     // Host lines are written by the logger thread of this process.
-    zot::log::flush();
+    zot::host::flush_logs();
     std::fs::read_to_string(home.join("home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
 }
 
