@@ -8,7 +8,7 @@
 //! be loaded side by side (the bench does).
 use serde_json::json;
 use std::time::Duration;
-use zot::ext::{self, Extension, Level, ToolResult};
+use zot_host::ext::{self, Extension, Level, ToolResult};
 
 fn main() {
     let sfx = std::env::args().nth(1).unwrap_or_default();
@@ -38,6 +38,6 @@ fn main() {
     e.on("panic", |_, _| panic!("asked to panic in an event handler"));
 
     if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
+        zot_host::logf!("fatal: {err}");
     }
 }

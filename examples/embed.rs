@@ -3,9 +3,9 @@
 //! and stop them. `cargo run --example embed -- examples/rust/weather
 //! weather '{"city":"Oslo"}'` (build the examples first).
 
-use zot::discovery::Sources;
-use zot::home::Home;
-use zot::host::{Config, Host};
+use zot_host::discovery::Sources;
+use zot_host::home::Home;
+use zot_host::host::{Config, Host};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -3,7 +3,7 @@
 //! tool, which returns the events seen so far in order).
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-use zot::ext::{Extension, ToolResult, Verdict};
+use zot_host::ext::{Extension, ToolResult, Verdict};
 
 const DANGER: &[&str] = &["rm -rf", "mkfs", "dd if=", ":(){", "> /dev/sd"];
 const EVENTS: &[&str] = &["session_start", "turn_start", "turn_end", "tool_call", "assistant_message"];
@@ -24,7 +24,7 @@ fn main() {
         let audit = Arc::clone(&audit);
         e.on(event, move |event, payload| {
             let line = format!("event {event} {}", Value::Object(payload.clone()));
-            zot::logf!("{line}");
+            zot_host::logf!("{line}");
             if let Ok(mut a) = audit.lock() {
                 a.push(line);
             }
@@ -39,6 +39,6 @@ fn main() {
     });
 
     if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
+        zot_host::logf!("fatal: {err}");
     }
 }

@@ -3,7 +3,7 @@
 //! opens a small panel driven by the arrow keys.
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use zot::ext::{self, Extension, Level, Panel};
+use zot_host::ext::{self, Extension, Level, Panel};
 
 fn counter_panel(n: i64) -> Panel {
     Panel {
@@ -44,6 +44,6 @@ fn main() {
     e.on_panel_close(move |_| host.notify(Level::Info, "counter closed"));
 
     if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
+        zot_host::logf!("fatal: {err}");
     }
 }

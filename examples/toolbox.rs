@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zot::ext::{self, CallOptions, Event, Exposure, Extension, Panel, Reconciled, ToolOptions, ToolResult, EVENTS};
+use zot_host::ext::{self, CallOptions, Event, Exposure, Extension, Panel, Reconciled, ToolOptions, ToolResult, EVENTS};
 
 const HAIKU: &str = "Answer in haiku.";
 
@@ -143,7 +143,7 @@ fn main() {
     });
 
     if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
+        zot_host::logf!("fatal: {err}");
     }
 }
 

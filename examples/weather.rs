@@ -1,7 +1,7 @@
 //! The seed's weather extension: `/weather CITY` asks the model, the
 //! `weather` tool answers with fake data, and `/cwd` appears after hello.
 use serde_json::json;
-use zot::ext::{self, Extension, ToolResult};
+use zot_host::ext::{self, Extension, ToolResult};
 
 fn main() {
     let mut e = Extension::new("weather", "1.0.0");
@@ -24,6 +24,6 @@ fn main() {
     });
 
     if let Err(err) = e.run() {
-        zot::logf!("fatal: {err}");
+        zot_host::logf!("fatal: {err}");
     }
 }

@@ -1,5 +1,5 @@
-//! The `zot` binary: everything lives in the library (`zot::cli_main`).
+//! The `zot` binary: everything lives in the library (`zot_host::cli_main`).
 
 fn main() {
-    std::process::exit(zot::cli_main())
+    std::process::exit(zot_host::cli_main())
 }

@@ -573,10 +573,10 @@ fn an_untrusted_project_extension_claims_no_name_and_static_ones_are_untrusted_t
     assert_eq!(got, [("dup", "global", "ready"), ("dup", "project", "untrusted"), ("project-skills", "project", "untrusted")]);
     host.shutdown();
     assert!(m("global").exists() && !m("project").exists());
-    let ev = common::wait_event(&events, Duration::ZERO, |e| matches!(e, zot::host::HostEvent::UntrustedProject { .. }));
+    let ev = common::wait_event(&events, Duration::ZERO, |e| matches!(e, zot_host::host::HostEvent::UntrustedProject { .. }));
     assert_eq!(
         ev,
-        Some(zot::host::HostEvent::UntrustedProject {
+        Some(zot_host::host::HostEvent::UntrustedProject {
             dir: proj.display().to_string(),
             extensions: vec!["dup".into(), "project-skills".into()]
         })

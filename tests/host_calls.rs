@@ -8,8 +8,8 @@ use crossbeam_channel::unbounded;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use zot::host::{HostError, HostEvent, Request, Response};
-use zot::protocol::Panel;
+use zot_host::host::{HostError, HostEvent, Request, Response};
+use zot_host::protocol::Panel;
 
 #[test]
 fn command_actions_errors_and_trimmed_args() {

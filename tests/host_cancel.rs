@@ -8,7 +8,7 @@ mod common;
 use common::{host_config, py_ext, start_host, text_of, TempDir};
 use serde_json::{json, Value};
 use std::time::Duration;
-use zot::host::{HostError, Response};
+use zot_host::host::{HostError, Response};
 
 #[test]
 fn cancel_tool_answers_the_caller_and_tells_the_extension() {
@@ -39,6 +39,6 @@ fn cancel_tool_answers_the_caller_and_tells_the_extension() {
     assert!(matches!(host.cancel_tool("k1"), Err(HostError::BadRequest(_))));
     assert!(matches!(host.cancel_tool("never"), Err(HostError::BadRequest(_))));
     // Other calls are unaffected.
-    let r = host.call(zot::host::Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 1})), tool_id: Some("k2".into()) });
+    let r = host.call(zot_host::host::Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 1})), tool_id: Some("k2".into()) });
     assert!(matches!(r, Ok(Response::Tool(_))), "{r:?}");
 }

@@ -8,8 +8,8 @@ use common::*;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zot::host::{HostError, Request, Responder, Response};
-use zot::protocol::Payload;
+use zot_host::host::{HostError, Request, Responder, Response};
+use zot_host::protocol::Payload;
 
 #[test]
 fn a_responder_that_calls_back_into_the_host_is_refused_instead_of_deadlocking() {
@@ -54,7 +54,7 @@ fn a_sixteen_mib_reply_ending_in_crlf_is_accepted() {
     let a = py_ext(t.path(), "a", "a", &["--tools", "raw_reply"]);
     let (host, _ev) = start_host(host_config(t.path(), vec![a]));
     host.wait_ready().unwrap();
-    let cap = zot::protocol::MAX_LINE;
+    let cap = zot_host::protocol::MAX_LINE;
     let r = host.tool("raw_reply", Some(json!({"bytes": cap, "crlf": true}))).unwrap();
     let text = r.content[0]["text"].as_str().unwrap();
     assert!(text.len() > cap - 100 && text.bytes().all(|b| b == b'z'), "{} bytes", text.len());

@@ -7,7 +7,7 @@ use common::*;
 use crossbeam_channel::unbounded;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use zot::host::{HostError, HostEvent, Request, Response, State};
+use zot_host::host::{HostError, HostEvent, Request, Response, State};
 
 #[test]
 fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
@@ -42,7 +42,7 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     assert_eq!(info.error.as_deref(), Some("no hello within 4s"));
     assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 4s"));
     // Its process is gone.
-    let pid_gone = |h: &zot::host::Host| ext_info(h, "mute").pid.is_none();
+    let pid_gone = |h: &zot_host::host::Host| ext_info(h, "mute").pid.is_none();
     assert!(wait_until(Duration::from_secs(3), || pid_gone(&host)));
 }
 
@@ -301,7 +301,7 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
 /// handled, so it is there once a later request (a listing) is answered.
 type Answers = (String, Result<Response, HostError>);
 
-fn calls_until_busy(host: &zot::host::Host, tool: &str, answers: &crossbeam_channel::Sender<Answers>, rx: &crossbeam_channel::Receiver<Answers>) -> Option<usize> {
+fn calls_until_busy(host: &zot_host::host::Host, tool: &str, answers: &crossbeam_channel::Sender<Answers>, rx: &crossbeam_channel::Receiver<Answers>) -> Option<usize> {
     let big = "z".repeat(100 * 1024);
     for i in 1..=200 {
         let tx = answers.clone();

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use zot::host::{HostEvent, State};
+use zot_host::host::{HostEvent, State};
 
 #[test]
 fn modern_and_legacy_registration_orders_both_work() {

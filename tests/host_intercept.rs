@@ -8,8 +8,8 @@ use common::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use zot::host::{Config, Host, HostError, InterceptOutcome};
-use zot::protocol::Payload;
+use zot_host::host::{Config, Host, HostError, InterceptOutcome};
+use zot_host::protocol::Payload;
 
 /// Extensions `(name, mode)` given as `--ext` in this order, each
 /// intercepting tool_call, turn_start and assistant_message and owning an

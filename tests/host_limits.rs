@@ -6,7 +6,7 @@ use common::*;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zot::host::{HostError, HostEvent, Request};
+use zot_host::host::{HostError, HostEvent, Request};
 
 #[test]
 fn calls_in_flight_per_extension_are_bounded() {

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use std::time::Duration;
-use zot::host::{HostEvent, State};
+use zot_host::host::{HostEvent, State};
 
 #[test]
 fn junk_unknown_types_and_stray_replies_are_logged_and_skipped() {
@@ -52,7 +52,7 @@ fn refused_registrations_and_intercepts_are_logged() {
     let log = read_log(t.path(), "picky");
     assert!(log.contains("[zot] refused tool \"badschema\": its schema is not a JSON object"), "{log}");
     assert!(log.contains("[zot] ignored intercept \"turn_end\""), "{log}");
-    assert!(matches!(host.tool("badschema", None), Err(zot::host::HostError::UnknownTool(_))));
+    assert!(matches!(host.tool("badschema", None), Err(zot_host::host::HostError::UnknownTool(_))));
     let l = host.list().unwrap();
     assert_eq!(l.tools.len(), 1);
     assert_eq!(l.tools[0].schema, json!({"type": "object", "properties": {}}));

@@ -7,8 +7,8 @@ use common::*;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use zot::discovery::Sources;
-use zot::host::{HostError, HostEvent, Request, Response, State};
+use zot_host::discovery::Sources;
+use zot_host::host::{HostError, HostEvent, Request, Response, State};
 
 #[test]
 fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {

@@ -8,10 +8,10 @@ use common::*;
 use crossbeam_channel::unbounded;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use zot::host::{HostError, HostEvent, Request, Response, State};
+use zot_host::host::{HostError, HostEvent, Request, Response, State};
 
 /// Pids (= process groups) of every extension in the listing.
-fn groups(host: &zot::host::Host) -> Vec<(String, u32)> {
+fn groups(host: &zot_host::host::Host) -> Vec<(String, u32)> {
     host.list().unwrap().extensions.iter().filter_map(|e| e.pid.map(|p| (e.name.clone(), p))).collect()
 }
 

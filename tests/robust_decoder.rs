@@ -25,7 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zot::protocol::{decode, encode, DecodeError, ExtFrame, Frame, HostFrame};
+use zot_host::protocol::{decode, encode, DecodeError, ExtFrame, Frame, HostFrame};
 
 const DEFAULT_SEED: u64 = 0x5eed_2024_0005_0001;
 
@@ -825,7 +825,7 @@ fn show(line: &[u8]) -> String {
 fn on_reader_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
         .name("fuzz-on-reader-stack".into())
-        .stack_size(zot::host::THREAD_STACK)
+        .stack_size(zot_host::host::THREAD_STACK)
         .spawn(f)
         .expect("spawn")
         .join()
@@ -862,7 +862,7 @@ fn generated_lines_never_panic_and_round_trip() {
         .map(|shard| {
             std::thread::Builder::new()
                 .name(format!("fuzz-{shard}"))
-                .stack_size(zot::host::THREAD_STACK)
+                .stack_size(zot_host::host::THREAD_STACK)
                 .spawn(move || {
                     let mut tally = Tally::default();
                     let mut failures = Vec::new();
@@ -1136,7 +1136,7 @@ fn junk_through_a_live_pipe_never_stalls_the_host() {
     // Both extensions are still up and answering.
     let l = host.list().expect("list");
     for e in &l.extensions {
-        assert_eq!(e.state, zot::host::State::Ready, "{e:?}");
+        assert_eq!(e.state, zot_host::host::State::Ready, "{e:?}");
     }
     assert!(!host.tool("hecho", None).expect("healthy after").is_error);
     assert!(!host.tool("spew_echo", None).expect("spew after").is_error);

@@ -1,4 +1,4 @@
-//! End-to-end tests of the Rust SDK (`zot::ext`) through its examples, and
+//! End-to-end tests of the Rust SDK (`zot_host::ext`) through its examples, and
 //! of the script examples (Python, POSIX sh, Node): each test spawns the
 //! real extension from its example folder's `extension.json` and drives it
 //! over pipes, playing the host. The host itself is not used.

@@ -1,4 +1,4 @@
-//! The Rust SDK (`zot::ext`) at the current upstream revision (PROTOCOL.md
+//! The Rust SDK (`zot_host::ext`) at the current upstream revision (PROTOCOL.md
 //! §6): capabilities, `call_tool`, richer tools, command replies, typed
 //! events, `before_agent_start`, and the ordering of events before calls.
 //! Each test drives a real example extension over pipes, playing the host.
@@ -8,7 +8,7 @@ mod sdk_host;
 use sdk_host::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use zot::ext::EVENTS;
+use zot_host::ext::EVENTS;
 
 /// Not a check: prints how fast the SDK answers, one call at a time and
 /// pipelined (`cargo test --test sdk_revision measure -- --nocapture`);

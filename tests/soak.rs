@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use zot::host::{HostError, Request, Response};
-use zot::protocol::Payload;
+use zot_host::host::{HostError, Request, Response};
+use zot_host::protocol::Payload;
 
 const EXTS: usize = 5;
 const WORKERS: usize = 4;
@@ -316,7 +316,7 @@ fn soak_mixed_calls_crashes_and_reloads() {
         let exits = exits.clone();
         std::thread::spawn(move || {
             for e in events.iter() {
-                if matches!(e, zot::host::HostEvent::Exited { .. }) {
+                if matches!(e, zot_host::host::HostEvent::Exited { .. }) {
                     exits.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -30,9 +30,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use zot::discovery::Sources;
-use zot::home::Home;
-use zot::host::{Config, Host, Request, Response};
+use zot_host::discovery::Sources;
+use zot_host::home::Home;
+use zot_host::host::{Config, Host, Request, Response};
 
 mod serve;
 
@@ -1159,7 +1159,7 @@ fn run() -> Res<()> {
     }
     t.row(
         "memory: per extension (peak RSS slope, 0 → 50)",
-        format!("{slope:.0} KiB; per-child thread stacks {} KiB × 3 (r, w, x)", zot::host::THREAD_STACK / 1024),
+        format!("{slope:.0} KiB; per-child thread stacks {} KiB × 3 (r, w, x)", zot_host::host::THREAD_STACK / 1024),
         "",
         None,
     );
@@ -1168,7 +1168,7 @@ fn run() -> Res<()> {
         json!({
             "rows": mem.rows.iter().map(|&(n, hwm, rss, th)| json!({"extensions": n, "vm_hwm_kib": hwm, "vm_rss_kib": rss, "threads": th})).collect::<Vec<_>>(),
             "per_extension_kib": r2(slope),
-            "child_thread_stack_kib": zot::host::THREAD_STACK / 1024,
+            "child_thread_stack_kib": zot_host::host::THREAD_STACK / 1024,
         }),
     );
 
@@ -1201,7 +1201,7 @@ fn run() -> Res<()> {
         "{} round trips per side; MB = MiB; stacks: dispatcher thread Rust default (2 MiB reserved), per-child threads {} KiB; \
          total bench time {:.1} s.",
         ROUNDS * PER_ROUND,
-        zot::host::THREAD_STACK / 1024,
+        zot_host::host::THREAD_STACK / 1024,
         total.as_secs_f64()
     );
     j.insert("targets".into(), Value::Array(std::mem::take(&mut t.goals)));

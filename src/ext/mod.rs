@@ -6,7 +6,7 @@
 //! through [`crate::protocol`]'s frames, decoder and encoder.
 //!
 //! ```no_run
-//! use zot::ext::{self, Extension, ToolResult};
+//! use zot_host::ext::{self, Extension, ToolResult};
 //!
 //! let mut e = Extension::new("weather", "1.0.0");
 //! e.command("weather", "current weather for a city", |args| {
@@ -16,7 +16,7 @@
 //!     serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}}),
 //!     |args| ToolResult::text(format!("{}: sunny", args["city"])));
 //! if let Err(err) = e.run() {
-//!     zot::logf!("fatal: {err}");
+//!     zot_host::logf!("fatal: {err}");
 //! }
 //! ```
 //!
@@ -528,7 +528,7 @@ pub fn log(msg: impl Display) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// `format!`-style [`log`](crate::ext::log): `zot::logf!("fatal: {err}")`.
+/// `format!`-style [`log`](crate::ext::log): `zot_host::logf!("fatal: {err}")`.
 #[macro_export]
 macro_rules! logf {
     ($($arg:tt)*) => {

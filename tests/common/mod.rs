@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use zot::discovery::Sources;
-use zot::home::Home;
-use zot::host::{Config, Timeouts};
+use zot_host::discovery::Sources;
+use zot_host::home::Home;
+use zot_host::host::{Config, Timeouts};
 
 /// A directory removed when dropped.
 pub struct TempDir(pub PathBuf);
@@ -125,23 +125,23 @@ pub fn text_of(content: &[Value]) -> String {
 /// Reads an extension's log under `home`.
 pub fn read_log(home: &Path, name: &str) -> String {
     // Host lines are written by the logger thread of this process.
-    zot::host::flush_logs();
+    zot_host::host::flush_logs();
     std::fs::read_to_string(home.join("home/logs").join(format!("ext-{name}.log"))).unwrap_or_default()
 }
 
 // ----- host test helpers (host_*.rs) -----------------------------------------
 
 /// Starts a host, panicking if it cannot start.
-pub fn start_host(cfg: Config) -> (zot::host::Host, crossbeam_channel::Receiver<zot::host::HostEvent>) {
-    zot::host::Host::start(cfg).expect("host starts")
+pub fn start_host(cfg: Config) -> (zot_host::host::Host, crossbeam_channel::Receiver<zot_host::host::HostEvent>) {
+    zot_host::host::Host::start(cfg).expect("host starts")
 }
 
 /// Receives host events until one matches `pred` or `limit` passes.
 pub fn wait_event(
-    rx: &crossbeam_channel::Receiver<zot::host::HostEvent>,
+    rx: &crossbeam_channel::Receiver<zot_host::host::HostEvent>,
     limit: Duration,
-    mut pred: impl FnMut(&zot::host::HostEvent) -> bool,
-) -> Option<zot::host::HostEvent> {
+    mut pred: impl FnMut(&zot_host::host::HostEvent) -> bool,
+) -> Option<zot_host::host::HostEvent> {
     let end = Instant::now() + limit;
     loop {
         match rx.recv_deadline(end) {
@@ -153,7 +153,7 @@ pub fn wait_event(
 }
 
 /// The listing entry of extension `name`.
-pub fn ext_info(host: &zot::host::Host, name: &str) -> zot::host::ExtInfo {
+pub fn ext_info(host: &zot_host::host::Host, name: &str) -> zot_host::host::ExtInfo {
     let l = host.list().expect("list");
     l.extensions
         .into_iter()
