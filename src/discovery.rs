@@ -14,12 +14,16 @@ use std::path::{Path, PathBuf};
 /// Where an extension was found, highest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Source {
+    /// Given with `--ext PATH`.
     Ext,
+    /// Project-local: `<cwd>/.zot/extensions`.
     Project,
+    /// Global: `$ZOT_HOME/extensions`.
     Global,
 }
 
 impl Source {
+    /// The source as listings spell it: `ext`, `project` or `global`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Ext => "ext",
@@ -32,15 +36,20 @@ impl Source {
 /// A valid manifest and where it came from.
 #[derive(Debug, Clone)]
 pub struct Found {
+    /// The manifest read.
     pub manifest: Manifest,
+    /// Where it was found.
     pub source: Source,
 }
 
 /// A directory that should have held an extension but could not be read.
 #[derive(Debug)]
 pub struct Broken {
+    /// The directory that was read.
     pub dir: PathBuf,
+    /// Where it was found.
     pub source: Source,
+    /// What was wrong with it.
     pub error: ManifestError,
 }
 

@@ -49,6 +49,7 @@ impl Home {
         Ok(Home::at(user_home.join(".local/state/zot")))
     }
 
+    /// The zot home directory itself (`$ZOT_HOME`).
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -79,8 +80,10 @@ pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
 }
 
+/// Why the zot home cannot be located.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeError {
+    /// None of `ZOT_HOME`, `XDG_STATE_HOME` and the platform's home (`HOME`, `LOCALAPPDATA`) is set.
     NoHome,
     /// `ZOT_HOME` is relative and the current directory is unknown.
     NoCwd,
@@ -105,9 +108,13 @@ impl std::error::Error for HomeError {}
 /// Why a name is not a safe file-name component.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NameError {
+    /// The name is empty.
     Empty,
+    /// The name is longer than 64 bytes; its length in bytes.
     TooLong(usize),
+    /// The name is `.` or `..`.
     Dots,
+    /// The name holds a character outside `[A-Za-z0-9._-]`.
     BadChar(char),
 }
 

@@ -9,6 +9,8 @@
 //! `zot serve`, `zot mcp`, extension management and the author tools) are
 //! private to it.
 
+#![warn(missing_docs)]
+
 /// The crate version, as `zot --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 

@@ -23,6 +23,7 @@ pub const MANIFEST_FILE: &str = "extension.json";
 /// What the host does when an extension exits on its own (PROTOCOL §7.1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum RestartPolicy {
+    /// Never restarted (the default, as upstream).
     #[default]
     Never,
     /// A non-zero exit code or a signal the host did not send.
@@ -32,6 +33,7 @@ pub enum RestartPolicy {
 }
 
 impl RestartPolicy {
+    /// Reads a manifest's or `--restart`'s value: `never`, `on-failure` or `always`.
     pub fn parse(s: &str) -> Option<RestartPolicy> {
         match s {
             "never" => Some(RestartPolicy::Never),
@@ -41,6 +43,7 @@ impl RestartPolicy {
         }
     }
 
+    /// The policy as the manifest spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             RestartPolicy::Never => "never",
@@ -53,13 +56,19 @@ impl RestartPolicy {
 /// A parsed, validated manifest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
+    /// The extension's name: its identity, a safe file-name component.
     pub name: String,
+    /// Display only; empty when absent.
     pub version: String,
     /// Empty for a static extension (see [`Manifest::is_static`]).
     pub exec: String,
+    /// Extra argv after `exec`.
     pub args: Vec<String>,
+    /// Display only; empty when absent.
     pub language: String,
+    /// Display only; empty when absent.
     pub description: String,
+    /// `enabled`, default `true`; a disabled extension is listed, never started.
     pub enabled: bool,
     /// `skills`, as absolute paths inside `dir`.
     pub skills: Vec<PathBuf>,
@@ -67,25 +76,63 @@ pub struct Manifest {
     pub theme: Option<PathBuf>,
     /// `env`, unexpanded, in key order (expanded from the host's environment at spawn).
     pub env: Vec<(String, String)>,
+    /// `restart` (PROTOCOL.md §7.1); `never` when absent.
     pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).
     pub dir: PathBuf,
 }
 
+/// Why a manifest could not be used.
 #[derive(Debug)]
 pub enum ManifestError {
     /// The directory or manifest could not be read.
-    Read { path: PathBuf, err: io::Error },
+    Read {
+        /// The path that could not be read.
+        path: PathBuf,
+        /// The error reading it.
+        err: io::Error,
+    },
     /// The file is not a JSON object.
-    Parse { path: PathBuf, msg: String },
+    Parse {
+        /// The manifest's path.
+        path: PathBuf,
+        /// What is wrong with its JSON.
+        msg: String,
+    },
     /// A field is missing or has the wrong type.
-    Field { path: PathBuf, field: &'static str, msg: String },
+    Field {
+        /// The manifest's path.
+        path: PathBuf,
+        /// The field at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// The `name` is not a safe file-name component.
-    Name { path: PathBuf, name: String, err: NameError },
+    Name {
+        /// The manifest's path.
+        path: PathBuf,
+        /// The name as given.
+        name: String,
+        /// Why it is not safe.
+        err: NameError,
+    },
     /// `exec` names nothing that can be run.
-    Exec { path: PathBuf, exec: String, msg: String },
+    Exec {
+        /// The manifest's path.
+        path: PathBuf,
+        /// `exec` as given.
+        exec: String,
+        /// Why it cannot be run.
+        msg: String,
+    },
     /// Writing the manifest back failed.
-    Write { path: PathBuf, err: io::Error },
+    Write {
+        /// The manifest's path.
+        path: PathBuf,
+        /// The error writing it.
+        err: io::Error,
+    },
 }
 
 impl fmt::Display for ManifestError {

@@ -20,7 +20,9 @@ pub struct Timeouts {
     pub ready_idle: Duration,
     /// Start-up wait for `ready`, all extensions together.
     pub ready_grace: Duration,
+    /// Per command: `command_invoked` to its `command_response`.
     pub command: Duration,
+    /// Per tool call, `tool_call` to its `tool_result`.
     pub tool: Duration,
     /// Per interceptor in a chain.
     pub intercept: Duration,
@@ -120,13 +122,19 @@ impl Default for Limits {
 /// How to run a host.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Where installed extensions, logs and trust live.
     pub home: Home,
+    /// Where to discover extensions: `--ext` paths, project-local, global.
     pub sources: Sources,
     /// The project directory: project-local discovery and `cwd` in `hello_ack`.
     pub cwd: PathBuf,
+    /// The model provider, passed on in `hello_ack`.
     pub provider: String,
+    /// The model, passed on in `hello_ack`.
     pub model: String,
+    /// The host's version, passed on in `hello_ack`.
     pub zot_version: String,
+    /// Every deadline the host enforces.
     pub timeouts: Timeouts,
     /// A failed or late interceptor blocks instead of allowing.
     pub fail_closed: bool,
@@ -140,6 +148,7 @@ pub struct Config {
     /// with something queued already fail with `busy`
     /// ([`DEFAULT_QUEUE_BUDGET`]).
     pub queue_budget: usize,
+    /// Bounds on what one extension can make the host hold.
     pub limits: Limits,
     /// Command names owned by the embedding program (its built-ins); an
     /// extension registering one of them is shadowed.
@@ -193,16 +202,34 @@ impl Config {
 /// A request to the dispatcher.
 #[derive(Debug, Clone)]
 pub enum Request {
+    /// Waits for the initial load to end; answers `Load`.
     WaitReady,
+    /// Extensions, commands and tools; answers `List`.
     List,
-    Command { name: String, args: String },
+    /// Runs `/name args`; answers `Command`.
+    Command {
+        /// The command's name, without the `/`.
+        name: String,
+        /// Text after the command name.
+        args: String,
+    },
     /// `tool_id` is the caller's own key for the call, for [`Request::CancelTool`].
-    Tool { name: String, args: Option<Value>, tool_id: Option<String> },
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// The tool's arguments, a JSON object.
+        args: Option<Value>,
+        /// The caller's own key for the call.
+        tool_id: Option<String>,
+    },
     /// Gives up on the tool calls in flight that were started with this
     /// `tool_id`: each leaves the calls in flight, its extension gets
     /// `tool_cancel`, and its caller is answered [`HostError::Cancelled`].
     /// Answers `Done`, or `BadRequest` when no such call is in flight.
-    CancelTool { tool_id: String },
+    CancelTool {
+        /// The caller's key given to the calls to give up on.
+        tool_id: String,
+    },
     /// A tool call with every option: see [`ToolCall`].
     ToolCall(ToolCall),
     /// The agent's own tools that extensions may reach with `call_tool`
@@ -210,26 +237,69 @@ pub enum Request {
     AgentTools(Vec<AgentTool>),
     /// The agent's answer to a [`HostEvent::CallTool`]. Answers `Done`, or
     /// [`HostError::UnknownCall`] when that call no longer waits.
-    CallToolResult { call_id: String, content: Vec<Value>, is_error: bool, structured_content: Option<Value> },
-    Intercept { event: String, payload: Payload },
-    Event { event: String, payload: Payload },
-    PanelKey { extension: String, panel_id: String, key: String, text: Option<String> },
-    PanelClose { extension: String, panel_id: String },
+    CallToolResult {
+        /// The `call_id` of the [`HostEvent::CallTool`] this answers.
+        call_id: String,
+        /// The result's content blocks.
+        content: Vec<Value>,
+        /// The agent's tool failed; `content` says why.
+        is_error: bool,
+        /// The tool's structured result, passed on.
+        structured_content: Option<Value>,
+    },
+    /// Runs the intercept chain of `event`; answers `Intercept`.
+    Intercept {
+        /// The event's name.
+        event: String,
+        /// The event's payload.
+        payload: Payload,
+    },
+    /// Sends `event` to its subscribers; answers `Delivered`.
+    Event {
+        /// The event's name.
+        event: String,
+        /// The event's payload.
+        payload: Payload,
+    },
+    /// Sends a `panel_key` to the extension that owns the panel; answers `Done`.
+    PanelKey {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the focused panel.
+        panel_id: String,
+        /// `up`, `down`, `enter`, `esc`, ... or `rune`.
+        key: String,
+        /// The character(s) typed, for `rune`.
+        text: Option<String>,
+    },
+    /// Tells an extension the user closed its panel; answers `Done`.
+    PanelClose {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the closed panel.
+        panel_id: String,
+    },
+    /// Stops every extension, re-reads the manifests and loads again; answers `Reload`.
     Reload,
+    /// Stops every extension; answers `Done`.
     Shutdown,
 }
 
 /// A tool of the agent's own, declared with [`Request::AgentTools`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AgentTool {
+    /// The tool's name as extensions call it.
     pub name: String,
+    /// What the tool does.
     pub description: String,
+    /// JSON Schema of the tool's `args`.
     pub schema: Value,
 }
 
 /// A tool call as [`Request::ToolCall`] makes it.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCall {
+    /// The tool's name.
     pub name: String,
     /// `{}` when `None`.
     pub args: Option<Value>,
@@ -237,6 +307,7 @@ pub struct ToolCall {
     pub tool_id: Option<String>,
     /// Passed to the extension as given (PROTOCOL.md §6.2).
     pub operation_key: Option<Value>,
+    /// Passed to the extension as given (PROTOCOL.md §6.2).
     pub reconcile: Option<Value>,
     /// Run it as the model's call would be: the `tool_call` intercept chain
     /// first (a block answers with [`ToolReply::blocked`]), then the
@@ -265,13 +336,21 @@ impl Request {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Response {
+    /// Answer to [`Request::WaitReady`].
     Load(LoadReport),
+    /// Answer to [`Request::List`].
     List(Listing),
+    /// Answer to [`Request::Command`].
     Command(CommandReply),
+    /// Answer to a tool call.
     Tool(ToolReply),
+    /// Answer to [`Request::Intercept`].
     Intercept(InterceptOutcome),
+    /// Answer to [`Request::Event`]: the number of extensions it was sent to.
     Delivered(usize),
+    /// Answer to [`Request::Reload`].
     Reload(ReloadReport),
+    /// The request was carried out; nothing to report.
     Done,
 }
 
@@ -287,6 +366,7 @@ pub struct Responder(Option<AnswerFn>);
 type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
 
 impl Responder {
+    /// A responder that calls `f` with the outcome.
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
         Responder(Some(Box::new(f)))
     }
@@ -317,22 +397,29 @@ impl fmt::Debug for Responder {
 /// An extension's answer to a command.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandReply {
+    /// The extension that answered.
     pub extension: String,
     /// `prompt`, `insert`, `display`, `open_panel` or `noop`.
     pub action: String,
+    /// For `prompt` and `tool_prompt`: the text to submit as a user prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// For `insert`: the text to put in the user's input line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insert: Option<String>,
+    /// For `display`: the text to show the user.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
+    /// For `open_panel`: the panel to open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_panel: Option<Panel>,
     /// `tool_prompt`: the tool the front end runs before the prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// `tool_prompt`: the arguments of `tool_name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_args: Option<Value>,
+    /// A non-empty error, to show as an error whatever the action.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -340,9 +427,13 @@ pub struct CommandReply {
 /// An extension's answer to a tool call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolReply {
+    /// The extension that answered.
     pub extension: String,
+    /// The result's content blocks, as the extension sent them.
     pub content: Vec<Value>,
+    /// The tool failed; `content` says why.
     pub is_error: bool,
+    /// The tool's structured result, passed on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// The deferred tools this answer activated.
@@ -357,7 +448,9 @@ pub struct ToolReply {
 /// The verdict of an intercept chain.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct InterceptOutcome {
+    /// Some interceptor blocked the event.
     pub block: bool,
+    /// Why it was blocked, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The arguments after every rewrite, when any interceptor rewrote them.
@@ -378,15 +471,20 @@ pub struct LoadReport {
     pub loaded: usize,
     /// Names of the extensions ready when the load ended, in load order.
     pub ready: Vec<String>,
+    /// One line per extension that failed to load.
     pub errors: Vec<String>,
 }
 
 /// What a reload did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReloadReport {
+    /// Extensions stopped.
     pub stopped: usize,
+    /// Extensions started again.
     pub loaded: usize,
+    /// Extensions ready when the reload ended.
     pub ready: usize,
+    /// One line per extension that failed to load.
     pub errors: Vec<String>,
 }
 
@@ -394,9 +492,13 @@ pub struct ReloadReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
+    /// Spawned, not ready yet.
     Starting,
+    /// Ready: sent `ready`, or went quiet after the handshake.
     Ready,
+    /// Exited or stopped after it had loaded.
     Exited,
+    /// Failed to load, or stopped after a failure.
     Failed,
     /// Project-local, in a project that is not trusted: never started.
     Untrusted,
@@ -407,6 +509,7 @@ pub enum State {
 }
 
 impl State {
+    /// The state as listings spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Starting => "starting",
@@ -423,21 +526,31 @@ impl State {
 /// One extension in a listing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtInfo {
+    /// The manifest's name.
     pub name: String,
+    /// The manifest's version.
     pub version: String,
+    /// The manifest's directory.
     pub dir: String,
     /// `ext`, `project` or `global`.
     pub source: &'static str,
+    /// Where it is in its life.
     pub state: State,
+    /// Process id while it runs.
     pub pid: Option<u32>,
     /// What its `hello` declared.
     pub capabilities: Vec<String>,
     /// Restarts since the last reset (PROTOCOL.md §7.1).
     pub restarts: u32,
+    /// Commands it registered, shadowed ones included.
     pub commands: Vec<String>,
+    /// Tools it registered, shadowed ones included.
     pub tools: Vec<String>,
+    /// Events it subscribed to.
     pub events: Vec<String>,
+    /// Events it intercepts.
     pub intercepts: Vec<String>,
+    /// What went wrong (a failed load, an exit, an untrusted project), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Commands this extension registered that another one (or the host) owns.
@@ -457,32 +570,47 @@ pub struct ExtInfo {
     pub theme: Option<String>,
 }
 
+/// A command in effect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandInfo {
+    /// The command's name, without the `/`.
     pub name: String,
+    /// One line shown in command listings.
     pub description: String,
+    /// The extension that owns it.
     pub extension: String,
 }
 
+/// A tool in effect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolInfo {
+    /// The tool's name as registered.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
+    /// JSON Schema of the tool's `args`.
     pub schema: Value,
+    /// The extension that owns it.
     pub extension: String,
     /// As registered; `direct` when absent (PROTOCOL.md §6.2).
     pub exposure: String,
     /// Offered now: false for a deferred tool until a result activates it.
     pub active: bool,
+    /// Waits for the user: no reply deadline (PROTOCOL.md §6.2).
     pub interactive: bool,
+    /// JSON Schema of its `structured_content`, when registered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Its `replay` as registered, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// Namespace the tool belongs to, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Description of the namespace, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_description: Option<String>,
+    /// Instructions for the namespace, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_instructions: Option<String>,
 }
@@ -490,8 +618,11 @@ pub struct ToolInfo {
 /// Extensions in load order, and the commands and tools in effect.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Listing {
+    /// Every extension discovered, in load order.
     pub extensions: Vec<ExtInfo>,
+    /// Commands in effect.
     pub commands: Vec<CommandInfo>,
+    /// Tools in effect.
     pub tools: Vec<ToolInfo>,
 }
 
@@ -500,72 +631,158 @@ pub struct Listing {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostEvent {
     /// The initial load is over; names of the ready extensions.
-    Ready { extensions: Vec<String> },
-    Notify { extension: String, level: String, message: String },
-    ClearNotes { extension: String },
-    Submit { extension: String, text: String },
+    Ready {
+        /// Names of the extensions ready, in load order.
+        extensions: Vec<String>,
+    },
+    /// An extension's `notify`.
+    Notify {
+        /// The extension that sent it.
+        extension: String,
+        /// `info`, `success`, `warn` or `error`.
+        level: String,
+        /// The note's text.
+        message: String,
+    },
+    /// An extension's `clear_notes`.
+    ClearNotes {
+        /// The extension whose notes to retract.
+        extension: String,
+    },
+    /// An extension's `submit`: a prompt to submit as the user's.
+    Submit {
+        /// The extension that sent it.
+        extension: String,
+        /// The prompt to submit.
+        text: String,
+    },
     /// An extension asks to run a slash command as if typed (§6.3).
-    SubmitSlash { extension: String, text: String },
+    SubmitSlash {
+        /// The extension that sent it.
+        extension: String,
+        /// The slash command line, trimmed, starting with `/`.
+        text: String,
+    },
     /// Tools changed state: `reason` is `activated`, `exited`,
     /// `restarted` or `reloaded`; `tools` the names whose state changed.
-    ToolsChanged { extension: String, reason: String, tools: Vec<String> },
-    OpenPanel { extension: String, panel: Panel },
-    PanelRender {
+    ToolsChanged {
+        /// The extension whose tools changed.
         extension: String,
+        /// `activated`, `exited`, `restarted` or `reloaded`.
+        reason: String,
+        /// Names of the tools whose state changed.
+        tools: Vec<String>,
+    },
+    /// An extension's `open_panel`, or a command's `open_panel` action.
+    OpenPanel {
+        /// The extension that owns the panel.
+        extension: String,
+        /// The panel to open.
+        panel: Panel,
+    },
+    /// An extension's `panel_render`.
+    PanelRender {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the panel to redraw.
         panel_id: String,
+        /// The panel's new title.
         title: String,
+        /// The panel's new body, one entry a line.
         lines: Vec<String>,
+        /// The panel's new footer.
         footer: String,
     },
-    PanelClose { extension: String, panel_id: String },
+    /// An extension's `panel_close`.
+    PanelClose {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the panel to close.
+        panel_id: String,
+    },
     /// A running extension's process ended on its own (not by a stop).
     #[serde(rename = "extension_exited")]
     Exited {
+        /// The extension that exited.
         extension: String,
+        /// Its exit code, when it exited.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// The signal that ended it, when one did.
         #[serde(skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
     /// An extension became ready (initial load, restart, reload), with the
     /// commands and tools it registered.
-    ExtensionReady { extension: String, commands: Vec<String>, tools: Vec<String> },
+    ExtensionReady {
+        /// The extension that became ready.
+        extension: String,
+        /// Commands it registered.
+        commands: Vec<String>,
+        /// Tools it registered.
+        tools: Vec<String>,
+    },
     /// An extension exited on its own and is started again after
     /// `delay_ms` (PROTOCOL.md §7.1); `attempt` counts from 1.
     ExtensionRestarting {
+        /// The extension to be restarted.
         extension: String,
+        /// Which restart this is, from 1.
         attempt: u32,
+        /// Delay before the restart, in milliseconds.
         delay_ms: u64,
+        /// Its exit code, when it exited.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// The signal that ended it, when one did.
         #[serde(skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
     /// Restarted `restarts` times without staying up: down until a reload.
-    ExtensionCrashLoop { extension: String, restarts: u32 },
+    ExtensionCrashLoop {
+        /// The extension given up on.
+        extension: String,
+        /// Restarts it had without a reset.
+        restarts: u32,
+    },
     /// An extension called one of the agent's tools: the agent answers
     /// with [`Request::CallToolResult`] under `call_id`.
     CallTool {
+        /// The host's id for this call, for the agent's answer.
         call_id: String,
+        /// The extension that called.
         extension: String,
+        /// The agent tool called.
         name: String,
+        /// The tool's arguments, a JSON object.
         args: Value,
+        /// The caller's `tool_call` this call serves, when it gave one.
         #[serde(skip_serializing_if = "Option::is_none")]
         parent_tool_id: Option<String>,
     },
     /// The extension gave up on that call (or exited).
-    CallToolCancel { call_id: String },
+    CallToolCancel {
+        /// `call_id` of the call given up on.
+        call_id: String,
+    },
     /// An extension failed to load.
     #[serde(rename = "extension_error")]
     LoadFailed {
+        /// The extension that failed.
         extension: String,
+        /// Why it failed.
         message: String,
         /// Its log file, when it had one (it was started): where to look.
         #[serde(skip)]
         log: Option<std::path::PathBuf>,
     },
     /// The project's own extensions were not loaded: it is not trusted.
-    UntrustedProject { dir: String, extensions: Vec<String> },
+    UntrustedProject {
+        /// The project directory.
+        dir: String,
+        /// Names of the project's extensions not loaded.
+        extensions: Vec<String>,
+    },
 }
 
 /// Why a request failed.
@@ -573,27 +790,61 @@ pub enum HostEvent {
 pub enum HostError {
     /// A malformed request.
     BadRequest(String),
+    /// No command of that name is registered.
     UnknownCommand(String),
+    /// No tool of that name is registered.
     UnknownTool(String),
+    /// No extension of that name is loaded.
     UnknownExtension(String),
     /// No answer in time.
-    Timeout { extension: String, what: String, after: Duration },
+    Timeout {
+        /// The extension that did not answer.
+        extension: String,
+        /// The call that timed out, e.g. `tool x`.
+        what: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
     /// The extension exited or closed its stdout before answering.
-    Exited { extension: String, detail: String },
+    Exited {
+        /// The extension that exited.
+        extension: String,
+        /// How it exited.
+        detail: String,
+    },
     /// The extension's write queue is full.
-    Busy { extension: String },
+    Busy {
+        /// The extension whose queue is full.
+        extension: String,
+    },
     /// The extension already has as many calls in flight as allowed.
-    TooManyCalls { extension: String, limit: usize },
+    TooManyCalls {
+        /// The extension with too many calls.
+        extension: String,
+        /// Calls in flight allowed to one extension.
+        limit: usize,
+    },
+    /// The host is shutting down and takes no more requests.
     ShuttingDown,
     /// The caller gave up on the call ([`Request::CancelTool`]).
-    Cancelled { extension: String, what: String },
+    Cancelled {
+        /// The extension the call went to.
+        extension: String,
+        /// The call given up on, e.g. `tool x`.
+        what: String,
+    },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
     /// No such call waits for an answer.
     UnknownCall(String),
     /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
     /// to the extension would be too big, or a reply line over the cap.
-    TooLarge { extension: String, what: String },
+    TooLarge {
+        /// The extension the frame was for or from.
+        extension: String,
+        /// The frame that was too large, and the limit.
+        what: String,
+    },
 }
 
 impl HostError {

@@ -203,7 +203,14 @@ pub enum DecodeError {
     UnknownType(String),
     /// A known `type` with missing or mistyped fields; `id` is set when the
     /// frame carried a usable one (a malformed reply to that request).
-    BadFields { ty: String, id: Option<String>, msg: String },
+    BadFields {
+        /// The frame's `type`.
+        ty: String,
+        /// The frame's `id`, when it had a usable one.
+        id: Option<String>,
+        /// What was missing or mistyped.
+        msg: String,
+    },
 }
 
 impl fmt::Display for DecodeError {
