@@ -260,7 +260,7 @@ fn a_tool_timeout_cancels_the_call_in_the_extension() {
         other => panic!("{other:?}"),
     }
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(3), "{took:?}");
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(14), "{took:?}");
 
     // The extension was told which call the host gave up on.
     let mut ids: Vec<String> = Vec::new();

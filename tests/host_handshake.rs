@@ -160,7 +160,7 @@ fn startup_waits_at_most_the_ready_grace() {
     let report = host.wait_ready().unwrap();
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(1000), "{took:?}");
-    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
     assert!(!report.ready.contains(&"mute".to_string()), "{report:?}");
     assert!(report.errors.is_empty(), "{report:?}");
     assert_eq!(ext_info(&host, "mute").state, State::Starting);

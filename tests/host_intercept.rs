@@ -198,7 +198,7 @@ fn a_late_interceptor_is_given_the_whole_intercept_timeout() {
     let out = host.intercept("assistant_message", text("x")).unwrap();
     let took = started.elapsed();
     assert!(!out.block);
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "{took:?}");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(15), "{took:?}");
     assert!(read_log(t.path(), "late").contains("timed out after 300ms"));
     // The late extension is still up and its later reply, if any, is dropped.
     assert_eq!(asked(&host, "late").len(), 1);

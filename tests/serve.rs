@@ -761,13 +761,13 @@ fn silent_calls_time_out() {
     let took = start.elapsed();
     assert_eq!(code, "timeout");
     assert!(msg.contains("\"a\"") && msg.contains("1s"), "{msg}");
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(20), "{took:?}");
     let start = Instant::now();
     let (code, msg) = s.err(json!({"id": "cmd", "type": "command", "name": "silent"}));
     let took = start.elapsed();
     assert_eq!(code, "timeout");
     assert!(msg.contains("silent"), "{msg}");
-    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(5), "{took:?}");
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(20), "{took:?}");
     // The extension was told to give the tool call up, and still answers.
     let r = s.ok(json!({"id": "c", "type": "tool", "name": "cancelled"}));
     let cancelled: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
