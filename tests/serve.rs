@@ -1403,8 +1403,14 @@ fn restart_never_overrides_the_manifest_and_policies_judge_the_exit() {
     s.ready_all();
     s.request(json!({"id": 1, "type": "tool", "name": "crash"}));
     s.note("extension_exited");
+    let gone = s.wait_or_find(|f| f["type"] == "tools_changed");
+    assert_eq!(s.frames[gone], json!({"type": "tools_changed", "extension": "a", "reason": "exited", "tools": ["crash"]}));
     let l = s.ok(json!({"id": 2, "type": "list"}));
     assert_eq!(l["extensions"][0]["state"], "exited");
+    // A reload brings it back, announced.
+    s.ok(json!({"id": 3, "type": "reload"}));
+    let back = s.wait_or_find(|f| f["type"] == "tools_changed" && f["reason"] == "reloaded");
+    assert_eq!(s.frames[back]["tools"], json!(["crash"]));
     assert!(s.notes("extension_restarting").is_empty());
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);

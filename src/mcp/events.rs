@@ -103,6 +103,9 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             eprintln!("zot mcp: {}", strip_controls(&msg));
             log(ERROR, &extension, msg);
         }
+        // An exit and a reload are announced already (above, and with
+        // `zot/reload`'s answer).
+        HostEvent::ToolsChanged { reason, .. } if reason == "exited" || reason == "reloaded" => {}
         HostEvent::ToolsChanged { .. } => {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));

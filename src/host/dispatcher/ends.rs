@@ -64,6 +64,7 @@ impl Dispatcher {
         }
         self.emit_exited(slot, None);
         self.lose(slot, "closed its stdout");
+        self.tools_gone(slot);
         self.exts[slot].life = Life::Exited;
         self.at(after(self.cfg.timeouts.term_grace), Timer::EofKill(id));
     }
@@ -120,7 +121,9 @@ impl Dispatcher {
                 // The notice goes out before the failed calls it explains.
                 self.emit_exited(slot, status);
                 self.lose(slot, &how);
-                self.maybe_restart(slot, status);
+                if !self.maybe_restart(slot, status) {
+                    self.tools_gone(slot);
+                }
             }
         }
     }
@@ -129,5 +132,15 @@ impl Dispatcher {
         let extension = self.exts[slot].name().to_string();
         let (code, signal) = (status.and_then(|s| s.code()), status.and_then(|s| s.signal()));
         self.emit(HostEvent::Exited { extension, code, signal });
+    }
+
+    /// An extension that ended and is not coming back: its tools are gone
+    /// (`tools_changed` with reason `exited`).
+    pub(super) fn tools_gone(&self, slot: usize) {
+        let ext = &self.exts[slot];
+        if !ext.tools.is_empty() {
+            let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
+            self.emit(HostEvent::ToolsChanged { extension: ext.name().to_string(), reason: "exited".into(), tools });
+        }
     }
 }

@@ -514,6 +514,12 @@ impl Dispatcher {
         self.last_load = Some(report.clone());
         if first {
             self.emit(HostEvent::Ready { extensions: ready });
+        } else {
+            // After a reload, each extension's tools are announced anew.
+            for e in self.exts.iter().filter(|e| e.life == Life::Ready && !e.tools.is_empty()) {
+                let tools = e.tools.iter().map(|t| t.name.clone()).collect();
+                self.emit(HostEvent::ToolsChanged { extension: e.name().to_string(), reason: "reloaded".into(), tools });
+            }
         }
         for w in std::mem::take(&mut self.waiters) {
             match w {

@@ -54,6 +54,7 @@ impl Dispatcher {
             ));
             let restarts = ext.restarts;
             self.emit(HostEvent::ExtensionCrashLoop { extension: extension.clone(), restarts });
+            self.tools_gone(slot);
             let e = HostError::Exited { extension, detail: "it is in a crash loop".into() };
             return self.unpark_failed(slot, e);
         }
