@@ -139,7 +139,7 @@ impl Dispatcher {
     pub(super) fn tools_gone(&self, slot: usize) {
         let ext = &self.exts[slot];
         if !ext.tools.is_empty() {
-            let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
+            let tools = ext.tool_names();
             self.emit(HostEvent::ToolsChanged { extension: ext.name().to_string(), reason: "exited".into(), tools });
         }
     }

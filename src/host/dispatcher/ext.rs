@@ -156,6 +156,21 @@ impl Ext {
         self.capabilities.iter().any(|c| c == capability)
     }
 
+    /// Its command `name` as it registered it first (names match without
+    /// case, PROTOCOL.md §6.3).
+    pub fn command_spelled(&self, name: &str) -> Option<&str> {
+        let lower = name.to_lowercase();
+        self.commands.iter().find(|c| c.0.to_lowercase() == lower).map(|c| c.0.as_str())
+    }
+
+    pub fn command_names(&self) -> Vec<String> {
+        self.commands.iter().map(|c| c.0.clone()).collect()
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name.clone()).collect()
+    }
+
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.iter().find(|t| t.name == name)
     }

@@ -254,9 +254,7 @@ impl Dispatcher {
         // A command in the loser's own spelling (names match without case).
         let what = match s.what.strip_prefix("command /") {
             Some(n) => {
-                let lower = n.to_lowercase();
-                let own = self.exts[s.slot].commands.iter().find(|c| c.0.to_lowercase() == lower);
-                format!("command /{}", own.map_or(n, |c| c.0.as_str()))
+                format!("command /{}", self.exts[s.slot].command_spelled(n).unwrap_or(n))
             }
             None => s.what.clone(),
         };

@@ -11,7 +11,7 @@ impl Dispatcher {
             let owns_cmd = |n: &str| self.registry.command_owner(n) == Some(slot);
             let owns_tool = |n: &str| self.registry.tool_owner(n) == Some(slot);
             for (n, d) in &e.commands {
-                if owns_cmd(n) && self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == n.to_lowercase()).is_some_and(|c| c.0 == *n) {
+                if owns_cmd(n) && e.command_spelled(n) == Some(n.as_str()) {
                     out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
                 }
             }
@@ -43,8 +43,8 @@ impl Dispatcher {
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
                 restarts: e.restarts,
-                commands: e.commands.iter().map(|c| c.0.clone()).collect(),
-                tools: e.tools.iter().map(|t| t.name.clone()).collect(),
+                commands: e.command_names(),
+                tools: e.tool_names(),
                 events: e.events.clone(),
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),

@@ -492,8 +492,7 @@ impl Dispatcher {
         ext.life = Life::Ready;
         ext.log(&format!("ready ({how})"));
         let extension = ext.name().to_string();
-        let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
-        let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
+        let (commands, tools) = (ext.command_names(), ext.tool_names());
         self.emit(HostEvent::ExtensionReady { extension, commands, tools });
         self.restarted(slot);
         self.check_load_done(false);
@@ -517,7 +516,7 @@ impl Dispatcher {
         } else {
             // After a reload, each extension's tools are announced anew.
             for e in self.exts.iter().filter(|e| e.life == Life::Ready && !e.tools.is_empty()) {
-                let tools = e.tools.iter().map(|t| t.name.clone()).collect();
+                let tools = e.tool_names();
                 self.emit(HostEvent::ToolsChanged { extension: e.name().to_string(), reason: "reloaded".into(), tools });
             }
         }

@@ -136,8 +136,7 @@ impl Dispatcher {
             return respond(done, Err(e));
         }
         // The spelling the owner registered, whatever the user typed.
-        let lower = name.to_lowercase();
-        let name = self.exts[slot].commands.iter().find(|c| c.0.to_lowercase() == lower).map_or(name, |c| c.0.clone());
+        let name = self.exts[slot].command_spelled(&name).map_or(name, str::to_string);
         let id = self.next();
         let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
         if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {

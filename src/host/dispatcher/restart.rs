@@ -41,9 +41,7 @@ impl Dispatcher {
         let how = status.map_or_else(|| "it failed to start".to_string(), describe_status);
         let extension = ext.name().to_string();
         if ext.restart_names.is_none() {
-            let commands = ext.commands.iter().map(|c| c.0.clone()).collect();
-            let tools = ext.tools.iter().map(|t| t.name.clone()).collect();
-            ext.restart_names = Some((commands, tools));
+            ext.restart_names = Some((ext.command_names(), ext.tool_names()));
         }
         if ext.restarts >= MAX_RESTARTS {
             ext.life = Life::CrashLoop;
@@ -98,7 +96,7 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         ext.ready_at = Some(Instant::now());
         let Some((_, old_tools)) = ext.restart_names.take() else { return };
-        let mut tools: Vec<String> = ext.tools.iter().map(|t| t.name.clone()).collect();
+        let mut tools = ext.tool_names();
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
         let extension = ext.name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "restarted".into(), tools });
