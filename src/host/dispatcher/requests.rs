@@ -270,23 +270,25 @@ impl Dispatcher {
 
     /// Sends `event` to its subscribers; how many it reached.
     pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
-        if !self.exts.iter().any(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
+        let subscribers: Vec<usize> =
+            (0..self.exts.len()).filter(|&s| self.exts[s].life.running() && self.exts[s].events.iter().any(|x| x == event)).collect();
+        if subscribers.is_empty() {
             return 0;
         }
         let payload = self.enveloped(event, payload);
         let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
         if bytes.len() > MAX_FRAME_OUT {
-            for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
-                ext.log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
+            for &s in &subscribers {
+                self.exts[s].log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
             }
             return 0;
         }
         let bytes = Arc::new(bytes);
         let mut n = 0;
-        for ext in self.exts.iter().filter(|e| e.life.running() && e.events.iter().any(|x| x == event)) {
-            match ext.send(bytes.clone()) {
+        for &s in &subscribers {
+            match self.exts[s].send(bytes.clone()) {
                 Ok(()) => n += 1,
-                Err(e) => ext.log(&format!("event {event} not delivered: {e}")),
+                Err(e) => self.exts[s].log(&format!("event {event} not delivered: {e}")),
             }
         }
         n
