@@ -1096,7 +1096,7 @@ fn extensions_call_tools_through_the_host() {
     // PROTOCOL.md §6.1 and §6.5, with frames as the current Go SDK writes them.
     let t = TempDir::new("serve-call-tool");
     let a = ext(&t, "a", &["--call-tool", "--tools", "call,call@again", "--echo-ack"]);
-    let b = ext(&t, "b", &["--tools", "echo,events@b,call@b", "--intercepts", "tool_call", "--events", "tool_call"]);
+    let b = ext(&t, "b", &["--tools", "echo,events@b,call@b,hold", "--intercepts", "tool_call", "--events", "tool_call"]);
     let c = ext(&t, "c", &["--tools", "call@c"]);
     let mut s = Serve::start(&t, &[a, b, c], &[]);
     s.ready_all();
@@ -1132,8 +1132,9 @@ fn extensions_call_tools_through_the_host() {
     assert_eq!(refusal(&mut s, 6, json!({"to": "call", "args": {"to": "echo"}}), "call"), "tool call cycle detected");
     assert_eq!(refusal(&mut s, 7, json!({"to": "nope"}), "call"), "unknown tool \"nope\"");
     assert_eq!(refusal(&mut s, 8, json!({"to": "echo", "args": [1]}), "call"), "call_tool requires a name and JSON object args");
-    // Cancelled: the host still answers, saying so.
-    let text = refusal(&mut s, 9, json!({"to": "echo", "cancel": true}), "call");
+    // Cancelled: the host still answers, saying so. The callee holds the
+    // call, so its answer cannot overtake the cancel.
+    let text = refusal(&mut s, 9, json!({"to": "hold", "cancel": true}), "call");
     assert!(text.contains("cancelled"), "{text}");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
