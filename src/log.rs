@@ -131,6 +131,26 @@ impl LogFile {
     }
 }
 
+/// `now` as UTC in RFC 3339 with milliseconds, `2026-12-01T10:45:26.123Z`.
+/// A clock before 1970 reads as the epoch.
+pub fn utc(now: std::time::SystemTime) -> String {
+    let d = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, ms) = (d.as_secs(), d.subsec_millis());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
 /// `[zot] msg\n`, one line whatever the message holds.
 fn format_line(msg: &str) -> Vec<u8> {
     let mut buf = Vec::with_capacity(msg.len() + 8);
@@ -164,5 +184,16 @@ mod tests {
         assert_eq!(text.lines().count(), 100);
         assert!(text.starts_with("[zot] line 0\\nwith a newline\n"));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn utc_times() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |secs: u64, ms: u64| utc(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(ms));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_796_121_926, 123), "2026-12-01T10:45:26.123Z");
+        assert_eq!(at(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+        assert_eq!(utc(UNIX_EPOCH - Duration::from_secs(5)), "1970-01-01T00:00:00.000Z");
     }
 }

@@ -128,7 +128,10 @@ fn stderr_lands_in_the_log_and_host_lines_are_prefixed() {
     assert!(log_contains(t.path(), "logger", "\na line on stderr 4711\n", Duration::from_secs(5)));
     let log = read_log(t.path(), "logger");
     let canon = std::fs::canonicalize(&d).unwrap();
-    assert!(log.starts_with(&format!("[zot] starting logger from {}\n", canon.display())), "{log}");
+    // The start of each run is dated (UTC, RFC 3339).
+    let first = log.lines().next().unwrap_or("");
+    let date = first.strip_prefix(&format!("[zot] starting logger from {} at ", canon.display())).unwrap_or_else(|| panic!("{log}"));
+    assert!(date.len() == 24 && date.ends_with('Z') && date.as_bytes()[10] == b'T' && date.starts_with("20"), "{date}");
     // Every line is either the child's own stderr or a `[zot] ` host line.
     let host_lines = log.lines().filter(|l| l.starts_with("[zot] ")).count();
     assert!(host_lines >= 2, "{log}");

@@ -448,7 +448,7 @@ impl Dispatcher {
                 return self.fail(slot, e.to_string());
             }
         };
-        log.line(&format!("starting {} from {}", m.name, m.dir.display()));
+        log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
         let spawned = Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, move |msg| {
             Inbox::Child(id, msg)
         });
