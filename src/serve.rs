@@ -56,31 +56,40 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
 
     let stopping = Arc::new(AtomicBool::new(false));
     let pending = Arc::new(Pending::default());
-    let mut stopper: Option<thread::JoinHandle<()>> = None;
-    // `reply`: the id of a `shutdown` request, answered once every
-    // extension has stopped and every request in flight is answered; at
-    // the end of input (no id), accepted requests first run to their end.
-    let start_stop = |reply: Option<Value>| {
-        if stopping.swap(true, Ordering::SeqCst) {
-            return None;
-        }
+    // The thread that stops the host is started here, not at `shutdown`,
+    // so that a stop does not wait for a thread to be created. It gets
+    // the id of a `shutdown` request, answered once every extension has
+    // stopped and every request in flight is answered; at the end of
+    // input (no id), accepted requests first run to their end.
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Option<Value>>(1);
+    let stopper = {
         let (host, out, pending) = (host.clone(), out_tx.clone(), pending.clone());
-        thread::Builder::new()
-            .name("zot-serve-stop".into())
-            .spawn(move || {
-                if reply.is_none() {
-                    pending.wait_idle();
-                }
-                host.shutdown();
-                if let Some(id) = reply {
-                    out.line(&ok(id, json!({})));
-                }
-                out.flush();
-                if exit_on_shutdown {
-                    std::process::exit(0);
-                }
-            })
-            .ok()
+        thread::Builder::new().name("zot-serve-stop".into()).spawn(move || {
+            let Ok(reply) = stop_rx.recv() else { return };
+            if reply.is_none() {
+                pending.wait_idle();
+            }
+            host.shutdown();
+            if let Some(id) = reply {
+                out.line(&ok(id, json!({})));
+            }
+            out.flush();
+            if exit_on_shutdown {
+                std::process::exit(0);
+            }
+        })
+    };
+    let stopper = match stopper {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("zot serve: cannot start a thread: {e}");
+            return 1;
+        }
+    };
+    let start_stop = |reply: Option<Value>| {
+        if !stopping.swap(true, Ordering::SeqCst) {
+            let _ = stop_tx.send(reply);
+        }
     };
 
     // Read here, so that what is buffered can be seen: requests that
@@ -113,11 +122,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             Ok((id, Method::Ping)) => {
                 out_tx.line(&ok(id, json!({"pong": true})));
             }
-            Ok((id, Method::Shutdown)) => {
-                if let Some(h) = start_stop(Some(id)) {
-                    stopper = Some(h);
-                }
-            }
+            Ok((id, Method::Shutdown)) => start_stop(Some(id)),
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
@@ -133,12 +138,8 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
         }
     }
     // End of input means the same as `shutdown`.
-    if let Some(h) = start_stop(None) {
-        stopper = Some(h);
-    }
-    if let Some(h) = stopper {
-        let _ = h.join();
-    }
+    start_stop(None);
+    let _ = stopper.join();
     drop(host);
     out_tx.finish(writer);
     0
