@@ -11,9 +11,10 @@
 //! How an extension became ready is read from its `ready (...)` log line,
 //! and the problems the host logged during the load become warnings.
 //!
-//! Exit code: 0 when every enabled extension loaded and no command or tool
-//! name is in conflict, else 1. A disabled, untrusted, or shadowed (same
-//! name from a higher source) extension is reported but does not fail.
+//! Exit code (PROTOCOL.md §5): 0 when every enabled extension loaded and no
+//! name is in conflict, else 1. An untrusted extension did not load and a
+//! shadowed one (same name from a higher source) is a name conflict: both
+//! are errors. A disabled one is reported and does not fail.
 
 use crate::check::{Finding, Severity};
 use crate::discovery::{discover, Discovery};
@@ -40,9 +41,9 @@ registration or a hello under another name, is a warning). Then the name
 conflicts, and one finding per problem with a fix hint:
   <severity> <code> <extension>: <message> (fix: <what to do>)
 
-Exit status: 0 when every enabled extension loaded and no command or tool
-name is in conflict, 1 otherwise (disabled, untrusted and shadowed
-extensions are reported but do not fail).
+Exit status: 0 when every enabled extension loaded and no extension,
+command or tool name is in conflict, 1 otherwise (an untrusted or a
+shadowed extension fails; a disabled one is reported and does not).
 
 Options: every option of 'zot serve' (see 'zot serve --help'), and
   --json    print one JSON object instead:
@@ -282,7 +283,7 @@ fn build(
         e.reason = Some(format!("extension {:?} is already loaded from {}", m.name, winner.display()));
         e.log_lines = lines.get(&log).map(|l| l.iter().filter(|l| l.starts_with(&prefix)).cloned().collect()).unwrap_or_default();
         e.findings.push(finding(
-            Severity::Info,
+            Severity::Error,
             "shadowed_extension",
             format!("not loaded: the name {:?} is taken by {} (a higher source)", m.name, winner.display()),
             "remove or rename one of them if this one is meant to run",
@@ -442,7 +443,7 @@ fn diagnose(e: &mut ExtReport, grace: Duration) {
             e.findings.push(finding(Severity::Error, "exited", why, format!("see {logs}, or run {check}")));
         }
         "untrusted" => e.findings.push(finding(
-            Severity::Info,
+            Severity::Error,
             "untrusted",
             "not loaded: the project is not trusted",
             "zot trust (or --trust-project for one run)",

@@ -412,7 +412,7 @@ fn list_table_and_json() {
     let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(
         cols(lines[0]),
-        ["SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "DESCRIPTION", "DIRECTORY"]
+        ["SCOPE", "NAME", "VERSION", "ENABLED", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"]
     );
     let order: Vec<(String, String)> = lines[1..7]
         .iter()
@@ -431,7 +431,11 @@ fn list_table_and_json() {
     ];
     assert_eq!(order, want.map(|(a, b)| (a.to_string(), b.to_string())), "{out}");
     assert_eq!(cols(lines[1])[3], "yes");
-    assert_eq!(cols(lines[1])[4], "python");
+    assert_eq!(cols(lines[1])[4], "untrusted", "the project is not trusted: {out}");
+    assert_eq!(cols(lines[1])[5], "python");
+    assert_eq!(cols(lines[3])[4], "enabled", "global alpha loads, the project's does not: {out}");
+    assert_eq!(cols(lines[4])[4], "broken");
+    assert_eq!(cols(lines[6])[4], "disabled");
     assert!(lines[1].contains("project alpha"));
     assert!(lines[1].ends_with(s(&p.join("folder-z"))), "{}", lines[1]);
     assert!(lines[6].contains(" no "), "disabled shown: {}", lines[6]);
@@ -439,7 +443,7 @@ fn list_table_and_json() {
     assert!(lines[4].contains("broken manifest"), "{}", lines[4]);
     assert!(out.contains("error: global broken:"), "{out}");
     assert!(out.contains("invalid manifest"), "the error is shown: {out}");
-    assert!(out.contains("note: global alpha"), "shadowing is noted: {out}");
+    assert!(!out.contains("shadowed"), "an untrusted extension hides nothing: {out}");
 
     // JSON.
     let text = w.ok(&["ext", "list", "--json"]);
@@ -466,6 +470,19 @@ fn list_table_and_json() {
     assert_eq!(arr[3]["enabled"], false);
     // The JSON keeps the real description, escaped.
     assert_eq!(arr[4]["description"], "\u{1b}[31mRED\u{7}\u{9b}2J\u{7f}\u{202e}ok");
+    let states: Vec<&str> = arr.iter().map(|o| o["state"].as_str().expect("state")).collect();
+    assert_eq!(states, ["untrusted", "untrusted", "enabled", "broken", "enabled", "disabled"]);
+    assert!(arr.iter().all(|o| o["source"] == o["scope"]), "{json}");
+    assert!(arr[2].get("shadowed_by").is_none(), "{}", arr[2]);
+
+    // Trusted, the project's alpha loads and hides the global one.
+    w.ok(&["trust"]);
+    let out = w.ok(&["ext", "list"]);
+    assert!(out.contains(&format!("note: global alpha ({}) is shadowed by {} and not loaded", s(&g.join("alpha")), s(&p.join("folder-z")))), "{out}");
+    let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
+    let arr = json.as_array().expect("array");
+    assert_eq!(arr[0]["state"], "enabled");
+    assert_eq!(arr[2]["state"], "shadowed");
     assert_eq!(arr[2]["shadowed_by"], s(&p.join("folder-z")));
 
     // `--cwd` chooses the project.
@@ -474,6 +491,36 @@ fn list_table_and_json() {
         serde_json::from_str(&w.ok(&["ext", "list", "--json", "--cwd", s(other.path())]))
             .expect("json");
     assert!(json.as_array().expect("array").iter().all(|o| o["scope"] == "global"));
+}
+
+#[test]
+fn list_states_follow_discovery_and_static_extensions_show_their_files() {
+    let w = World::new();
+    let (p, g) = (w.project_root(), w.ext_root());
+    // A disabled project-local extension hides nothing, even trusted.
+    make_ext(&p.join("dup"), "dup", ",\"enabled\":false");
+    make_ext(&g.join("dup"), "dup", "");
+    write(&g.join("look/extension.json"), r#"{"name":"look","skills":["skills/a"],"theme":"theme.json"}"#);
+    write(&g.join("look/skills/a/SKILL.md"), "# a\n");
+    write(&g.join("look/theme.json"), "{}");
+    w.ok(&["trust"]);
+    let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
+    let row = |scope: &str, name: &str| {
+        json.as_array().expect("array").iter().find(|r| r["scope"] == scope && r["name"] == name).cloned().expect("row")
+    };
+    assert_eq!(row("project", "dup")["state"], "disabled");
+    assert_eq!(row("global", "dup")["state"], "enabled");
+    assert!(row("global", "dup").get("shadowed_by").is_none());
+    let look = row("global", "look");
+    let dir = std::fs::canonicalize(g.join("look")).expect("canonical");
+    assert_eq!(look["static"], true);
+    assert_eq!(look["state"], "enabled");
+    assert_eq!(look["skills"], serde_json::json!([s(&dir.join("skills/a"))]));
+    assert_eq!(look["theme"], s(&dir.join("theme.json")));
+    let out = w.ok(&["ext", "list"]);
+    assert!(!out.contains("shadowed"), "{out}");
+    let line = out.lines().find(|l| l.contains(" look ")).expect("look row");
+    assert_eq!(line.split_whitespace().nth(4), Some("static"), "{out}");
 }
 
 // ---------------------------------------------------------------------------
@@ -779,6 +826,13 @@ fn names_or_folder_names_and_ambiguity_changes_nothing() {
     // The other names still pick one.
     w.ok(&["ext", "remove", "--yes", "forecast"]);
     assert!(!w.project_root().join("weather").exists());
+    // The same name in the project and globally: `logs` refuses too,
+    // though both would log to one file.
+    make_ext(&w.project_root().join("again"), "weather", "");
+    let e = w.fails(&["ext", "logs", "weather"]);
+    assert!(e.starts_with("zot: weather is ambiguous: it matches "), "{e}");
+    assert!(e.contains(&format!("{} (project)", w.project_root().join("again").display())), "{e}");
+    w.ok(&["ext", "remove", "--yes", "again"]);
     w.ok(&["ext", "remove", "--yes", "weather"]);
     assert!(!w.ext_root().join("weather-src").exists());
 }

@@ -84,9 +84,12 @@ fn clean_load_names_every_extension_and_its_state() {
     args.push("--json".into());
     let r = doctor(&t, &args);
     let report = json_of(&r);
-    assert_eq!(r.code, 0, "{report:#}\n{}", r.stderr);
-    assert_eq!(report["ok"], true);
-    assert_eq!(report["errors"], 0);
+    // The shadowed copy is an enabled extension that did not load, and a
+    // name conflict: the one error, exit 1 (PROTOCOL.md §5).
+    assert_eq!(r.code, 1, "{report:#}\n{}", r.stderr);
+    assert_eq!((&report["ok"], &report["errors"]), (&json!(false), &json!(1)), "{report:#}");
+    let errors: Vec<&Value> = report["findings"].as_array().expect("findings").iter().filter(|f| f["severity"] == "error").collect();
+    assert_eq!((&errors[0]["code"], &errors[0]["extension"]), (&json!("shadowed_extension"), &json!("alpha")), "{report:#}");
 
     let alpha = entry(&report, "alpha");
     assert_eq!(alpha["state"], "ready", "{alpha:#}");
@@ -121,6 +124,16 @@ fn clean_load_names_every_extension_and_its_state() {
     assert_eq!(off_entry["state"], "disabled");
     assert_eq!(off_entry["dir"], off.display().to_string());
     assert!(off_entry["findings"][0]["hint"].as_str().is_some_and(|h| h.contains("zot ext enable off")), "{off_entry}");
+    assert_none_left(&report);
+
+    // Without the copy: every enabled extension loads, a disabled one does
+    // not fail, exit 0.
+    std::fs::remove_dir_all(global.join("alpha-old")).expect("remove");
+    let r = doctor(&t, &args);
+    let report = json_of(&r);
+    assert_eq!(r.code, 0, "{report:#}\n{}", r.stderr);
+    assert_eq!((&report["ok"], &report["errors"]), (&json!(true), &json!(0)), "{report:#}");
+    assert_eq!(entry(&report, "off")["state"], "disabled");
     assert_none_left(&report);
 }
 
@@ -276,7 +289,10 @@ fn untrusted_project_and_static_extensions_are_named() {
     std::fs::write(skills.join("s/SKILL.md"), "---\nname: s\ndescription: d\n---\nbody\n").expect("write");
     let r = doctor(&t, &[ext_args(&[&skills]), strings(&["--json"])].concat());
     let report = json_of(&r);
-    assert_eq!(r.code, 0, "untrusted and static do not fail: {report:#}");
+    // PROTOCOL.md §5: exit 0 only when every enabled extension loaded; an
+    // untrusted one did not. Static ones count as loaded.
+    assert_eq!(r.code, 1, "an untrusted extension did not load: {report:#}");
+    assert_eq!(report["errors"], 1, "{report:#}");
     assert_eq!(entry(&report, "skilled")["state"], "static", "{report:#}");
     let local = entry(&report, "local");
     assert_eq!((&local["state"], &local["source"]), (&json!("untrusted"), &json!("project")), "{local:#}");

@@ -18,7 +18,13 @@ const DESCRIPTION_WIDTH: usize = 60;
 #[derive(Serialize)]
 struct Row {
     scope: &'static str,
+    /// The same as `scope`, named as in `zot serve`'s `list`.
+    source: &'static str,
     name: String,
+    /// What a session started here would do with it: `enabled` (it loads),
+    /// `disabled`, `untrusted` (a project-local one in an untrusted
+    /// project), `shadowed` (a higher source has the name) or `broken`.
+    state: &'static str,
     version: String,
     enabled: bool,
     language: String,
@@ -38,6 +44,12 @@ struct Row {
     exec_error: Option<String>,
     #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
     is_static: bool,
+    /// A static extension's skills, absolute.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skills: Vec<String>,
+    /// A static extension's theme file, absolute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    theme: Option<String>,
 }
 
 pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
@@ -47,22 +59,33 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         .iter()
         .any(|e| e.scope == Source::Project)
         .then(|| crate::trust::status(home, &project));
-    // Shadowing follows discovery order, before sorting for display.
+    let trusted = trust == Some(Trust::Trusted);
+    // Shadowing follows discovery order, before sorting for display, and
+    // discovery's rule: only an extension that loads (enabled, and trusted
+    // when project-local) hides the same name further down.
     let mut winners: Vec<(&str, &Path)> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for e in &all {
-        let mut shadowed_by = None;
-        if let Some(m) = &e.manifest {
-            match winners.iter().find(|(n, _)| *n == m.name) {
-                Some((_, d)) => shadowed_by = Some(show(d)),
-                None => winners.push((&m.name, &m.dir)),
-            }
-        }
         let m = e.manifest.as_ref();
+        let shadowed_by = m.and_then(|m| winners.iter().find(|(n, _)| *n == m.name)).map(|(_, d)| show(d));
+        let untrusted = e.scope == Source::Project && !trusted;
+        let state = match m {
+            None => "broken",
+            Some(_) if shadowed_by.is_some() => "shadowed",
+            Some(m) if !m.enabled => "disabled",
+            Some(_) if untrusted => "untrusted",
+            Some(m) => {
+                winners.push((&m.name, &m.dir));
+                "enabled"
+            }
+        };
         let field = |f: fn(&Manifest) -> &String| m.map(|m| f(m).clone()).unwrap_or_default();
+        let is_static = m.is_some_and(Manifest::is_static);
         rows.push(Row {
             scope: e.scope.as_str(),
+            source: e.scope.as_str(),
             name: e.name.clone(),
+            state,
             version: field(|m| &m.version),
             enabled: m.is_some_and(|m| m.enabled),
             language: field(|m| &m.language),
@@ -72,7 +95,9 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             shadowed_by,
             trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
             exec_error: m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
-            is_static: m.is_some_and(Manifest::is_static),
+            is_static,
+            skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
+            theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
         });
     }
     rows.sort_by(|a, b| {
@@ -117,9 +142,9 @@ fn escape_json_controls(text: &str) -> String {
 }
 
 fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
-    let header = ["SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
+    let header = ["SCOPE", "NAME", "VERSION", "ENABLED", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
     let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
-    let mut table: Vec<[String; 7]> = vec![header.map(str::to_string)];
+    let mut table: Vec<[String; 8]> = vec![header.map(str::to_string)];
     for r in rows {
         let description = if r.error.is_some() {
             "(broken manifest, see below)".to_string()
@@ -131,12 +156,13 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             sanitize(&r.name),
             dash(&r.version),
             if r.enabled { "yes" } else { "no" }.to_string(),
+            if r.is_static && r.state == "enabled" { "static".to_string() } else { r.state.to_string() },
             dash(&r.language),
             description,
             sanitize(&r.dir),
         ]);
     }
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; 8];
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

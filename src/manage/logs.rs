@@ -11,13 +11,13 @@ use super::lookup::{ambiguous, matching, not_found};
 use super::{out_err, sanitize, say, show, Fail, Res, FOLLOW_POLL};
 
 pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool) -> Res {
+    // Two extensions of one name share a log file, but which of them wrote
+    // it is unknown: a name matching more than one is refused, as for the
+    // other commands (PROTOCOL.md §5).
     let found = matching(home, cwd, name)?;
-    let mut log_names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
-    log_names.sort_unstable();
-    log_names.dedup();
-    let name = match log_names[..] {
+    let name = match &found[..] {
         [] => name,
-        [one] => one,
+        [one] => one.name.as_str(),
         _ => return Err(ambiguous(name, &found)),
     };
     let path = home.log_path(name);
