@@ -6,7 +6,8 @@
 //! rest is one file per idea: [`ext`] one extension and its lifecycle,
 //! [`requests`] the embedder's requests, [`frames`] the frames from
 //! extensions, [`ends`] the end of a process, [`timers`] deadlines,
-//! [`chain`] intercept chains, [`call_tool`] tools called by extensions,
+//! [`chain`] an intercept chain's state and rules, [`intercept`] running
+//! chains, [`call_tool`] tools called by extensions,
 //! [`blocks`] result content, [`restart`] supervision, [`stop`] shutdown
 //! and reload, [`calls`] the calls in flight, [`limits`] the
 //! per-extension bounds, [`listing`] the listing.
@@ -18,6 +19,7 @@ mod chain;
 mod ends;
 mod ext;
 mod frames;
+mod intercept;
 mod limits;
 mod listing;
 mod requests;
@@ -28,7 +30,7 @@ mod timers;
 use super::registry::{self, Registry};
 use super::*;
 use calls::{Call, CallKind, InFlight};
-use chain::Chain;
+use chain::Chains;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use crate::child::{describe_status, Child, ChildMsg, Log};
@@ -174,7 +176,7 @@ struct Dispatcher {
     exts: Vec<Ext>,
     registry: Registry,
     calls: InFlight,
-    chains: HashMap<u64, Chain>,
+    chains: Chains,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     next_id: u64,
     phase: Phase,
@@ -248,7 +250,7 @@ impl Dispatcher {
             exts: Vec::new(),
             registry,
             calls: InFlight::default(),
-            chains: HashMap::new(),
+            chains: Chains::default(),
             timers: BinaryHeap::new(),
             next_id: 1,
             phase: Phase::Loading,
