@@ -33,6 +33,7 @@ use calls::{Call, CallKind, InFlight};
 use chain::Chains;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
+use stop::StopStage;
 use crate::child::{describe_status, Child, ChildMsg, Log};
 use crate::discovery::discover;
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
@@ -85,9 +86,6 @@ const EXIT_GRACE: Duration = Duration::from_millis(100);
 /// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
 /// current upstream SDKs read at most 4 MiB a line.
 pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
-
-/// How long to wait for a SIGKILLed process to be reaped before giving up.
-const REAP_GRACE: Duration = Duration::from_secs(1);
 
 pub(super) enum Inbox {
     Request(Request, Responder),
@@ -144,13 +142,6 @@ enum Timer {
     Parked(usize, u64),
     /// A call of an agent tool reaches the tool timeout.
     AgentCall(u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum StopStage {
-    Term,
-    Kill,
-    GiveUp,
 }
 
 enum Waiter {
