@@ -6,7 +6,8 @@
 //! rest is one file per idea: [`ext`] one extension and its lifecycle,
 //! [`requests`] the embedder's requests, [`frames`] the frames from
 //! extensions, [`ends`] the end of a process, [`timers`] deadlines,
-//! [`chain`] intercept chains, [`call_tool`] tools called by extensions,
+//! [`chain`] an intercept chain's state and rules, [`intercept`] running
+//! chains, [`call_tool`] tools called by extensions,
 //! [`blocks`] result content, [`restart`] supervision, [`stop`] shutdown
 //! and reload, [`calls`] the calls in flight, [`limits`] the
 //! per-extension bounds, [`listing`] the listing.
@@ -18,6 +19,7 @@ mod chain;
 mod ends;
 mod ext;
 mod frames;
+mod intercept;
 mod limits;
 mod listing;
 mod requests;
@@ -28,9 +30,10 @@ mod timers;
 use super::registry::{self, Registry};
 use super::*;
 use calls::{Call, CallKind, InFlight};
-use chain::Chain;
+use chain::Chains;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
+use stop::StopStage;
 use crate::child::{describe_status, Child, ChildMsg, Log};
 use crate::discovery::discover;
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
@@ -83,9 +86,6 @@ const EXIT_GRACE: Duration = Duration::from_millis(100);
 /// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
 /// current upstream SDKs read at most 4 MiB a line.
 pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
-
-/// How long to wait for a SIGKILLed process to be reaped before giving up.
-const REAP_GRACE: Duration = Duration::from_secs(1);
 
 pub(super) enum Inbox {
     Request(Request, Responder),
@@ -144,13 +144,6 @@ enum Timer {
     AgentCall(u64),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum StopStage {
-    Term,
-    Kill,
-    GiveUp,
-}
-
 enum Waiter {
     Ready(Responder),
     Reload(Responder),
@@ -174,7 +167,7 @@ struct Dispatcher {
     exts: Vec<Ext>,
     registry: Registry,
     calls: InFlight,
-    chains: HashMap<u64, Chain>,
+    chains: Chains,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     next_id: u64,
     phase: Phase,
@@ -248,7 +241,7 @@ impl Dispatcher {
             exts: Vec::new(),
             registry,
             calls: InFlight::default(),
-            chains: HashMap::new(),
+            chains: Chains::default(),
             timers: BinaryHeap::new(),
             next_id: 1,
             phase: Phase::Loading,

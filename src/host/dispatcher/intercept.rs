@@ -1,0 +1,118 @@
+//! Running intercept chains: the dispatcher's side of a [`Chain`]. It asks
+//! the interceptor the chain names (the `event_intercept` frame, its size
+//! check, the call in flight), hands the reply to the chain, logs and warns
+//! about a `before_agent_start` reply the chain ignored, counts a failed
+//! interceptor as allow (or as block when the host is fail-closed), and
+//! finishes with what the chain leads to ([`Then`]).
+
+use super::calls::{Call, CallKind};
+use super::chain::{self, Chain, Reply, Step, Then};
+use super::*;
+
+impl Dispatcher {
+    pub(super) fn start_chain(&mut self, event: String, payload: Payload, done: Responder) {
+        if !INTERCEPTABLE.contains(&event.as_str()) {
+            let msg = format!("event {event:?} cannot be intercepted ({})", INTERCEPTABLE.join(", "));
+            return respond(done, Err(HostError::BadRequest(msg)));
+        }
+        self.run_chain(event, payload, Then::Answer(done));
+    }
+
+    pub(super) fn run_chain(&mut self, event: String, payload: Payload, then: Then) {
+        let exts = &self.exts;
+        let chain = Chain::new(event, payload, then, exts.len(), |s, e| asks(&exts[s], e));
+        let id = self.next();
+        self.chains.insert(id, chain);
+        self.step_chain(id);
+    }
+
+    /// Asks the next interceptor in the chain, or finishes it.
+    pub(super) fn step_chain(&mut self, id: u64) {
+        loop {
+            let exts = &self.exts;
+            let Some(chain) = self.chains.get_mut(id) else { return };
+            let (slot, event, payload) = match chain.step(|s, e| asks(&exts[s], e)) {
+                Step::Ask { slot, event, payload } => (slot, event, payload),
+                Step::Done(outcome) => return self.finish_chain(id, outcome),
+            };
+            let call_id = self.next();
+            let payload = self.enveloped(&event, payload);
+            let frame = HostFrame::EventIntercept { id: call_id.to_string(), event, payload };
+            let bytes = encode(&frame);
+            let sent = if bytes.len() > MAX_FRAME_OUT {
+                Err(HostError::TooLarge {
+                    extension: self.exts[slot].name().to_string(),
+                    what: format!("an event_intercept frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()),
+                })
+            } else {
+                self.has_room(slot).and_then(|()| self.exts[slot].send(Arc::new(bytes)))
+            };
+            match sent {
+                Ok(()) => {
+                    let deadline = after(self.cfg.timeouts.intercept);
+                    let call = Call { ext: self.exts[slot].id, kind: CallKind::Intercept { chain: id }, deadline };
+                    self.calls.insert(call_id, call);
+                    return;
+                }
+                Err(e) => {
+                    if self.interceptor_failed(id, slot, &e.to_string()) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records an interceptor's failure. Returns true when the chain is over
+    /// (fail-closed blocks).
+    pub(super) fn interceptor_failed(&mut self, id: u64, slot: usize, why: &str) -> bool {
+        let ext = &self.exts[slot];
+        let event = self.chains.event(id).unwrap_or_default().to_string();
+        ext.log(&format!("intercept of {event} failed: {why}"));
+        if chain::failure_blocks(&event, self.cfg.fail_closed) {
+            let outcome = chain::failed_closed(ext.name(), why);
+            self.finish_chain(id, outcome);
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn chain_failed(&mut self, id: u64, slot: usize, why: &str) {
+        if !self.interceptor_failed(id, slot, why) {
+            self.step_chain(id);
+        }
+    }
+
+    pub(super) fn on_intercept_response(&mut self, slot: usize, r: InterceptResponse) {
+        let Some(call) = self.take_call(slot, &r.id, "event_intercept_response") else { return };
+        let CallKind::Intercept { chain: id } = call.kind else { return };
+        let ext = &self.exts[slot];
+        let Some(chain) = self.chains.get_mut(id) else { return };
+        match chain.apply(ext.name(), r) {
+            Reply::Next => {}
+            Reply::Blocked(outcome) => return self.finish_chain(id, outcome),
+            Reply::Ignored(why) => {
+                // PROTOCOL.md §6.4: logged, and the user is warned in the
+                // extension's name.
+                ext.log(&format!("ignored its before_agent_start reply: {why}"));
+                let message = format!("zot: ignored this extension's before_agent_start reply: {why}");
+                let extension = ext.name().to_string();
+                self.emit(HostEvent::Notify { extension, level: "warn".into(), message });
+            }
+        }
+        self.step_chain(id);
+    }
+
+    pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
+        match self.chains.remove(id) {
+            Some((Then::Answer(done), _)) => respond(done, Ok(Response::Intercept(outcome))),
+            Some((Then::Tool(m), payload)) => self.after_tool_chain(*m, payload, outcome),
+            None => {}
+        }
+    }
+}
+
+/// Whether `ext` is asked in a chain of `event`: it runs and intercepts it.
+fn asks(ext: &Ext, event: &str) -> bool {
+    ext.life.running() && ext.intercepts.iter().any(|i| i == event)
+}
