@@ -230,7 +230,7 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
             call_id: req_str(&mut p, "call_id")?,
             content: match p.remove("content") {
                 Some(Value::Array(c)) => c,
-                None | Some(Value::Null) => Vec::new(),
+                None => return Err("missing param `content`".into()),
                 Some(_) => return Err("param `content` must be an array".into()),
             },
             is_error: match p.remove("is_error") {

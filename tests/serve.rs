@@ -1252,7 +1252,7 @@ fn every_event_and_intercept_frame_carries_the_envelope() {
     let t = TempDir::new("serve-envelope");
     let a = ext(&t, "a", &["--keep-envelope", "--tools", "events@a", "--events", &events.join(","), "--intercepts", "tool_call,before_agent_start"]);
     let b = ext(&t, "b", &["--keep-envelope", "--tools", "events@b", "--events", "turn_start"]);
-    let mut s = Serve::start(&t, &[a, b], &[]);
+    let mut s = Serve::start(&t, &[a, b], &["--provider", "prov", "--model", "mod"]);
     s.ready_all();
     for (i, e) in events.iter().enumerate() {
         let r = s.ok(json!({"id": i, "type": "event", "event": e, "n": i}));
@@ -1288,10 +1288,25 @@ fn every_event_and_intercept_frame_carries_the_envelope() {
     let result = &seen[events.len() + 2]["result"];
     assert_eq!(result["truncated"], true, "a tool_result over 256 KiB is cut");
     assert_eq!(result["content"][0]["text"].as_str().unwrap().len(), 256 * 1024);
-    // b's turn_start frames sit in the same host-wide order.
+    // b's turn_start frames sit in the same host-wide order: the counter is
+    // over frames, so b's frame for an event comes right after a's.
     let seen_b = seen_by(&mut s, "b", 201);
     assert_eq!(seen_b.len(), 2);
-    assert_eq!(seen_b[0]["sequence"], seen[3]["sequence"], "one sequence per event, whoever gets it");
+    let seq = |f: &Value| f["sequence"].as_u64().unwrap_or(0);
+    assert_eq!(seq(&seen_b[0]), seq(&seen[3]) + 1, "a frame of its own, after a's: {seen_b:?}");
+    assert_eq!(seq(&seen_b[1]), seq(&seen[events.len() + 1]) + 1, "{seen_b:?}");
+    let mut all: Vec<u64> = seen.iter().chain(&seen_b).map(seq).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), seen.len() + seen_b.len(), "no two frames share a sequence");
+    // before_agent_start: the host's provider and model unless the agent
+    // gives its own.
+    s.ok(json!({"id": 103, "type": "intercept", "event": "before_agent_start", "system_prompt": "p", "agent_run_id": "r"}));
+    s.ok(json!({"id": 104, "type": "intercept", "event": "before_agent_start", "system_prompt": "p", "provider": "x", "model": "y"}));
+    let seen = seen_by(&mut s, "a", 202);
+    let bas: Vec<&Value> = seen.iter().filter(|f| f["intercept"] == "before_agent_start").collect();
+    assert_eq!((&bas[0]["provider"], &bas[0]["model"], &bas[0]["agent_run_id"]), (&json!("prov"), &json!("mod"), &json!("r")), "{bas:?}");
+    assert_eq!((&bas[1]["provider"], &bas[1]["model"]), (&json!("x"), &json!("y")), "{bas:?}");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }
@@ -1451,6 +1466,9 @@ fn extensions_reach_the_agents_own_tools() {
     assert_eq!(asked["args"], json!({"cmd": "ls"}));
     assert_eq!(asked["parent_tool_id"], "model-7");
     let call_id = asked["call_id"].as_str().unwrap().to_string();
+    // `content` is required (PROTOCOL.md §4); the call still waits.
+    let (code, msg) = s.err(json!({"id": "r0", "type": "call_tool_result", "call_id": call_id}));
+    assert_eq!((code.as_str(), msg.as_str()), ("bad_request", "missing param `content`"));
     let r = s.ok(json!({"id": 3, "type": "call_tool_result", "call_id": call_id, "content": [{"type": "text", "text": "a b"}], "structured_content": {"n": 2}}));
     assert_eq!(r, json!({}));
     let got = call_result(&s.response(&json!(2)));
@@ -1465,6 +1483,7 @@ fn extensions_reach_the_agents_own_tools() {
     s.send(&json!({"id": 5, "type": "tool", "name": "call", "args": {"to": "bash", "args": {}, "cancel": true}}));
     let got = call_result(&s.response(&json!(5)));
     assert!(got["content"][0]["text"].as_str().unwrap().contains("cancelled"), "{got}");
+    assert_eq!((&got["name"], &got["is_error"]), (&json!("bash"), &json!(true)), "the answer names the tool: {got}");
     let cancel = s.wait_or_find(|f| f["type"] == "call_tool_cancel");
     assert!(s.frames[cancel]["call_id"].is_string());
     // A set replaced: bash is gone.
@@ -1482,16 +1501,25 @@ fn command_names_are_matched_without_case() {
     let t = TempDir::new("serve-case");
     let a = ext(&t, "a", &["--commands", "Weather"]);
     let b = ext(&t, "b", &["--commands", "weather"]);
-    let mut s = Serve::start(&t, &[a, b], &[]);
+    // Within one extension too: its second spelling is shadowed.
+    let c = ext(&t, "c", &["--commands", "Tide,tide"]);
+    let mut s = Serve::start(&t, &[a, b, c], &[]);
     s.ready_all();
+    let r = s.ok(json!({"id": 1, "type": "command", "name": "TIDE"}));
+    assert_eq!(r["display"], "c:Tide:");
     let r = s.ok(json!({"id": 1, "type": "command", "name": "WEATHER", "args": "oslo"}));
     assert_eq!(r["display"], "a:Weather:oslo");
     let l = s.ok(json!({"id": 2, "type": "list"}));
-    assert_eq!(l["commands"], json!([{"name": "Weather", "description": "Weather from a", "extension": "a"}]));
+    assert_eq!(
+        l["commands"],
+        json!([{"name": "Weather", "description": "Weather from a", "extension": "a"}, {"name": "Tide", "description": "Tide from c", "extension": "c"}])
+    );
     assert_eq!(l["extensions"][1]["shadowed_commands"], json!(["weather"]));
+    assert_eq!(l["extensions"][2]["shadowed_commands"], json!(["tide"]));
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
     assert!(read_log(&t, "b").contains("command /weather is shadowed by extension \"a\""), "{}", read_log(&t, "b"));
+    assert!(read_log(&t, "c").contains("command /tide is shadowed by /Tide, registered first by the same extension"), "{}", read_log(&t, "c"));
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub(super) struct AgentCall {
 pub(super) struct ExtCall {
     /// The `tool_id` of the host's call, to cancel it by.
     key: String,
+    /// The tool asked for, named in the answer to a cancel.
+    name: String,
 }
 
 impl Dispatcher {
@@ -75,7 +77,7 @@ impl Dispatcher {
             return refuse(self, format!("unknown tool {name:?}"));
         }
         let key = format!("ext-call-{}", self.next());
-        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone() });
+        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone(), name: name.clone() });
         let inbox = self.inbox.clone();
         let (their, tool) = (id, name.clone());
         let done = Responder::new(move |result| {
@@ -107,7 +109,7 @@ impl Dispatcher {
         let Some(c) = self.ext_calls.remove(&(caller, id.to_string())) else { return };
         self.cancel_host_call(&c.key);
         let text = vec![serde_json::json!({"type": "text", "text": "tool call cancelled"})];
-        self.answer_call_tool(slot, id, "", text, true, None);
+        self.answer_call_tool(slot, id, &c.name, text, true, None);
     }
 
     /// The caller is gone: what it started is cancelled, unanswered.

@@ -173,7 +173,14 @@ impl Dispatcher {
             None if full => {
                 return self.refuse(slot, format!("command /{name}: over {} commands", limits.commands));
             }
-            None => ext.commands.push((name.clone(), description)),
+            None => {
+                // Names match without case (PROTOCOL.md §6.3), within one
+                // extension too: the spelling registered first wins.
+                if let Some(first) = ext.command_spelled(&name) {
+                    ext.log(&format!("command /{name} is shadowed by /{first}, registered first by the same extension"));
+                }
+                ext.commands.push((name.clone(), description));
+            }
         }
         let msgs = self.registry.claim_command(&name, slot);
         self.log_claims(msgs);

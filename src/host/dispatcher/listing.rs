@@ -49,7 +49,12 @@ impl Dispatcher {
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),
                 shadowed_commands: if e.life.running() {
-                    e.commands.iter().filter(|c| !owns_cmd(&c.0)).map(|c| c.0.clone()).collect()
+                    // A second spelling of its own command is shadowed by the first.
+                    e.commands
+                        .iter()
+                        .filter(|c| !owns_cmd(&c.0) || e.command_spelled(&c.0) != Some(c.0.as_str()))
+                        .map(|c| c.0.clone())
+                        .collect()
                 } else {
                     Vec::new()
                 },

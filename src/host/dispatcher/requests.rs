@@ -243,8 +243,9 @@ impl Dispatcher {
 
     /// The payload of an `event` or `event_intercept` frame with its
     /// envelope (PROTOCOL.md §6.4): the agent's `session_id` and `cwd` or
-    /// the host's, a strictly increasing `sequence`, and a `tool_result`'s
-    /// content bounded as a `call_tool` result is.
+    /// the host's, a strictly increasing `sequence`, the host's `provider`
+    /// and `model` in a `before_agent_start` that has none, and a
+    /// `tool_result`'s content bounded as a `call_tool` result is.
     pub(super) fn enveloped(&mut self, event: &str, mut payload: Payload) -> Payload {
         self.sequence += 1;
         if !payload.get("session_id").is_some_and(Value::is_string) {
@@ -254,6 +255,13 @@ impl Dispatcher {
             payload.insert("cwd".into(), Value::String(self.cfg.cwd.display().to_string()));
         }
         payload.insert("sequence".into(), Value::from(self.sequence));
+        if event == "before_agent_start" {
+            for (k, v) in [("provider", &self.cfg.provider), ("model", &self.cfg.model)] {
+                if !payload.get(k).is_some_and(Value::is_string) {
+                    payload.insert(k.into(), Value::String(v.clone()));
+                }
+            }
+        }
         if event == "tool_result" {
             if let Some(Value::Object(result)) = payload.get_mut("result") {
                 if let Some(Value::Array(content)) = result.remove("content") {
@@ -268,25 +276,28 @@ impl Dispatcher {
         payload
     }
 
-    /// Sends `event` to its subscribers; how many it reached.
+    /// Sends `event` to its subscribers; how many it reached. Each frame
+    /// gets its own `sequence` (PROTOCOL.md §6.4: the counter is over
+    /// frames), in load order.
     pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
         let subscribers: Vec<usize> =
             (0..self.exts.len()).filter(|&s| self.exts[s].life.running() && self.exts[s].events.iter().any(|x| x == event)).collect();
         if subscribers.is_empty() {
             return 0;
         }
-        let payload = self.enveloped(event, payload);
-        let bytes = encode(&HostFrame::Event { event: event.to_string(), payload });
-        if bytes.len() > MAX_FRAME_OUT {
-            for &s in &subscribers {
-                self.exts[s].log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
-            }
-            return 0;
-        }
-        let bytes = Arc::new(bytes);
+        let mut payload = self.enveloped(event, payload);
         let mut n = 0;
-        for &s in &subscribers {
-            match self.exts[s].send(bytes.clone()) {
+        for (i, &s) in subscribers.iter().enumerate() {
+            if i > 0 {
+                self.sequence += 1;
+                payload.insert("sequence".into(), Value::from(self.sequence));
+            }
+            let bytes = encode(&HostFrame::Event { event: event.to_string(), payload: payload.clone() });
+            if bytes.len() > MAX_FRAME_OUT {
+                self.exts[s].log(&format!("event {event} not delivered: {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()));
+                continue;
+            }
+            match self.exts[s].send(Arc::new(bytes)) {
                 Ok(()) => n += 1,
                 Err(e) => self.exts[s].log(&format!("event {event} not delivered: {e}")),
             }
