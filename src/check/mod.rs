@@ -3,11 +3,12 @@
 //! finding per line with a severity (error, warning, info), a stable code
 //! and a fix hint.
 //!
-//! The extension is driven directly over pipes, not through the
-//! [`Host`](crate::host::Host), because the check must see raw lines and
-//! their order: spawned in its own process group, cwd its manifest's
+//! The extension runs as the host runs it, a
+//! [`Child`](crate::child::Child), but the check drives it itself, not
+//! through the [`Host`](crate::host::Host), because it must see raw lines
+//! and their order: spawned in its own process group, cwd its manifest's
 //! directory, `ZOT_HOME` a temporary directory (removed afterwards), stderr
-//! to a file in it. The sequence:
+//! to a file in it, stdout read as lines. The sequence:
 //!
 //! 1. the manifest ([`Manifest::load`], [`Manifest::resolve_exec`]);
 //! 2. `hello` within 5 s, as the first frame;
@@ -32,10 +33,10 @@
 //! Exit code: 0 when there is no error (warnings do not fail), 1 otherwise.
 //!
 //! The parts: `findings.rs` (the list and its caps), `run.rs` (the
-//! sandbox, the process and its lines), `session.rs` (the handshake and the
-//! stop; `session/frames.rs` what the extension sends, `session/calls.rs`
-//! what it is asked), `schema.rs` (tool schema rules), `report.rs` (the
-//! text).
+//! sandbox, the process and its lines), `session.rs` (the session's own
+//! thread, the handshake and the stop; `session/frames.rs` what the
+//! extension sends, `session/calls.rs` what it is asked), `schema.rs` (tool
+//! schema rules), `report.rs` (the text).
 
 mod findings;
 pub(crate) mod report;

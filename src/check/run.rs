@@ -1,23 +1,22 @@
-//! Running the extension for the check: a throw-away `ZOT_HOME`, the
-//! process started as the host starts extensions ([`start_bare`]: its own
-//! process group, the parent-death signal, only fds 0 to 2 across exec)
-//! with its stderr in a file, a reader thread turning stdout into capped
-//! lines and a waiter thread for its exit, both reporting on one channel;
-//! and who is left in its group.
+//! Running the extension for the check: a throw-away `ZOT_HOME`, and the
+//! process run by the host's own [`Child`] (its own process group, the
+//! parent-death signal, only fds 0 to 2 across exec, the reader and waiter
+//! threads) with its stdout read as lines, each report stamped with the
+//! time it was made, and its stderr in a file; the process ended and
+//! reaped when the check is done with it; and who is left in its group.
 
-use crate::child::{child_env, kill_group, start_bare, Log, Started, MAX_LINE};
-use crate::lines::{Line, LineBuf};
+use crate::child::{Child, ChildMsg, Log};
 use crate::manifest::Manifest;
 use crate::text::one_line;
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crate::wake::Rx;
+use crossbeam_channel::RecvTimeoutError;
 use std::ffi::OsString;
-use std::fs::{self, File};
-use std::io::{self, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::io;
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A temporary `ZOT_HOME`, removed when dropped.
 pub(super) struct Sandbox {
@@ -54,76 +53,118 @@ impl Drop for Sandbox {
     }
 }
 
-/// What the reader and waiter threads report.
+/// What the extension's threads report, as the session sees it.
 pub(super) enum Ev {
     Line(Instant, Vec<u8>),
-    /// A line over [`MAX_LINE`] bytes, discarded.
+    /// A line over [`crate::child::MAX_LINE`] bytes, discarded.
     TooLong(usize),
     Eof,
     Exited(Instant, ExitStatus),
 }
 
-/// Kills the process group when dropped, whatever happened.
-pub(super) struct Group(pub(super) u32);
+/// How long the end of the check waits for a process it SIGKILLed to exit,
+/// so that it can be reaped, before leaving it.
+const KILL_GRACE: Duration = Duration::from_secs(1);
 
-impl Drop for Group {
-    fn drop(&mut self) {
-        kill_group(self.0, libc::SIGKILL);
-    }
+/// The extension's process and what its threads report, each with the
+/// time it was made. Dropped, it ends the process: SIGKILL to its group
+/// (what is left of it too) while it is unreaped, then its exit awaited
+/// for [`KILL_GRACE`] at most, and reaped.
+pub(super) struct Proc {
+    child: Child,
+    /// `None` once every thread that reports has ended.
+    rx: Option<Rx<(Instant, ChildMsg)>>,
+    stdin_open: bool,
+    exited: bool,
 }
 
-pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<(u32, File, Receiver<Ev>)> {
+/// Starts the extension with `ZOT_HOME` in the sandbox and its stderr in
+/// the sandbox's file. The calling thread must outlive the process
+/// ([`crate::child::spawn_from_this_thread`]): dropping the [`Proc`] ends it.
+pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<Proc> {
     let home = sandbox.home();
     fs::create_dir_all(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
-    let mut env = child_env(&[]);
-    env.retain(|(k, _)| k != "ZOT_HOME");
-    env.push((OsString::from("ZOT_HOME"), home.into_os_string()));
-    // This thread outlives the process: the session ends it (Group) before
-    // it returns.
-    crate::child::spawn_from_this_thread();
-    let Started { pid, stdin, stdout } = start_bare(m, exec, &env, &stderr)?;
-    let guard = Group(pid);
-    let (tx, rx) = unbounded();
-    let rtx = tx.clone();
-    thread::Builder::new().name("zot-check-r".into()).spawn(move || read_lines(stdout, &rtx))?;
-    thread::Builder::new().name("zot-check-x".into()).spawn(move || {
-        let status = wait_and_reap(pid);
-        let _ = tx.send(Ev::Exited(Instant::now(), status));
-    })?;
-    std::mem::forget(guard);
-    Ok((pid, stdin, rx))
+    let env = [(OsString::from("ZOT_HOME"), home.into_os_string())];
+    let (tx, rx) = crate::wake::channel();
+    let child = Child::spawn_lines(m, exec, &env, &stderr, tx, |msg| (Instant::now(), msg))?;
+    Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false })
 }
 
-/// Waits for our child `pid` to exit and reaps it.
-fn wait_and_reap(pid: u32) -> ExitStatus {
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child.
-        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-        if r == pid as libc::pid_t {
-            return ExitStatus::from_raw(status);
+impl Proc {
+    /// The process group (the pid of its leader).
+    pub(super) fn pgid(&self) -> u32 {
+        self.child.pid
+    }
+
+    /// Some thread may still report.
+    pub(super) fn connected(&self) -> bool {
+        self.rx.is_some()
+    }
+
+    pub(super) fn stdin_open(&self) -> bool {
+        self.stdin_open
+    }
+
+    /// Writes `bytes` to its stdin; stdin is closed after an error.
+    pub(super) fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let written = self.child.send_wait(bytes);
+        if written.is_err() {
+            self.close_stdin();
         }
-        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
+        written
+    }
+
+    pub(super) fn close_stdin(&mut self) {
+        if std::mem::take(&mut self.stdin_open) {
+            self.child.close_stdin();
         }
-        return ExitStatus::from_raw(0);
+    }
+
+    /// Sends `sig` to its group, unless it was reaped.
+    pub(super) fn signal(&self, sig: i32) {
+        self.child.signal_group(sig);
+    }
+
+    /// The next report until `deadline`; `Disconnected` once every thread
+    /// that reports has ended.
+    pub(super) fn next(&mut self, deadline: Instant) -> Result<Ev, RecvTimeoutError> {
+        loop {
+            let Some(rx) = &self.rx else { return Err(RecvTimeoutError::Disconnected) };
+            let (at, msg) = match rx.recv_deadline(Some(deadline)) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.rx = None;
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                Err(e) => return Err(e),
+            };
+            return Ok(match msg {
+                ChildMsg::Line(line) => Ev::Line(at, line),
+                ChildMsg::TooLong { len, .. } => Ev::TooLong(len),
+                ChildMsg::Eof => Ev::Eof,
+                ChildMsg::Exited(status) => {
+                    self.exited = true;
+                    // A status that could not be read counts as a clean exit.
+                    Ev::Exited(at, status.unwrap_or_else(|| ExitStatus::from_raw(0)))
+                }
+                // Not sent for a child read as lines.
+                ChildMsg::Frame(_) | ChildMsg::BadReply { .. } => continue,
+            });
+        }
     }
 }
 
-fn read_lines<R: Read>(input: R, tx: &Sender<Ev>) {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut lines = LineBuf::new(MAX_LINE);
-    while let Ok(Some(line)) = lines.next(&mut reader) {
-        let ev = match line {
-            Line::Text(l) => Ev::Line(Instant::now(), l.to_vec()),
-            Line::TooLong(len) => Ev::TooLong(len),
-        };
-        if tx.send(ev).is_err() {
-            return;
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.close_stdin();
+        self.signal(libc::SIGKILL);
+        let deadline = Instant::now() + KILL_GRACE;
+        while !self.exited && self.next(deadline).is_ok() {}
+        if self.exited {
+            self.child.reap();
         }
     }
-    let _ = tx.send(Ev::Eof);
 }
 
 /// Some process of group `pgid` has not exited (zombies do not count where

@@ -1,21 +1,21 @@
-//! One check session: the state of the extension as the check drives it
-//! (the handshake, then the stop); what it sends is judged in
-//! [`frames`], what it is asked in [`calls`].
+//! One check session, on a thread of its own that outlives the extension's
+//! process: the state of the extension as the check drives it (the
+//! handshake, then the stop); what it sends is judged in [`frames`], what
+//! it is asked in [`calls`].
 
 mod calls;
 mod frames;
 
-use super::run::{group_members, group_running, spawn, Ev, Group, Sandbox};
+use super::run::{group_members, group_running, spawn, Ev, Proc, Sandbox};
 use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
-use crate::child::{kill_group, MAX_LINE};
+use crate::child::MAX_LINE;
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::RecvTimeoutError;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::thread;
@@ -45,9 +45,8 @@ pub(super) struct Session<'a> {
     f: &'a mut Findings,
     limits: Limits,
     start: Instant,
-    rx: Option<Receiver<Ev>>,
-    stdin: Option<File>,
-    pgid: u32,
+    /// The running extension; dropped (ended and reaped) at the end of [`Session::run`].
+    proc: Option<Proc>,
     exited: Option<(Instant, ExitStatus)>,
     eof: bool,
     hello_at: Option<Instant>,
@@ -88,9 +87,7 @@ impl<'a> Session<'a> {
             f,
             limits: Limits::default(),
             start: now,
-            rx: None,
-            stdin: None,
-            pgid: 0,
+            proc: None,
             exited: None,
             eof: false,
             hello_at: None,
@@ -116,19 +113,37 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Runs the whole check of the process on a thread of its own, marked
+    /// as one that starts extensions: the parent-death signal is tied to
+    /// the thread that starts the process, and this one ends it (SIGKILL to
+    /// its group, reaped: [`Proc`]) before it returns.
     pub(super) fn run(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+        let ran = thread::scope(|s| {
+            thread::Builder::new()
+                .name("zot-check".into())
+                // As much as a main thread has: it decodes and walks
+                // whatever the extension sends.
+                .stack_size(8 * 1024 * 1024)
+                .spawn_scoped(s, || {
+                    crate::child::spawn_from_this_thread();
+                    self.drive(exec, sandbox, timings, calls);
+                    self.proc = None;
+                })
+                .map(|t| t.join())
+        });
+        match ran {
+            Ok(Ok(())) => {}
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => self.cannot_start(exec, &e),
+        }
+    }
+
+    fn drive(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
         self.start = Instant::now();
-        let (pgid, stdin, rx) = match spawn(self.m, exec, sandbox) {
-            Ok(x) => x,
-            Err(e) => {
-                self.f.error("spawn", format!("cannot start {}: {e}", exec.display()), "check that exec is a program this system can run (a #! line, the right architecture)");
-                return;
-            }
-        };
-        let _group = Group(pgid);
-        self.pgid = pgid;
-        self.stdin = Some(stdin);
-        self.rx = Some(rx);
+        match spawn(self.m, exec, sandbox) {
+            Ok(p) => self.proc = Some(p),
+            Err(e) => return self.cannot_start(exec, &e),
+        }
 
         let greeted = self.handshake(timings);
         if greeted {
@@ -137,6 +152,10 @@ impl<'a> Session<'a> {
         }
         self.shutdown(timings, greeted);
         self.stderr(sandbox);
+    }
+
+    fn cannot_start(&mut self, exec: &Path, e: &std::io::Error) {
+        self.f.error("spawn", format!("cannot start {}: {e}", exec.display()), "check that exec is a program this system can run (a #! line, the right architecture)");
     }
 
     /// Time as the host would see it, in ms since spawn: the hold of
@@ -153,17 +172,33 @@ impl<'a> Session<'a> {
     }
 
     fn send_bytes(&mut self, bytes: &[u8]) -> bool {
-        let Some(stdin) = self.stdin.as_mut() else { return false };
-        match stdin.write_all(bytes).and_then(|()| stdin.flush()) {
+        let Some(p) = self.proc.as_mut().filter(|p| p.stdin_open()) else { return false };
+        match p.write(bytes) {
             Ok(()) => true,
             Err(e) => {
                 if !self.write_failed && self.exited.is_none() && !self.eof {
                     self.f.error("stdin_closed", format!("writing to its stdin failed: {e}"), "keep reading stdin until shutdown");
                 }
                 self.write_failed = true;
-                self.stdin = None;
                 false
             }
+        }
+    }
+
+    fn close_stdin(&mut self) {
+        if let Some(p) = self.proc.as_mut() {
+            p.close_stdin();
+        }
+    }
+
+    /// Some thread of the process may still report.
+    fn connected(&self) -> bool {
+        self.proc.as_ref().is_some_and(Proc::connected)
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(p) = &self.proc {
+            p.signal(sig);
         }
     }
 
@@ -175,13 +210,12 @@ impl<'a> Session<'a> {
     /// and skipped on the way.
     fn next(&mut self, deadline: Instant) -> Step {
         loop {
-            let Some(rx) = &self.rx else { return Step::Gone };
-            let ev = match rx.recv_deadline(deadline) {
+            let Some(p) = self.proc.as_mut() else { return Step::Gone };
+            let ev = match p.next(deadline) {
                 Ok(ev) => ev,
                 Err(RecvTimeoutError::Timeout) => return Step::Timeout,
                 Err(RecvTimeoutError::Disconnected) => {
                     self.eof = true;
-                    self.rx = None;
                     return Step::Gone;
                 }
             };
@@ -345,17 +379,17 @@ impl<'a> Session<'a> {
             return self.leftovers();
         }
         if !graceful {
-            self.stdin = None;
+            self.close_stdin();
             return self.stop_hard(&[libc::SIGKILL]);
         }
         if !self.eof {
             self.shutdown_sent = true;
             self.send(&HostFrame::Shutdown);
         }
-        self.stdin = None;
+        self.close_stdin();
         let sent = Instant::now();
         let deadline = sent + self.d.shutdown;
-        while self.exited.is_none() && self.rx.is_some() {
+        while self.exited.is_none() && self.connected() {
             match self.next(deadline) {
                 Step::Malformed => {}
                 Step::Frame(f, at) => self.observe(f, at),
@@ -374,7 +408,7 @@ impl<'a> Session<'a> {
         // read what stdout still holds (its end, or a short while if a
         // leftover process keeps it open).
         let drain = Instant::now() + Duration::from_millis(500);
-        while self.exited.is_some() && !self.eof && self.rx.is_some() {
+        while self.exited.is_some() && !self.eof && self.connected() {
             match self.next(drain) {
                 Step::Frame(f, at) => self.observe(f, at),
                 Step::Malformed => {}
@@ -402,9 +436,9 @@ impl<'a> Session<'a> {
     /// the exit status after each.
     fn stop_hard(&mut self, signals: &[i32]) {
         for sig in signals {
-            kill_group(self.pgid, *sig);
+            self.signal(*sig);
             let deadline = Instant::now() + Duration::from_secs(1);
-            while self.exited.is_none() && self.rx.is_some() {
+            while self.exited.is_none() && self.connected() {
                 if let Step::Timeout = self.next(deadline) {
                     break;
                 }
@@ -417,29 +451,31 @@ impl<'a> Session<'a> {
 
     /// After stdout closed: waits for the exit status until `deadline`.
     fn drain_exit(&mut self, deadline: Instant) {
-        while self.exited.is_none() && self.rx.is_some() {
+        while self.exited.is_none() && self.connected() {
             if let Step::Timeout = self.next(deadline) {
                 return;
             }
         }
     }
 
-    /// Processes of its group still alive once the leader is gone.
+    /// Processes of its group still alive once the leader is gone (it is
+    /// not reaped yet, so its group id is still its own).
     fn leftovers(&mut self) {
-        if self.pgid == 0 || self.exited.is_none() {
+        let Some(pgid) = self.proc.as_ref().map(Proc::pgid) else { return };
+        if self.exited.is_none() {
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(300);
-        while group_running(self.pgid) {
+        while group_running(pgid) {
             if Instant::now() >= deadline {
-                let who = group_members(self.pgid);
+                let who = group_members(pgid);
                 let who = if who.is_empty() { String::new() } else { format!(": {}", who.join(", ")) };
                 self.f.error(
                     "leftover_processes",
                     format!("processes of its group were still running after it exited{who}; the host kills them"),
                     "wait for (or stop) the processes it started before exiting",
                 );
-                kill_group(self.pgid, libc::SIGKILL);
+                self.signal(libc::SIGKILL);
                 return;
             }
             thread::sleep(Duration::from_millis(10));

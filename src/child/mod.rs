@@ -1,19 +1,20 @@
-//! One extension process: spawning it in its own process group with its
-//! stderr in the log file, the reader thread (stdout lines → frames), the
-//! writer thread (bounded queue → stdin, for what the sender's own
-//! non-blocking writes leave), the waiter thread (the exit, seen without
-//! reaping), and signals to its group. The group is signalled only while
-//! the process is unreaped: its zombie pins the group id, which after the
-//! reap may belong to someone else.
+//! One extension process, for the host and for `zot ext check` alike:
+//! spawning it in its own process group with its stderr in the log file,
+//! the reader thread (stdout lines → frames for the host, or the lines as
+//! they are for the check), the writer thread (bounded queue → stdin, for
+//! what the sender's own non-blocking writes leave; or one blocking write
+//! at a time that reports its error, for the check), the waiter thread
+//! (the exit, seen without reaping), and signals to its group. The group
+//! is signalled only while the process is unreaped: its zombie pins the
+//! group id, which after the reap may belong to someone else.
 
-use crate::lines::{Line, LineBuf};
 pub use crate::log::Log;
 use crate::manifest::Manifest;
-use crate::protocol::{decode, DecodeError, ExtFrame};
+use crate::protocol::{DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{Sender, TrySendError};
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -43,11 +44,26 @@ pub enum ChildMsg {
     /// A reply line over [`MAX_LINE`]: the `id` read from its head, when
     /// there was one, and its length.
     TooLong { id: Option<String>, len: usize },
+    /// A stdout line as it is, without its `\n`: sent instead of frames by
+    /// a child started with [`Child::spawn_lines`].
+    Line(Vec<u8>),
     /// Stdout closed (or the reader thread failed).
     Eof,
     /// The process exited; it is not reaped yet ([`Child::reap`]). `None`
     /// when its status could not be read.
     Exited(Option<ExitStatus>),
+}
+
+/// How the reader thread hands stdout over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Decoded: [`ChildMsg::Frame`] and [`ChildMsg::BadReply`], junk and
+    /// over-long lines logged (the host).
+    Frames,
+    /// Every line as it is ([`ChildMsg::Line`]), over-long ones as
+    /// [`ChildMsg::TooLong`], nothing logged: for a driver that judges each
+    /// line itself and keeps the log for the child's stderr alone.
+    Lines,
 }
 
 /// What the writer thread is told.
@@ -169,8 +185,52 @@ impl Child {
         M: Send + 'static,
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
+        let tap = trace.map(|t| t.tap(&manifest.name));
+        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, inbox, wrap)
+    }
+
+    /// Spawns `exec` as [`Child::spawn`] does, for a driver that judges
+    /// every stdout line itself (`zot ext check`): the reader hands over
+    /// each line as it is ([`Reading::Lines`]), so `log` holds nothing but
+    /// the child's stderr; nothing is traced. `env` is added to the
+    /// environment ([`child_env`]). Such a driver writes with
+    /// [`Child::send_wait`], so the queue only ever carries the close of
+    /// stdin.
+    pub fn spawn_lines<M, W>(
+        manifest: &Manifest,
+        exec: &Path,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+        log: &Log,
+        inbox: crate::wake::Tx<M>,
+        wrap: W,
+    ) -> io::Result<Child>
+    where
+        M: Send + 'static,
+        W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
+    {
+        let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
+        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, inbox, wrap)
+    }
+
+    /// Starts the process with `env` as its whole environment, and its threads.
+    #[allow(clippy::too_many_arguments)]
+    fn start<M, W>(
+        manifest: &Manifest,
+        exec: &Path,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+        log: &Log,
+        bounds: &QueueBounds,
+        tap: Option<Tap>,
+        reading: Reading,
+        inbox: crate::wake::Tx<M>,
+        wrap: W,
+    ) -> io::Result<Child>
+    where
+        M: Send + 'static,
+        W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
+    {
         let name = &manifest.name;
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, &child_env(env), log)?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, env, log)?;
         set_nonblocking(&stdin)?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0) });
         // Unbounded underneath, bounded by `pending` and `queued` in
@@ -187,7 +247,6 @@ impl Child {
 
         let (tx, w) = (inbox.clone(), wrap.clone());
         let rlog = log.clone();
-        let tap = trace.map(|t| t.tap(name));
         let rtap = tap.as_ref().map(Tap::for_reader);
         let r = spawn_thread(
             "r",
@@ -199,6 +258,7 @@ impl Child {
                         stdout,
                         &rlog,
                         rtap.as_ref(),
+                        reading,
                         |m, more| if more { tx.send_quiet(w(m)) } else { tx.send(w(m)) }.is_ok(),
                         || wake.wake(),
                     )
@@ -262,6 +322,19 @@ impl Child {
                 TrySendError::Disconnected(_) => SendError::Closed,
             }
         })
+    }
+
+    /// Writes `bytes` before it returns, waiting for room in the pipe as
+    /// long as it takes, and tells why it could not: for a driver that
+    /// sends one frame at a time and must know at once that stdin is closed
+    /// (`zot ext check`). It passes the outbox and the queue by, so it is
+    /// not ordered with frames of [`Child::send`] not written yet: a child
+    /// is driven with one or the other.
+    pub fn send_wait(&self, bytes: &[u8]) -> io::Result<()> {
+        if let Some(tap) = &self.tap {
+            tap.frame_out(&Arc::new(bytes.to_vec()));
+        }
+        write_all_wait(&self.stdin, bytes)
     }
 
     /// Whether `n` more bytes may be queued: always when this child's queue
@@ -418,94 +491,12 @@ pub fn group_alive(pgid: u32) -> bool {
     unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
+mod read;
 mod spawn;
-pub use spawn::{child_env, spawn_from_this_thread, start_bare, Started};
-use spawn::start_process;
-
-/// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
-/// in `tap` (`--trace`), decodes it and hands frames to `emit`; junk is
-/// logged and skipped, over-long lines are discarded whole without being
-/// kept. Returns at EOF, after emitting `Eof`, or when `emit` returns false.
-/// `emit` is told whether another whole line is read already (`more`): the
-/// dispatcher need only be woken for the last of them. `wake` is called
-/// before waiting for input after an `emit` told of more lines, in case
-/// those were junk that emitted nothing.
-pub fn read_loop<R: Read>(
-    input: R,
-    log: &Log,
-    tap: Option<&Tap>,
-    mut emit: impl FnMut(ChildMsg, bool) -> bool,
-    mut wake: impl FnMut(),
-) {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut lines = LineBuf::new(MAX_LINE);
-    let more = |r: &BufReader<R>| r.buffer().contains(&b'\n');
-    let mut owed = false;
-    loop {
-        if owed && !more(&reader) {
-            wake();
-            owed = false;
-        }
-        match lines.next(&mut reader) {
-            Ok(None) => break,
-            Err(e) => {
-                log.line(&format!("reading stdout failed: {e}"));
-                break;
-            }
-            Ok(Some(Line::TooLong(len))) => {
-                if let Some(tap) = tap {
-                    tap.discarded_in(lines.text(), len);
-                }
-                let id = crate::protocol::head_id(lines.text());
-                match &id {
-                    Some(id) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes), for request {id}")),
-                    None => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
-                }
-                owed |= more(&reader);
-                if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
-                    return;
-                }
-            }
-            Ok(Some(Line::Text(line))) => {
-                if let Some(tap) = tap {
-                    tap.line_in(line);
-                }
-                let more = more(&reader);
-                owed |= more;
-                if !handle_line(line, log, &mut |m| emit(m, more)) {
-                    return;
-                }
-            }
-        }
-    }
-    emit(ChildMsg::Eof, false);
-}
-
-fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) -> bool {
-    match decode::<ExtFrame>(line) {
-        Ok(frame) => emit(ChildMsg::Frame(frame)),
-        Err(DecodeError::BadFields { ty, id: Some(id), msg })
-            if matches!(ty.as_str(), "command_response" | "tool_result" | "event_intercept_response") =>
-        {
-            log.line(&format!("malformed {ty} for request {id}: {msg}"));
-            emit(ChildMsg::BadReply { id, error: DecodeError::BadFields { ty, id: None, msg } })
-        }
-        Err(e) => {
-            log.line(&format!("skipped a stdout line: {e}: {}", preview(line)));
-            true
-        }
-    }
-}
-
-/// The start of a line, for logs: at most 200 bytes, lossily decoded.
-pub fn preview(line: &[u8]) -> String {
-    let cut = &line[..line.len().min(200)];
-    let mut s = String::from_utf8_lossy(cut).into_owned();
-    if line.len() > cut.len() {
-        s.push_str(&format!("… ({} bytes)", line.len()));
-    }
-    s
-}
+pub use read::preview;
+use read::read_loop;
+pub use spawn::{child_env, spawn_from_this_thread};
+use spawn::{start_process, Started};
 
 fn set_nonblocking(stdin: &File) -> io::Result<()> {
     let fd = stdin.as_raw_fd();
@@ -612,7 +603,10 @@ mod tests {
         let log = Log::open(&dir.join("quick.log")).unwrap();
         let refused = std::thread::spawn({
             let (m, log) = (m.clone(), log.clone());
-            move || start_bare(&m, Path::new("/bin/sh"), &[], &log).map(|_| ())
+            move || {
+                let (tx, _rx) = crate::wake::channel();
+                Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, tx, |m| m).map(|_| ())
+            }
         });
         let refused = refused.join().unwrap().unwrap_err();
         assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");

@@ -7,6 +7,7 @@ use super::Log;
 #[cfg(not(target_os = "linux"))]
 use super::kill_group;
 use crate::manifest::Manifest;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -14,28 +15,21 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 /// A started extension process: its pid and our ends of its stdin and stdout.
-pub struct Started {
+pub(super) struct Started {
     pub pid: u32,
     pub stdin: File,
     pub stdout: File,
 }
 
-/// Starts an extension exactly as [`Child::spawn`] does, with `env` as its
-/// whole environment (see [`child_env`]), but without the threads: for a
-/// tool that drives the pipes itself (`zot ext check`). The caller waits
-/// for and reaps the process.
-pub fn start_bare(manifest: &Manifest, exec: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)], log: &Log) -> io::Result<Started> {
-    start_process(manifest, exec, env, log)
-}
-
 /// The environment of an extension: the host's own, then `ZOT_AGENT=1` and
 /// `AI_AGENT=zot` (as upstream sets them), then `extra` (the manifest's
 /// `env`, expanded), each later entry replacing an earlier one of its name.
-pub fn child_env(extra: &[(String, String)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot")]
+        .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
         .into_iter()
-        .chain(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        .chain(extra.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));
     for (k, v) in added {
         env.retain(|(name, _)| name != k);
         env.push((k.into(), v.into()));

@@ -350,6 +350,8 @@ impl Dispatcher {
                     ChildMsg::TooLong { id, len } => self.on_too_long(slot, id, len),
                     ChildMsg::Eof => self.on_eof(slot),
                     ChildMsg::Exited(status) => self.on_exit(slot, status),
+                    // Sent only by a child read as lines (`zot ext check`).
+                    ChildMsg::Line(_) => {}
                 }
             }
         }

@@ -1,0 +1,104 @@
+//! The reader thread's work: stdout split into lines of at most
+//! [`MAX_LINE`] bytes, handed over as frames (the host) or as they are
+//! (`zot ext check`), each recorded for `--trace`.
+
+use super::{ChildMsg, Log, Reading, MAX_LINE};
+use crate::lines::{Line, LineBuf};
+use crate::protocol::{decode, DecodeError, ExtFrame};
+use crate::trace::Tap;
+use std::io::{BufReader, Read};
+
+/// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
+/// in `tap` (`--trace`) and hands it to `emit`: decoded into frames, junk
+/// logged and skipped ([`Reading::Frames`]), or as it is
+/// ([`Reading::Lines`]); over-long lines are discarded whole without being
+/// kept (and logged when decoding). Returns at EOF, after emitting `Eof`,
+/// or when `emit` returns false.
+/// `emit` is told whether another whole line is read already (`more`): the
+/// dispatcher need only be woken for the last of them. `wake` is called
+/// before waiting for input after an `emit` told of more lines, in case
+/// those were junk that emitted nothing.
+pub fn read_loop<R: Read>(
+    input: R,
+    log: &Log,
+    tap: Option<&Tap>,
+    reading: Reading,
+    mut emit: impl FnMut(ChildMsg, bool) -> bool,
+    mut wake: impl FnMut(),
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut lines = LineBuf::new(MAX_LINE);
+    let more = |r: &BufReader<R>| r.buffer().contains(&b'\n');
+    let mut owed = false;
+    loop {
+        if owed && !more(&reader) {
+            wake();
+            owed = false;
+        }
+        match lines.next(&mut reader) {
+            Ok(None) => break,
+            Err(e) => {
+                if reading == Reading::Frames {
+                    log.line(&format!("reading stdout failed: {e}"));
+                }
+                break;
+            }
+            Ok(Some(Line::TooLong(len))) => {
+                if let Some(tap) = tap {
+                    tap.discarded_in(lines.text(), len);
+                }
+                let id = crate::protocol::head_id(lines.text());
+                match (&id, reading) {
+                    (_, Reading::Lines) => {}
+                    (Some(id), _) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes), for request {id}")),
+                    (None, _) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
+                }
+                owed |= more(&reader);
+                if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
+                    return;
+                }
+            }
+            Ok(Some(Line::Text(line))) => {
+                if let Some(tap) = tap {
+                    tap.line_in(line);
+                }
+                let more = more(&reader);
+                owed |= more;
+                let go = match reading {
+                    Reading::Frames => handle_line(line, log, &mut |m| emit(m, more)),
+                    Reading::Lines => emit(ChildMsg::Line(line.to_vec()), more),
+                };
+                if !go {
+                    return;
+                }
+            }
+        }
+    }
+    emit(ChildMsg::Eof, false);
+}
+
+fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) -> bool {
+    match decode::<ExtFrame>(line) {
+        Ok(frame) => emit(ChildMsg::Frame(frame)),
+        Err(DecodeError::BadFields { ty, id: Some(id), msg })
+            if matches!(ty.as_str(), "command_response" | "tool_result" | "event_intercept_response") =>
+        {
+            log.line(&format!("malformed {ty} for request {id}: {msg}"));
+            emit(ChildMsg::BadReply { id, error: DecodeError::BadFields { ty, id: None, msg } })
+        }
+        Err(e) => {
+            log.line(&format!("skipped a stdout line: {e}: {}", preview(line)));
+            true
+        }
+    }
+}
+
+/// The start of a line, for logs: at most 200 bytes, lossily decoded.
+pub fn preview(line: &[u8]) -> String {
+    let cut = &line[..line.len().min(200)];
+    let mut s = String::from_utf8_lossy(cut).into_owned();
+    if line.len() > cut.len() {
+        s.push_str(&format!("… ({} bytes)", line.len()));
+    }
+    s
+}
