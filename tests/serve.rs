@@ -1411,6 +1411,32 @@ fn five_restarts_then_a_crash_loop() {
 }
 
 #[test]
+fn a_reload_announces_the_tools_that_went_and_came() {
+    // PROTOCOL.md §4: `tools_changed` names the tools whose state changed;
+    // after a reload that is what an extension has now and what it lost,
+    // and an extension that does not come back lost all of its tools.
+    let t = TempDir::new("serve-reload-tools");
+    let a = ext(&t, "a", &["--tools", "keep,gone"]);
+    let b = ext(&t, "b", &["--tools", "only_b"]);
+    let mut s = Serve::start(&t, &[a, b.clone()], &[]);
+    s.ready_all();
+    ext(&t, "a", &["--tools", "keep,new"]);
+    std::fs::write(b.join("extension.json"), r#"{"name":"b","exec":"./nope"}"#).unwrap();
+    s.ok(json!({"id": 1, "type": "reload"}));
+    let changed: Vec<Value> = s.notes("tools_changed");
+    assert_eq!(
+        changed,
+        [
+            json!({"type": "tools_changed", "extension": "a", "reason": "reloaded", "tools": ["keep", "new", "gone"]}),
+            json!({"type": "tools_changed", "extension": "b", "reason": "reloaded", "tools": ["only_b"]}),
+        ],
+        "{changed:?}"
+    );
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
 fn restart_never_overrides_the_manifest_and_policies_judge_the_exit() {
     let t = TempDir::new("serve-restart-policy");
     // `always` in the manifest, `--restart never` for the run: no restart.

@@ -174,6 +174,9 @@ struct Dispatcher {
     load_gen: u64,
     load_errors: Vec<String>,
     last_load: Option<LoadReport>,
+    /// Each running extension's tools when a reload began, to announce
+    /// what changed once it is over.
+    tools_before_reload: Vec<(String, Vec<String>)>,
     waiters: Vec<Waiter>,
     stopped_count: usize,
     exit_waiters: Vec<Responder>,
@@ -248,6 +251,7 @@ impl Dispatcher {
             load_gen: 0,
             load_errors: Vec::new(),
             last_load: None,
+            tools_before_reload: Vec::new(),
             waiters: Vec::new(),
             stopped_count: 0,
             exit_waiters: Vec::new(),
@@ -493,6 +497,27 @@ impl Dispatcher {
         self.check_load_done(false);
     }
 
+    /// After a reload, each extension's tools are announced anew: those it
+    /// has now and those it had before and lost, also for an extension
+    /// that did not come back.
+    fn announce_reloaded_tools(&mut self) {
+        let mut before = std::mem::take(&mut self.tools_before_reload);
+        let mut news = Vec::new();
+        for e in &self.exts {
+            let mut tools = if e.life == Life::Ready { e.tool_names() } else { Vec::new() };
+            if let Some(i) = before.iter().position(|(n, _)| n == e.name()) {
+                let (_, old) = before.remove(i);
+                let lost: Vec<String> = old.into_iter().filter(|t| !tools.contains(t)).collect();
+                tools.extend(lost);
+            }
+            news.push((e.name().to_string(), tools));
+        }
+        news.extend(before);
+        for (extension, tools) in news.into_iter().filter(|(_, t)| !t.is_empty()) {
+            self.emit(HostEvent::ToolsChanged { extension, reason: "reloaded".into(), tools });
+        }
+    }
+
     fn check_load_done(&mut self, grace_over: bool) {
         if self.phase != Phase::Loading {
             return;
@@ -509,11 +534,7 @@ impl Dispatcher {
         if first {
             self.emit(HostEvent::Ready { extensions: ready });
         } else {
-            // After a reload, each extension's tools are announced anew.
-            for e in self.exts.iter().filter(|e| e.life == Life::Ready && !e.tools.is_empty()) {
-                let tools = e.tool_names();
-                self.emit(HostEvent::ToolsChanged { extension: e.name().to_string(), reason: "reloaded".into(), tools });
-            }
+            self.announce_reloaded_tools();
         }
         for w in std::mem::take(&mut self.waiters) {
             match w {

@@ -64,6 +64,10 @@ impl StopStage {
 
 impl Dispatcher {
     pub(super) fn begin_stop_all(&mut self, exit: bool) {
+        if !exit {
+            self.tools_before_reload =
+                self.exts.iter().filter(|e| e.life.running()).map(|e| (e.name().to_string(), e.tool_names())).collect();
+        }
         self.phase = Phase::Stopping { exit };
         self.stopped_count = 0;
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
