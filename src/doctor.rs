@@ -18,7 +18,7 @@
 
 use crate::check::{Finding, Severity};
 use crate::discovery::{discover, Discovery};
-use crate::host::{fmt_duration, Config, Host, Listing};
+use crate::host::{fmt_duration, Config, Host, Listing, State};
 use crate::manifest::MANIFEST_FILE;
 use crate::text::one_line;
 use serde::Serialize;
@@ -198,7 +198,9 @@ fn build(
         listing.tools.iter().map(|t| (t.name.clone(), t.extension.as_str())).collect();
     let skipped_dirs: Vec<String> =
         disc.shadowed.iter().map(|(f, _)| format!("skipped {} (", f.manifest.dir.display())).collect();
-    for info in &listing.extensions {
+    let broken_dirs: Vec<String> = disc.broken.iter().map(|b| b.dir.display().to_string()).collect();
+    // A broken manifest is reported below, from discovery, with its own fix.
+    for info in listing.extensions.iter().filter(|i| !(i.state == State::Failed && broken_dirs.contains(&i.dir))) {
         let log = home.log_path(&info.name);
         let own: Vec<String> = lines
             .get(&log)

@@ -201,6 +201,9 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
         }
         "intercept" | "event" => {
             let event = req_str(&mut p, "event")?;
+            if event == "before_agent_start" && p.get("system_prompt").is_some_and(|v| !v.is_string() && !v.is_null()) {
+                return Err("param `system_prompt` must be a string".into());
+            }
             let payload: Payload = p;
             if method == "intercept" {
                 Request::Intercept { event, payload }

@@ -133,7 +133,11 @@ fn a_hostile_manifest_name_is_refused_and_never_spawned() {
         panic!("no event")
     };
     assert_eq!(extension, "evil", "attributed to its folder");
-    assert_eq!(host.list().unwrap().extensions.len(), 1);
+    // Listed as failed under its folder's name, never started.
+    let l = host.list().unwrap();
+    let listed: Vec<(&str, State)> = l.extensions.iter().map(|e| (e.name.as_str(), e.state)).collect();
+    assert_eq!(listed, [("good", State::Ready), ("evil", State::Failed)]);
+    assert_eq!(l.extensions[1].pid, None);
     host.shutdown();
     assert!(!marker.exists(), "the hostile extension was started");
     // No log anywhere but logs/ext-good.log.

@@ -232,8 +232,11 @@ fn reload_stops_rereads_respawns_and_reports() {
 
     let l = host.list().unwrap();
     let names: Vec<&str> = l.extensions.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, ["cli", "pa", "pc"]);
-    assert!(l.extensions.iter().all(|e| e.state == State::Ready));
+    // The broken one is listed after the loaded ones, failed, by its folder.
+    assert_eq!(names, ["cli", "pa", "pc", "b"]);
+    assert!(l.extensions[..3].iter().all(|e| e.state == State::Ready));
+    assert_eq!(l.extensions[3].state, State::Failed);
+    assert!(l.extensions[3].error.as_deref().is_some_and(|e| e.contains("b/extension.json")), "{:?}", l.extensions[3]);
     assert_eq!(host.tool("after", None).unwrap().extension, "cli");
     assert!(matches!(host.tool("before", None), Err(HostError::UnknownTool(_))));
     assert_eq!(host.tool("pc_tool", None).unwrap().extension, "pc");

@@ -267,7 +267,8 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     let good = ext(&t, "good", &["--tools", "echo"]);
     let mute = ext(&t, "mute", &["--no-hello"]);
     let missing = write_manifest(&t.path().join("exts"), "missing", json!({"name": "missing", "exec": "./not-there"}));
-    let mut s = Serve::start(&t, &[good, mute, missing], &["--hello-timeout", "3"]);
+    let broken = write_manifest(&t.path().join("exts"), "broken-dir", json!({"name": "none"}));
+    let mut s = Serve::start(&t, &[good, mute, missing, broken.clone()], &["--hello-timeout", "3"]);
     // PROTOCOL.md §4 start-up: `ping` and `list` are answered during the
     // initial load (the mute extension holds it for 3 s); a tool call waits
     // for its end.
@@ -289,7 +290,7 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     assert!(good_ready < ready);
 
     let errors = s.notes("extension_error");
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
     for e in &errors {
         assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
         assert_eq!(e.as_object().unwrap().len(), 3, "extension_error has type, extension, message: {e}");
@@ -297,6 +298,7 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     let by_name: HashMap<&str, &Value> = errors.iter().map(|e| (e["extension"].as_str().unwrap(), e)).collect();
     assert!(by_name["mute"]["message"].as_str().unwrap().contains("hello"), "{errors:?}");
     assert!(by_name["missing"]["message"].as_str().unwrap().contains("not-there"), "{errors:?}");
+    assert!(by_name["broken-dir"]["message"].as_str().unwrap().contains("exec, theme, or skills is required"), "{errors:?}");
     // Load errors come before `ready`.
     let last_error = s.frames.iter().rposition(|f| f["type"] == "extension_error").unwrap();
     assert!(last_error < ready);
@@ -308,10 +310,24 @@ fn ready_comes_first_and_failed_loads_are_reported() {
         .iter()
         .map(|e| (e["name"].as_str().unwrap(), e["state"].as_str().unwrap()))
         .collect();
-    assert_eq!(states, [("good", "ready"), ("mute", "failed"), ("missing", "failed")]);
+    // A manifest that could not be loaded is listed too, failed, by its folder.
+    assert_eq!(states, [("good", "ready"), ("mute", "failed"), ("missing", "failed"), ("broken-dir", "failed")]);
     for e in l["extensions"].as_array().unwrap().iter().skip(1) {
         assert!(e["error"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
     }
+    let b = &l["extensions"][3];
+    assert_eq!((&b["dir"], &b["source"]), (&json!(broken.display().to_string()), &json!("ext")), "{b}");
+    assert_eq!(l["extensions"][0]["version"], "1.0.0");
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+
+    // A manifest without a version: the one `hello` gave is listed.
+    let t = TempDir::new("serve-version");
+    let args = [common::fixture("ext.py").display().to_string(), "--name".into(), "nover".into()];
+    let nover = write_manifest(&t.path().join("exts"), "nover", json!({"name": "nover", "exec": "python3", "args": args}));
+    let mut s = Serve::start(&t, &[nover], &[]);
+    s.ready_all();
+    assert_eq!(s.ok(json!({"id": 1, "type": "list"}))["extensions"][0]["version"], "1.0.0");
     s.z.close_stdin();
     assert_eq!(s.finish(), 0);
 }
@@ -1334,6 +1350,8 @@ fn before_agent_start_chains_the_system_prompt() {
     s2.ready_all();
     let r = s2.ok(json!({"id": 1, "type": "intercept", "event": "before_agent_start", "system_prompt": "base"}));
     assert_eq!(r["system_prompt"], "", "\"\" empties the prompt");
+    let (code, msg) = s2.err(json!({"id": 2, "type": "intercept", "event": "before_agent_start", "system_prompt": 5}));
+    assert_eq!((code.as_str(), msg.as_str()), ("bad_request", "param `system_prompt` must be a string"));
     s2.z.close_stdin();
     assert_eq!(s2.finish(), 0);
     s.z.close_stdin();

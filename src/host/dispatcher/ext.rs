@@ -104,6 +104,8 @@ pub(super) struct Ext {
     pub log: Option<Log>,
     /// What its `hello` declared (PROTOCOL.md §6.1).
     pub capabilities: Vec<String>,
+    /// The version its `hello` gave, listed when the manifest has none.
+    pub hello_version: String,
     pub commands: Vec<(String, String)>,
     pub tools: Vec<ToolEntry>,
     pub events: Vec<String>,
@@ -136,6 +138,7 @@ impl Ext {
             proc: None,
             log: None,
             capabilities: Vec::new(),
+            hello_version: String::new(),
             commands: Vec::new(),
             tools: Vec::new(),
             events: Vec::new(),

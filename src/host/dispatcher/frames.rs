@@ -28,12 +28,13 @@ impl Dispatcher {
         }
         ext.last_frame = Instant::now();
         if ext.life == Life::Spawned {
-            let ExtFrame::Hello { name, capabilities, .. } = frame else {
+            let ExtFrame::Hello { name, capabilities, version } = frame else {
                 let why = format!("first frame was {:?}, expected \"hello\"", frame.kind());
                 return self.fail(slot, why);
             };
             ext.life = Life::Registering;
             ext.capabilities = capabilities;
+            ext.hello_version = version;
             if name != ext.name() {
                 ext.log(&format!(
                     "hello names {name:?} but the manifest says {:?}; using the manifest's",

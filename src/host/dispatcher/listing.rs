@@ -1,5 +1,7 @@
 //! The listing: every extension in load order with its state and
-//! registrations, and the commands and tools in effect.
+//! registrations, then the untrusted ones and those whose manifest could
+//! not be loaded (failed, named by their folder), and the commands and
+//! tools in effect.
 
 use super::*;
 
@@ -36,7 +38,7 @@ impl Dispatcher {
             }
             out.extensions.push(ExtInfo {
                 name: m.name.clone(),
-                version: m.version.clone(),
+                version: if m.version.is_empty() { e.hello_version.clone() } else { m.version.clone() },
                 dir: m.dir.display().to_string(),
                 source: e.found.source.as_str(),
                 state: e.life.state(),
@@ -72,6 +74,28 @@ impl Dispatcher {
                 state: State::Untrusted,
                 error: Some("the project is not trusted: run 'zot trust' in it".into()),
                 ..static_info(&f.manifest)
+            });
+        }
+        for (name, dir, source, error) in &self.broken {
+            out.extensions.push(ExtInfo {
+                name: name.clone(),
+                version: String::new(),
+                dir: dir.clone(),
+                source,
+                state: State::Failed,
+                pid: None,
+                capabilities: Vec::new(),
+                restarts: 0,
+                commands: Vec::new(),
+                tools: Vec::new(),
+                events: Vec::new(),
+                intercepts: Vec::new(),
+                error: Some(error.clone()),
+                shadowed_commands: Vec::new(),
+                shadowed_tools: Vec::new(),
+                is_static: false,
+                skills: Vec::new(),
+                theme: None,
             });
         }
         out

@@ -197,6 +197,9 @@ struct Dispatcher {
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
     untrusted: Vec<crate::discovery::Found>,
+    /// Extensions whose manifest could not be loaded: listed as failed,
+    /// as (folder name, folder, source, why).
+    broken: Vec<(String, String, &'static str, String)>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -263,6 +266,7 @@ impl Dispatcher {
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
+            broken: Vec::new(),
         }
     }
 
@@ -375,8 +379,10 @@ impl Dispatcher {
             let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
             self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions });
         }
+        self.broken.clear();
         for b in &disc.broken {
             let msg = b.error.to_string();
+            self.broken.push((b.label(), b.dir.display().to_string(), b.source.as_str(), msg.clone()));
             self.load_errors.push(msg.clone());
             self.emit(HostEvent::LoadFailed { extension: b.label(), message: msg, log: None });
         }
