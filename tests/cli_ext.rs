@@ -171,6 +171,19 @@ fn install_local_folder() {
     assert!(e.contains("zot ext remove weather"), "{e}");
     assert_eq!(w.installed(), vec!["weather"]);
 
+    // The name is taken whatever the folder is called, and a folder that
+    // exists is never replaced, whatever it holds.
+    let w3 = World::new();
+    make_ext(&w3.ext_root().join("bar"), "foo", "");
+    make_ext(&w3.cwd.path().join("src-foo"), "foo", "");
+    let e = w3.fails(&["ext", "install", s(&w3.cwd.path().join("src-foo"))]);
+    let bar = std::fs::canonicalize(w3.ext_root().join("bar")).expect("canonical");
+    assert!(e.contains(&format!("foo is already installed at {}", bar.display())), "{e}");
+    make_ext(&w3.cwd.path().join("src-bar"), "bar", "");
+    let e = w3.fails(&["ext", "install", s(&w3.cwd.path().join("src-bar"))]);
+    assert!(e.contains("already exists and holds extension \"foo\""), "{e}");
+    assert!(!w3.ext_root().join("foo").exists());
+
     // Relative paths work too (relative to the process's directory).
     let w2 = World::new();
     make_ext(&w2.cwd.path().join("rel"), "relative", "");

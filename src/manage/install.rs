@@ -79,6 +79,7 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
         format!("{text} holds no valid extension: {}", rebase(&e.to_string(), &staging.path, &text))
     })?;
     let dest = root.join(&m.name);
+    name_is_free(&root, &m.name, &dest)?;
     let mut staging = staging;
     match rename_noreplace(&staging.path, &dest) {
         Ok(()) => staging.keep = true,
@@ -105,6 +106,30 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
 fn rebase(msg: &str, staging: &Path, source: &str) -> String {
     let canon = fs::canonicalize(staging).unwrap_or_else(|_| staging.to_path_buf());
     msg.replace(&show(&canon), source).replace(&show(staging), source)
+}
+
+/// Refuses a name some installed extension already has, whatever its
+/// folder is called, and a folder `dest` that exists, whatever it holds:
+/// an install never replaces anything, nor makes a name ambiguous.
+fn name_is_free(root: &Path, name: &str, dest: &Path) -> Res {
+    let same = crate::discovery::scan_dir(root, crate::discovery::Source::Global)
+        .into_iter()
+        .flatten()
+        .find(|f| f.manifest.name == name);
+    if let Some(f) = same {
+        return Err(already_installed(name, &f.manifest.dir));
+    }
+    if fs::symlink_metadata(dest).is_ok() {
+        let holds = Manifest::load(dest).map(|m| m.name).ok().filter(|n| n != name);
+        return Err(match holds {
+            Some(other) => Fail::Msg(format!(
+                "cannot install {name}: {} already exists and holds extension {other:?}; remove or rename that folder first",
+                show(dest)
+            )),
+            None => already_installed(name, dest),
+        });
+    }
+    Ok(())
 }
 
 fn already_installed(name: &str, dest: &Path) -> Fail {
@@ -137,9 +162,7 @@ fn precheck_local(src: &Path, root: &Path) -> Res {
     }
     let m = Manifest::load(src).map_err(|e| e.to_string())?;
     let dest = root.join(&m.name);
-    if fs::symlink_metadata(&dest).is_ok() {
-        return Err(already_installed(&m.name, &dest));
-    }
+    name_is_free(root, &m.name, &dest)?;
     if let (Ok(s), Ok(r)) = (fs::canonicalize(src), fs::canonicalize(root)) {
         if r.starts_with(&s) {
             return Err(Fail::Msg(format!(
