@@ -22,21 +22,23 @@ impl Home {
 
     /// Resolves the home directory from the environment: `$ZOT_HOME` if set
     /// and non-empty (a relative value made absolute against the current
-    /// directory); otherwise `$XDG_STATE_HOME/zot` on every platform; then
+    /// directory); otherwise `$XDG_STATE_HOME/zot` on every platform (made
+    /// absolute the same way); then
     /// macOS `~/Library/Application Support/zot`, Windows
     /// `%LOCALAPPDATA%\zot`, elsewhere `~/.local/state/zot`.
     pub fn from_env() -> Result<Home, HomeError> {
         let var = |k: &str| env::var_os(k).filter(|v| !v.is_empty());
-        if let Some(h) = var("ZOT_HOME") {
-            let h = PathBuf::from(h);
-            if h.is_absolute() {
-                return Ok(Home::at(h));
+        let absolute = |p: PathBuf| -> Result<PathBuf, HomeError> {
+            if p.is_absolute() {
+                return Ok(p);
             }
-            let cwd = env::current_dir().map_err(|_| HomeError::NoCwd)?;
-            return Ok(Home::at(cwd.join(h)));
+            Ok(env::current_dir().map_err(|_| HomeError::NoCwd)?.join(p))
+        };
+        if let Some(h) = var("ZOT_HOME") {
+            return Ok(Home::at(absolute(PathBuf::from(h))?));
         }
         if let Some(x) = var("XDG_STATE_HOME") {
-            return Ok(Home::at(PathBuf::from(x).join("zot")));
+            return Ok(Home::at(absolute(PathBuf::from(x))?.join("zot")));
         }
         if cfg!(windows) {
             let local = var("LOCALAPPDATA").ok_or(HomeError::NoHome)?;
@@ -85,7 +87,7 @@ pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
 pub enum HomeError {
     /// None of `ZOT_HOME`, `XDG_STATE_HOME` and the platform's home (`HOME`, `LOCALAPPDATA`) is set.
     NoHome,
-    /// `ZOT_HOME` is relative and the current directory is unknown.
+    /// `ZOT_HOME` or `XDG_STATE_HOME` is relative and the current directory is unknown.
     NoCwd,
 }
 

@@ -94,6 +94,9 @@ fn zot_home_order_zot_home_then_xdg_state_home_then_home() {
     // `zot --help` names the home it resolved.
     let r = zot(t.path(), &["--help"], &[("XDG_STATE_HOME", s(&xdg)), ("HOME", home)]);
     assert!(r.stdout.contains(&format!("(now: {})", xdg.join("zot").display())), "{}", r.stdout);
+    // A relative XDG_STATE_HOME is made absolute as ZOT_HOME is.
+    let r = zot(t.path(), &["--help"], &[("XDG_STATE_HOME", "relx"), ("HOME", home)]);
+    assert!(r.stdout.contains(&format!("(now: {})", t.path().join("relx/zot").display())), "{}", r.stdout);
 }
 
 // ---------------------------------------------------------------------------
