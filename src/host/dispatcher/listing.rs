@@ -78,24 +78,10 @@ impl Dispatcher {
         }
         for (name, dir, source, error) in &self.broken {
             out.extensions.push(ExtInfo {
-                name: name.clone(),
-                version: String::new(),
-                dir: dir.clone(),
                 source,
                 state: State::Failed,
-                pid: None,
-                capabilities: Vec::new(),
-                restarts: 0,
-                commands: Vec::new(),
-                tools: Vec::new(),
-                events: Vec::new(),
-                intercepts: Vec::new(),
                 error: Some(error.clone()),
-                shadowed_commands: Vec::new(),
-                shadowed_tools: Vec::new(),
-                is_static: false,
-                skills: Vec::new(),
-                theme: None,
+                ..bare_info(name.clone(), String::new(), dir.clone())
             });
         }
         out
@@ -107,9 +93,20 @@ impl Dispatcher {
 fn static_info(m: &crate::manifest::Manifest) -> ExtInfo {
     let show = |p: &std::path::Path| p.display().to_string();
     ExtInfo {
-        name: m.name.clone(),
-        version: m.version.clone(),
-        dir: show(&m.dir),
+        is_static: m.is_static(),
+        skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
+        theme: if m.is_static() { m.theme().map(show) } else { None },
+        ..bare_info(m.name.clone(), m.version.clone(), show(&m.dir))
+    }
+}
+
+/// An extension known by name and folder only: `starting`, nothing
+/// registered, no process.
+fn bare_info(name: String, version: String, dir: String) -> ExtInfo {
+    ExtInfo {
+        name,
+        version,
+        dir,
         source: "",
         state: State::Starting,
         pid: None,
@@ -122,8 +119,8 @@ fn static_info(m: &crate::manifest::Manifest) -> ExtInfo {
         error: None,
         shadowed_commands: Vec::new(),
         shadowed_tools: Vec::new(),
-        is_static: m.is_static(),
-        skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
-        theme: if m.is_static() { m.theme().map(show) } else { None },
+        is_static: false,
+        skills: Vec::new(),
+        theme: None,
     }
 }
