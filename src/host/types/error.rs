@@ -1,0 +1,145 @@
+//! Why a request failed: [`HostError`], with its protocol codes and
+//! messages.
+
+#[cfg(doc)]
+use super::Request;
+use std::fmt;
+use std::time::Duration;
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostError {
+    /// A malformed request.
+    BadRequest(String),
+    /// No command of that name is registered.
+    UnknownCommand(String),
+    /// No tool of that name is registered.
+    UnknownTool(String),
+    /// No extension of that name is loaded.
+    UnknownExtension(String),
+    /// No answer in time.
+    Timeout {
+        /// The extension that did not answer.
+        extension: String,
+        /// The call that timed out, e.g. `tool x`.
+        what: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// The extension exited or closed its stdout before answering.
+    Exited {
+        /// The extension that exited.
+        extension: String,
+        /// How it exited.
+        detail: String,
+    },
+    /// The extension's write queue is full.
+    Busy {
+        /// The extension whose queue is full.
+        extension: String,
+    },
+    /// The extension already has as many calls in flight as allowed.
+    TooManyCalls {
+        /// The extension with too many calls.
+        extension: String,
+        /// Calls in flight allowed to one extension.
+        limit: usize,
+    },
+    /// The host is shutting down and takes no more requests.
+    ShuttingDown,
+    /// The caller gave up on the call ([`Request::CancelTool`]).
+    Cancelled {
+        /// The extension the call went to.
+        extension: String,
+        /// The call given up on, e.g. `tool x`.
+        what: String,
+    },
+    /// The host could not start (home, threads) or broke an invariant.
+    Internal(String),
+    /// No such call waits for an answer.
+    UnknownCall(String),
+    /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
+    /// to the extension would be too big, or a reply line over the cap.
+    TooLarge {
+        /// The extension the frame was for or from.
+        extension: String,
+        /// The frame that was too large, and the limit.
+        what: String,
+    },
+}
+
+impl HostError {
+    /// The message beside [`HostError::code`]: the text without the words the
+    /// code already says (`bad request: `).
+    pub fn message(&self) -> String {
+        match self {
+            HostError::BadRequest(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The error code of the `zot serve` protocol.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostError::BadRequest(_) => "bad_request",
+            HostError::Internal(_) => "internal",
+            HostError::TooLarge { .. } => "too_large",
+            HostError::UnknownCall(_) => "unknown_call",
+            HostError::UnknownCommand(_) => "unknown_command",
+            HostError::UnknownTool(_) => "unknown_tool",
+            HostError::UnknownExtension(_) => "unknown_extension",
+            HostError::Timeout { .. } => "timeout",
+            HostError::Exited { .. } => "extension_exited",
+            HostError::Busy { .. } | HostError::TooManyCalls { .. } => "busy",
+            HostError::ShuttingDown => "shutting_down",
+            HostError::Cancelled { .. } => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostError::BadRequest(m) => write!(f, "bad request: {m}"),
+            HostError::UnknownCommand(n) => write!(f, "unknown command /{n}"),
+            HostError::UnknownTool(n) => write!(f, "unknown tool {n:?}"),
+            HostError::UnknownExtension(n) => write!(f, "unknown extension {n:?}"),
+            HostError::Timeout { extension, what, after } => write!(
+                f,
+                "extension {extension:?} did not answer {what} within {}",
+                fmt_duration(*after)
+            ),
+            HostError::Exited { extension, detail } => {
+                write!(f, "extension {extension:?} exited: {detail}")
+            }
+            HostError::Busy { extension } => write!(
+                f,
+                "extension {extension:?} is busy: its input queue is full (it is not reading stdin)"
+            ),
+            HostError::TooManyCalls { extension, limit } => write!(
+                f,
+                "extension {extension:?} is busy: {limit} calls already in flight"
+            ),
+            HostError::ShuttingDown => write!(f, "the host is shutting down"),
+            HostError::Cancelled { extension, what } => {
+                write!(f, "{what} of extension {extension:?} was cancelled by the caller")
+            }
+            HostError::Internal(m) => write!(f, "internal error: {m}"),
+            HostError::TooLarge { extension, what } => write!(f, "extension {extension:?}: {what}"),
+            HostError::UnknownCall(id) => write!(f, "no call {id:?} waits for an answer"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// `1.5s`, `250ms`.
+pub fn fmt_duration(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{}s", d.as_secs())
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}

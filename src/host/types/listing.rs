@@ -1,0 +1,143 @@
+//! What [`Request::List`](super::Request::List) answers: every extension
+//! with its state, and the commands and tools in effect.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An extension's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Spawned, not ready yet.
+    Starting,
+    /// Ready: sent `ready`, or went quiet after the handshake.
+    Ready,
+    /// Exited or stopped after it had loaded.
+    Exited,
+    /// Failed to load, or stopped after a failure.
+    Failed,
+    /// Project-local, in a project that is not trusted: never started.
+    Untrusted,
+    /// Exited on its own; started again after a delay (PROTOCOL.md §7.1).
+    Restarting,
+    /// Restarted too often; down until a reload.
+    CrashLoop,
+}
+
+impl State {
+    /// The state as listings spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Exited => "exited",
+            State::Failed => "failed",
+            State::Untrusted => "untrusted",
+            State::Restarting => "restarting",
+            State::CrashLoop => "crash_loop",
+        }
+    }
+}
+
+/// One extension in a listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExtInfo {
+    /// The manifest's name.
+    pub name: String,
+    /// The manifest's version.
+    pub version: String,
+    /// The manifest's directory.
+    pub dir: String,
+    /// `ext`, `project` or `global`.
+    pub source: &'static str,
+    /// Where it is in its life.
+    pub state: State,
+    /// Process id while it runs.
+    pub pid: Option<u32>,
+    /// What its `hello` declared.
+    pub capabilities: Vec<String>,
+    /// Restarts since the last reset (PROTOCOL.md §7.1).
+    pub restarts: u32,
+    /// Commands it registered, shadowed ones included.
+    pub commands: Vec<String>,
+    /// Tools it registered, shadowed ones included.
+    pub tools: Vec<String>,
+    /// Events it subscribed to.
+    pub events: Vec<String>,
+    /// Events it intercepts.
+    pub intercepts: Vec<String>,
+    /// What went wrong (a failed load, an exit, an untrusted project), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Commands this extension registered that another one (or the host) owns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadowed_commands: Vec<String>,
+    /// Tools this extension registered that another one owns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadowed_tools: Vec<String>,
+    /// A static extension (no process: skills or a theme).
+    #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
+    pub is_static: bool,
+    /// Absolute paths of a static extension's skills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// Absolute path of a static extension's theme.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+}
+
+/// A command in effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandInfo {
+    /// The command's name, without the `/`.
+    pub name: String,
+    /// One line shown in command listings.
+    pub description: String,
+    /// The extension that owns it.
+    pub extension: String,
+}
+
+/// A tool in effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The tool's name as registered.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the tool's `args`.
+    pub schema: Value,
+    /// The extension that owns it.
+    pub extension: String,
+    /// As registered; `direct` when absent (PROTOCOL.md §6.2).
+    pub exposure: String,
+    /// Offered now: false for a deferred tool until a result activates it.
+    pub active: bool,
+    /// Waits for the user: no reply deadline (PROTOCOL.md §6.2).
+    pub interactive: bool,
+    /// JSON Schema of its `structured_content`, when registered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Its `replay` as registered, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    /// Namespace the tool belongs to, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Description of the namespace, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_description: Option<String>,
+    /// Instructions for the namespace, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_instructions: Option<String>,
+}
+
+/// Extensions in load order, and the commands and tools in effect.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Listing {
+    /// Every extension discovered, in load order.
+    pub extensions: Vec<ExtInfo>,
+    /// Commands in effect.
+    pub commands: Vec<CommandInfo>,
+    /// Tools in effect.
+    pub tools: Vec<ToolInfo>,
+}

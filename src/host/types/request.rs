@@ -1,0 +1,141 @@
+//! What the embedding program asks of the dispatcher: [`Request`], and the
+//! tool call and agent tools some requests carry.
+
+#[cfg(doc)]
+use super::{HostError, HostEvent, ToolReply};
+use crate::protocol::Payload;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A request to the dispatcher.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// Waits for the initial load to end; answers `Load`.
+    WaitReady,
+    /// Extensions, commands and tools; answers `List`.
+    List,
+    /// Runs `/name args`; answers `Command`.
+    Command {
+        /// The command's name, without the `/`.
+        name: String,
+        /// Text after the command name.
+        args: String,
+    },
+    /// `tool_id` is the caller's own key for the call, for [`Request::CancelTool`].
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// The tool's arguments, a JSON object.
+        args: Option<Value>,
+        /// The caller's own key for the call.
+        tool_id: Option<String>,
+    },
+    /// Gives up on the tool calls in flight that were started with this
+    /// `tool_id`: each leaves the calls in flight, its extension gets
+    /// `tool_cancel`, and its caller is answered [`HostError::Cancelled`].
+    /// Answers `Done`, or `BadRequest` when no such call is in flight.
+    CancelTool {
+        /// The caller's key given to the calls to give up on.
+        tool_id: String,
+    },
+    /// A tool call with every option: see [`ToolCall`].
+    ToolCall(ToolCall),
+    /// The agent's own tools that extensions may reach with `call_tool`
+    /// (PROTOCOL.md §6.1); replaces the previous set. Answers `Done`.
+    AgentTools(Vec<AgentTool>),
+    /// The agent's answer to a [`HostEvent::CallTool`]. Answers `Done`, or
+    /// [`HostError::UnknownCall`] when that call no longer waits.
+    CallToolResult {
+        /// The `call_id` of the [`HostEvent::CallTool`] this answers.
+        call_id: String,
+        /// The result's content blocks.
+        content: Vec<Value>,
+        /// The agent's tool failed; `content` says why.
+        is_error: bool,
+        /// The tool's structured result, passed on.
+        structured_content: Option<Value>,
+    },
+    /// Runs the intercept chain of `event`; answers `Intercept`.
+    Intercept {
+        /// The event's name.
+        event: String,
+        /// The event's payload.
+        payload: Payload,
+    },
+    /// Sends `event` to its subscribers; answers `Delivered`.
+    Event {
+        /// The event's name.
+        event: String,
+        /// The event's payload.
+        payload: Payload,
+    },
+    /// Sends a `panel_key` to the extension that owns the panel; answers `Done`.
+    PanelKey {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the focused panel.
+        panel_id: String,
+        /// `up`, `down`, `enter`, `esc`, ... or `rune`.
+        key: String,
+        /// The character(s) typed, for `rune`.
+        text: Option<String>,
+    },
+    /// Tells an extension the user closed its panel; answers `Done`.
+    PanelClose {
+        /// The extension that owns the panel.
+        extension: String,
+        /// `id` of the closed panel.
+        panel_id: String,
+    },
+    /// Stops every extension, re-reads the manifests and loads again; answers `Reload`.
+    Reload,
+    /// Stops every extension; answers `Done`.
+    Shutdown,
+}
+
+/// A tool of the agent's own, declared with [`Request::AgentTools`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentTool {
+    /// The tool's name as extensions call it.
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// JSON Schema of the tool's `args`.
+    pub schema: Value,
+}
+
+/// A tool call as [`Request::ToolCall`] makes it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// `{}` when `None`.
+    pub args: Option<Value>,
+    /// The caller's own key, for [`Request::CancelTool`].
+    pub tool_id: Option<String>,
+    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    pub operation_key: Option<Value>,
+    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    pub reconcile: Option<Value>,
+    /// Run it as the model's call would be: the `tool_call` intercept chain
+    /// first (a block answers with [`ToolReply::blocked`]), then the
+    /// `tool_call` event, then the tool with the arguments after the chain.
+    pub as_model: bool,
+}
+
+impl Request {
+    /// Whether the request is about the extensions' names and so waits for
+    /// a load (or reload) under way to end, instead of failing as unknown.
+    pub fn needs_extensions(&self) -> bool {
+        !matches!(
+            self,
+            Request::WaitReady
+                | Request::List
+                | Request::CancelTool { .. }
+                | Request::AgentTools(_)
+                | Request::CallToolResult { .. }
+                | Request::Reload
+                | Request::Shutdown
+        )
+    }
+}

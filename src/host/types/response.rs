@@ -1,0 +1,166 @@
+//! How a request is answered: its outcome ([`Response`]) with the replies
+//! and reports it carries, and the [`Responder`] that delivers it.
+
+use super::{HostError, Listing};
+#[cfg(doc)]
+use super::{Request, ToolCall};
+use crate::protocol::Panel;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt;
+
+/// The outcome of a request.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Response {
+    /// Answer to [`Request::WaitReady`].
+    Load(LoadReport),
+    /// Answer to [`Request::List`].
+    List(Listing),
+    /// Answer to [`Request::Command`].
+    Command(CommandReply),
+    /// Answer to a tool call.
+    Tool(ToolReply),
+    /// Answer to [`Request::Intercept`].
+    Intercept(InterceptOutcome),
+    /// Answer to [`Request::Event`]: the number of extensions it was sent to.
+    Delivered(usize),
+    /// Answer to [`Request::Reload`].
+    Reload(ReloadReport),
+    /// The request was carried out; nothing to report.
+    Done,
+}
+
+/// The answer to one request: called exactly once, on the dispatcher
+/// thread, with its outcome. Answering consumes it; a responder dropped
+/// without an answer (a request lost to a bug, or a panic on the way)
+/// answers [`HostError::Internal`] by itself, so every request gets one
+/// answer. It runs on the dispatcher thread, so it must be quick and must
+/// not wait for the host: [`Host::call`](crate::host::Host::call) and the other
+/// blocking calls refuse to run there.
+pub struct Responder(Option<AnswerFn>);
+
+type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
+
+impl Responder {
+    /// A responder that calls `f` with the outcome.
+    pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
+        Responder(Some(Box::new(f)))
+    }
+
+    /// Answers the request; a panic in the embedder's code stays there.
+    pub fn answer(mut self, r: Result<Response, HostError>) {
+        if let Some(f) = self.0.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r)));
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            let e = HostError::Internal("the request was dropped without an answer".into());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(Err(e))));
+        }
+    }
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Responder")
+    }
+}
+
+/// An extension's answer to a command.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandReply {
+    /// The extension that answered.
+    pub extension: String,
+    /// `prompt`, `insert`, `display`, `open_panel` or `noop`.
+    pub action: String,
+    /// For `prompt` and `tool_prompt`: the text to submit as a user prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// For `insert`: the text to put in the user's input line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insert: Option<String>,
+    /// For `display`: the text to show the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    /// For `open_panel`: the panel to open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_panel: Option<Panel>,
+    /// `tool_prompt`: the tool the front end runs before the prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// `tool_prompt`: the arguments of `tool_name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_args: Option<Value>,
+    /// A non-empty error, to show as an error whatever the action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An extension's answer to a tool call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolReply {
+    /// The extension that answered.
+    pub extension: String,
+    /// The result's content blocks, as the extension sent them.
+    pub content: Vec<Value>,
+    /// The tool failed; `content` says why.
+    pub is_error: bool,
+    /// The tool's structured result, passed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The deferred tools this answer activated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub activate_tools: Vec<String>,
+    /// A call run as the model's ([`ToolCall::as_model`]) that the intercept
+    /// chain blocked: the reason. The tool did not run.
+    #[serde(skip)]
+    pub blocked: Option<String>,
+}
+
+/// The verdict of an intercept chain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct InterceptOutcome {
+    /// Some interceptor blocked the event.
+    pub block: bool,
+    /// Why it was blocked, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The arguments after every rewrite, when any interceptor rewrote them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_args: Option<Value>,
+    /// The text after every replacement, when any interceptor replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replace_text: Option<String>,
+    /// `before_agent_start`: the system prompt after the whole chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
+
+/// The initial load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LoadReport {
+    /// Extensions started.
+    pub loaded: usize,
+    /// Names of the extensions ready when the load ended, in load order.
+    pub ready: Vec<String>,
+    /// One line per extension that failed to load.
+    pub errors: Vec<String>,
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReloadReport {
+    /// Extensions stopped.
+    pub stopped: usize,
+    /// Extensions started again.
+    pub loaded: usize,
+    /// Extensions ready when the reload ended.
+    pub ready: usize,
+    /// One line per extension that failed to load.
+    pub errors: Vec<String>,
+}
