@@ -509,6 +509,9 @@ fn check_reply_problems() {
         ("malformed", &["--malformed-reply"], "bad_reply", "error", "malformed tool_result"),
         ("content", &["--bad-content"], "bad_content", "warning", "a text block without a string \"text\""),
         ("crash", &["--crash-on-command"], "exited", "error", "while answering /ping (exit code 5)"),
+        // The answer counts even when the exit is seen first; the exit is
+        // reported either way (before shutdown, or while answering the tool).
+        ("answered", &["--exit-after-answer"], "exited", "error", "(exit code 4)"),
         ("intercept", &["--ignore-intercept"], "no_reply", "error", "intercept tool_call: no event_intercept_response"),
     ];
     par(cases, |(dir, flags, code, sev, needle)| {
@@ -519,6 +522,10 @@ fn check_reply_problems() {
         if dir == "malformed" {
             // Answered (badly) at once: not also a timeout.
             assert!(findings(&r, "no_reply").is_empty(), "{r:#}");
+        }
+        if dir == "answered" {
+            let ping = r["calls"].as_array().expect("calls").iter().find(|c| c["name"] == "ping").cloned();
+            assert_eq!(ping.map(|c| c["ok"].clone()), Some(json!(true)), "{r:#}");
         }
         if dir == "intercept" {
             let c = r["calls"].as_array().expect("calls").iter().find(|c| c["kind"] == "intercept").cloned();
@@ -629,6 +636,38 @@ fn check_text_output() {
     // (A loaded machine may add a slow_hello warning.)
     assert!(lines.last().is_some_and(|l| l.starts_with("FAILED: 1 error, ") && l.ends_with(", 1 info")), "{}", r.stdout);
     assert!(std::fs::read_dir(t.path().join("tmp")).expect("tmp").next().is_none());
+}
+
+/// An extension folder whose manifest runs `sh -c script`.
+fn sh_ext(parent: &Path, dir: &str, script: &str) -> PathBuf {
+    let d = parent.join(dir);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    let m = json!({"name": "racer", "version": "1.0.0", "exec": "sh", "args": ["-c", script]});
+    std::fs::write(d.join("extension.json"), m.to_string()).expect("write manifest");
+    d
+}
+
+/// The exit and the last stdout lines reach the check on different
+/// threads, and the exit often comes first: what was written before it
+/// must still be judged (PROTOCOL.md §3 rule 8), every time.
+#[test]
+fn check_judges_what_was_written_before_the_exit() {
+    let t = TempDir::new("exit-race");
+    let junk = sh_ext(t.path(), "junk", "echo 'debug: junk line'; exit 3");
+    let frame = sh_ext(t.path(), "frame", r#"echo '{"type":"hello","name":"racer","version":"1.0.0"}'; exit 3"#);
+    for run in 0..20 {
+        let (rc, r) = check(&t, &junk, &[]);
+        assert_eq!(rc, 1, "run {run}: {r:#}");
+        expect(&r, "not_a_frame", "warning", "debug: junk line");
+        expect(&r, "exited", "error", "exited before hello (exit code 3)");
+        assert_eq!((&r["errors"], &r["warnings"]), (&json!(1), &json!(1)), "run {run}: {r:#}");
+
+        let (rc, r) = check(&t, &frame, &[]);
+        assert_eq!(rc, 1, "run {run}: {r:#}");
+        expect(&r, "exited", "error", "exited right after hello (exit code 3)");
+        assert!(r["timings"]["hello_ms"].is_number(), "run {run}: {r:#}");
+        assert_eq!((&r["errors"], &r["warnings"]), (&json!(1), &json!(0)), "run {run}: {r:#}");
+    }
 }
 
 // ---------------------------------------------------------------------------
