@@ -670,6 +670,86 @@ fn check_judges_what_was_written_before_the_exit() {
     }
 }
 
+/// A broken-fixture folder whose flags come from its manifest's `env`.
+fn env_ext(parent: &Path, dir: &str, env: Value) -> PathBuf {
+    let d = broken_ext(parent, dir, &[]);
+    let path = d.join("extension.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&path).expect("read manifest")).expect("json");
+    m["env"] = env;
+    std::fs::write(&path, m.to_string()).expect("write manifest");
+    d
+}
+
+/// `zot ext check` gives the extension its manifest's `env` (PROTOCOL.md
+/// §7.2) as the host does; an unset variable is one error in the host's
+/// words, and nothing is started; values never show.
+#[test]
+fn check_applies_the_manifest_env() {
+    const SECRET: &str = "hunter2-not-for-reports";
+    let t = TempDir::new("env");
+    let ext = env_ext(
+        t.path(),
+        "env",
+        json!({
+            "BROKEN_FLAGS": "${ZOT_CHECK_TEST_FLAG} ${ZOT_CHECK_TEST_NONE:---no-ready}",
+            "BROKEN_TOKEN": "${ZOT_CHECK_TEST_SECRET}",
+        }),
+    );
+    let d = ext.display().to_string();
+    let with = |c: &mut Command, secret: bool| {
+        c.env("ZOT_CHECK_TEST_FLAG", "--no-ack").env_remove("ZOT_CHECK_TEST_NONE");
+        if secret {
+            c.env("ZOT_CHECK_TEST_SECRET", SECRET);
+        } else {
+            c.env_remove("ZOT_CHECK_TEST_SECRET");
+        }
+    };
+
+    // Every variable set: the flags reached the extension (a value, and a
+    // default), which behaves accordingly.
+    for json in [true, false] {
+        let home = TempDir::new("env-run");
+        let mut c = zot_cmd(home.path(), &["ext", "check", &d]);
+        if json {
+            c.arg("--json");
+        }
+        with(&mut c, true);
+        let r = run(c);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(!r.stdout.contains(SECRET) && !r.stderr.contains(SECRET), "{}{}", r.stdout, r.stderr);
+        if json {
+            let v: Value = serde_json::from_str(&r.stdout).expect("json");
+            expect(&v, "no_shutdown_ack", "warning", "without a shutdown_ack");
+            expect(&v, "auto_ready", "warning", "no ready frame");
+            assert_eq!((&v["errors"], &v["warnings"]), (&json!(0), &json!(2)), "{v:#}");
+        } else {
+            assert!(r.stdout.contains("no_shutdown_ack") && r.stdout.contains("auto_ready"), "{}", r.stdout);
+        }
+    }
+
+    // The secret unset: one error naming the entry and the variable, in
+    // the host's words; the extension never ran.
+    let home = TempDir::new("env-unset");
+    let mut c = zot_cmd(home.path(), &["ext", "check", &d, "--json"]);
+    with(&mut c, false);
+    let r = run(c);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    let want = "env BROKEN_TOKEN: variable ZOT_CHECK_TEST_SECRET is not set";
+    let all = v["findings"].as_array().expect("findings");
+    assert_eq!(all.len(), 1, "{v:#}");
+    assert_eq!((&all[0]["severity"], &all[0]["code"], &all[0]["message"]), (&json!("error"), &json!("env"), &json!(want)), "{v:#}");
+    assert!(all[0]["hint"].as_str().is_some_and(|h| h.contains("ZOT_CHECK_TEST_SECRET")), "{v:#}");
+    assert_eq!((&v["timings"]["hello_ms"], &v["calls"]), (&Value::Null, &json!([])), "{v:#}");
+    // The host says the same when it loads it.
+    let mut c = zot_cmd(home.path(), &["ext", "doctor", "--no-ext", "--ext", &d, "--json"]);
+    c.current_dir(home.path());
+    with(&mut c, false);
+    let r = run(c);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("doctor --json ({e}): {}{}", r.stdout, r.stderr));
+    assert_eq!(doc["extensions"][0]["reason"], want, "{doc:#}");
+}
+
 // ---------------------------------------------------------------------------
 // --trace
 

@@ -129,7 +129,8 @@ impl<'a> Session<'a> {
     /// as one that starts extensions: the parent-death signal is tied to
     /// the thread that starts the process, and this one ends it (SIGKILL to
     /// its group, reaped: [`Proc`]) before it returns.
-    pub(super) fn run(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+    /// `env`: the manifest's, expanded.
+    pub(super) fn run(&mut self, exec: &Path, env: &[(String, String)], sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
         let ran = thread::scope(|s| {
             thread::Builder::new()
                 .name("zot-check".into())
@@ -138,7 +139,7 @@ impl<'a> Session<'a> {
                 .stack_size(8 * 1024 * 1024)
                 .spawn_scoped(s, || {
                     crate::child::spawn_from_this_thread();
-                    self.drive(exec, sandbox, timings, calls);
+                    self.drive(exec, env, sandbox, timings, calls);
                     self.proc = None;
                 })
                 .map(|t| t.join())
@@ -150,9 +151,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn drive(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+    fn drive(&mut self, exec: &Path, env: &[(String, String)], sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
         self.start = Instant::now();
-        match spawn(self.m, exec, sandbox) {
+        match spawn(self.m, exec, env, sandbox) {
             Ok(p) => self.proc = Some(p),
             Err(e) => return self.cannot_start(exec, &e),
         }
