@@ -509,6 +509,9 @@ fn check_reply_problems() {
         ("malformed", &["--malformed-reply"], "bad_reply", "error", "malformed tool_result"),
         ("content", &["--bad-content"], "bad_content", "warning", "a text block without a string \"text\""),
         ("crash", &["--crash-on-command"], "exited", "error", "while answering /ping (exit code 5)"),
+        // The answer counts even when the exit is seen first; the exit is
+        // reported either way (before shutdown, or while answering the tool).
+        ("answered", &["--exit-after-answer"], "exited", "error", "(exit code 4)"),
         ("intercept", &["--ignore-intercept"], "no_reply", "error", "intercept tool_call: no event_intercept_response"),
     ];
     par(cases, |(dir, flags, code, sev, needle)| {
@@ -519,6 +522,10 @@ fn check_reply_problems() {
         if dir == "malformed" {
             // Answered (badly) at once: not also a timeout.
             assert!(findings(&r, "no_reply").is_empty(), "{r:#}");
+        }
+        if dir == "answered" {
+            let ping = r["calls"].as_array().expect("calls").iter().find(|c| c["name"] == "ping").cloned();
+            assert_eq!(ping.map(|c| c["ok"].clone()), Some(json!(true)), "{r:#}");
         }
         if dir == "intercept" {
             let c = r["calls"].as_array().expect("calls").iter().find(|c| c["kind"] == "intercept").cloned();
@@ -629,6 +636,118 @@ fn check_text_output() {
     // (A loaded machine may add a slow_hello warning.)
     assert!(lines.last().is_some_and(|l| l.starts_with("FAILED: 1 error, ") && l.ends_with(", 1 info")), "{}", r.stdout);
     assert!(std::fs::read_dir(t.path().join("tmp")).expect("tmp").next().is_none());
+}
+
+/// An extension folder whose manifest runs `sh -c script`.
+fn sh_ext(parent: &Path, dir: &str, script: &str) -> PathBuf {
+    let d = parent.join(dir);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    let m = json!({"name": "racer", "version": "1.0.0", "exec": "sh", "args": ["-c", script]});
+    std::fs::write(d.join("extension.json"), m.to_string()).expect("write manifest");
+    d
+}
+
+/// The exit and the last stdout lines reach the check on different
+/// threads, and the exit often comes first: what was written before it
+/// must still be judged (PROTOCOL.md §3 rule 8), every time.
+#[test]
+fn check_judges_what_was_written_before_the_exit() {
+    let t = TempDir::new("exit-race");
+    let junk = sh_ext(t.path(), "junk", "echo 'debug: junk line'; exit 3");
+    let frame = sh_ext(t.path(), "frame", r#"echo '{"type":"hello","name":"racer","version":"1.0.0"}'; exit 3"#);
+    for run in 0..20 {
+        let (rc, r) = check(&t, &junk, &[]);
+        assert_eq!(rc, 1, "run {run}: {r:#}");
+        expect(&r, "not_a_frame", "warning", "debug: junk line");
+        expect(&r, "exited", "error", "exited before hello (exit code 3)");
+        assert_eq!((&r["errors"], &r["warnings"]), (&json!(1), &json!(1)), "run {run}: {r:#}");
+
+        let (rc, r) = check(&t, &frame, &[]);
+        assert_eq!(rc, 1, "run {run}: {r:#}");
+        expect(&r, "exited", "error", "exited right after hello (exit code 3)");
+        assert!(r["timings"]["hello_ms"].is_number(), "run {run}: {r:#}");
+        assert_eq!((&r["errors"], &r["warnings"]), (&json!(1), &json!(0)), "run {run}: {r:#}");
+    }
+}
+
+/// A broken-fixture folder whose flags come from its manifest's `env`.
+fn env_ext(parent: &Path, dir: &str, env: Value) -> PathBuf {
+    let d = broken_ext(parent, dir, &[]);
+    let path = d.join("extension.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&path).expect("read manifest")).expect("json");
+    m["env"] = env;
+    std::fs::write(&path, m.to_string()).expect("write manifest");
+    d
+}
+
+/// `zot ext check` gives the extension its manifest's `env` (PROTOCOL.md
+/// §7.2) as the host does; an unset variable is one error in the host's
+/// words, and nothing is started; values never show.
+#[test]
+fn check_applies_the_manifest_env() {
+    const SECRET: &str = "hunter2-not-for-reports";
+    let t = TempDir::new("env");
+    let ext = env_ext(
+        t.path(),
+        "env",
+        json!({
+            "BROKEN_FLAGS": "${ZOT_CHECK_TEST_FLAG} ${ZOT_CHECK_TEST_NONE:---no-ready}",
+            "BROKEN_TOKEN": "${ZOT_CHECK_TEST_SECRET}",
+        }),
+    );
+    let d = ext.display().to_string();
+    let with = |c: &mut Command, secret: bool| {
+        c.env("ZOT_CHECK_TEST_FLAG", "--no-ack").env_remove("ZOT_CHECK_TEST_NONE");
+        if secret {
+            c.env("ZOT_CHECK_TEST_SECRET", SECRET);
+        } else {
+            c.env_remove("ZOT_CHECK_TEST_SECRET");
+        }
+    };
+
+    // Every variable set: the flags reached the extension (a value, and a
+    // default), which behaves accordingly.
+    for json in [true, false] {
+        let home = TempDir::new("env-run");
+        let mut c = zot_cmd(home.path(), &["ext", "check", &d]);
+        if json {
+            c.arg("--json");
+        }
+        with(&mut c, true);
+        let r = run(c);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(!r.stdout.contains(SECRET) && !r.stderr.contains(SECRET), "{}{}", r.stdout, r.stderr);
+        if json {
+            let v: Value = serde_json::from_str(&r.stdout).expect("json");
+            expect(&v, "no_shutdown_ack", "warning", "without a shutdown_ack");
+            expect(&v, "auto_ready", "warning", "no ready frame");
+            assert_eq!((&v["errors"], &v["warnings"]), (&json!(0), &json!(2)), "{v:#}");
+        } else {
+            assert!(r.stdout.contains("no_shutdown_ack") && r.stdout.contains("auto_ready"), "{}", r.stdout);
+        }
+    }
+
+    // The secret unset: one error naming the entry and the variable, in
+    // the host's words; the extension never ran.
+    let home = TempDir::new("env-unset");
+    let mut c = zot_cmd(home.path(), &["ext", "check", &d, "--json"]);
+    with(&mut c, false);
+    let r = run(c);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    let want = "env BROKEN_TOKEN: variable ZOT_CHECK_TEST_SECRET is not set";
+    let all = v["findings"].as_array().expect("findings");
+    assert_eq!(all.len(), 1, "{v:#}");
+    assert_eq!((&all[0]["severity"], &all[0]["code"], &all[0]["message"]), (&json!("error"), &json!("env"), &json!(want)), "{v:#}");
+    assert!(all[0]["hint"].as_str().is_some_and(|h| h.contains("ZOT_CHECK_TEST_SECRET")), "{v:#}");
+    assert_eq!((&v["timings"]["hello_ms"], &v["calls"]), (&Value::Null, &json!([])), "{v:#}");
+    // The host says the same when it loads it.
+    let mut c = zot_cmd(home.path(), &["ext", "doctor", "--no-ext", "--ext", &d, "--json"]);
+    c.current_dir(home.path());
+    with(&mut c, false);
+    let r = run(c);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("doctor --json ({e}): {}{}", r.stdout, r.stderr));
+    assert_eq!(doc["extensions"][0]["reason"], want, "{doc:#}");
 }
 
 // ---------------------------------------------------------------------------

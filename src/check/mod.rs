@@ -7,10 +7,16 @@
 //! [`Child`](crate::child::Child), but the check drives it itself, not
 //! through the [`Host`](crate::host::Host), because it must see raw lines
 //! and their order: spawned in its own process group, cwd its manifest's
-//! directory, `ZOT_HOME` a temporary directory (removed afterwards), stderr
-//! to a file in it, stdout read as lines. The sequence:
+//! directory, its manifest's `env` added to its environment as the host
+//! adds it (PROTOCOL.md §7.2, expanded from the check's own environment),
+//! `ZOT_HOME` a temporary directory (removed afterwards), stderr to a file
+//! in it, stdout read as lines. The sequence:
 //!
-//! 1. the manifest ([`Manifest::load`], [`Manifest::resolve_exec`]);
+//! 1. the manifest ([`Manifest::load`], [`Manifest::resolve_exec`], then
+//!    its `env` expanded: a reference to an unset variable without a
+//!    default is an `env` error in the host's words, naming the entry and
+//!    the variable, and nothing is started; values never appear in the
+//!    report);
 //! 2. `hello` within 5 s, as the first frame;
 //! 3. `hello_ack` (listing the `call_tool` capability) held back for [`Deadlines::hold`] (200 ms) to see whether
 //!    it registers before the ack (legal, legacy: info), then sent; then
@@ -27,8 +33,12 @@
 //! 7. whatever it wrote to stderr (info).
 //!
 //! Every stdout line is checked on the way: not a frame, an unknown type,
-//! missing or mistyped fields. Times are reported as the host would see
-//! them: the 200 ms hold of `hello_ack` is not counted.
+//! missing or mistyped fields. The lines written just before an exit count
+//! too, as for the host (PROTOCOL.md §3 rule 8): once the exit is seen,
+//! stdout is read to its end, or for [`EXIT_GRACE`](crate::child::EXIT_GRACE)
+//! (100 ms) more when a grandchild holds it open, before the check
+//! concludes. Times are reported as the host would see them: the 200 ms
+//! hold of `hello_ack` is not counted.
 //!
 //! Exit code: 0 when there is no error (warnings do not fail), 1 otherwise.
 //!
@@ -46,6 +56,7 @@ mod session;
 
 pub use report::render;
 
+use crate::envexpand::ExpandError;
 use crate::manifest::{Manifest, MANIFEST_FILE};
 use crate::text::one_line;
 use findings::Findings;
@@ -264,13 +275,19 @@ pub fn check(path: &Path, d: &Deadlines) -> Result<Report, String> {
         if !m.enabled {
             f.info("disabled", "the manifest says \"enabled\": false: zot installs it but does not load it", "set \"enabled\": true (zot ext enable NAME)");
         }
+        // As the host starts it: exec, then env, then the process.
         match m.resolve_exec() {
             Err(e) => f.error("exec", e.to_string(), exec_hint(&m)),
-            Ok(exec) => {
-                let sandbox = Sandbox::new()?;
-                let mut s = Session::new(&m, d, &mut f);
-                s.run(&exec, &sandbox, &mut timings, &mut calls);
-            }
+            Ok(exec) => match crate::envexpand::expand_from_env(m.env()) {
+                // The host's own words: they name the entry and the
+                // variable, never a value.
+                Err(e) => f.error("env", e.to_string(), env_hint(&e)),
+                Ok(env) => {
+                    let sandbox = Sandbox::new()?;
+                    let mut s = Session::new(&m, d, &mut f);
+                    s.run(&exec, &env, &sandbox, &mut timings, &mut calls);
+                }
+            },
         }
     }
     f.finish();
@@ -285,6 +302,15 @@ fn manifest_hint(dir: &Path) -> String {
         return format!("point at a folder holding {MANIFEST_FILE}, or create one with 'zot ext new NAME'");
     }
     "extension.json must be a JSON object with a string name ([A-Za-z0-9._-], at most 64 bytes) and a string exec".into()
+}
+
+fn env_hint(e: &ExpandError) -> String {
+    match e {
+        ExpandError::Unset { var, .. } => {
+            format!("set {var} in the environment zot runs in, or give it a default: ${{{var}:-value}}")
+        }
+        ExpandError::Syntax { .. } => "write ${VAR} or ${VAR:-default} (a name of letters, digits and _), and $$ for a literal $".into(),
+    }
 }
 
 fn exec_hint(m: &Manifest) -> String {

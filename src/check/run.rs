@@ -1,9 +1,10 @@
 //! Running the extension for the check: a throw-away `ZOT_HOME`, and the
 //! process run by the host's own [`Child`] (its own process group, the
-//! parent-death signal, only fds 0 to 2 across exec, the reader and waiter
-//! threads) with its stdout read as lines, each report stamped with the
-//! time it was made, and its stderr in a file; the process ended and
-//! reaped when the check is done with it; and who is left in its group.
+//! parent-death signal, only fds 0 to 2 across exec, the manifest's
+//! expanded `env`, the reader and waiter threads) with its stdout read as
+//! lines, each report stamped with the time it was made, and its stderr in
+//! a file; the process ended and reaped when the check is done with it;
+//! and who is left in its group.
 
 use crate::child::{Child, ChildMsg, Log};
 use crate::manifest::Manifest;
@@ -78,14 +79,21 @@ pub(super) struct Proc {
     exited: bool,
 }
 
-/// Starts the extension with `ZOT_HOME` in the sandbox and its stderr in
-/// the sandbox's file. The calling thread must outlive the process
-/// ([`crate::child::spawn_from_this_thread`]): dropping the [`Proc`] ends it.
-pub(super) fn spawn(m: &Manifest, exec: &Path, sandbox: &Sandbox) -> io::Result<Proc> {
+/// Starts the extension with `env` (the manifest's, expanded) added to its
+/// environment as the host adds it, then `ZOT_HOME` in the sandbox (so
+/// that the check never touches a real home, whatever the manifest says),
+/// and its stderr in the sandbox's file. The calling thread must outlive
+/// the process ([`crate::child::spawn_from_this_thread`]): dropping the
+/// [`Proc`] ends it.
+pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox: &Sandbox) -> io::Result<Proc> {
     let home = sandbox.home();
     fs::create_dir_all(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
-    let env = [(OsString::from("ZOT_HOME"), home.into_os_string())];
+    let env: Vec<(OsString, OsString)> = env
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .chain([(OsString::from("ZOT_HOME"), home.into_os_string())])
+        .collect();
     let (tx, rx) = crate::wake::channel();
     let child = Child::spawn_lines(m, exec, &env, &stderr, tx, |msg| (Instant::now(), msg))?;
     Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false })

@@ -1,14 +1,15 @@
 //! One check session, on a thread of its own that outlives the extension's
 //! process: the state of the extension as the check drives it (the
-//! handshake, then the stop); what it sends is judged in [`frames`], what
-//! it is asked in [`calls`].
+//! handshake, then the stop), its output read past its exit as the host
+//! reads it (to stdout's end, or [`EXIT_GRACE`] more); what it sends is
+//! judged in [`frames`], what it is asked in [`calls`].
 
 mod calls;
 mod frames;
 
 use super::run::{group_members, group_running, spawn, Ev, Proc, Sandbox};
 use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
-use crate::child::MAX_LINE;
+use crate::child::{EXIT_GRACE, MAX_LINE};
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
@@ -25,7 +26,8 @@ use std::time::{Duration, Instant};
 enum Step {
     Frame(Box<ExtFrame>, Instant),
     Timeout,
-    /// Stdout closed or the process exited.
+    /// Stdout closed, or the process exited and its output is over:
+    /// stdout read to its end, or [`EXIT_GRACE`] past the exit.
     Gone,
     /// A malformed reply to a request in flight (already reported).
     Malformed,
@@ -49,6 +51,13 @@ pub(super) struct Session<'a> {
     proc: Option<Proc>,
     exited: Option<(Instant, ExitStatus)>,
     eof: bool,
+    /// Once the exit is seen: until when stdout may still bring lines
+    /// written before it (PROTOCOL.md §3 rule 8).
+    exit_grace: Option<Instant>,
+    /// The process exited and its output is over: nothing more is read.
+    output_over: bool,
+    /// An `exited` finding was made.
+    gone_reported: bool,
     hello_at: Option<Instant>,
     ack_at: Option<Instant>,
     ready_at: Option<Instant>,
@@ -90,6 +99,9 @@ impl<'a> Session<'a> {
             proc: None,
             exited: None,
             eof: false,
+            exit_grace: None,
+            output_over: false,
+            gone_reported: false,
             hello_at: None,
             ack_at: None,
             ready_at: None,
@@ -117,7 +129,8 @@ impl<'a> Session<'a> {
     /// as one that starts extensions: the parent-death signal is tied to
     /// the thread that starts the process, and this one ends it (SIGKILL to
     /// its group, reaped: [`Proc`]) before it returns.
-    pub(super) fn run(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+    /// `env`: the manifest's, expanded.
+    pub(super) fn run(&mut self, exec: &Path, env: &[(String, String)], sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
         let ran = thread::scope(|s| {
             thread::Builder::new()
                 .name("zot-check".into())
@@ -126,7 +139,7 @@ impl<'a> Session<'a> {
                 .stack_size(8 * 1024 * 1024)
                 .spawn_scoped(s, || {
                     crate::child::spawn_from_this_thread();
-                    self.drive(exec, sandbox, timings, calls);
+                    self.drive(exec, env, sandbox, timings, calls);
                     self.proc = None;
                 })
                 .map(|t| t.join())
@@ -138,9 +151,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn drive(&mut self, exec: &Path, sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
+    fn drive(&mut self, exec: &Path, env: &[(String, String)], sandbox: &Sandbox, timings: &mut Timings, calls: &mut Vec<Call>) {
         self.start = Instant::now();
-        match spawn(self.m, exec, sandbox) {
+        match spawn(self.m, exec, env, sandbox) {
             Ok(p) => self.proc = Some(p),
             Err(e) => return self.cannot_start(exec, &e),
         }
@@ -207,26 +220,44 @@ impl<'a> Session<'a> {
     }
 
     /// Waits for the next frame until `deadline`; junk lines are reported
-    /// and skipped on the way.
+    /// and skipped on the way. The exit and the last stdout lines come
+    /// from different threads, so the exit may be seen first: as the host
+    /// does (PROTOCOL.md §3 rule 8), what it wrote before exiting is still
+    /// read, up to stdout's end or [`EXIT_GRACE`] after the exit was seen
+    /// (a grandchild holding stdout open), whatever `deadline` says, and
+    /// only then is it [`Step::Gone`].
     fn next(&mut self, deadline: Instant) -> Step {
         loop {
+            if self.output_over {
+                return Step::Gone;
+            }
             let Some(p) = self.proc.as_mut() else { return Step::Gone };
-            let ev = match p.next(deadline) {
+            let ev = match p.next(self.exit_grace.unwrap_or(deadline)) {
                 Ok(ev) => ev,
+                Err(RecvTimeoutError::Timeout) if self.exit_grace.is_some() => {
+                    self.output_over = true;
+                    return Step::Gone;
+                }
                 Err(RecvTimeoutError::Timeout) => return Step::Timeout,
                 Err(RecvTimeoutError::Disconnected) => {
                     self.eof = true;
+                    self.output_over = self.exited.is_some();
                     return Step::Gone;
                 }
             };
             match ev {
                 Ev::Eof => {
                     self.eof = true;
+                    self.output_over = self.exited.is_some();
                     return Step::Gone;
                 }
                 Ev::Exited(at, status) => {
                     self.exited = Some((at, status));
-                    return Step::Gone;
+                    if self.eof {
+                        self.output_over = true;
+                        return Step::Gone;
+                    }
+                    self.exit_grace = Some(Instant::now() + EXIT_GRACE);
                 }
                 Ev::TooLong(n) => self.f.error(
                     "line_too_long",
@@ -376,6 +407,12 @@ impl<'a> Session<'a> {
     /// handshake, at once (SIGKILL, as the host does) after a failed one.
     fn shutdown(&mut self, timings: &mut Timings, graceful: bool) {
         if self.exited.is_some() {
+            self.drain_output();
+            // Its last frames were read after the exit was seen (a reply,
+            // then the exit): the exit is still reported.
+            if graceful && !self.gone_reported {
+                self.report_gone("before shutdown");
+            }
             return self.leftovers();
         }
         if !graceful {
@@ -404,17 +441,7 @@ impl<'a> Session<'a> {
                 }
             }
         }
-        // The exit and the last stdout lines come from different threads:
-        // read what stdout still holds (its end, or a short while if a
-        // leftover process keeps it open).
-        let drain = Instant::now() + Duration::from_millis(500);
-        while self.exited.is_some() && !self.eof && self.connected() {
-            match self.next(drain) {
-                Step::Frame(f, at) => self.observe(f, at),
-                Step::Malformed => {}
-                Step::Gone | Step::Timeout => break,
-            }
-        }
+        self.drain_output();
         let Some((at, status)) = self.exited else { return };
         if self.shutdown_sent {
             timings.shutdown_ms = Some(ms(at - sent));
@@ -430,6 +457,18 @@ impl<'a> Session<'a> {
             }
         }
         self.leftovers();
+    }
+
+    /// Once the exit is seen: reads (and judges) what is left of its
+    /// output, to stdout's end or the end of [`EXIT_GRACE`].
+    fn drain_output(&mut self) {
+        while self.exited.is_some() && !self.output_over {
+            match self.next(Instant::now()) {
+                Step::Frame(f, at) => self.observe(f, at),
+                Step::Malformed => {}
+                Step::Gone | Step::Timeout => break,
+            }
+        }
     }
 
     /// Sends each signal to the group in turn, waiting up to a second for
@@ -483,6 +522,7 @@ impl<'a> Session<'a> {
     }
 
     fn report_gone(&mut self, when: &str) {
+        self.gone_reported = true;
         if self.exited.is_none() {
             // Stdout closed: the exit status usually follows at once.
             let deadline = Instant::now() + Duration::from_millis(500);

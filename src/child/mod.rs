@@ -25,6 +25,13 @@ use std::thread;
 
 pub use crate::protocol::MAX_LINE;
 
+/// How long after a child's exit was seen its stdout may stay open (a
+/// grandchild holding it) before its output counts as over (PROTOCOL.md
+/// §3 rule 8): what it wrote before exiting is read to stdout's end, or
+/// until this much later. The host fails the calls in flight then, and
+/// `zot ext check` concludes.
+pub const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Stack size of the per-child threads. Frame decoding is the deepest work
 /// they do and serde_json caps nesting at 128 levels; a frame nested just
 /// under that cap needs about 270 KiB of stack in a debug build (an

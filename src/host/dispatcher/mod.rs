@@ -34,7 +34,7 @@ use chain::Chains;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
-use crate::child::{describe_status, Child, ChildMsg, Log};
+use crate::child::{describe_status, Child, ChildMsg, Log, EXIT_GRACE};
 use crate::discovery::discover;
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
@@ -78,10 +78,6 @@ const LOG_CHECK: Duration = Duration::from_secs(1);
 /// written even though more messages wait: a busy inbox (a chatty
 /// extension) must not hold back another extension's call.
 const FLUSH_EVERY: u32 = 64;
-
-/// How long after the exit was seen to wait for stdout to reach its end
-/// (a grandchild may hold it) before the calls in flight fail.
-const EXIT_GRACE: Duration = Duration::from_millis(100);
 
 /// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
 /// current upstream SDKs read at most 4 MiB a line.
