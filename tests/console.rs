@@ -341,6 +341,8 @@ fn notifications_are_attributed() {
         "│ z         │",
         "└───────────┘",
         "[a] (panel p2 closed)",
+        // The submitted prompt runs after the reply that caused it.
+        "→ model: submit:hi",
         "[a] display:after",
     ]);
 }
@@ -602,4 +604,58 @@ fn restarts_and_a_crash_loop_are_one_line_each() {
     assert_eq!(restarts[0], "[a] exited (exit code 4); restart 1 in 250 ms");
     z.close_stdin();
     assert_eq!(z.exit_code(LINE_WAIT), 0);
+}
+
+// ----- while a call waits, and what extensions submit --------------------------
+
+#[test]
+fn a_script_answers_an_interactive_tool_and_end_of_input_cancels_it() {
+    // PROTOCOL.md §6.2: an interactive tool waits for the user, with no
+    // deadline. Piped, `/key` lines answer its panel at once, other lines
+    // wait their turn.
+    let t = TempDir::new("console-interactive");
+    let a = ext(&t, "a", &["--interactive-tools", "ask", "--commands", "display"]);
+    let script = ["/tool ask {}", "/display queued", "/key ask rune q", "/key ask down", "/key ask enter", "/exit"];
+    let s = run(&t, std::slice::from_ref(&a), &script, false, &[]);
+    assert_eq!(s.code, 0);
+    let panel = s.index("┌─ ask (ask) ─────────┐");
+    let answer = s.index("[a] keys rune:q down");
+    let queued = s.index("[a] display:queued");
+    assert!(panel < answer && answer < queued, "{}", s.out);
+
+    // The end of input cancels the call and ends the session.
+    let s = run(&t, &[a], &["/tool ask {}"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert!(s.lines().iter().any(|l| l.starts_with("error: ") && l.contains("cancelled")), "{}", s.out);
+    assert!(s.context.contains("was cancelled"), "the extension got no tool_cancel:\n{}", s.context);
+}
+
+#[test]
+fn a_submitted_slash_runs_when_it_arrives_within_a_budget() {
+    // PROTOCOL.md §6.3: submit_slash "any time".
+    let t = TempDir::new("console-slash-idle");
+    let a = ext(&t, "a", &["--commands", "submit_when,display,loop"]);
+    let gate = t.path().join("gate");
+    let mut z = start(&t, std::slice::from_ref(&a), &[], &[]);
+    z.send(&format!("/submit_when {}", gate.display()));
+    z.send("/display armed");
+    z.wait_line("the reply before the gate", |l| l == "[a] display:armed");
+    std::fs::write(&gate, "").expect("open the gate");
+    // No input line follows: it runs while the console is idle.
+    z.wait_line("the submitted command's run", |l| l == "→ running /display later");
+    z.wait_line("its reply", |l| l == "[a] display:later");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+
+    // An extension that keeps submitting itself: 16 runs, then the rest
+    // is dropped until the next input line.
+    let s = run(&t, &[a], &["/loop x", "/display y", "/loop z"], true, &[]);
+    assert_eq!(s.code, 0);
+    let y = s.index("[a] display:y");
+    let runs = s.lines()[..y].iter().filter(|l| **l == "→ running /loop x").count();
+    assert_eq!(runs, 16, "{}", s.out);
+    let dropped = s.index("error: 1 more submitted slash commands dropped (at most 16 per line)");
+    assert!(dropped < y, "{}", s.out);
+    let after = s.lines()[y..].iter().filter(|l| **l == "→ running /loop z").count();
+    assert_eq!(after, 16, "{}", s.out);
 }

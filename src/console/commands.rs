@@ -7,6 +7,7 @@ use crate::protocol::Payload;
 use crate::text::{one_line, strip_controls};
 use serde_json::{json, Value};
 
+use super::input::InFlight;
 use super::print::Held;
 use super::render::draw_panel;
 use super::{Console, BUILTINS};
@@ -132,14 +133,13 @@ impl Console {
             "display" => format!("{tag} {}", strip_controls(r.display.as_deref().unwrap_or(""))),
             "open_panel" => match &r.open_panel {
                 Some(p) => {
-                    if let Ok(mut m) = self.panels.lock() {
-                        m.insert(p.id.clone(), r.extension.clone());
-                    }
+                    self.panels.open(&p.id, &r.extension);
                     format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id))
                 }
                 None => format!("{tag} (open_panel without a panel)"),
             },
-            "noop" => return,
+            // Printed as nothing, in its place: what came before it is out.
+            "noop" => return held.say(String::new()),
             other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
         };
         held.say(text);
@@ -156,11 +156,13 @@ impl Console {
     /// call, each shown. An unknown tool is said at once.
     fn run_tool(&mut self, name: &str, args: Payload) {
         let mut tool_args = Value::Object(args);
-        match self.host.list() {
-            Ok(l) if !l.tools.iter().any(|t| t.name == name) => {
-                return self.error(&HostError::UnknownTool(name.to_string()).to_string());
+        // An interactive tool is answered in its extension's panel.
+        let mut interactive = None;
+        if let Ok(l) = self.host.list() {
+            match l.tools.iter().find(|t| t.name == name) {
+                Some(t) => interactive = t.interactive.then(|| t.extension.clone()),
+                None => return self.error(&HostError::UnknownTool(name.to_string()).to_string()),
             }
-            _ => {}
         }
         self.tool_seq += 1;
         let tool_id = format!("console-{}", self.tool_seq);
@@ -183,7 +185,8 @@ impl Console {
             Err(e) => return self.error(&e.to_string()),
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
-        let (r, held) = self.call_tool(name, tool_args, &tool_id);
+        let call = InFlight { tool_id: &tool_id, interactive: interactive.as_deref() };
+        let (r, held) = self.call_tool(name, tool_args, &call);
         match r {
             Ok(r) => self.show_tool(&r, held),
             Err(e) => held.say(self.style.red(&format!("error: {e}"))),
@@ -244,7 +247,7 @@ impl Console {
             return self.error("usage: /key PANEL KEY [TEXT]");
         };
         let text = it.next().map(str::to_string);
-        let owner = self.panels.lock().ok().and_then(|m| m.get(panel).cloned());
+        let owner = self.panels.owner(panel);
         let Some(ext) = owner else {
             return self.error(&format!("no open panel {panel:?}"));
         };
