@@ -380,11 +380,13 @@ fn crash_is_reported_and_the_others_still_answer() {
 #[test]
 fn control_sequences_are_stripped() {
     let t = TempDir::new("console-escapes");
-    let a = ext(&t, "a", &["--commands", "display,notify,prompt", "--tools", "echo"]);
+    let a = ext(&t, "a", &["--commands", "display,notify,prompt,slash", "--tools", "echo"]);
     let s = run(
         &t,
         &[a],
         &[
+            // A submitted slash command quoted back in an error.
+            "/slash hh\u{1b}]0;PWN\u{7}",
             "/display \u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7}x \u{1b}]8;;http://e\u{1b}\\link\u{1b}]8;;\u{1b}\\ \u{9b}2Jz\u{7}\r!",
             "/notify \u{1b}[2J\u{1b}[Hcleared?",
             "/prompt \u{1b}[1mbold",
@@ -398,6 +400,8 @@ fn control_sequences_are_stripped() {
     s.has_line("[a] note:cleared?");
     s.has_line("[a] → submit: prompt:bold");
     s.has_line("→ model: plain underlined text");
+    s.has_line("→ running /hh");
+    s.has_line("error: unknown command /hh");
     // No control character at all except newlines.
     let bad: Vec<char> = s.out.chars().filter(|c| c.is_control() && *c != '\n').collect();
     assert!(bad.is_empty(), "control characters {bad:?} in:\n{}", s.out);

@@ -96,7 +96,7 @@ impl Console {
                     .extensions
                     .iter()
                     .map(|e| {
-                        let mut s = format!("  {:<16} {:<8} {:<7} {}", e.name, e.state.as_str(), e.source, e.dir);
+                        let mut s = format!("  {:<16} {:<8} {:<7} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
                         if let Some(err) = &e.error {
                             s.push_str(&format!("  {}", self.style.red(&one_line(err))));
                         }
@@ -110,7 +110,7 @@ impl Console {
     }
 
     pub(super) fn show_reply(&mut self, r: &CommandReply, held: Held) {
-        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let tag = self.style.dim(&format!("[{}]", one_line(&r.extension)));
         if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
             return held.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
         }
@@ -189,12 +189,12 @@ impl Console {
         let (r, held) = self.call_tool(name, tool_args, &call);
         match r {
             Ok(r) => self.show_tool(&r, held),
-            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+            Err(e) => held.say(self.error_line(&e.to_string())),
         }
     }
 
     fn show_tool(&self, r: &ToolReply, held: Held) {
-        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let tag = self.style.dim(&format!("[{}]", one_line(&r.extension)));
         let mut parts = Vec::new();
         for b in &r.content {
             match b.get("type").and_then(Value::as_str) {
@@ -221,7 +221,7 @@ impl Console {
             Err(e) => return self.error(&e),
         };
         match self.host.event(name, payload) {
-            Ok(n) => self.say(self.style.dim(&format!("event {name} delivered to {n} extension(s)"))),
+            Ok(n) => self.say(self.style.dim(&format!("event {} delivered to {n} extension(s)", one_line(name)))),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -268,8 +268,8 @@ impl Console {
                 }
                 held.say(s);
             }
-            Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
-            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+            Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+            Err(e) => held.say(self.error_line(&e.to_string())),
         }
     }
 }

@@ -238,7 +238,13 @@ impl Console {
     }
 
     fn error(&self, msg: &str) {
-        self.say(self.style.red(&format!("error: {msg}")));
+        self.say(self.error_line(msg));
+    }
+
+    /// `error: MSG`, in red. The message may quote what an extension (or a
+    /// slash command it submitted) said: it is made safe for the terminal.
+    fn error_line(&self, msg: &str) -> String {
+        self.style.red(&format!("error: {}", one_line(msg)))
     }
 
     /// Handles one input line; false ends the session.
@@ -265,8 +271,8 @@ impl Console {
                 let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });
                 match r {
                     Ok(Response::Command(r)) => self.show_reply(&r, held),
-                    Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
-                    Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+                    Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+                    Err(e) => held.say(self.error_line(&e.to_string())),
                 }
             }
         }
