@@ -437,6 +437,20 @@ fn exit_command_ends_the_session() {
 }
 
 #[test]
+fn built_in_commands_match_without_case() {
+    let t = TempDir::new("console-case");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let s = run(&t, &[a], &["/HELP", "/System", "/Extensions", "/DISPLAY up", "/EXIT", "/display after"], false, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("built-in commands:");
+    s.has_line("system prompt: You are a helpful coding assistant.");
+    assert!(s.lines().iter().any(|l| l.starts_with("  a ") && l.contains("ready")), "{}", s.out);
+    s.has_line("[a] display:up");
+    assert!(!s.out.contains("unknown command"), "{}", s.out);
+    assert!(!s.out.contains("display:after"), "{}", s.out);
+}
+
+#[test]
 fn end_of_input_ends_the_session() {
     let t = TempDir::new("console-eof");
     let a = ext(&t, "a", &["--commands", "display"]);

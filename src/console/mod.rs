@@ -254,7 +254,8 @@ impl Console {
             return true;
         };
         let (name, args) = split_word(cmd);
-        match name {
+        // Built-ins match without case, as extension commands do.
+        match name.to_ascii_lowercase().as_str() {
             "exit" | "quit" => return false,
             "help" => self.help(),
             "system" => self.system(),
