@@ -500,6 +500,16 @@ fn reload_restarts_extensions() {
     assert_eq!(s.code, 0);
     s.has_line("reloaded: stopped 1, loaded 1, ready 1");
     s.has_line("[a] display:two");
+
+    // A load error is printed once per load, as it happens.
+    let t = TempDir::new("console-reload-error");
+    let b = ext(&t, "b", &["--exit-now"]);
+    let s = run(&t, &[b], &["/reload-ext"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("reloaded: stopped 1, loaded 1, ready 0");
+    let failed = s.lines().iter().filter(|l| l.contains("failed to load")).count();
+    assert_eq!(failed, 2, "{}", s.out);
+    assert!(s.lines().iter().all(|l| !l.starts_with("[b] failed to load") || l.contains("(see 'zot ext logs b')")), "{}", s.out);
 }
 
 #[test]
@@ -620,6 +630,10 @@ fn restarts_and_a_crash_loop_are_one_line_each() {
     let restarts: Vec<String> = z.seen.iter().filter(|l| l.contains("; restart ")).cloned().collect();
     assert_eq!(restarts.len(), 5, "{restarts:?}");
     assert_eq!(restarts[0], "[a] exited (exit code 4); restart 1 in 250 ms");
+    // The exit a restart follows has no line of its own; the last one,
+    // which none follows, has.
+    let bare: Vec<usize> = (0..z.seen.len()).filter(|i| z.seen[*i] == "[a] exited (exit code 4)").collect();
+    assert_eq!(bare, [z.seen.len() - 2], "{:#?}", z.seen);
     z.close_stdin();
     assert_eq!(z.exit_code(LINE_WAIT), 0);
 }

@@ -261,12 +261,8 @@ impl Console {
         let (r, held) = self.call(Request::Reload);
         match r {
             Ok(Response::Reload(r)) => {
-                let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
-                for e in &r.errors {
-                    s.push('\n');
-                    s.push_str(&self.style.red(&one_line(e)));
-                }
-                held.say(s);
+                // Each load error was printed as it happened (`failed to load`).
+                held.say(format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready));
             }
             Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
             Err(e) => held.say(self.error_line(&e.to_string())),

@@ -144,7 +144,9 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             panels.close(&panel_id);
             format!("{} {}", tag(&extension), st.dim(&format!("(panel {} closed)", one_line(&panel_id))))
         }
-        HostEvent::Exited { extension, code, signal } => {
+        // The restart's line says it exited: one line per restart.
+        HostEvent::Exited { restart_follows: true, .. } => String::new(),
+        HostEvent::Exited { extension, code, signal, .. } => {
             let how = match (code, signal) {
                 (Some(c), _) => format!("exit code {c}"),
                 (None, Some(s)) => format!("signal {s}"),
