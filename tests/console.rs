@@ -575,6 +575,31 @@ fn the_console_hosts_the_session_lifecycle() {
 }
 
 #[test]
+fn a_prompt_action_and_a_submit_frame_run_as_typed_prompts() {
+    // PROTOCOL.md §2.1 `submit`, and the `prompt` action: user prompts,
+    // with the lifecycle of typed text, after the reply that caused them.
+    let t = TempDir::new("console-submit");
+    let a = ext(&t, "a", &["--commands", "prompt,notify", "--tools", "events", "--events", "user_prompt_submit,turn_start,assistant_message,turn_end"]);
+    let s = run(&t, &[a], &["/prompt hi", "/notify n", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert_eq!(s.index("→ model: prompt:hi"), s.index("[a] → submit: prompt:hi") + 1, "{}", s.out);
+    assert!(s.index("[a] → submit: submit:n") < s.index("→ model: submit:n"), "{}", s.out);
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] [")).expect("events output");
+    let seen: Value = serde_json::from_str(&format!("[{events}")).unwrap();
+    let turn = |text: &str, step: u64| {
+        vec![
+            json!({"event": "user_prompt_submit", "text": text}),
+            json!({"event": "turn_start", "step": step}),
+            json!({"event": "assistant_message", "text": ""}),
+            json!({"event": "turn_end", "stop": "end_turn"}),
+        ]
+    };
+    let mut want = turn("prompt:hi", 1);
+    want.extend(turn("submit:n", 2));
+    assert_eq!(seen, Value::Array(want), "{}", s.out);
+}
+
+#[test]
 fn a_note_sent_after_a_reply_is_printed_after_it() {
     // PROTOCOL.md §4's order of output, in the console: 10 commands whose
     // extension answers and then sends a note and redraws the answer's panel.

@@ -143,6 +143,13 @@ impl Console {
             other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
         };
         held.say(text);
+        // A `prompt` action submits a user prompt: it runs as typed text.
+        if r.action == "prompt" {
+            let text = r.prompt.as_deref().unwrap_or("").trim();
+            if !text.is_empty() {
+                self.prompt(text);
+            }
+        }
     }
 
     pub(super) fn tool(&mut self, args: &str) {
