@@ -96,7 +96,7 @@ fn run(t: &TempDir, exts: &[PathBuf], script: &[&str], eof: bool, env: &[(&str, 
 #[test]
 fn command_actions_are_shown() {
     let t = TempDir::new("console-commands");
-    let a = ext(&t, "a", &["--commands", "display,prompt,insert,err,panel,noop,explicit_noop"]);
+    let a = ext(&t, "a", &["--commands", "display,prompt,insert,err,panel,noop,explicit_noop,null_action"]);
     let s = run(
         &t,
         &[a],
@@ -108,6 +108,7 @@ fn command_actions_are_shown() {
             "/panel",
             "/noop",
             "/explicit_noop",
+            "/null_action",
             "/nope now",
             "/",
             "/display   last   ",
@@ -132,6 +133,8 @@ fn command_actions_are_shown() {
     s.has_line("error: unknown command /nope");
     s.has_line("error: empty command; try /help");
     s.has_line("[a] display:last");
+    // `"action": null` is a noop, not a malformed reply.
+    assert!(!s.out.contains("malformed"), "{}", s.out);
     // Replies come in script order; a noop prints nothing.
     assert!(s.index("[a] display:x") < s.index("[a] → submit: prompt:hi there"));
     assert_eq!(s.index("error: unknown command /nope"), s.index("└──────────┘") + 1);
