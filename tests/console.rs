@@ -218,6 +218,27 @@ fn tool_calls_and_results() {
 }
 
 #[test]
+fn each_tool_call_is_followed_by_its_tool_result_event() {
+    // PROTOCOL.md §6.4, as an agent sends it.
+    let t = TempDir::new("console-tool-result");
+    let a = ext(&t, "a", &["--tools", "echo,fail,events", "--events", "tool_result"]);
+    let s = run(&t, &[a], &[r#"/tool echo {"a":1}"#, "/tool fail {}", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] [")).expect("events output");
+    let seen: Value = serde_json::from_str(&format!("[{events}")).unwrap();
+    let echo = r#"{"tool": "echo", "args": {"a": 1}, "from": "a"}"#;
+    assert_eq!(
+        seen,
+        json!([
+            {"event": "tool_result", "tool_id": "console-1", "tool_name": "echo", "tool_args": {"a": 1}, "status": "completed",
+             "executed": true, "result": {"content": [{"type": "text", "text": echo}], "is_error": false}},
+            {"event": "tool_result", "tool_id": "console-2", "tool_name": "fail", "tool_args": {}, "status": "failed",
+             "executed": true, "result": {"content": [{"type": "text", "text": "it failed"}], "is_error": true}},
+        ])
+    );
+}
+
+#[test]
 fn tool_call_interceptors_rewrite_and_block() {
     let t = TempDir::new("console-tool-intercept");
     let a = ext(&t, "a", &["--tools", "echo"]);

@@ -182,7 +182,10 @@ impl Console {
         };
         match self.host.intercept("tool_call", payload(&tool_args)) {
             Ok(InterceptOutcome { block: true, reason, .. }) => {
-                return self.say(self.style.red(&format!("tool call blocked: {}", one_line(reason.as_deref().unwrap_or("")))));
+                let reason = reason.unwrap_or_default();
+                self.say(self.style.red(&format!("tool call blocked: {}", one_line(&reason))));
+                let result = json!({"content": [{"type": "text", "text": reason}], "is_error": true});
+                return self.tool_result_event(payload(&tool_args), "blocked", false, result);
             }
             Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
                 self.say(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
@@ -193,11 +196,32 @@ impl Console {
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
         let call = InFlight { tool_id: &tool_id, interactive: interactive.as_deref() };
-        let (r, held) = self.call_tool(name, tool_args, &call);
+        let (r, held) = self.call_tool(name, tool_args.clone(), &call);
+        let (status, result) = match &r {
+            Ok(r) => (if r.is_error { "failed" } else { "completed" }, json!({"content": r.content, "is_error": r.is_error})),
+            Err(e) => {
+                let status = match e {
+                    HostError::Cancelled { .. } => "cancelled",
+                    HostError::Timeout { .. } => "timed_out",
+                    _ => "failed",
+                };
+                (status, json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true}))
+            }
+        };
         match r {
             Ok(r) => self.show_tool(&r, held),
             Err(e) => held.say(self.error_line(&e.to_string())),
         }
+        self.tool_result_event(payload(&tool_args), status, true, result);
+    }
+
+    /// The `tool_result` event (PROTOCOL.md §6.4) after a call, as an
+    /// agent sends it.
+    fn tool_result_event(&self, mut p: Payload, status: &str, executed: bool, result: Value) {
+        p.insert("status".into(), json!(status));
+        p.insert("executed".into(), json!(executed));
+        p.insert("result".into(), result);
+        let _ = self.host.event("tool_result", p);
     }
 
     fn show_tool(&self, r: &ToolReply, held: Held) {

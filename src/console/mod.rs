@@ -2,8 +2,8 @@
 //! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
 //! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
 //! the first prompt and again after `/reload-ext`), `turn_start`,
-//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
-//! end. It reads lines. `/name args` runs an extension command; host built-ins
+//! `assistant_message` and `turn_end`; `tool_result` after each tool call;
+//! `session_end` (`shutdown`) at the end. It reads lines. `/name args` runs an extension command; host built-ins
 //! exercise tools, events, intercepts and panels the way an agent would;
 //! other text is a prompt that would go to the model. Everything an
 //! extension says is printed through one printer thread, stripped of
