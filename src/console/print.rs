@@ -1,6 +1,8 @@
 //! The printer thread: everything the console prints goes out through it,
 //! and a reply keeps its place among the host's events (`Printed::Hold`
-//! marks it, a `Held` releases it once printed).
+//! marks it, a `Held` releases it once printed). What extensions submit
+//! (`submit_slash`, `submit`) and each panel opened are passed on to the
+//! session once shown.
 
 use crate::host::HostEvent;
 use crate::lineedit::Screen;
