@@ -96,7 +96,7 @@ fn run(t: &TempDir, exts: &[PathBuf], script: &[&str], eof: bool, env: &[(&str, 
 #[test]
 fn command_actions_are_shown() {
     let t = TempDir::new("console-commands");
-    let a = ext(&t, "a", &["--commands", "display,prompt,insert,err,panel,noop,explicit_noop"]);
+    let a = ext(&t, "a", &["--commands", "display,prompt,insert,err,panel,noop,explicit_noop,null_action"]);
     let s = run(
         &t,
         &[a],
@@ -108,6 +108,7 @@ fn command_actions_are_shown() {
             "/panel",
             "/noop",
             "/explicit_noop",
+            "/null_action",
             "/nope now",
             "/",
             "/display   last   ",
@@ -132,6 +133,8 @@ fn command_actions_are_shown() {
     s.has_line("error: unknown command /nope");
     s.has_line("error: empty command; try /help");
     s.has_line("[a] display:last");
+    // `"action": null` is a noop, not a malformed reply.
+    assert!(!s.out.contains("malformed"), "{}", s.out);
     // Replies come in script order; a noop prints nothing.
     assert!(s.index("[a] display:x") < s.index("[a] → submit: prompt:hi there"));
     assert_eq!(s.index("error: unknown command /nope"), s.index("└──────────┘") + 1);
@@ -212,6 +215,27 @@ fn tool_calls_and_results() {
     assert!(s.lines().iter().any(|l| l.starts_with("error: invalid JSON")), "{}", s.out);
     s.has_line("error: usage: /tool NAME JSON");
     assert!(!s.out.contains("args rewritten"), "{}", s.out);
+}
+
+#[test]
+fn each_tool_call_is_followed_by_its_tool_result_event() {
+    // PROTOCOL.md §6.4, as an agent sends it.
+    let t = TempDir::new("console-tool-result");
+    let a = ext(&t, "a", &["--tools", "echo,fail,events", "--events", "tool_result"]);
+    let s = run(&t, &[a], &[r#"/tool echo {"a":1}"#, "/tool fail {}", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] [")).expect("events output");
+    let seen: Value = serde_json::from_str(&format!("[{events}")).unwrap();
+    let echo = r#"{"tool": "echo", "args": {"a": 1}, "from": "a"}"#;
+    assert_eq!(
+        seen,
+        json!([
+            {"event": "tool_result", "tool_id": "console-1", "tool_name": "echo", "tool_args": {"a": 1}, "status": "completed",
+             "executed": true, "result": {"content": [{"type": "text", "text": echo}], "is_error": false}},
+            {"event": "tool_result", "tool_id": "console-2", "tool_name": "fail", "tool_args": {}, "status": "failed",
+             "executed": true, "result": {"content": [{"type": "text", "text": "it failed"}], "is_error": true}},
+        ])
+    );
 }
 
 #[test]
@@ -341,6 +365,8 @@ fn notifications_are_attributed() {
         "│ z         │",
         "└───────────┘",
         "[a] (panel p2 closed)",
+        // The submitted prompt runs after the reply that caused it.
+        "→ model: submit:hi",
         "[a] display:after",
     ]);
 }
@@ -378,11 +404,13 @@ fn crash_is_reported_and_the_others_still_answer() {
 #[test]
 fn control_sequences_are_stripped() {
     let t = TempDir::new("console-escapes");
-    let a = ext(&t, "a", &["--commands", "display,notify,prompt", "--tools", "echo"]);
+    let a = ext(&t, "a", &["--commands", "display,notify,prompt,slash", "--tools", "echo"]);
     let s = run(
         &t,
         &[a],
         &[
+            // A submitted slash command quoted back in an error.
+            "/slash hh\u{1b}]0;PWN\u{7}",
             "/display \u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7}x \u{1b}]8;;http://e\u{1b}\\link\u{1b}]8;;\u{1b}\\ \u{9b}2Jz\u{7}\r!",
             "/notify \u{1b}[2J\u{1b}[Hcleared?",
             "/prompt \u{1b}[1mbold",
@@ -396,6 +424,8 @@ fn control_sequences_are_stripped() {
     s.has_line("[a] note:cleared?");
     s.has_line("[a] → submit: prompt:bold");
     s.has_line("→ model: plain underlined text");
+    s.has_line("→ running /hh");
+    s.has_line("error: unknown command /hh");
     // No control character at all except newlines.
     let bad: Vec<char> = s.out.chars().filter(|c| c.is_control() && *c != '\n').collect();
     assert!(bad.is_empty(), "control characters {bad:?} in:\n{}", s.out);
@@ -427,6 +457,20 @@ fn exit_command_ends_the_session() {
     let s = run(&t, &[a, b], &["/display before", "/exit", "/display after"], false, &[]);
     assert_eq!(s.code, 0);
     s.has_line("[a] display:before");
+    assert!(!s.out.contains("display:after"), "{}", s.out);
+}
+
+#[test]
+fn built_in_commands_match_without_case() {
+    let t = TempDir::new("console-case");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let s = run(&t, &[a], &["/HELP", "/System", "/Extensions", "/DISPLAY up", "/EXIT", "/display after"], false, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("built-in commands:");
+    s.has_line("system prompt: You are a helpful coding assistant.");
+    assert!(s.lines().iter().any(|l| l.starts_with("  a ") && l.contains("ready")), "{}", s.out);
+    s.has_line("[a] display:up");
+    assert!(!s.out.contains("unknown command"), "{}", s.out);
     assert!(!s.out.contains("display:after"), "{}", s.out);
 }
 
@@ -480,6 +524,16 @@ fn reload_restarts_extensions() {
     assert_eq!(s.code, 0);
     s.has_line("reloaded: stopped 1, loaded 1, ready 1");
     s.has_line("[a] display:two");
+
+    // A load error is printed once per load, as it happens.
+    let t = TempDir::new("console-reload-error");
+    let b = ext(&t, "b", &["--exit-now"]);
+    let s = run(&t, &[b], &["/reload-ext"], true, &[]);
+    assert_eq!(s.code, 0);
+    s.has_line("reloaded: stopped 1, loaded 1, ready 0");
+    let failed = s.lines().iter().filter(|l| l.contains("failed to load")).count();
+    assert_eq!(failed, 2, "{}", s.out);
+    assert!(s.lines().iter().all(|l| !l.starts_with("[b] failed to load") || l.contains("(see 'zot ext logs b')")), "{}", s.out);
 }
 
 #[test]
@@ -545,6 +599,31 @@ fn the_console_hosts_the_session_lifecycle() {
 }
 
 #[test]
+fn a_prompt_action_and_a_submit_frame_run_as_typed_prompts() {
+    // PROTOCOL.md §2.1 `submit`, and the `prompt` action: user prompts,
+    // with the lifecycle of typed text, after the reply that caused them.
+    let t = TempDir::new("console-submit");
+    let a = ext(&t, "a", &["--commands", "prompt,notify", "--tools", "events", "--events", "user_prompt_submit,turn_start,assistant_message,turn_end"]);
+    let s = run(&t, &[a], &["/prompt hi", "/notify n", "/tool events"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert_eq!(s.index("→ model: prompt:hi"), s.index("[a] → submit: prompt:hi") + 1, "{}", s.out);
+    assert!(s.index("[a] → submit: submit:n") < s.index("→ model: submit:n"), "{}", s.out);
+    let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] [")).expect("events output");
+    let seen: Value = serde_json::from_str(&format!("[{events}")).unwrap();
+    let turn = |text: &str, step: u64| {
+        vec![
+            json!({"event": "user_prompt_submit", "text": text}),
+            json!({"event": "turn_start", "step": step}),
+            json!({"event": "assistant_message", "text": ""}),
+            json!({"event": "turn_end", "stop": "end_turn"}),
+        ]
+    };
+    let mut want = turn("prompt:hi", 1);
+    want.extend(turn("submit:n", 2));
+    assert_eq!(seen, Value::Array(want), "{}", s.out);
+}
+
+#[test]
 fn a_note_sent_after_a_reply_is_printed_after_it() {
     // PROTOCOL.md §4's order of output, in the console: 10 commands whose
     // extension answers and then sends a note and redraws the answer's panel.
@@ -600,6 +679,64 @@ fn restarts_and_a_crash_loop_are_one_line_each() {
     let restarts: Vec<String> = z.seen.iter().filter(|l| l.contains("; restart ")).cloned().collect();
     assert_eq!(restarts.len(), 5, "{restarts:?}");
     assert_eq!(restarts[0], "[a] exited (exit code 4); restart 1 in 250 ms");
+    // The exit a restart follows has no line of its own; the last one,
+    // which none follows, has.
+    let bare: Vec<usize> = (0..z.seen.len()).filter(|i| z.seen[*i] == "[a] exited (exit code 4)").collect();
+    assert_eq!(bare, [z.seen.len() - 2], "{:#?}", z.seen);
     z.close_stdin();
     assert_eq!(z.exit_code(LINE_WAIT), 0);
+}
+
+// ----- while a call waits, and what extensions submit --------------------------
+
+#[test]
+fn a_script_answers_an_interactive_tool_and_end_of_input_cancels_it() {
+    // PROTOCOL.md §6.2: an interactive tool waits for the user, with no
+    // deadline. Piped, `/key` lines answer its panel at once, other lines
+    // wait their turn.
+    let t = TempDir::new("console-interactive");
+    let a = ext(&t, "a", &["--interactive-tools", "ask", "--commands", "display"]);
+    let script = ["/tool ask {}", "/display queued", "/key ask rune q", "/key ask down", "/key ask enter", "/exit"];
+    let s = run(&t, std::slice::from_ref(&a), &script, false, &[]);
+    assert_eq!(s.code, 0);
+    let panel = s.index("┌─ ask (ask) ─────────┐");
+    let answer = s.index("[a] keys rune:q down");
+    let queued = s.index("[a] display:queued");
+    assert!(panel < answer && answer < queued, "{}", s.out);
+
+    // The end of input cancels the call and ends the session.
+    let s = run(&t, &[a], &["/tool ask {}"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert!(s.lines().iter().any(|l| l.starts_with("error: ") && l.contains("cancelled")), "{}", s.out);
+    assert!(s.context.contains("was cancelled"), "the extension got no tool_cancel:\n{}", s.context);
+}
+
+#[test]
+fn a_submitted_slash_runs_when_it_arrives_within_a_budget() {
+    // PROTOCOL.md §6.3: submit_slash "any time".
+    let t = TempDir::new("console-slash-idle");
+    let a = ext(&t, "a", &["--commands", "submit_when,display,loop"]);
+    let gate = t.path().join("gate");
+    let mut z = start(&t, std::slice::from_ref(&a), &[], &[]);
+    z.send(&format!("/submit_when {}", gate.display()));
+    z.send("/display armed");
+    z.wait_line("the reply before the gate", |l| l == "[a] display:armed");
+    std::fs::write(&gate, "").expect("open the gate");
+    // No input line follows: it runs while the console is idle.
+    z.wait_line("the submitted command's run", |l| l == "→ running /display later");
+    z.wait_line("its reply", |l| l == "[a] display:later");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+
+    // An extension that keeps submitting itself: 16 runs, then the rest
+    // is dropped until the next input line.
+    let s = run(&t, &[a], &["/loop x", "/display y", "/loop z"], true, &[]);
+    assert_eq!(s.code, 0);
+    let y = s.index("[a] display:y");
+    let runs = s.lines()[..y].iter().filter(|l| **l == "→ running /loop x").count();
+    assert_eq!(runs, 16, "{}", s.out);
+    let dropped = s.index("error: 1 more submitted slash commands dropped (at most 16 per line)");
+    assert!(dropped < y, "{}", s.out);
+    let after = s.lines()[y..].iter().filter(|l| **l == "→ running /loop z").count();
+    assert_eq!(after, 16, "{}", s.out);
 }

@@ -273,3 +273,41 @@ fn a_termination_signal_restores_the_terminal() {
     assert_eq!(z.exit_code(), 143);
     z.assert_cooked();
 }
+
+#[test]
+fn keys_answer_an_interactive_tools_panel_and_a_submitted_slash_runs_at_once() {
+    let t = TempDir::new("tty-panel");
+    let gate = t.path().join("gate");
+    let a = common::py_ext(&t.path().join("exts"), "a", "a", &["--interactive-tools", "ask", "--commands", "display,submit_when"]);
+    let mut z = Term::spawn(&t, &[a]);
+    let mut at = z.wait_for("zot> ", 0);
+    // While the interactive tool waits, keys go to its panel as panel_key.
+    z.typed("/tool ask {}\r");
+    at = z.wait_for("enter: yes, esc: no", at);
+    z.typed(&format!("q{UP}\x1b[5~\x1b[6~\t\x7f\x1b[3~\x1b[H\x1b[F\x1b[B{RIGHT}{LEFT}\r"));
+    at = z.wait_for("[a] keys rune:q up pageup pagedown tab backspace delete home end down right left\r\n", at);
+    z.typed("/tool ask {}\r");
+    at = z.wait_for("enter: yes, esc: no", at);
+    z.typed("\x1b");
+    at = z.wait_for("[a] declined\r\n", at);
+    // Ctrl-C still cancels the call.
+    z.typed("/tool ask {}\r");
+    at = z.wait_for("enter: yes, esc: no", at);
+    z.typed("\x03");
+    at = z.wait_for("was cancelled by the caller", at);
+    at = z.wait_for("zot> ", at);
+
+    // A slash command submitted while a line is half typed runs at once;
+    // the prompt and the half line come back below it.
+    z.typed(&format!("/submit_when {}\r", gate.display()));
+    z.typed("/display mid");
+    at = z.wait_for("/display mid", at);
+    std::fs::write(&gate, "").expect("open the gate");
+    at = z.wait_for("[a] display:later\r\n", at);
+    at = z.wait_for("zot> /display mid", at);
+    z.typed(" done\r");
+    at = z.wait_for("[a] display:mid done\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+    z.assert_cooked();
+}

@@ -187,7 +187,7 @@ fn a_crash_mid_call_fails_it_at_once_and_leaves_the_others_alone() {
     assert!(started.elapsed() < Duration::from_secs(5));
 
     let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "crashy".into(), code: Some(3), signal: None }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "crashy".into(), code: Some(3), signal: None, restart_follows: false }));
 
     // Unregistered, listed as exited, the other one unaffected.
     assert!(matches!(host.tool("a_tool", None), Err(HostError::UnknownTool(_))));
@@ -219,7 +219,7 @@ fn a_crash_mid_command_fails_it_at_once() {
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "cc"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "cc".into(), code: Some(4), signal: None }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "cc".into(), code: Some(4), signal: None, restart_follows: false }));
     assert_eq!(r.unwrap_err().code(), "extension_exited");
 }
 

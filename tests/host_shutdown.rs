@@ -143,7 +143,7 @@ fn a_leader_that_exits_on_its_own_takes_its_group_with_it() {
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "parent"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None, restart_follows: false }));
     assert!(
         wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()),
         "left behind: {:?}",

@@ -7,6 +7,7 @@ use crate::protocol::Payload;
 use crate::text::{one_line, strip_controls};
 use serde_json::{json, Value};
 
+use super::input::InFlight;
 use super::print::Held;
 use super::render::draw_panel;
 use super::{Console, BUILTINS};
@@ -95,7 +96,7 @@ impl Console {
                     .extensions
                     .iter()
                     .map(|e| {
-                        let mut s = format!("  {:<16} {:<8} {:<7} {}", e.name, e.state.as_str(), e.source, e.dir);
+                        let mut s = format!("  {:<16} {:<8} {:<7} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
                         if let Some(err) = &e.error {
                             s.push_str(&format!("  {}", self.style.red(&one_line(err))));
                         }
@@ -109,7 +110,7 @@ impl Console {
     }
 
     pub(super) fn show_reply(&mut self, r: &CommandReply, held: Held) {
-        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let tag = self.style.dim(&format!("[{}]", one_line(&r.extension)));
         if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
             return held.say(format!("{tag} {}", self.style.red(&format!("error: {}", strip_controls(e)))));
         }
@@ -132,17 +133,23 @@ impl Console {
             "display" => format!("{tag} {}", strip_controls(r.display.as_deref().unwrap_or(""))),
             "open_panel" => match &r.open_panel {
                 Some(p) => {
-                    if let Ok(mut m) = self.panels.lock() {
-                        m.insert(p.id.clone(), r.extension.clone());
-                    }
+                    self.panels.open(&p.id, &r.extension);
                     format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id))
                 }
                 None => format!("{tag} (open_panel without a panel)"),
             },
-            "noop" => return,
+            // Printed as nothing, in its place: what came before it is out.
+            "noop" => return held.say(String::new()),
             other => format!("{tag} {}", self.style.dim(&format!("(unknown action {:?})", one_line(other)))),
         };
         held.say(text);
+        // A `prompt` action submits a user prompt: it runs as typed text.
+        if r.action == "prompt" {
+            let text = r.prompt.as_deref().unwrap_or("").trim();
+            if !text.is_empty() {
+                self.prompt(text);
+            }
+        }
     }
 
     pub(super) fn tool(&mut self, args: &str) {
@@ -156,11 +163,13 @@ impl Console {
     /// call, each shown. An unknown tool is said at once.
     fn run_tool(&mut self, name: &str, args: Payload) {
         let mut tool_args = Value::Object(args);
-        match self.host.list() {
-            Ok(l) if !l.tools.iter().any(|t| t.name == name) => {
-                return self.error(&HostError::UnknownTool(name.to_string()).to_string());
+        // An interactive tool is answered in its extension's panel.
+        let mut interactive = None;
+        if let Ok(l) = self.host.list() {
+            match l.tools.iter().find(|t| t.name == name) {
+                Some(t) => interactive = t.interactive.then(|| t.extension.clone()),
+                None => return self.error(&HostError::UnknownTool(name.to_string()).to_string()),
             }
-            _ => {}
         }
         self.tool_seq += 1;
         let tool_id = format!("console-{}", self.tool_seq);
@@ -173,7 +182,10 @@ impl Console {
         };
         match self.host.intercept("tool_call", payload(&tool_args)) {
             Ok(InterceptOutcome { block: true, reason, .. }) => {
-                return self.say(self.style.red(&format!("tool call blocked: {}", one_line(reason.as_deref().unwrap_or("")))));
+                let reason = reason.unwrap_or_default();
+                self.say(self.style.red(&format!("tool call blocked: {}", one_line(&reason))));
+                let result = json!({"content": [{"type": "text", "text": reason}], "is_error": true});
+                return self.tool_result_event(payload(&tool_args), "blocked", false, result);
             }
             Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
                 self.say(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
@@ -183,15 +195,37 @@ impl Console {
             Err(e) => return self.error(&e.to_string()),
         }
         let _ = self.host.event("tool_call", payload(&tool_args));
-        let (r, held) = self.call_tool(name, tool_args, &tool_id);
+        let call = InFlight { tool_id: &tool_id, interactive: interactive.as_deref() };
+        let (r, held) = self.call_tool(name, tool_args.clone(), &call);
+        let (status, result) = match &r {
+            Ok(r) => (if r.is_error { "failed" } else { "completed" }, json!({"content": r.content, "is_error": r.is_error})),
+            Err(e) => {
+                let status = match e {
+                    HostError::Cancelled { .. } => "cancelled",
+                    HostError::Timeout { .. } => "timed_out",
+                    _ => "failed",
+                };
+                (status, json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true}))
+            }
+        };
         match r {
             Ok(r) => self.show_tool(&r, held),
-            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+            Err(e) => held.say(self.error_line(&e.to_string())),
         }
+        self.tool_result_event(payload(&tool_args), status, true, result);
+    }
+
+    /// The `tool_result` event (PROTOCOL.md §6.4) after a call, as an
+    /// agent sends it.
+    fn tool_result_event(&self, mut p: Payload, status: &str, executed: bool, result: Value) {
+        p.insert("status".into(), json!(status));
+        p.insert("executed".into(), json!(executed));
+        p.insert("result".into(), result);
+        let _ = self.host.event("tool_result", p);
     }
 
     fn show_tool(&self, r: &ToolReply, held: Held) {
-        let tag = self.style.dim(&format!("[{}]", r.extension));
+        let tag = self.style.dim(&format!("[{}]", one_line(&r.extension)));
         let mut parts = Vec::new();
         for b in &r.content {
             match b.get("type").and_then(Value::as_str) {
@@ -218,7 +252,7 @@ impl Console {
             Err(e) => return self.error(&e),
         };
         match self.host.event(name, payload) {
-            Ok(n) => self.say(self.style.dim(&format!("event {name} delivered to {n} extension(s)"))),
+            Ok(n) => self.say(self.style.dim(&format!("event {} delivered to {n} extension(s)", one_line(name)))),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -244,7 +278,7 @@ impl Console {
             return self.error("usage: /key PANEL KEY [TEXT]");
         };
         let text = it.next().map(str::to_string);
-        let owner = self.panels.lock().ok().and_then(|m| m.get(panel).cloned());
+        let owner = self.panels.owner(panel);
         let Some(ext) = owner else {
             return self.error(&format!("no open panel {panel:?}"));
         };
@@ -258,15 +292,11 @@ impl Console {
         let (r, held) = self.call(Request::Reload);
         match r {
             Ok(Response::Reload(r)) => {
-                let mut s = format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready);
-                for e in &r.errors {
-                    s.push('\n');
-                    s.push_str(&self.style.red(&one_line(e)));
-                }
-                held.say(s);
+                // Each load error was printed as it happened (`failed to load`).
+                held.say(format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready));
             }
-            Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
-            Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+            Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+            Err(e) => held.say(self.error_line(&e.to_string())),
         }
     }
 }

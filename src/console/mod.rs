@@ -2,37 +2,39 @@
 //! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
 //! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
 //! the first prompt and again after `/reload-ext`), `turn_start`,
-//! `assistant_message` and `turn_end`; `session_end` (`shutdown`) at the
-//! end. It reads lines. `/name args` runs an extension command; host built-ins
+//! `assistant_message` and `turn_end`; `tool_result` after each tool call;
+//! `session_end` (`shutdown`) at the end. It reads lines. `/name args` runs an extension command; host built-ins
 //! exercise tools, events, intercepts and panels the way an agent would;
 //! other text is a prompt that would go to the model. Everything an
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 //!
 //! The rooms: `commands` holds the built-in commands and tab completion,
-//! `print` the printer thread that keeps replies in their place among the
-//! host's events, `render` how events and panels look; this file the
-//! session loop.
+//! `input` where lines come from, what extensions submit and how a call is
+//! waited for, `print` the printer thread that keeps replies in their
+//! place among the host's events, `render` how events and panels look;
+//! this file the session and one line's handling.
 
 mod commands;
+mod input;
 mod print;
 mod render;
 
-use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response, ToolReply};
-use crate::lineedit::{Editor, RawMode, Read, Screen};
+use crate::host::{Config, Host, InterceptOutcome, Request, Response};
+use crate::lineedit::{Editor, RawMode, Screen};
 use crate::protocol::Payload;
 use crate::signals;
 use crate::text::{one_line, strip_controls};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::io::{self, BufRead, Write};
-use std::sync::{Arc, Mutex};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::thread;
 
-use commands::{completions, split_word};
-use print::{print_loop, Held, Job, Printed};
-use render::Style;
+use commands::split_word;
+use input::{Input, Submitted, MAX_SLASHES};
+use print::{print_loop, Job, Printed};
+use render::{Panels, Style};
 
 /// Commands the console answers itself; extensions cannot take them.
 pub const BUILTINS: [(&str, &str); 11] = [
@@ -48,10 +50,6 @@ pub const BUILTINS: [(&str, &str); 11] = [
     ("extensions", "list extensions and their state"),
     ("exit", "shut extensions down and leave"),
 ];
-
-/// The console's view of the world shared with the printer: which
-/// extension owns which open panel.
-type Panels = Arc<Mutex<HashMap<String, String>>>;
 
 /// Runs the interactive session until `/exit` or end of input; returns the
 /// exit code.
@@ -102,20 +100,32 @@ pub fn run(mut config: Config) -> i32 {
     }
     let panels: Panels = Arc::default();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
-    let (slash_tx, slash_rx) = unbounded::<String>();
+    let (submit_tx, submitted) = unbounded::<Submitted>();
+    let (opened_tx, panel_opened) = unbounded::<()>();
     let printer = {
         let panels = panels.clone();
         thread::Builder::new()
             .name("zot-console-out".into())
             .spawn({
                 let screen = screen.clone();
-                move || print_loop(events, jobs_rx, style, panels, screen, slash_tx)
+                move || print_loop(events, jobs_rx, style, panels, screen, submit_tx, opened_tx)
             })
     };
     if printer.is_err() {
         eprintln!("zot: cannot start the printer thread");
         return 1;
     }
+    let lines = match editor {
+        Some(_) => None,
+        None => {
+            let (tx, rx) = unbounded::<Input>();
+            if input::read_stdin(tx).is_err() {
+                eprintln!("zot: cannot start the input thread");
+                return 1;
+            }
+            Some(rx)
+        }
+    };
     {
         let host = host.clone();
         let _ = signals::on_termination(move |sig| {
@@ -130,7 +140,12 @@ pub fn run(mut config: Config) -> i32 {
         out: jobs_tx,
         holds: printed_tx,
         held: 0,
-        slashes: slash_rx,
+        submitted,
+        budget: MAX_SLASHES,
+        lines,
+        backlog: VecDeque::new(),
+        panel_opened,
+        prompting: interactive,
         style,
         panels,
         step: 0,
@@ -150,7 +165,7 @@ pub fn run(mut config: Config) -> i32 {
         }
     }
     let _ = host.event("session_start", Payload::new());
-    console.repl(interactive);
+    console.repl();
     console.sync();
     end_session(&host);
     host.shutdown();
@@ -158,9 +173,6 @@ pub fn run(mut config: Config) -> i32 {
     drop(raw);
     0
 }
-
-/// Slash commands from `submit_slash` run after one input line, at most.
-const MAX_SLASHES: usize = 16;
 
 /// The system prompt the console starts from, before any extension's
 /// `before_agent_start` reply.
@@ -185,8 +197,19 @@ struct Console {
     /// Where a reply marks its place among the host's events.
     holds: Sender<Printed>,
     held: u64,
-    /// Slash commands extensions asked to run (`submit_slash`).
-    slashes: Receiver<String>,
+    /// What extensions asked to run as if typed (`submit_slash`,
+    /// `submit`), as it was printed.
+    submitted: Receiver<Submitted>,
+    /// Submitted commands that may still run before the next input line.
+    budget: usize,
+    /// Piped input, read on a thread of its own (none with the editor).
+    lines: Option<Receiver<Input>>,
+    /// Lines read while a call was in flight, waiting their turn.
+    backlog: VecDeque<Input>,
+    /// A panel was opened (the printer showed it).
+    panel_opened: Receiver<()>,
+    /// A prompt is printed before each read (stdin a terminal, stdout not).
+    prompting: bool,
     style: Style,
     panels: Panels,
     step: u64,
@@ -215,66 +238,13 @@ impl Console {
     }
 
     fn error(&self, msg: &str) {
-        self.say(self.style.red(&format!("error: {msg}")));
+        self.say(self.error_line(msg));
     }
 
-    /// Reads lines with the editor until the session ends.
-    fn edit_loop(&mut self) {
-        let prompt = self.style.bold("zot> ");
-        let host = self.host.clone();
-        let complete = move |before: &str| completions(&host, before);
-        loop {
-            self.sync();
-            let Some(mut editor) = self.editor.take() else { return };
-            let read = editor.read_line(&prompt, &complete);
-            self.editor = Some(editor);
-            match read {
-                Read::End => return,
-                Read::Line(line) => {
-                    let text = line.trim();
-                    if !text.is_empty() && !self.line(text) {
-                        return;
-                    }
-                    if !self.run_slashes() {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    fn repl(&mut self, interactive: bool) {
-        if self.editor.is_some() {
-            return self.edit_loop();
-        }
-        let stdin = io::stdin();
-        let mut input = stdin.lock();
-        let mut line = String::new();
-        loop {
-            if interactive {
-                self.sync();
-                let mut o = io::stdout();
-                let _ = write!(o, "{}", self.style.bold("zot> "));
-                let _ = o.flush();
-            }
-            line.clear();
-            match input.read_line(&mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    self.error("input is not UTF-8; line skipped");
-                    continue;
-                }
-                Err(_) => break,
-            }
-            let text = line.trim();
-            if text.is_empty() {
-                continue;
-            }
-            if !self.line(text) || !self.run_slashes() {
-                break;
-            }
-        }
+    /// `error: MSG`, in red. The message may quote what an extension (or a
+    /// slash command it submitted) said: it is made safe for the terminal.
+    fn error_line(&self, msg: &str) -> String {
+        self.style.red(&format!("error: {}", one_line(msg)))
     }
 
     /// Handles one input line; false ends the session.
@@ -284,7 +254,8 @@ impl Console {
             return true;
         };
         let (name, args) = split_word(cmd);
-        match name {
+        // Built-ins match without case, as extension commands do.
+        match name.to_ascii_lowercase().as_str() {
             "exit" | "quit" => return false,
             "help" => self.help(),
             "system" => self.system(),
@@ -301,28 +272,10 @@ impl Console {
                 let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });
                 match r {
                     Ok(Response::Command(r)) => self.show_reply(&r, held),
-                    Ok(other) => held.say(self.style.red(&format!("error: unexpected response {other:?}"))),
-                    Err(e) => held.say(self.style.red(&format!("error: {e}"))),
+                    Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+                    Err(e) => held.say(self.error_line(&e.to_string())),
                 }
             }
-        }
-        true
-    }
-
-    /// Runs the slash commands extensions asked for (`submit_slash`) as
-    /// if typed, after the line that caused them; a few per line at most,
-    /// so that two extensions cannot keep each other going for ever.
-    fn run_slashes(&mut self) -> bool {
-        for _ in 0..MAX_SLASHES {
-            let Ok(text) = self.slashes.try_recv() else { return true };
-            self.say(format!("{} {}", self.style.dim("→ running"), strip_controls(&text)));
-            if !self.line(&text) {
-                return false;
-            }
-        }
-        let dropped = self.slashes.try_iter().count();
-        if dropped > 0 {
-            self.error(&format!("{dropped} more submitted slash commands dropped (at most {MAX_SLASHES} per line)"));
         }
         true
     }
@@ -353,7 +306,7 @@ impl Console {
         self.say(format!("{} {s}", self.style.dim("system prompt:")));
     }
 
-    fn prompt(&mut self, text: &str) {
+    pub(super) fn prompt(&mut self, text: &str) {
         let mut submit = Payload::new();
         submit.insert("text".into(), json!(text));
         let _ = self.host.event("user_prompt_submit", submit);
@@ -377,56 +330,6 @@ impl Console {
         let mut end = Payload::new();
         end.insert("stop".into(), json!("end_turn"));
         let _ = self.host.event("turn_end", end);
-    }
-
-    /// Submits `request`; its answer marks its place among the host's
-    /// events, so the reply is printed before what happened after it.
-    fn submit_held(&mut self, request: Request) -> (Receiver<Result<Response, HostError>>, Held) {
-        self.held += 1;
-        let n = self.held;
-        let (tx, rx) = bounded(1);
-        let holds = self.holds.clone();
-        self.host.submit(request, move |r| {
-            let _ = holds.send(Printed::Hold(n));
-            let _ = tx.send(r);
-        });
-        (rx, Held { n, out: self.out.clone(), done: false })
-    }
-
-    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
-    /// meanwhile says so (rather than waiting to end the session at the
-    /// next prompt).
-    fn call(&mut self, request: Request) -> (Result<Response, HostError>, Held) {
-        let (rx, held) = self.submit_held(request);
-        let outcome = match self.editor.as_mut() {
-            Some(editor) => {
-                let screen = editor.screen();
-                editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"))
-            }
-            None => rx.recv().ok(),
-        };
-        (outcome.unwrap_or(Err(HostError::ShuttingDown)), held)
-    }
-
-    /// Calls the tool; on a terminal, Ctrl-C meanwhile cancels it (an
-    /// interactive tool waits for nothing else).
-    fn call_tool(&mut self, name: &str, args: Value, tool_id: &str) -> (Result<ToolReply, HostError>, Held) {
-        let req = Request::Tool { name: name.into(), args: Some(args), tool_id: Some(tool_id.into()) };
-        let (rx, held) = self.submit_held(req);
-        let host = self.host.clone();
-        let outcome = match self.editor.as_mut() {
-            Some(editor) => editor.wait(&rx, || {
-                let _ = host.cancel_tool(tool_id);
-            }),
-            None => rx.recv().ok(),
-        };
-        let r = match outcome {
-            Some(Ok(Response::Tool(r))) => Ok(r),
-            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
-            Some(Err(e)) => Err(e),
-            None => Err(HostError::ShuttingDown),
-        };
-        (r, held)
     }
 }
 

@@ -1,14 +1,16 @@
 //! The printer thread: everything the console prints goes out through it,
 //! and a reply keeps its place among the host's events (`Printed::Hold`
-//! marks it, a `Held` releases it once printed).
+//! marks it, a `Held` releases it once printed). What extensions submit
+//! (`submit_slash`, `submit`) and each panel opened are passed on to the
+//! session once shown.
 
 use crate::host::HostEvent;
 use crate::lineedit::Screen;
 use crossbeam_channel::{bounded, select, Receiver, Sender};
 use std::sync::Arc;
 
-use super::render::{render_event, Style};
-use super::Panels;
+use super::input::Submitted;
+use super::render::{render_event, Panels, Style};
 
 /// A block of text for the printer; `ack` is signalled once it is out.
 pub(super) struct Job {
@@ -58,18 +60,29 @@ pub(super) fn print_loop(
     style: Style,
     panels: Panels,
     screen: Arc<Screen>,
-    slashes: Sender<String>,
+    submitted: Sender<Submitted>,
+    opened: Sender<()>,
 ) {
     let print = |s: &str| {
         if !s.is_empty() {
             screen.print(s);
         }
     };
+    // What the console runs or waits for is passed on once it is shown.
     let show = |ev: HostEvent| {
-        if let HostEvent::SubmitSlash { text, .. } = &ev {
-            let _ = slashes.send(text.clone());
-        }
+        let then = match &ev {
+            HostEvent::SubmitSlash { text, .. } => Some(Submitted::Slash(text.clone())),
+            HostEvent::Submit { text, .. } => Some(Submitted::Prompt(text.clone())),
+            _ => None,
+        };
+        let panel = matches!(ev, HostEvent::OpenPanel { .. });
         print(&render_event(ev, style, &panels));
+        if let Some(s) = then {
+            let _ = submitted.send(s);
+        }
+        if panel {
+            let _ = opened.send(());
+        }
     };
     // A reply whose place is marked and not printed yet: the events after
     // it wait in the channel.

@@ -5,7 +5,38 @@ use crate::host::HostEvent;
 use crate::protocol::Panel;
 use crate::text::{one_line, strip_controls};
 
-use super::Panels;
+use std::sync::Mutex;
+
+/// The panels open now, in the order they were opened, each with the
+/// extension that owns it.
+#[derive(Default)]
+pub(super) struct PanelMap(Mutex<Vec<(String, String)>>);
+
+impl PanelMap {
+    fn with<R>(&self, f: impl FnOnce(&mut Vec<(String, String)>) -> R) -> R {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut m)
+    }
+    pub(super) fn open(&self, id: &str, extension: &str) {
+        self.with(|m| {
+            m.retain(|(i, _)| i != id);
+            m.push((id.to_string(), extension.to_string()));
+        });
+    }
+    fn close(&self, id: &str) {
+        self.with(|m| m.retain(|(i, _)| i != id));
+    }
+    /// The extension that owns panel `id`.
+    pub(super) fn owner(&self, id: &str) -> Option<String> {
+        self.with(|m| m.iter().find(|(i, _)| i == id).map(|(_, e)| e.clone()))
+    }
+    /// The panel `extension` opened last and has open.
+    pub(super) fn last_of(&self, extension: &str) -> Option<String> {
+        self.with(|m| m.iter().rev().find(|(_, e)| e == extension).map(|(i, _)| i.clone()))
+    }
+}
+
+pub(super) type Panels = std::sync::Arc<PanelMap>;
 
 #[derive(Clone, Copy)]
 pub(super) struct Style {
@@ -103,21 +134,19 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
         }
         HostEvent::OpenPanel { extension, panel } => {
             let Panel { id, title, lines, footer } = panel;
-            if let Ok(mut m) = panels.lock() {
-                m.insert(id.clone(), extension.clone());
-            }
+            panels.open(&id, &extension);
             format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id))
         }
         HostEvent::PanelRender { extension, panel_id, title, lines, footer } => {
             format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id))
         }
         HostEvent::PanelClose { extension, panel_id } => {
-            if let Ok(mut m) = panels.lock() {
-                m.remove(&panel_id);
-            }
+            panels.close(&panel_id);
             format!("{} {}", tag(&extension), st.dim(&format!("(panel {} closed)", one_line(&panel_id))))
         }
-        HostEvent::Exited { extension, code, signal } => {
+        // The restart's line says it exited: one line per restart.
+        HostEvent::Exited { restart_follows: true, .. } => String::new(),
+        HostEvent::Exited { extension, code, signal, .. } => {
             let how = match (code, signal) {
                 (Some(c), _) => format!("exit code {c}"),
                 (None, Some(s)) => format!("signal {s}"),

@@ -78,7 +78,7 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             eprintln!("zot mcp: {}", strip_controls(&message));
             log(ERROR, &extension, message);
         }
-        HostEvent::Exited { extension, code, signal } => {
+        HostEvent::Exited { extension, code, signal, .. } => {
             let how = match (code, signal) {
                 (_, Some(s)) => format!("killed by signal {s}"),
                 (Some(c), None) => format!("exit code {c}"),

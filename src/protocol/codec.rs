@@ -61,7 +61,7 @@ struct FastCommandResponse {
     _ty: de::IgnoredAny,
     #[serde(deserialize_with = "id_string")]
     id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     action: String,
     #[serde(default)]
     prompt: Option<String>,

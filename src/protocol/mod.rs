@@ -208,8 +208,9 @@ pub struct CommandResponse {
     /// `id` of the `command_invoked` this answers.
     #[serde(deserialize_with = "id_string")]
     pub id: String,
-    /// `prompt`, `insert`, `display`, `open_panel` or `noop`; empty = `noop`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// `prompt`, `insert`, `display`, `open_panel` or `noop`; empty (or
+    /// `null`) = `noop`.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "null_as_empty")]
     pub action: String,
     /// For `prompt` and `tool_prompt`: the text to submit as a user prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -450,6 +451,11 @@ fn lenient_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Value::Number(n) => n.to_string(),
         _ => String::new(),
     })
+}
+
+/// A string that may be `null`: empty then.
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Ids are strings on the wire; a number is accepted and turned into one.

@@ -62,7 +62,7 @@ impl Dispatcher {
             Life::Registering => return self.fail(slot, "closed its stdout during start-up".into()),
             _ => {}
         }
-        self.emit_exited(slot, None);
+        self.emit_exited(slot, None, false);
         self.lose(slot, "closed its stdout");
         self.tools_gone(slot);
         self.exts[slot].life = Life::Exited;
@@ -119,7 +119,8 @@ impl Dispatcher {
                 ext.life = Life::Exited;
                 ext.error = Some(format!("exited ({how})"));
                 // The notice goes out before the failed calls it explains.
-                self.emit_exited(slot, status);
+                let restart_follows = self.restart_follows(slot, status);
+                self.emit_exited(slot, status, restart_follows);
                 self.lose(slot, &how);
                 if !self.maybe_restart(slot, status) {
                     self.tools_gone(slot);
@@ -128,10 +129,10 @@ impl Dispatcher {
         }
     }
 
-    pub(super) fn emit_exited(&self, slot: usize, status: Option<ExitStatus>) {
+    pub(super) fn emit_exited(&self, slot: usize, status: Option<ExitStatus>, restart_follows: bool) {
         let extension = self.exts[slot].name().to_string();
         let (code, signal) = (status.and_then(|s| s.code()), status.and_then(|s| s.signal()));
-        self.emit(HostEvent::Exited { extension, code, signal });
+        self.emit(HostEvent::Exited { extension, code, signal, restart_follows });
     }
 
     /// An extension that ended and is not coming back: its tools are gone

@@ -21,20 +21,11 @@ impl Dispatcher {
     /// while being restarted). Starts it again when its policy says so;
     /// returns whether it did (or gave up as `crash_loop`).
     pub(super) fn maybe_restart(&mut self, slot: usize, status: Option<ExitStatus>) -> bool {
-        if !matches!(self.phase, Phase::Running | Phase::Loading) {
+        if !self.restart_wanted(slot, status) {
             return false;
         }
+        let policy = self.policy(slot);
         let ext = &mut self.exts[slot];
-        let policy = self.cfg.restart.unwrap_or(ext.found.manifest.restart);
-        let failed = status.is_none_or(|s| s.code() != Some(0));
-        let wanted = match policy {
-            RestartPolicy::Never => false,
-            RestartPolicy::OnFailure => failed,
-            RestartPolicy::Always => true,
-        };
-        if !wanted {
-            return false;
-        }
         if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
             ext.restarts = 0;
         }
@@ -71,6 +62,33 @@ impl Dispatcher {
         let id = self.exts[slot].id;
         self.at(after(delay), Timer::Restart(id));
         true
+    }
+
+    fn policy(&self, slot: usize) -> RestartPolicy {
+        self.cfg.restart.unwrap_or(self.exts[slot].found.manifest.restart)
+    }
+
+    /// Whether the policy wants the extension in `slot` back after this
+    /// exit (restarted, or given up on as a crash loop).
+    fn restart_wanted(&self, slot: usize, status: Option<ExitStatus>) -> bool {
+        if !matches!(self.phase, Phase::Running | Phase::Loading) {
+            return false;
+        }
+        let failed = status.is_none_or(|s| s.code() != Some(0));
+        match self.policy(slot) {
+            RestartPolicy::Never => false,
+            RestartPolicy::OnFailure => failed,
+            RestartPolicy::Always => true,
+        }
+    }
+
+    /// Whether [`Dispatcher::maybe_restart`] will restart the extension in
+    /// `slot` after this exit (not give up on it): an
+    /// `extension_restarting` follows the `extension_exited`.
+    pub(super) fn restart_follows(&self, slot: usize, status: Option<ExitStatus>) -> bool {
+        let ext = &self.exts[slot];
+        let reset = ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER);
+        self.restart_wanted(slot, status) && (reset || ext.restarts < MAX_RESTARTS)
     }
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {

@@ -92,6 +92,12 @@ pub enum HostEvent {
         /// The signal that ended it, when one did.
         #[serde(skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
+        /// An [`HostEvent::ExtensionRestarting`] for it follows at once (in
+        /// the same step of the host), which says as much: a front end that
+        /// prints that one need not print this one. Not part of the wire
+        /// frame.
+        #[serde(skip)]
+        restart_follows: bool,
     },
     /// An extension became ready (initial load, restart, reload), with the
     /// commands and tools it registered.

@@ -18,17 +18,23 @@
 //! drawn again below. Keys are read by a thread of their own, so that the
 //! console can watch for Ctrl-C while a call is in flight
 //! ([`Editor::wait`]); other keys typed meanwhile are kept for the next
-//! prompt. Lines are assumed to fit the terminal's width.
+//! prompt, or, while a panel waits for an answer ([`Editor::wait_keys`]),
+//! decoded and handed to it (`keys`). [`Editor::read_line`] also wakes for
+//! what arrives on a channel, leaving the half-typed line to edit on.
+//! Lines are assumed to fit the terminal's width. The history is in
+//! `history`.
+
+mod history;
+mod keys;
 
 use crossbeam_channel::{select, unbounded, Receiver};
 use std::collections::VecDeque;
-use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Once};
 
-/// The most history entries kept, in memory and in the file.
-pub const HISTORY_MAX: usize = 1000;
+use history::History;
+use keys::{decode, Key};
 
 static SAVED: Mutex<Option<(i32, libc::termios)>> = Mutex::new(None);
 
@@ -161,74 +167,23 @@ fn draw(out: &mut impl Write, line: &Line) {
     }
 }
 
-/// The history: its entries and where they are kept.
-struct History {
-    entries: Vec<String>,
-    file: Option<PathBuf>,
-}
-
-impl History {
-    fn load(file: Option<PathBuf>) -> History {
-        let text = file.as_ref().and_then(|f| fs::read_to_string(f).ok()).unwrap_or_default();
-        let mut entries: Vec<String> = text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
-        if entries.len() > HISTORY_MAX {
-            entries.drain(..entries.len() - HISTORY_MAX);
-            if let Some(f) = &file {
-                let tmp = f.with_extension("tmp");
-                let body: String = entries.iter().map(|e| format!("{e}\n")).collect();
-                if fs::write(&tmp, body).is_ok() {
-                    let _ = fs::rename(&tmp, f);
-                }
-            }
-        }
-        History { entries, file }
-    }
-
-    fn add(&mut self, entry: &str) {
-        if entry.is_empty() || self.entries.last().is_some_and(|l| l == entry) {
-            return;
-        }
-        self.entries.push(entry.to_string());
-        if self.entries.len() > HISTORY_MAX {
-            self.entries.remove(0);
-        }
-        if let Some(f) = &self.file {
-            if let Some(dir) = f.parent() {
-                let _ = fs::create_dir_all(dir);
-            }
-            let file = fs::OpenOptions::new().create(true).append(true).open(f);
-            if let Ok(mut file) = file {
-                let _ = writeln!(file, "{entry}");
-            }
-        }
-    }
-}
-
-/// One key, decoded.
-#[derive(Debug, Clone, PartialEq)]
-enum Key {
-    Char(char),
-    Enter,
-    Backspace,
-    Delete,
-    Left,
-    Right,
-    Home,
-    End,
-    Up,
-    Down,
-    Tab,
-    Ctrl(u8),
-    /// An escape sequence or byte this editor does not use.
-    Other,
-}
-
 /// What [`Editor::read_line`] gives.
 #[derive(Debug, PartialEq)]
-pub enum Read {
+pub enum Read<T> {
     Line(String),
     /// Ctrl-D on an empty line, a second Ctrl-C, or the end of input.
     End,
+    /// Something arrived on the wake channel before the line was done.
+    Woken(T),
+}
+
+/// A key typed while [`Editor::wait_keys`] waits.
+#[derive(Debug, PartialEq)]
+pub enum WaitKey {
+    /// Ctrl-C.
+    Interrupt,
+    /// A key for the panel: its `panel_key` name and, for a `rune`, its text.
+    Panel(&'static str, Option<String>),
 }
 
 /// Offers the completions of the word that ends `before_cursor`.
@@ -241,6 +196,8 @@ pub struct Editor {
     pending: VecDeque<u8>,
     closed: bool,
     history: History,
+    /// The last line was left on screen by [`Read::Woken`].
+    suspended: bool,
 }
 
 impl Editor {
@@ -261,7 +218,7 @@ impl Editor {
                 }
             }
         })?;
-        Ok(Editor { screen, bytes: rx, pending: VecDeque::new(), closed: false, history: History::load(history) })
+        Ok(Editor { screen, bytes: rx, pending: VecDeque::new(), closed: false, history: History::load(history), suspended: false })
     }
 
     /// The screen this editor draws on.
@@ -269,87 +226,41 @@ impl Editor {
         self.screen.clone()
     }
 
-    fn byte(&mut self) -> Option<u8> {
+    /// The next key, read as it comes, or what arrives on `wake` first;
+    /// none at the end of input.
+    fn key_or<T>(&mut self, wake: &Receiver<T>) -> Option<Result<Key, T>> {
+        let mut wake = wake.clone();
         loop {
-            if let Some(b) = self.pending.pop_front() {
-                return Some(b);
+            if let Some((key, n)) = decode(self.pending.make_contiguous()) {
+                self.pending.drain(..n);
+                return Some(Ok(key));
             }
             if self.closed {
+                // The start of a key the input ends in: dropped.
+                self.pending.clear();
                 return None;
             }
-            match self.bytes.recv() {
-                Ok(chunk) => self.pending.extend(chunk),
-                Err(_) => self.closed = true,
+            select! {
+                recv(wake) -> w => match w {
+                    Ok(w) => return Some(Err(w)),
+                    Err(_) => wake = crossbeam_channel::never(),
+                },
+                recv(self.bytes) -> chunk => match chunk {
+                    Ok(chunk) => self.pending.extend(chunk),
+                    Err(_) => self.closed = true,
+                },
             }
         }
     }
 
-    fn key(&mut self) -> Option<Key> {
-        let b = self.byte()?;
-        Some(match b {
-            b'\r' | b'\n' => Key::Enter,
-            0x7f | 0x08 => Key::Backspace,
-            b'\t' => Key::Tab,
-            0x1b => self.escape(),
-            1..=0x1f => Key::Ctrl(b + b'@'),
-            0x20..=0x7e => Key::Char(b as char),
-            _ => self.utf8(b),
-        })
-    }
-
-    fn utf8(&mut self, first: u8) -> Key {
-        let len = match first {
-            0xc2..=0xdf => 2,
-            0xe0..=0xef => 3,
-            0xf0..=0xf4 => 4,
-            _ => return Key::Other,
-        };
-        let mut v = vec![first];
-        for _ in 1..len {
-            match self.byte() {
-                Some(b) if b & 0xc0 == 0x80 => v.push(b),
-                Some(b) => {
-                    self.pending.push_front(b);
-                    return Key::Other;
-                }
-                None => return Key::Other,
-            }
+    /// The keys complete in what is typed so far, without waiting.
+    fn keys_now(&mut self) -> Vec<Key> {
+        let mut keys = Vec::new();
+        while let Some((key, n)) = decode(self.pending.make_contiguous()) {
+            self.pending.drain(..n);
+            keys.push(key);
         }
-        match std::str::from_utf8(&v).ok().and_then(|s| s.chars().next()) {
-            Some(c) if !c.is_control() => Key::Char(c),
-            _ => Key::Other,
-        }
-    }
-
-    /// After ESC: `[` or `O`, parameters, a final byte.
-    fn escape(&mut self) -> Key {
-        let Some(intro) = self.byte() else { return Key::Other };
-        if intro != b'[' && intro != b'O' {
-            self.pending.push_front(intro);
-            return Key::Other;
-        }
-        let mut params = Vec::new();
-        loop {
-            let Some(b) = self.byte() else { return Key::Other };
-            if (0x40..=0x7e).contains(&b) {
-                return match (b, params.as_slice()) {
-                    (b'A', _) => Key::Up,
-                    (b'B', _) => Key::Down,
-                    (b'C', _) => Key::Right,
-                    (b'D', _) => Key::Left,
-                    (b'H', _) => Key::Home,
-                    (b'F', _) => Key::End,
-                    (b'~', b"1") | (b'~', b"7") => Key::Home,
-                    (b'~', b"4") | (b'~', b"8") => Key::End,
-                    (b'~', b"3") => Key::Delete,
-                    _ => Key::Other,
-                };
-            }
-            if params.len() > 16 {
-                return Key::Other;
-            }
-            params.push(b);
-        }
+        keys
     }
 
     /// Waits for `rx`, meanwhile calling `on_interrupt` at each Ctrl-C;
@@ -384,18 +295,67 @@ impl Editor {
         }
     }
 
-    /// Shows `prompt` and edits a line until Enter.
-    pub fn read_line(&mut self, prompt: &str, complete: Completer<'_>) -> Read {
+    /// Waits for `rx` while a panel has the keys: each key typed
+    /// meanwhile goes to `on_key`, as a panel is told of it, and Ctrl-C as
+    /// [`WaitKey::Interrupt`]; keys a panel is not told of are dropped.
+    pub fn wait_keys<T>(&mut self, rx: &Receiver<T>, mut on_key: impl FnMut(WaitKey)) -> Option<T> {
+        loop {
+            for key in self.keys_now() {
+                if key == Key::Ctrl(b'C') {
+                    self.screen.raw("^C\n");
+                    on_key(WaitKey::Interrupt);
+                } else if let Some((name, text)) = key.panel_name() {
+                    on_key(WaitKey::Panel(name, text));
+                }
+            }
+            if self.closed {
+                return rx.recv().ok();
+            }
+            select! {
+                recv(rx) -> r => return r.ok(),
+                recv(self.bytes) -> chunk => match chunk {
+                    Ok(chunk) => self.pending.extend(chunk),
+                    Err(_) => self.closed = true,
+                },
+            }
+        }
+    }
+
+    /// Ends a line left showing by [`Read::Woken`], as Enter would without
+    /// running it.
+    pub fn close_line(&mut self) {
+        if std::mem::take(&mut self.suspended) {
+            self.finish("\n");
+        }
+    }
+
+    /// Shows `prompt` and edits a line until Enter, or until something
+    /// arrives on `wake`: then the half-typed line stays on screen (text
+    /// printed meanwhile goes above it) and the next call goes on editing it.
+    pub fn read_line<T>(&mut self, prompt: &str, complete: Completer<'_>, wake: &Receiver<T>) -> Read<T> {
+        let resume = std::mem::take(&mut self.suspended);
         self.screen.edit(|l| {
-            *l = Line { active: true, prompt: prompt.to_string(), buf: Vec::new(), cursor: 0 };
+            if resume {
+                l.active = true;
+                l.prompt = prompt.to_string();
+            } else {
+                *l = Line { active: true, prompt: prompt.to_string(), buf: Vec::new(), cursor: 0 };
+            }
         });
         let mut recall = self.history.entries.len();
         let mut draft: Vec<char> = Vec::new();
         let mut interrupted = false;
         loop {
-            let Some(key) = self.key() else {
-                self.finish("\n");
-                return Read::End;
+            let key = match self.key_or(wake) {
+                Some(Ok(key)) => key,
+                Some(Err(w)) => {
+                    self.suspended = true;
+                    return Read::Woken(w);
+                }
+                None => {
+                    self.finish("\n");
+                    return Read::End;
+                }
             };
             if key != Key::Ctrl(b'C') {
                 interrupted = false;
@@ -484,7 +444,7 @@ impl Editor {
                     });
                 }
                 Key::Tab => self.complete(complete),
-                Key::Ctrl(_) | Key::Other => {}
+                Key::Ctrl(_) | Key::Esc | Key::PageUp | Key::PageDown | Key::Other => {}
             }
         }
     }
@@ -572,25 +532,5 @@ mod tests {
             libc::close(m);
             libc::close(s);
         }
-    }
-
-    #[test]
-    fn history_is_bounded_on_load_and_skips_repeats() {
-        let dir = std::env::temp_dir().join(format!("zot-history-{}", std::process::id()));
-        fs::create_dir_all(&dir).expect("dir");
-        let file = dir.join("history");
-        let body: String = (0..HISTORY_MAX + 50).map(|i| format!("line {i}\n")).collect();
-        fs::write(&file, body).expect("write");
-        let mut h = History::load(Some(file.clone()));
-        assert_eq!(h.entries.len(), HISTORY_MAX);
-        assert_eq!(h.entries[0], "line 50");
-        h.add("again");
-        h.add("again");
-        assert_eq!(h.entries.len(), HISTORY_MAX);
-        let text = fs::read_to_string(&file).expect("read");
-        assert_eq!(text.lines().count(), HISTORY_MAX + 1);
-        assert_eq!(text.lines().last(), Some("again"));
-        assert_eq!(History::load(Some(file)).entries.len(), HISTORY_MAX);
-        let _ = fs::remove_dir_all(&dir);
     }
 }

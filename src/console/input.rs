@@ -1,0 +1,325 @@
+//! Where the session's input comes from, and how the console waits.
+//!
+//! On a terminal the line editor reads keys; its `read_line` also wakes for
+//! what extensions submit (`submit_slash`, `submit`), which runs at once and
+//! leaves the half-typed line as it was. Piped, stdin is read on a thread
+//! of its own and the session selects between its lines and what is
+//! submitted. Either way at most [`MAX_SLASHES`] submitted commands run
+//! between two input lines, so that two extensions cannot keep each other
+//! going for ever.
+//!
+//! While a call is in flight, piped lines keep being read and wait their
+//! turn until it ends; during an interactive tool's call `/key` lines are
+//! carried out at once (once the tool's extension has a panel open, so a
+//! script can answer it), and the end of input cancels the call once the
+//! `/key` lines before it are carried out. On a terminal, keys typed during an interactive
+//! tool's call go to its extension's open panel, Ctrl-C cancels a tool call,
+//! and keys typed during other calls are kept for the next prompt.
+
+use crate::host::{HostError, Request, Response, ToolReply};
+use crate::lineedit::{Read, WaitKey};
+use crate::text::{one_line, strip_controls};
+use crossbeam_channel::{never, select, Receiver, Sender};
+use serde_json::Value;
+use std::io::{self, BufRead, Write};
+
+use super::commands::{completions, split_word};
+use super::print::Held;
+use super::Console;
+
+/// Submitted commands (`submit_slash`, `submit`) that run between two
+/// input lines, at most.
+pub(super) const MAX_SLASHES: usize = 16;
+
+/// One item of piped input.
+pub(super) enum Input {
+    Line(String),
+    /// A line that is not UTF-8.
+    NotUtf8,
+    End,
+}
+
+/// What an extension asked the console to run as if typed.
+pub(super) enum Submitted {
+    /// `submit_slash`: a slash command.
+    Slash(String),
+    /// `submit`: a user prompt.
+    Prompt(String),
+}
+
+/// Reads stdin lines on a thread of its own, until its end.
+pub(super) fn read_stdin(tx: Sender<Input>) -> io::Result<()> {
+    std::thread::Builder::new().name("zot-console-in".into()).spawn(move || {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let item = match input.read_line(&mut line) {
+                Ok(0) => Input::End,
+                Ok(_) => Input::Line(line.clone()),
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => Input::NotUtf8,
+                Err(_) => Input::End,
+            };
+            let end = matches!(item, Input::End);
+            if tx.send(item).is_err() || end {
+                return;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// The arguments of a `/key` line.
+fn key_args(line: &str) -> Option<&str> {
+    let (name, args) = split_word(line.trim().strip_prefix('/')?);
+    name.eq_ignore_ascii_case("key").then_some(args)
+}
+
+/// The tool call in flight: its id, and for an interactive tool the
+/// extension whose panel answers it.
+pub(super) struct InFlight<'a> {
+    pub(super) tool_id: &'a str,
+    pub(super) interactive: Option<&'a str>,
+}
+
+impl Console {
+    pub(super) fn repl(&mut self) {
+        if self.editor.is_some() {
+            self.edit_loop();
+        } else {
+            self.pipe_loop();
+        }
+    }
+
+    /// Reads lines with the editor until the session ends.
+    fn edit_loop(&mut self) {
+        let prompt = self.style.bold("zot> ");
+        let host = self.host.clone();
+        let complete = move |before: &str| completions(&host, before);
+        let submitted = self.submitted.clone();
+        loop {
+            self.sync();
+            let Some(mut editor) = self.editor.take() else { return };
+            let read = editor.read_line(&prompt, &complete, &submitted);
+            self.editor = Some(editor);
+            let go_on = match read {
+                Read::End => false,
+                Read::Line(line) => {
+                    self.budget = MAX_SLASHES;
+                    let text = line.trim();
+                    (text.is_empty() || self.line(text)) && self.run_submitted()
+                }
+                Read::Woken(s) => self.run_one(s),
+            };
+            if !go_on {
+                break;
+            }
+        }
+        if let Some(editor) = self.editor.as_mut() {
+            editor.close_line();
+        }
+    }
+
+    /// Reads piped lines (or a terminal's, without the editor) until the
+    /// session ends; what extensions submit runs as it arrives.
+    fn pipe_loop(&mut self) {
+        let Some(lines) = self.lines.clone() else { return };
+        let submitted = self.submitted.clone();
+        loop {
+            let next = match self.submitted.try_recv() {
+                Ok(s) => Err(s),
+                Err(_) => match self.backlog.pop_front() {
+                    Some(i) => Ok(i),
+                    None => {
+                        if self.prompting {
+                            self.sync();
+                            let mut o = io::stdout();
+                            let _ = write!(o, "{}", self.style.bold("zot> "));
+                            let _ = o.flush();
+                        }
+                        select! {
+                            recv(lines) -> i => Ok(i.unwrap_or(Input::End)),
+                            recv(submitted) -> s => match s {
+                                Ok(s) => Err(s),
+                                Err(_) => Ok(Input::End),
+                            },
+                        }
+                    }
+                },
+            };
+            let go_on = match next {
+                Err(s) => self.run_one(s),
+                Ok(Input::End) => {
+                    // What the last lines caused still runs.
+                    self.sync();
+                    self.run_submitted();
+                    false
+                }
+                Ok(Input::NotUtf8) => {
+                    self.error("input is not UTF-8; line skipped");
+                    true
+                }
+                Ok(Input::Line(line)) => {
+                    let text = line.trim();
+                    if text.is_empty() {
+                        continue;
+                    }
+                    self.budget = MAX_SLASHES;
+                    self.line(text)
+                }
+            };
+            if !go_on {
+                return;
+            }
+        }
+    }
+
+    /// Runs what extensions submitted and is already queued; false ends
+    /// the session.
+    pub(super) fn run_submitted(&mut self) -> bool {
+        while let Ok(s) = self.submitted.try_recv() {
+            if !self.run_one(s) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Runs one submitted command as if typed, within the budget; false
+    /// ends the session.
+    fn run_one(&mut self, s: Submitted) -> bool {
+        if self.budget == 0 {
+            let dropped = 1 + self.submitted.try_iter().count();
+            self.error(&format!("{dropped} more submitted slash commands dropped (at most {MAX_SLASHES} per line)"));
+            return true;
+        }
+        self.budget -= 1;
+        match s {
+            Submitted::Slash(text) => {
+                self.say(format!("{} {}", self.style.dim("→ running"), strip_controls(&text)));
+                self.line(&text)
+            }
+            Submitted::Prompt(text) => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    self.prompt(text);
+                }
+                true
+            }
+        }
+    }
+
+    /// Submits `request`; its answer marks its place among the host's
+    /// events, so the reply is printed before what happened after it.
+    pub(super) fn submit_held(&mut self, request: Request) -> (Receiver<Result<Response, HostError>>, Held) {
+        self.held += 1;
+        let n = self.held;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let holds = self.holds.clone();
+        self.host.submit(request, move |r| {
+            let _ = holds.send(super::print::Printed::Hold(n));
+            let _ = tx.send(r);
+        });
+        (rx, Held { n, out: self.out.clone(), done: false })
+    }
+
+    /// Runs a request that cannot be cancelled. On a terminal, a Ctrl-C
+    /// meanwhile says so (rather than waiting to end the session at the
+    /// next prompt).
+    pub(super) fn call(&mut self, request: Request) -> (Result<Response, HostError>, Held) {
+        let (rx, held) = self.submit_held(request);
+        let outcome = match self.editor.as_mut() {
+            Some(editor) => {
+                let screen = editor.screen();
+                editor.wait(&rx, || screen.print("(this cannot be cancelled; waiting for its answer or its timeout)"))
+            }
+            None => self.wait_piped(&rx, None),
+        };
+        (outcome.unwrap_or(Err(HostError::ShuttingDown)), held)
+    }
+
+    /// Calls the tool. On a terminal Ctrl-C meanwhile cancels it, and the
+    /// keys of an interactive tool's call go to its extension's panel;
+    /// piped, the end of input cancels an interactive tool's call.
+    pub(super) fn call_tool(&mut self, name: &str, args: Value, call: &InFlight<'_>) -> (Result<ToolReply, HostError>, Held) {
+        let tool_id = call.tool_id;
+        let req = Request::Tool { name: name.into(), args: Some(args), tool_id: Some(tool_id.into()) };
+        let (rx, held) = self.submit_held(req);
+        let host = self.host.clone();
+        let panels = self.panels.clone();
+        let red = self.style;
+        let outcome = match (self.editor.as_mut(), call.interactive) {
+            (Some(editor), Some(ext)) => {
+                let screen = editor.screen();
+                editor.wait_keys(&rx, |k| match k {
+                    WaitKey::Interrupt => {
+                        let _ = host.cancel_tool(tool_id);
+                    }
+                    WaitKey::Panel(key, text) => {
+                        let Some(panel) = panels.last_of(ext) else { return };
+                        if let Err(e) = host.panel_key(ext, &panel, key, text) {
+                            screen.print(&red.red(&format!("error: {}", one_line(&e.to_string()))));
+                        }
+                    }
+                })
+            }
+            (Some(editor), None) => editor.wait(&rx, || {
+                let _ = host.cancel_tool(tool_id);
+            }),
+            (None, _) => self.wait_piped(&rx, Some(call)),
+        };
+        let r = match outcome {
+            Some(Ok(Response::Tool(r))) => Ok(r),
+            Some(Ok(other)) => Err(HostError::Internal(format!("unexpected response {other:?}"))),
+            Some(Err(e)) => Err(e),
+            None => Err(HostError::ShuttingDown),
+        };
+        (r, held)
+    }
+
+    /// Waits for `rx` while piped lines keep being read (see the header).
+    fn wait_piped<T>(&mut self, rx: &Receiver<T>, call: Option<&InFlight<'_>>) -> Option<T> {
+        let Some(lines) = self.lines.clone() else { return rx.recv().ok() };
+        let opened = self.panel_opened.clone();
+        let mut cancelled = false;
+        loop {
+            self.keys_read_meanwhile(call, &mut cancelled);
+            let ended = self.backlog.iter().any(|i| matches!(i, Input::End));
+            let more = if ended { never() } else { lines.clone() };
+            select! {
+                recv(rx) -> r => return r.ok(),
+                recv(more) -> i => self.backlog.push_back(i.unwrap_or(Input::End)),
+                recv(opened) -> _ => {}
+            }
+        }
+    }
+
+    /// Carries out the `/key` lines read during a call, in their order; an
+    /// interactive tool's call waits for its extension's panel first, and
+    /// is cancelled by the end of input once the keys before it are out.
+    fn keys_read_meanwhile(&mut self, call: Option<&InFlight<'_>>, cancelled: &mut bool) {
+        let Some(ext) = call.and_then(|c| c.interactive) else { return };
+        let mut i = 0;
+        while i < self.backlog.len() {
+            match &self.backlog[i] {
+                Input::Line(l) if key_args(l).is_some() => {
+                    if self.panels.last_of(ext).is_none() {
+                        return;
+                    }
+                    if let Some(Input::Line(l)) = self.backlog.remove(i) {
+                        self.key(key_args(&l).unwrap_or_default());
+                    }
+                }
+                Input::End => {
+                    if let (Some(c), false) = (call, *cancelled) {
+                        *cancelled = true;
+                        let _ = self.host.cancel_tool(c.tool_id);
+                    }
+                    return;
+                }
+                _ => i += 1,
+            }
+        }
+    }
+}
