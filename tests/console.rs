@@ -709,6 +709,15 @@ fn a_script_answers_an_interactive_tool_and_end_of_input_cancels_it() {
     assert_eq!(s.code, 0);
     assert!(s.lines().iter().any(|l| l.starts_with("error: ") && l.contains("cancelled")), "{}", s.out);
     assert!(s.context.contains("was cancelled"), "the extension got no tool_cancel:\n{}", s.context);
+
+    // A tool that never opens a panel: the `/key` lines read before the
+    // end get a grace for it, then the call is cancelled all the same.
+    let b = ext(&t, "b", &["--interactive-tools", "hold"]);
+    let s = run(&t, &[b], &["/tool hold {}", "/key hold enter"], true, &[]);
+    assert_eq!(s.code, 0);
+    let skipped = s.index("error: the tool opened no panel; 1 /key line(s) skipped at the end of input");
+    let cancelled = s.lines().iter().position(|l| l.starts_with("error: ") && l.contains("cancelled")).unwrap_or(0);
+    assert!(skipped < cancelled, "{}", s.out);
 }
 
 #[test]

@@ -27,6 +27,10 @@ use super::commands::{completions, split_word};
 use super::print::Held;
 use super::Console;
 
+/// How long `/key` lines read before the end of input wait for the
+/// interactive tool's panel once the input has ended.
+const PANEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Submitted commands (`submit_slash`, `submit`) that run between two
 /// input lines, at most.
 pub(super) const MAX_SLASHES: usize = 16;
@@ -283,14 +287,32 @@ impl Console {
         let Some(lines) = self.lines.clone() else { return rx.recv().ok() };
         let opened = self.panel_opened.clone();
         let mut cancelled = false;
+        let mut ended_at: Option<std::time::Instant> = None;
         loop {
             self.keys_read_meanwhile(call, &mut cancelled);
             let ended = self.backlog.iter().any(|i| matches!(i, Input::End));
             let more = if ended { never() } else { lines.clone() };
+            // Input is over but `/key` lines still wait for a panel: they
+            // get a while for it, then the call is cancelled all the same,
+            // so that a script never hangs on a tool that opens no panel.
+            let waiting_keys = ended && !cancelled && call.is_some_and(|c| c.interactive.is_some());
+            let give_up = match (waiting_keys, ended_at) {
+                (true, None) => {
+                    ended_at = Some(std::time::Instant::now());
+                    crossbeam_channel::after(PANEL_GRACE)
+                }
+                (true, Some(t)) => crossbeam_channel::at(t + PANEL_GRACE),
+                (false, _) => never(),
+            };
             select! {
                 recv(rx) -> r => return r.ok(),
                 recv(more) -> i => self.backlog.push_back(i.unwrap_or(Input::End)),
                 recv(opened) -> _ => {}
+                recv(give_up) -> _ => {
+                    let skipped = self.backlog.iter().filter(|i| matches!(i, Input::Line(l) if key_args(l).is_some())).count();
+                    self.backlog.retain(|i| !matches!(i, Input::Line(l) if key_args(l).is_some()));
+                    self.error(&format!("the tool opened no panel; {skipped} /key line(s) skipped at the end of input"));
+                }
             }
         }
     }
