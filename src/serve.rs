@@ -5,6 +5,7 @@
 
 use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
+use crossbeam_channel::Receiver;
 use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -57,21 +58,33 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
     let stopping = Arc::new(AtomicBool::new(false));
     let pending = Arc::new(Pending::default());
     // The thread that stops the host is started here, not at `shutdown`,
-    // so that a stop does not wait for a thread to be created. It gets
-    // the id of a `shutdown` request, answered once every extension has
-    // stopped and every request in flight is answered; at the end of
-    // input (no id), accepted requests first run to their end.
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Option<Value>>(1);
+    // so that a stop does not wait for a thread to be created. A
+    // `shutdown` request goes to the host at once, from the reading
+    // thread; this thread gets its id and writes its response once every
+    // extension has stopped and every request in flight is answered. At
+    // the end of input (no id), accepted requests first run to their end.
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Option<(Value, Receiver<()>)>>(1);
     let stopper = {
         let (host, out, pending) = (host.clone(), out_tx.clone(), pending.clone());
         thread::Builder::new().name("zot-serve-stop".into()).spawn(move || {
-            let Ok(reply) = stop_rx.recv() else { return };
-            if reply.is_none() {
-                pending.wait_idle();
-            }
-            host.shutdown();
-            if let Some(id) = reply {
-                out.line(&ok(id, json!({})));
+            let Ok(cue) = stop_rx.recv() else { return };
+            match cue {
+                None => {
+                    pending.wait_idle();
+                    host.shutdown();
+                }
+                Some((id, stopped)) => {
+                    let _ = stopped.recv();
+                    // The process is about to exit: what the host wrote is
+                    // made durable, and the dispatcher's own end (it has
+                    // nothing left to answer) is not waited for.
+                    if exit_on_shutdown {
+                        host.flush_for_exit();
+                    } else {
+                        host.shutdown();
+                    }
+                    out.line(&ok(id, json!({})));
+                }
             }
             out.flush();
             if exit_on_shutdown {
@@ -87,9 +100,17 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
         }
     };
     let start_stop = |reply: Option<Value>| {
-        if !stopping.swap(true, Ordering::SeqCst) {
-            let _ = stop_tx.send(reply);
+        if stopping.swap(true, Ordering::SeqCst) {
+            return;
         }
+        let cue = reply.map(|id| {
+            let (done, stopped) = crossbeam_channel::bounded(1);
+            host.submit(Request::Shutdown, move |_| {
+                let _ = done.send(());
+            });
+            (id, stopped)
+        });
+        let _ = stop_tx.send(cue);
     };
 
     // Read here, so that what is buffered can be seen: requests that
