@@ -82,7 +82,8 @@ impl Lines {
 /// their answers.
 #[derive(Default)]
 pub struct Pending {
-    count: Mutex<usize>,
+    /// Requests not answered yet, and whether someone waits for none.
+    count: Mutex<(usize, bool)>,
     idle: Condvar,
 }
 
@@ -93,7 +94,7 @@ impl Pending {
     /// Counts one more request; it is answered when the result is dropped.
     pub fn begin(self: &Arc<Self>) -> Done {
         if let Ok(mut n) = self.count.lock() {
-            *n += 1;
+            n.0 += 1;
         }
         Done(self.clone())
     }
@@ -101,7 +102,8 @@ impl Pending {
     /// Waits until every request counted so far is answered.
     pub fn wait_idle(&self) {
         let Ok(mut n) = self.count.lock() else { return };
-        while *n > 0 {
+        while n.0 > 0 {
+            n.1 = true;
             match self.idle.wait(n) {
                 Ok(g) => n = g,
                 Err(_) => return,
@@ -113,8 +115,11 @@ impl Pending {
 impl Drop for Done {
     fn drop(&mut self) {
         if let Ok(mut n) = self.0.count.lock() {
-            *n -= 1;
-            if *n == 0 {
+            n.0 -= 1;
+            // Only a waiter is woken: a wake costs a system call even when
+            // nobody sleeps, and this runs once per request.
+            if n.0 == 0 && n.1 {
+                n.1 = false;
                 self.0.idle.notify_all();
             }
         }
