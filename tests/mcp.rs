@@ -693,7 +693,9 @@ fn raw_the_current_revisions_tools_and_prompts() {
     let n0 = z.seen.len();
     let r = rpc(&mut z, json!(3), "tools/call", json!({"name": "activate", "arguments": {}}));
     assert_eq!(r["result"]["isError"], false);
-    assert!(common::wait_until(LINE_WAIT, || z.seen[n0..].iter().any(|l| l.contains("notifications/tools/list_changed"))));
+    // The answer first, then the list change it caused.
+    assert!(!z.seen[n0..].iter().any(|l| l.contains("notifications/tools/list_changed")), "before the answer: {:?}", &z.seen[n0..]);
+    z.wait_line("tools/list_changed", |l| l.contains("notifications/tools/list_changed"));
     assert!(names(&mut z, 4).iter().any(|t| t["name"] == "later"), "offered once activated");
     let r = rpc(&mut z, json!(5), "tools/call", json!({"name": "asks", "arguments": {}}));
     assert_eq!(r["result"]["isError"], true);

@@ -1159,7 +1159,7 @@ fn extensions_call_tools_through_the_host() {
 #[test]
 fn richer_tools_and_command_actions_of_the_current_revision() {
     let t = TempDir::new("serve-rich");
-    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash"]);
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash,bad_tool_prompt"]);
     let mut s = Serve::start(&t, &[a], &[]);
     s.ready_all();
     let l = s.ok(json!({"id": 1, "type": "list"}));
@@ -1180,9 +1180,11 @@ fn richer_tools_and_command_actions_of_the_current_revision() {
     let r = s.ok(json!({"id": 2, "type": "tool", "name": "structured"}));
     assert_eq!(r["structured_content"], json!({"ok": true}));
     assert_eq!(r["content"][0]["format"], "markdown");
-    let r = s.ok(json!({"id": 3, "type": "tool", "name": "activate"}));
-    assert_eq!(r["activate_tools"], json!(["later"]));
+    s.send(&json!({"id": 3, "type": "tool", "name": "activate"}));
+    let answered = s.response_index(&json!(3));
+    assert_eq!(s.frames[answered]["result"]["activate_tools"], json!(["later"]));
     let changed = s.wait_or_find(|f| f["type"] == "tools_changed");
+    assert!(answered < changed, "the answer, then what it changed: {:?}", s.frames);
     assert_eq!(s.frames[changed], json!({"type": "tools_changed", "extension": "a", "reason": "activated", "tools": ["later"]}));
     let l = s.ok(json!({"id": 4, "type": "list"}));
     assert!(l["tools"].as_array().unwrap().iter().any(|t| t["name"] == "later" && t["active"] == true));
@@ -1195,6 +1197,11 @@ fn richer_tools_and_command_actions_of_the_current_revision() {
 
     let r = s.ok(json!({"id": 7, "type": "command", "name": "tool_prompt", "args": "x"}));
     assert_eq!(r, json!({"extension": "a", "action": "tool_prompt", "prompt": "now x", "tool_name": "echo", "tool_args": {"q": "x"}}));
+    // tool_args that are not an object: the reply is an error, nothing runs.
+    let r = s.ok(json!({"id": "7b", "type": "command", "name": "bad_tool_prompt"}));
+    assert_eq!(r["action"], "noop", "{r}");
+    assert_eq!(r["error"], "extension answered tool_prompt with tool_args that are not a JSON object", "{r}");
+    assert!(r.get("tool_args").is_none(), "{r}");
     s.ok(json!({"id": 8, "type": "command", "name": "slash", "args": "weather oslo"}));
     let slash = s.wait_or_find(|f| f["type"] == "submit_slash");
     assert_eq!(s.frames[slash], json!({"type": "submit_slash", "extension": "a", "text": "/weather oslo"}));
@@ -1319,8 +1326,14 @@ fn every_event_and_intercept_frame_carries_the_envelope() {
     // gives its own.
     s.ok(json!({"id": 103, "type": "intercept", "event": "before_agent_start", "system_prompt": "p", "agent_run_id": "r"}));
     s.ok(json!({"id": 104, "type": "intercept", "event": "before_agent_start", "system_prompt": "p", "provider": "x", "model": "y"}));
+    // Neither a prompt nor a run id: the interceptor still gets both.
+    let r = s.ok(json!({"id": 105, "type": "intercept", "event": "before_agent_start"}));
+    assert_eq!(r["system_prompt"], "+a", "{r}");
     let seen = seen_by(&mut s, "a", 202);
     let bas: Vec<&Value> = seen.iter().filter(|f| f["intercept"] == "before_agent_start").collect();
+    assert_eq!(bas[2]["system_prompt"], "", "{bas:?}");
+    let run = bas[2]["agent_run_id"].as_str().unwrap_or("");
+    assert!(run.starts_with(&format!("{session}-run-")), "{run}");
     assert_eq!((&bas[0]["provider"], &bas[0]["model"], &bas[0]["agent_run_id"]), (&json!("prov"), &json!("mod"), &json!("r")), "{bas:?}");
     assert_eq!((&bas[1]["provider"], &bas[1]["model"]), (&json!("x"), &json!("y")), "{bas:?}");
     s.z.close_stdin();
@@ -1530,6 +1543,11 @@ fn extensions_reach_the_agents_own_tools() {
     assert_eq!((&got["name"], &got["is_error"]), (&json!("bash"), &json!(true)), "the answer names the tool: {got}");
     let cancel = s.wait_or_find(|f| f["type"] == "call_tool_cancel");
     assert!(s.frames[cancel]["call_id"].is_string());
+    // Made in a call the agent gave no tool_id: no parent_tool_id (the
+    // host's own ids are never shown).
+    let second: Vec<Value> = s.notes("call_tool");
+    assert_eq!(second.len(), 2, "{second:?}");
+    assert!(second[1].get("parent_tool_id").is_none(), "{}", second[1]);
     // A set replaced: bash is gone.
     s.ok(json!({"id": 6, "type": "agent_tools", "tools": []}));
     let got = call_result(&s.request(json!({"id": 7, "type": "tool", "name": "call", "args": {"to": "bash"}})));
@@ -1588,14 +1606,43 @@ fn a_callers_calls_are_cancelled_when_it_exits() {
 }
 
 #[test]
+fn notes_sent_at_shutdown_come_before_its_response() {
+    // PROTOCOL.md §2.1: a note "any time", so also in answer to
+    // `shutdown`; §4: the shutdown response is written last. What would
+    // start something new (a submit) is logged and dropped.
+    let t = TempDir::new("serve-note-shutdown");
+    let a = ext(&t, "a", &["--note-on-shutdown"]);
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready_all();
+    s.send(&json!({"id": "bye", "type": "shutdown"}));
+    let resp = s.response_index(&json!("bye"));
+    let note = s.frames.iter().position(|f| f["type"] == "notify" && f["message"] == "saving state").expect("the note");
+    let cleared = s.frames.iter().position(|f| f["type"] == "clear_notes").expect("clear_notes");
+    assert!(note < cleared && cleared < resp, "{:?}", s.frames);
+    assert!(!s.frames.iter().any(|f| f["type"] == "submit"), "{:?}", s.frames);
+    assert_eq!(s.finish(), 0);
+    assert!(read_log(&t, "a").contains("ignored submit while stopping"), "{}", read_log(&t, "a"));
+}
+
+#[test]
 fn frames_to_an_extension_are_at_most_four_mib() {
     // PROTOCOL.md §3 rule 9: a call whose frame would be larger fails at
     // once with too_large; an event that large is not delivered (logged).
     let t = TempDir::new("serve-4mib");
-    let a = ext(&t, "a", &["--tools", "echo", "--events", "big"]);
+    let a = ext(&t, "a", &["--tools", "echo", "--events", "big", "--commands", "panel,display"]);
     let mut s = Serve::start(&t, &[a], &[]);
     s.ready_all();
     let big = "b".repeat(4 * 1024 * 1024);
+    // Every call frame: a command's and a panel key's too.
+    let (code, msg) = s.err(json!({"id": "c", "type": "command", "name": "display", "args": big}));
+    assert_eq!(code, "too_large", "{msg}");
+    assert!(msg.contains("a command_invoked frame of ") && msg.contains("over the limit of 4194304 bytes"), "{msg}");
+    assert_eq!(s.ok(json!({"id": "p", "type": "command", "name": "panel"}))["action"], "open_panel");
+    let (code, msg) = s.err(json!({"id": "k", "type": "panel_key", "extension": "a", "panel_id": "p1", "key": "rune", "text": big}));
+    assert_eq!(code, "too_large", "{msg}");
+    assert!(msg.contains("a panel_key frame of "), "{msg}");
+    // Nothing of them reached the extension: it answers at once.
+    assert_eq!(s.ok(json!({"id": "d", "type": "command", "name": "display", "args": "small"}))["display"], "display:small");
     let (code, msg) = s.err(json!({"id": 1, "type": "tool", "name": "echo", "args": {"x": big}}));
     assert_eq!(code, "too_large", "{msg}");
     assert!(msg.contains("over the limit of 4194304 bytes"), "{msg}");

@@ -26,7 +26,12 @@ pub(super) struct ExtCall {
     key: String,
     /// The tool asked for, named in the answer to a cancel.
     name: String,
+    /// The agent's `tool_id` at the root of the chain, if it gave one.
+    root: Option<String>,
 }
+
+/// How the `tool_id` of a call made for an extension begins.
+const EXT_CALL: &str = "ext-call-";
 
 impl Dispatcher {
     pub(super) fn on_call_tool(&mut self, slot: usize, id: String, name: Value, args: Value, parent_id: String) {
@@ -63,8 +68,15 @@ impl Dispatcher {
             chain.push(pname.clone());
             chain
         };
+        // The agent's `tool_id` of the call this one is made in: the
+        // parent's own when the agent gave it, the one at the root of the
+        // chain when the parent was itself made by an extension, none when
+        // the agent gave none (the host's own ids are never shown).
         let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.calls.get(&n).map(|c| &c.kind) {
-            Some(CallKind::Tool { tool_id, .. }) => tool_id.clone().or_else(|| Some(parent_id.clone())),
+            Some(CallKind::Tool { tool_id: Some(t), .. }) if t.starts_with(EXT_CALL) => {
+                self.ext_calls.values().find(|c| c.key == *t).and_then(|c| c.root.clone())
+            }
+            Some(CallKind::Tool { tool_id, .. }) => tool_id.clone(),
             _ => None,
         });
         if parents.contains(&name) {
@@ -76,8 +88,9 @@ impl Dispatcher {
         if self.registry.tool_owner(&name).is_none() && !self.agent_tools.iter().any(|t| t.name == name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }
-        let key = format!("ext-call-{}", self.next());
-        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone(), name: name.clone() });
+        let key = format!("{EXT_CALL}{}", self.next());
+        let root = parent_tool_id.clone();
+        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone(), name: name.clone(), root });
         let inbox = self.inbox.clone();
         let (their, tool) = (id, name.clone());
         let done = Responder::new(move |result| {

@@ -14,13 +14,17 @@ impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
         let ext = &mut self.exts[slot];
         if let Life::Stopping { .. } = ext.life {
-            // Only answers to calls still in flight count now.
+            // Answers to calls still in flight count, and notes (a note may
+            // come "any time", PROTOCOL.md §2.1: "saving state"); nothing
+            // new starts.
             return match frame {
                 ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
                 ExtFrame::ToolResult(r) => self.on_tool_result(slot, r),
                 ExtFrame::EventInterceptResponse(r) => self.on_intercept_response(slot, r),
+                ExtFrame::Notify { .. } | ExtFrame::ClearNotes => self.spontaneous(slot, frame),
                 ExtFrame::ShutdownAck => ext.log("shutdown acknowledged"),
-                _ => {}
+                ExtFrame::Unknown => {}
+                other => ext.log(&format!("ignored {} while stopping", other.kind())),
             };
         }
         if !ext.life.running() {
@@ -237,8 +241,8 @@ impl Dispatcher {
     }
 
     /// Activates the extension's deferred tools named in a result (unknown
-    /// names ignored); returns those whose state changed, announced as
-    /// `tools_changed`.
+    /// names ignored); returns those whose state changed, for the caller to
+    /// announce as `tools_changed` after the answer.
     pub(super) fn activate(&mut self, slot: usize, names: &[String]) -> Vec<String> {
         let ext = &mut self.exts[slot];
         let mut changed = Vec::new();
@@ -249,9 +253,7 @@ impl Dispatcher {
             }
         }
         if !changed.is_empty() {
-            let extension = ext.name().to_string();
             ext.log(&format!("activated tools: {}", changed.join(", ")));
-            self.emit(HostEvent::ToolsChanged { extension, reason: "activated".into(), tools: changed.clone() });
         }
         changed
     }
@@ -335,6 +337,14 @@ impl Dispatcher {
                 let id = cut(p.id.clone(), self.cfg.limits.text_bytes);
                 self.note_panel(slot, &id);
             }
+            // `tool_args` of a `tool_prompt` is an object (PROTOCOL.md §6.3).
+            let mut tool_args = r.tool_args;
+            if action == "tool_prompt" && tool_args.as_ref().is_some_and(|a| !a.is_object() && !a.is_null()) {
+                self.exts[slot].log("command_response tool_prompt with tool_args that are not an object");
+                error.get_or_insert_with(|| "extension answered tool_prompt with tool_args that are not a JSON object".into());
+                action = "noop".into();
+                tool_args = None;
+            }
             let reply = CommandReply {
                 extension: self.exts[slot].name().to_string(),
                 action,
@@ -343,7 +353,7 @@ impl Dispatcher {
                 display: r.display,
                 open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
                 tool_name: r.tool_name,
-                tool_args: r.tool_args,
+                tool_args,
                 error,
             };
             respond(done, Ok(Response::Command(reply)));
@@ -355,15 +365,20 @@ impl Dispatcher {
         if let CallKind::Tool { done, .. } = call.kind {
             let (content, is_error) = blocks::normalize(r.content, r.is_error);
             let activated = self.activate(slot, &r.activate_tools);
+            let extension = self.exts[slot].name().to_string();
             let reply = ToolReply {
-                extension: self.exts[slot].name().to_string(),
+                extension: extension.clone(),
                 content,
                 is_error,
                 structured_content: r.structured_content,
-                activate_tools: activated,
+                activate_tools: activated.clone(),
                 blocked: None,
             };
             respond(done, Ok(Response::Tool(reply)));
+            // The answer first, then what it changed.
+            if !activated.is_empty() {
+                self.emit(HostEvent::ToolsChanged { extension, reason: "activated".into(), tools: activated });
+            }
         }
     }
 

@@ -10,10 +10,24 @@ use super::chain::{self, Chain, Reply, Step, Then};
 use super::*;
 
 impl Dispatcher {
-    pub(super) fn start_chain(&mut self, event: String, payload: Payload, done: Responder) {
+    pub(super) fn start_chain(&mut self, event: String, mut payload: Payload, done: Responder) {
         if !INTERCEPTABLE.contains(&event.as_str()) {
             let msg = format!("event {event:?} cannot be intercepted ({})", INTERCEPTABLE.join(", "));
             return respond(done, Err(HostError::BadRequest(msg)));
+        }
+        if event == "before_agent_start" {
+            // Every field of PROTOCOL.md §6.4's payload reaches each
+            // interceptor: the prompt the chain starts from ("" when the
+            // agent gave none, as the result reads it) and one run id for
+            // the whole chain when the agent gave none.
+            if !payload.contains_key("system_prompt") {
+                payload.insert("system_prompt".into(), Value::String(String::new()));
+            }
+            if !payload.get("agent_run_id").is_some_and(Value::is_string) {
+                let n = self.next();
+                let run = format!("{}-run-{n}", self.session_id);
+                payload.insert("agent_run_id".into(), Value::String(run));
+            }
         }
         self.run_chain(event, payload, Then::Answer(done));
     }

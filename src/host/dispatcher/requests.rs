@@ -59,7 +59,7 @@ impl Dispatcher {
                     return respond(done, Err(e));
                 }
                 let frame = HostFrame::PanelKey { panel_id, key, text };
-                respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
+                respond(done, self.send_to_named(&extension, "panel_key", &frame).map(|()| Response::Done))
             }
             Request::PanelClose { extension, panel_id } => {
                 let slot = match self.open_panel_of(&extension, &panel_id) {
@@ -68,7 +68,7 @@ impl Dispatcher {
                 };
                 self.exts[slot].panels.retain(|p| *p != panel_id);
                 let frame = HostFrame::PanelClose { panel_id };
-                respond(done, self.send_to_named(&extension, &frame).map(|()| Response::Done))
+                respond(done, self.send_to_named(&extension, "panel_close", &frame).map(|()| Response::Done))
             }
             Request::Reload => match self.phase {
                 Phase::Loading => self.reload_after_load.push(done),
@@ -105,13 +105,13 @@ impl Dispatcher {
         Ok(slot)
     }
 
-    pub(super) fn send_to_named(&self, name: &str, frame: &HostFrame) -> Result<(), HostError> {
+    pub(super) fn send_to_named(&self, name: &str, kind: &str, frame: &HostFrame) -> Result<(), HostError> {
         let ext = self
             .exts
             .iter()
             .find(|e| e.name() == name)
             .ok_or_else(|| HostError::UnknownExtension(name.to_string()))?;
-        ext.send(Arc::new(encode(frame)))
+        ext.send(Arc::new(capped(ext.name(), kind, frame)?))
     }
 
     /// Whether one more call may be sent to the extension in `slot`.
@@ -139,7 +139,8 @@ impl Dispatcher {
         let name = self.exts[slot].command_spelled(&name).map_or(name, str::to_string);
         let id = self.next();
         let frame = HostFrame::CommandInvoked { id: id.to_string(), name: name.clone(), args: args.trim().to_string() };
-        if let Err(e) = self.exts[slot].send(Arc::new(encode(&frame))) {
+        let sent = capped(self.exts[slot].name(), "command_invoked", &frame).and_then(|b| self.exts[slot].send(Arc::new(b)));
+        if let Err(e) = sent {
             return respond(done, Err(e));
         }
         let ext = self.exts[slot].id;
@@ -225,13 +226,8 @@ impl Dispatcher {
         }
         let id = self.next();
         let frame = HostFrame::ToolCall { id: id.to_string(), name: name.clone(), args, operation_key, reconcile };
-        let bytes = encode(&frame);
-        if bytes.len() > MAX_FRAME_OUT {
-            let extension = self.exts[slot].name().to_string();
-            let what = format!("a tool_call frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
-            return respond(done, Err(HostError::TooLarge { extension, what }));
-        }
-        if let Err(e) = self.exts[slot].send(Arc::new(bytes)) {
+        let sent = capped(self.exts[slot].name(), "tool_call", &frame).and_then(|b| self.exts[slot].send(Arc::new(b)));
+        if let Err(e) = sent {
             return respond(done, Err(e));
         }
         let ext = self.exts[slot].id;
@@ -329,4 +325,15 @@ impl Dispatcher {
         }
         respond(done, Ok(Response::Done))
     }
+}
+
+/// `frame` encoded, or `too_large` when it is over the 4 MiB an extension
+/// reads (PROTOCOL.md §3 rule 9): a call that large fails at once.
+fn capped(extension: &str, kind: &str, frame: &HostFrame) -> Result<Vec<u8>, HostError> {
+    let bytes = encode(frame);
+    if bytes.len() > MAX_FRAME_OUT {
+        let what = format!("a {kind} frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
+        return Err(HostError::TooLarge { extension: extension.to_string(), what });
+    }
+    Ok(bytes)
 }
