@@ -580,8 +580,9 @@ fn the_console_hosts_the_session_lifecycle() {
     let mut want = vec![ev("session_start"), ev("user_prompt_submit"), bas.clone()];
     want.extend(turn.clone());
     // The reload stops the extension (no session_end: the session goes
-    // on); the new process sees the chain again at the next prompt.
-    want.extend([ev("user_prompt_submit"), bas]);
+    // on); the new process is told the session began, and sees the chain
+    // again at the next prompt.
+    want.extend([ev("session_start"), ev("user_prompt_submit"), bas]);
     want.extend(turn);
     want.push(ev("session_end"));
     assert_eq!(names, want, "{frames:#?}\n{}", s.out);

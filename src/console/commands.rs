@@ -294,6 +294,9 @@ impl Console {
             Ok(Response::Reload(r)) => {
                 // Each load error was printed as it happened (`failed to load`).
                 held.say(format!("reloaded: stopped {}, loaded {}, ready {}", r.stopped, r.loaded, r.ready));
+                // The session goes on with new processes: they are told it
+                // began, as the first ones were.
+                let _ = self.host.event("session_start", crate::protocol::Payload::new());
             }
             Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
             Err(e) => held.say(self.error_line(&e.to_string())),
