@@ -1159,7 +1159,7 @@ fn extensions_call_tools_through_the_host() {
 #[test]
 fn richer_tools_and_command_actions_of_the_current_revision() {
     let t = TempDir::new("serve-rich");
-    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash,bad_tool_prompt"]);
+    let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "tool_prompt,slash,bad_tool_prompt,nameless_tool_prompt"]);
     let mut s = Serve::start(&t, &[a], &[]);
     s.ready_all();
     let l = s.ok(json!({"id": 1, "type": "list"}));
@@ -1202,6 +1202,8 @@ fn richer_tools_and_command_actions_of_the_current_revision() {
     assert_eq!(r["action"], "noop", "{r}");
     assert_eq!(r["error"], "extension answered tool_prompt with tool_args that are not a JSON object", "{r}");
     assert!(r.get("tool_args").is_none(), "{r}");
+    let r = s.ok(json!({"id": "7c", "type": "command", "name": "nameless_tool_prompt"}));
+    assert_eq!((&r["action"], &r["error"]), (&json!("noop"), &json!("extension answered tool_prompt without a tool_name")), "{r}");
     s.ok(json!({"id": 8, "type": "command", "name": "slash", "args": "weather oslo"}));
     let slash = s.wait_or_find(|f| f["type"] == "submit_slash");
     assert_eq!(s.frames[slash], json!({"type": "submit_slash", "extension": "a", "text": "/weather oslo"}));

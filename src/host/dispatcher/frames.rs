@@ -337,11 +337,17 @@ impl Dispatcher {
                 let id = cut(p.id.clone(), self.cfg.limits.text_bytes);
                 self.note_panel(slot, &id);
             }
-            // `tool_args` of a `tool_prompt` is an object (PROTOCOL.md §6.3).
+            // A `tool_prompt` names its tool, and its `tool_args` are an
+            // object (PROTOCOL.md §6.3); else nothing is run.
             let mut tool_args = r.tool_args;
-            if action == "tool_prompt" && tool_args.as_ref().is_some_and(|a| !a.is_object() && !a.is_null()) {
-                self.exts[slot].log("command_response tool_prompt with tool_args that are not an object");
-                error.get_or_insert_with(|| "extension answered tool_prompt with tool_args that are not a JSON object".into());
+            let bad = match (action.as_str(), r.tool_name.as_deref(), &tool_args) {
+                ("tool_prompt", None | Some(""), _) => Some("without a tool_name"),
+                ("tool_prompt", _, Some(a)) if !a.is_object() && !a.is_null() => Some("with tool_args that are not a JSON object"),
+                _ => None,
+            };
+            if let Some(why) = bad {
+                self.exts[slot].log(&format!("command_response tool_prompt {why}"));
+                error.get_or_insert_with(|| format!("extension answered tool_prompt {why}"));
                 action = "noop".into();
                 tool_args = None;
             }
