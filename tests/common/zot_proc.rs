@@ -44,6 +44,8 @@ pub struct Zot {
     /// Every stdout byte so far, as written.
     raw: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Signalled when zot's stderr is closed: all of it has been read.
+    err_done: Receiver<()>,
     /// Every stdout line read so far, in order.
     pub seen: Vec<String>,
     /// `ZOT_HOME`.
@@ -93,16 +95,18 @@ impl Zot {
             });
         }
         let err_buf: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (err_tx, err_done) = unbounded::<()>();
         {
             let err_buf = err_buf.clone();
             thread::spawn(move || {
                 let mut b = [0u8; 8192];
                 while let Ok(n) = stderr.read(&mut b) {
                     if n == 0 {
-                        return;
+                        break;
                     }
                     err_buf.lock().unwrap().extend_from_slice(&b[..n]);
                 }
+                let _ = err_tx.send(());
             });
         }
         let (etx, exit) = unbounded();
@@ -111,7 +115,7 @@ impl Zot {
                 let _ = etx.send(s);
             }
         });
-        Zot { pid, stdin, lines, exit, status: None, raw, stderr: err_buf, seen: Vec::new(), zot_home }
+        Zot { pid, stdin, lines, exit, status: None, raw, stderr: err_buf, err_done, seen: Vec::new(), zot_home }
     }
 
     /// Writes `bytes` to zot's stdin as they are.
@@ -187,6 +191,8 @@ impl Zot {
         match self.exit.recv_timeout(limit) {
             Ok(s) => {
                 self.status = Some(s);
+                // What zot wrote to stderr before it exited is all read.
+                let _ = self.err_done.recv_timeout(limit);
                 s
             }
             Err(_) => panic!("zot did not exit within {limit:?}\n{}", self.context()),
