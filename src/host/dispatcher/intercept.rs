@@ -7,6 +7,7 @@
 
 use super::calls::{Call, CallKind};
 use super::chain::{self, Chain, Reply, Step, Then};
+use super::requests::capped;
 use super::*;
 
 impl Dispatcher {
@@ -52,15 +53,8 @@ impl Dispatcher {
             let call_id = self.next();
             let payload = self.enveloped(&event, payload);
             let frame = HostFrame::EventIntercept { id: call_id.to_string(), event, payload };
-            let bytes = encode(&frame);
-            let sent = if bytes.len() > MAX_FRAME_OUT {
-                Err(HostError::TooLarge {
-                    extension: self.exts[slot].name().to_string(),
-                    what: format!("an event_intercept frame of {} bytes (limit {MAX_FRAME_OUT} bytes)", bytes.len()),
-                })
-            } else {
-                self.has_room(slot).and_then(|()| self.exts[slot].send(Arc::new(bytes)))
-            };
+            let sent = capped(self.exts[slot].name(), "event_intercept", &frame)
+                .and_then(|bytes| self.has_room(slot).and_then(|()| self.exts[slot].send(Arc::new(bytes))));
             match sent {
                 Ok(()) => {
                     let deadline = after(self.cfg.timeouts.intercept);

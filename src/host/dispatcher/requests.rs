@@ -329,10 +329,11 @@ impl Dispatcher {
 
 /// `frame` encoded, or `too_large` when it is over the 4 MiB an extension
 /// reads (PROTOCOL.md §3 rule 9): a call that large fails at once.
-fn capped(extension: &str, kind: &str, frame: &HostFrame) -> Result<Vec<u8>, HostError> {
+pub(super) fn capped(extension: &str, kind: &str, frame: &HostFrame) -> Result<Vec<u8>, HostError> {
     let bytes = encode(frame);
     if bytes.len() > MAX_FRAME_OUT {
-        let what = format!("a {kind} frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
+        let a = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+        let what = format!("{a} {kind} frame of {} bytes is over the limit of {MAX_FRAME_OUT} bytes", bytes.len());
         return Err(HostError::TooLarge { extension: extension.to_string(), what });
     }
     Ok(bytes)
