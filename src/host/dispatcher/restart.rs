@@ -25,10 +25,9 @@ impl Dispatcher {
             return false;
         }
         let policy = self.policy(slot);
+        let restarts = self.restarts_counted(slot);
         let ext = &mut self.exts[slot];
-        if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
-            ext.restarts = 0;
-        }
+        ext.restarts = restarts;
         let how = status.map_or_else(|| "it failed to start".to_string(), describe_status);
         let extension = ext.name().to_string();
         if ext.restart_names.is_none() {
@@ -86,9 +85,18 @@ impl Dispatcher {
     /// `slot` after this exit (not give up on it): an
     /// `extension_restarting` follows the `extension_exited`.
     pub(super) fn restart_follows(&self, slot: usize, status: Option<ExitStatus>) -> bool {
+        self.restart_wanted(slot, status) && self.restarts_counted(slot) < MAX_RESTARTS
+    }
+
+    /// The restarts that count towards a crash loop: none once the
+    /// extension stayed ready for [`RESET_AFTER`].
+    fn restarts_counted(&self, slot: usize) -> u32 {
         let ext = &self.exts[slot];
-        let reset = ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER);
-        self.restart_wanted(slot, status) && (reset || ext.restarts < MAX_RESTARTS)
+        if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
+            0
+        } else {
+            ext.restarts
+        }
     }
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {
