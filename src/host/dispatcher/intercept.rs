@@ -18,9 +18,15 @@ impl Dispatcher {
         }
         if event == "before_agent_start" {
             // Every field of PROTOCOL.md §6.4's payload reaches each
-            // interceptor: the prompt the chain starts from ("" when the
-            // agent gave none, as the result reads it) and one run id for
-            // the whole chain when the agent gave none.
+            // interceptor: the host's provider and model, the prompt the
+            // chain starts from ("" when the agent gave none, as the result
+            // reads it) and one run id for the whole chain, each when the
+            // agent gave none.
+            for (k, v) in [("provider", &self.cfg.provider), ("model", &self.cfg.model)] {
+                if !payload.get(k).is_some_and(Value::is_string) {
+                    payload.insert(k.into(), Value::String(v.clone()));
+                }
+            }
             if !payload.contains_key("system_prompt") {
                 payload.insert("system_prompt".into(), Value::String(String::new()));
             }

@@ -239,9 +239,8 @@ impl Dispatcher {
 
     /// The payload of an `event` or `event_intercept` frame with its
     /// envelope (PROTOCOL.md §6.4): the agent's `session_id` and `cwd` or
-    /// the host's, a strictly increasing `sequence`, the host's `provider`
-    /// and `model` in a `before_agent_start` that has none, and a
-    /// `tool_result`'s content bounded as a `call_tool` result is.
+    /// the host's, a strictly increasing `sequence`, and a `tool_result`'s
+    /// content bounded as a `call_tool` result is.
     pub(super) fn enveloped(&mut self, event: &str, mut payload: Payload) -> Payload {
         self.sequence += 1;
         if !payload.get("session_id").is_some_and(Value::is_string) {
@@ -251,13 +250,6 @@ impl Dispatcher {
             payload.insert("cwd".into(), Value::String(self.cfg.cwd.display().to_string()));
         }
         payload.insert("sequence".into(), Value::from(self.sequence));
-        if event == "before_agent_start" {
-            for (k, v) in [("provider", &self.cfg.provider), ("model", &self.cfg.model)] {
-                if !payload.get(k).is_some_and(Value::is_string) {
-                    payload.insert(k.into(), Value::String(v.clone()));
-                }
-            }
-        }
         if event == "tool_result" {
             if let Some(Value::Object(result)) = payload.get_mut("result") {
                 if let Some(Value::Array(content)) = result.remove("content") {
