@@ -12,9 +12,10 @@
 //! turn until it ends; during an interactive tool's call `/key` lines are
 //! carried out at once (once the tool's extension has a panel open, so a
 //! script can answer it), and the end of input cancels the call once the
-//! `/key` lines before it are carried out. On a terminal, keys typed during an interactive
-//! tool's call go to its extension's open panel, Ctrl-C cancels a tool call,
-//! and keys typed during other calls are kept for the next prompt.
+//! `/key` lines before it are carried out (or, when no panel opens, after
+//! [`PANEL_GRACE`]). On a terminal, keys typed during an interactive tool's
+//! call go to its extension's open panel, Ctrl-C cancels a tool call, and
+//! keys typed during other calls are kept for the next prompt.
 
 use crate::host::{HostError, Request, Response, ToolReply};
 use crate::lineedit::{Read, WaitKey};
