@@ -38,6 +38,7 @@ fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Run {
     }
 }
 
+#[allow(dead_code)]
 fn zot(t: &TempDir, args: &[&str]) -> Run {
     zot_in(t, t.path(), &strings(args))
 }
