@@ -1,0 +1,125 @@
+//! PROTOCOL.md §3 rule 10, descendants that leave their extension's
+//! process group and session (`setsid`): on Linux the host is a child
+//! subreaper, so they become its children once their parent dies, and
+//! when their extension stops (shutdown, a crash and its restart) they are
+//! ended (SIGTERM, 1 s, SIGKILL) and reaped — those of another extension
+//! are left alone, and none at all outlives the host. Through `zot serve`
+//! and through the library.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use zot_proc::{session_args, Zot};
+
+/// Long enough for a stop, the orphans' SIGTERM and its second, and a
+/// restart, on a loaded machine.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// An extension running `escape.sh NAME PIDFILE MODES...`, with `extra`
+/// manifest fields.
+fn escape_ext(t: &TempDir, name: &str, modes: &[&str], extra: Value) -> (PathBuf, PathBuf) {
+    let pidfile = t.path().join(format!("{name}.pids"));
+    let mut args = vec![fixture("escape.sh").display().to_string(), name.to_string(), pidfile.display().to_string()];
+    args.extend(modes.iter().map(|m| m.to_string()));
+    let mut m = json!({"name": name, "exec": "sh", "args": args});
+    if let (Some(m), Some(extra)) = (m.as_object_mut(), extra.as_object()) {
+        m.extend(extra.clone());
+    }
+    (write_manifest(&t.path().join("exts"), name, m), pidfile)
+}
+
+/// The pids the escaped descendants wrote, once there are `n`.
+fn escapees(pidfile: &Path, n: usize) -> Vec<u32> {
+    let read = || -> Vec<u32> {
+        std::fs::read_to_string(pidfile).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+    };
+    assert!(wait_until(WAIT, || read().len() >= n), "{} escaped descendants, not {n}", read().len());
+    read()
+}
+
+/// Session id of `pid`.
+fn sid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// `pid` left its extension's group and session: it leads its own.
+fn assert_escaped(pid: u32) {
+    assert!(process_alive(pid), "{pid} is not running");
+    assert_eq!((pgid_of(pid), sid_of(pid)), (Some(pid), Some(pid)), "{pid} did not leave its group and session");
+}
+
+fn json_line(l: &str) -> Value {
+    serde_json::from_str(l).unwrap_or(Value::Null)
+}
+
+fn serve(t: &TempDir, exts: &[PathBuf]) -> Zot {
+    let mut z = Zot::spawn(t.path(), &session_args(t.path(), Some("serve"), exts, &[]), &[]);
+    z.wait_line("ready", |l| json_line(l)["type"] == "ready");
+    z
+}
+
+#[test]
+fn setsid_descendants_are_gone_once_zot_serve_has_shut_down() {
+    let t = TempDir::new("esc-serve-shutdown");
+    let (held, held_pids) = escape_ext(&t, "held", &["hold"], json!({}));
+    let (stub, stub_pids) = escape_ext(&t, "stub", &["stubborn"], json!({}));
+    let (anon, anon_pids) = escape_ext(&t, "anon", &["anon", "hold"], json!({}));
+    let mut z = serve(&t, &[held, stub, anon]);
+    let pids: Vec<u32> = [&held_pids, &stub_pids, &anon_pids].iter().flat_map(|f| escapees(f, 1)).collect();
+    for &p in &pids {
+        assert_escaped(p);
+    }
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    z.wait_exit(WAIT);
+    // Ended and reaped before zot exited: the one that ignores SIGTERM
+    // (SIGKILL a second later), and the one that dropped the variable
+    // marking it as the extension's (ended as zot exits).
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| process_alive(p)).collect();
+    assert!(left.is_empty(), "still running after zot exited: {left:?}\n{}", z.context());
+}
+
+#[test]
+fn a_setsid_descendant_is_gone_after_its_extension_crashed_and_restarted_and_another_ones_stays() {
+    let t = TempDir::new("esc-serve-restart");
+    let (crash, crash_pids) = escape_ext(&t, "crasher", &["crash", "stubborn"], json!({"restart": "always"}));
+    let (calm, calm_pids) = escape_ext(&t, "calm", &[], json!({}));
+    let mut z = serve(&t, &[crash, calm]);
+    let calm_pid = escapees(&calm_pids, 1)[0];
+    assert_escaped(calm_pid);
+    // The first one's descendant, and the next one's after the restart.
+    let first = escapees(&crash_pids, 2)[0];
+    let line = z.wait_line("extension_restarting", |l| json_line(l)["type"] == "extension_restarting");
+    assert_eq!(json_line(&line)["extension"], "crasher", "{line}");
+    assert!(wait_until(WAIT, || !process_alive(first)), "the crashed extension's descendant {first} still runs\n{}", z.context());
+    assert!(process_alive(z.pid), "zot exited\n{}", z.context());
+    assert!(process_alive(calm_pid), "the other extension's descendant {calm_pid} was ended too");
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    z.wait_exit(WAIT);
+    let left: Vec<u32> = escapees(&crash_pids, 2).into_iter().chain([calm_pid]).filter(|&p| process_alive(p)).collect();
+    assert!(left.is_empty(), "still running after zot exited: {left:?}\n{}", z.context());
+}
+
+#[test]
+fn through_the_library_a_setsid_descendant_is_gone_after_a_restart_and_after_shutdown() {
+    let t = TempDir::new("esc-lib");
+    let (crash, crash_pids) = escape_ext(&t, "lcrash", &["crash", "hold"], json!({"restart": "always"}));
+    let (calm, calm_pids) = escape_ext(&t, "lcalm", &["hold", "stubborn"], json!({}));
+    let (host, events) = start_host(config(t.path(), vec![crash, calm]));
+    host.wait_ready().unwrap();
+    let calm_pid = escapees(&calm_pids, 1)[0];
+    assert_escaped(calm_pid);
+    let first = escapees(&crash_pids, 2)[0];
+    let restarting = wait_event(&events, WAIT, |e| matches!(e, zot_host::host::HostEvent::ExtensionRestarting { .. }));
+    assert!(restarting.is_some(), "no restart");
+    assert!(wait_until(WAIT, || !process_alive(first)), "the crashed extension's descendant {first} still runs");
+    assert!(process_alive(calm_pid), "the other extension's descendant {calm_pid} was ended too");
+    host.shutdown();
+    let left: Vec<u32> = escapees(&crash_pids, 2).into_iter().chain([calm_pid]).filter(|&p| process_alive(p)).collect();
+    assert!(left.is_empty(), "still running after shutdown returned: {left:?}");
+}
