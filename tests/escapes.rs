@@ -123,3 +123,25 @@ fn through_the_library_a_setsid_descendant_is_gone_after_a_restart_and_after_shu
     let left: Vec<u32> = escapees(&crash_pids, 2).into_iter().chain([calm_pid]).filter(|&p| process_alive(p)).collect();
     assert!(left.is_empty(), "still running after shutdown returned: {left:?}");
 }
+
+#[test]
+fn the_hosts_own_commands_keep_their_exit_status_while_the_reaper_works() {
+    let t = TempDir::new("esc-commands");
+    // Crashes, restarts and orphans keep the reaper busy meanwhile.
+    let (storm, storm_pids) = escape_ext(&t, "storm", &["crash"], json!({"restart": "always"}));
+    let (host, _events) = start_host(config(t.path(), vec![storm]));
+    host.wait_ready().unwrap();
+    for i in 0..40 {
+        let code = i % 5 + 1;
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", &format!("exit {code}")]);
+        if i % 2 == 1 {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        let status = cmd.status().expect("the command's status is its owner's");
+        assert_eq!(status.code(), Some(code), "command {i}");
+    }
+    assert!(!escapees(&storm_pids, 1).is_empty());
+    host.shutdown();
+}

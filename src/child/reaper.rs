@@ -60,6 +60,7 @@ struct Reaper {
 }
 
 #[derive(Default)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct State {
     watched: HashMap<u32, Watched>,
     lineages: HashMap<u64, Lineage>,
@@ -84,6 +85,7 @@ struct Watched {
 }
 
 #[derive(Default)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Lineage {
     marker: String,
     /// Groups and sessions whose members belong to it.
