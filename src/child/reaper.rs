@@ -31,7 +31,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,8 @@ struct State {
     /// Orphans of no known lineage are ended too ([`settle`]).
     end_unknown: Option<Doom>,
     unknown_termed: HashSet<u32>,
+    /// Watched since the last look.
+    fresh: Vec<u32>,
 }
 
 struct Watched {
@@ -110,6 +112,14 @@ impl Doom {
     }
 }
 
+/// What wakes the reaper: a look at processes just watched ([`FRESH`]),
+/// or at everything ([`FULL`]: `SIGCHLD`, a reap, a drop, a settle). The
+/// byte only wakes it; [`FULL_PENDING`] says which, so that no full look
+/// is lost in a pipe full of the others.
+const FULL: u8 = 0;
+const FRESH: u8 = 1;
+static FULL_PENDING: AtomicBool = AtomicBool::new(false);
+
 static REAPER: OnceLock<&'static Reaper> = OnceLock::new();
 static START: Mutex<()> = Mutex::new(());
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
@@ -124,7 +134,8 @@ extern "C" fn on_sigchld(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut
         let errno = *errno_location();
         let fd = WAKE_FD.load(Ordering::Relaxed);
         if fd >= 0 {
-            let b = 0u8;
+            FULL_PENDING.store(true, Ordering::SeqCst);
+            let b = FULL;
             libc::write(fd, (&b as *const u8).cast(), 1);
         }
         let old = OLD_HANDLER.load(Ordering::Relaxed);
@@ -210,8 +221,12 @@ impl Reaper {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn wake(&self) {
-        let b = 0u8;
+    /// Wakes the reaper for a full look ([`FULL`]), or only at processes
+    /// just watched ([`FRESH`]).
+    fn wake(&self, b: u8) {
+        if b == FULL {
+            FULL_PENDING.store(true, Ordering::SeqCst);
+        }
         // SAFETY: one byte to our own non-blocking pipe; a full pipe is
         // already a wake.
         unsafe {
@@ -225,15 +240,24 @@ impl Reaper {
             let ms = timeout.map_or(-1, |t| t.saturating_duration_since(Instant::now()).as_millis().min(60_000) as libc::c_int + 1);
             let mut pfd = libc::pollfd { fd: read, events: libc::POLLIN, revents: 0 };
             // SAFETY: one valid pollfd; EINTR and timeouts just rescan.
-            unsafe { libc::poll(&mut pfd, 1, ms) };
+            let woken = unsafe { libc::poll(&mut pfd, 1, ms) } > 0;
+            let mut full = !woken;
             let mut buf = [0u8; 256];
-            // SAFETY: drains our own non-blocking pipe into a local.
-            while unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+            loop {
+                // SAFETY: drains our own non-blocking pipe into a local.
+                let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+            }
+            full |= FULL_PENDING.swap(false, Ordering::SeqCst);
             let (told, due, next, settled) = {
                 let mut st = self.lock();
-                let told = st.exits();
+                let told = st.exits(full);
                 #[cfg(target_os = "linux")]
-                st.orphans();
+                if full {
+                    st.orphans();
+                }
                 let (due, next, settled) = st.deadlines();
                 (told, due, next, settled)
             };
@@ -252,13 +276,15 @@ impl Reaper {
 }
 
 impl State {
-    /// Exits of watched processes not told yet; processes whose owner is
-    /// gone are reaped once they exited.
-    fn exits(&mut self) -> Vec<(Notify, Option<ExitStatus>)> {
+    /// Exits of watched processes not told yet (of those just watched
+    /// only, unless `full`); processes whose owner is gone are reaped once
+    /// they exited.
+    fn exits(&mut self, full: bool) -> Vec<(Notify, Option<ExitStatus>)> {
         let mut told = Vec::new();
         let mut done = Vec::new();
+        let fresh = std::mem::take(&mut self.fresh);
         for (&pid, w) in self.watched.iter_mut() {
-            if w.reaping {
+            if w.reaping || !(full || fresh.contains(&pid)) {
                 continue;
             }
             if !w.exited {
@@ -434,9 +460,10 @@ pub(super) fn watch(pid: u32, lineage: u64, notify: Notify) -> io::Result<()> {
         l.pgids.insert(pid);
     }
     st.watched.insert(pid, Watched { lineage, notify: Some(notify), exited: false, reaping: false, dropped: false });
+    st.fresh.push(pid);
     drop(st);
     // It may have exited before it was watched.
-    r.wake();
+    r.wake(FRESH);
     Ok(())
 }
 
@@ -466,7 +493,7 @@ pub(super) fn reap(pid: u32, cancel: &Cancel) {
     st.doom(lineage);
     st.cancels.push((Instant::now() + super::EXIT_GRACE, cancel.clone()));
     drop(st);
-    r.wake();
+    r.wake(FULL);
 }
 
 /// The owner of `pid` is gone before reaping it (its group was killed):
@@ -480,7 +507,7 @@ pub(super) fn abandon(pid: u32) {
     let lineage = w.lineage;
     st.doom(lineage);
     drop(st);
-    r.wake();
+    r.wake(FULL);
 }
 
 /// Waits, up to `limit`, until the orphans of every stopped extension are
@@ -494,7 +521,7 @@ pub fn settle(limit: Duration) {
         st.end_unknown = Some(Doom::now());
         st.unknown_termed.clear();
     }
-    r.wake();
+    r.wake(FULL);
     loop {
         let busy = st.end_unknown.is_some() || st.lineages.values().any(|l| l.doom.is_some() && !l.retired);
         let now = Instant::now();
