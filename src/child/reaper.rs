@@ -316,10 +316,9 @@ impl State {
     /// The lineage of our child `pid`, whose stat is `s`, and what it adds to it.
     #[cfg(target_os = "linux")]
     fn attribute(&mut self, pid: u32, s: &Stat, host: &Stat) -> Option<u64> {
-        let by_group = self.lineages.iter().find(|(_, l)| l.pgids.contains(&s.pgid) || l.sids.contains(&s.sid)).map(|(&id, _)| id);
-        let id = by_group.or_else(|| {
-            let marker = instance_of(pid)?;
-            self.markers.get(&marker).copied()
+        let by_marker = instance_of(pid).and_then(|m| self.markers.get(&m).copied());
+        let id = by_marker.or_else(|| {
+            self.lineages.iter().find(|(_, l)| l.pgids.contains(&s.pgid) || l.sids.contains(&s.sid)).map(|(&id, _)| id)
         })?;
         let l = self.lineages.get_mut(&id)?;
         for g in [pid, s.pgid] {
@@ -385,6 +384,13 @@ impl State {
             } else if termed.insert(pid) {
                 signal(pid, libc::SIGTERM);
             }
+        }
+        // A group or session id with no process left may be given to a new
+        // process, which is no one's orphan: forgotten (an extension's own
+        // id stays pinned while it is watched).
+        for l in self.lineages.values_mut() {
+            l.pgids.retain(|&g| group_alive(g));
+            l.sids.retain(|&g| group_alive(g));
         }
         // A doomed lineage is done once none of its orphans is left and no
         // group of it has a member that could still become one.
