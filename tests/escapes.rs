@@ -145,3 +145,18 @@ fn the_hosts_own_commands_keep_their_exit_status_while_the_reaper_works() {
     assert!(!escapees(&storm_pids, 1).is_empty());
     host.shutdown();
 }
+
+#[test]
+fn a_setsid_descendant_is_gone_once_zot_ext_check_has_exited() {
+    let t = TempDir::new("esc-check");
+    let (dir, pidfile) = escape_ext(&t, "checked", &["hold", "stubborn"], json!({}));
+    let out = std::process::Command::new(zot_proc::BIN)
+        .args(["ext", "check", &dir.display().to_string()])
+        .env("ZOT_HOME", t.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("zot ext check runs");
+    let pids = escapees(&pidfile, 1);
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| process_alive(p)).collect();
+    assert!(left.is_empty(), "still running after the check exited: {left:?}\n{}", String::from_utf8_lossy(&out.stdout));
+}
