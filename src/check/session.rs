@@ -141,6 +141,8 @@ impl<'a> Session<'a> {
                     crate::child::spawn_from_this_thread();
                     self.drive(exec, env, sandbox, timings, calls);
                     self.proc = None;
+                    // Nothing the extension left behind outlives the check.
+                    crate::child::settle_orphans();
                 })
                 .map(|t| t.join())
         });

@@ -3,10 +3,13 @@
 //! the reader thread (stdout lines → frames for the host, or the lines as
 //! they are for the check), the writer thread (bounded queue → stdin, for
 //! what the sender's own non-blocking writes leave; or one blocking write
-//! at a time that reports its error, for the check), the waiter thread
-//! (the exit, seen without reaping), and signals to its group. The group
-//! is signalled only while the process is unreaped: its zombie pins the
-//! group id, which after the reap may belong to someone else.
+//! at a time that reports its error, for the check), its exit seen without
+//! reaping by the one reaper of the process ([`reaper`]), and signals to
+//! its group. The group is signalled only while the process is unreaped:
+//! its zombie pins the group id, which after the reap may belong to
+//! someone else. Neither thread outlives the process ([`cancel`]), and a
+//! `Child` dropped unreaped kills its group and leaves the reap to the
+//! reaper.
 
 pub use crate::log::Log;
 use crate::manifest::Manifest;
@@ -146,6 +149,8 @@ struct Stdin {
     pending: AtomicUsize,
     /// Bytes of those messages.
     queued: AtomicUsize,
+    /// Fired once the process is gone: a write waiting for room gives up.
+    cancel: Cancel,
 }
 
 /// Why a frame could not be queued.
@@ -169,6 +174,8 @@ pub struct Child {
     outbox: Mutex<Vec<u8>>,
     /// `--trace`: frames out are recorded in [`Child::send`].
     tap: Option<Tap>,
+    /// Ends the reader and writer threads ([`cancel`]).
+    cancel: Cancel,
 }
 
 impl Child {
@@ -237,9 +244,36 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let name = &manifest.name;
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, env, log)?;
-        set_nonblocking(&stdin)?;
-        let stdin = Arc::new(Stdin { pipe: Mutex::new(Some(stdin)), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0) });
+        let cancel = Cancel::new()?;
+        let (lineage, marker) = reaper::lineage()?;
+        let mut env = env.to_vec();
+        env.retain(|(k, _)| k != INSTANCE_VAR);
+        env.push((INSTANCE_VAR.into(), marker.into()));
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log).inspect_err(|_| reaper::forget(lineage))?;
+        let (tx, w) = (inbox.clone(), wrap.clone());
+        if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
+            kill_group(pid, libc::SIGKILL);
+            reaper::forget(lineage);
+            reaper::reap_unwatched(pid);
+            return Err(e);
+        }
+        // Watched from here on: whatever fails, the process is killed and
+        // reaped by the reaper, and its threads end.
+        let abandon = |e: io::Error| {
+            cancel.fire();
+            kill_group(pid, libc::SIGKILL);
+            reaper::abandon(pid);
+            Err(e)
+        };
+        if let Err(e) = set_nonblocking(stdin.as_raw_fd()).and_then(|()| set_nonblocking(stdout.as_raw_fd())) {
+            return abandon(e);
+        }
+        let stdin = Arc::new(Stdin {
+            pipe: Mutex::new(Some(stdin)),
+            pending: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            cancel: cancel.clone(),
+        });
         // Unbounded underneath, bounded by `pending` and `queued` in
         // `send`: a bounded channel would allocate every slot up front
         // (about 1 MiB per child for 16,384 frames).
@@ -252,9 +286,10 @@ impl Child {
                 .spawn(f)
         };
 
-        let (tx, w) = (inbox.clone(), wrap.clone());
+        let (tx, w) = (inbox, wrap);
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
+        let stdout = CancellableRead { file: stdout, cancel: cancel.clone() };
         let r = spawn_thread(
             "r",
             Box::new(move || {
@@ -276,22 +311,15 @@ impl Child {
                 }
             }),
         );
-        let (tx, w) = (inbox, wrap);
-        let x = spawn_thread(
-            "x",
-            Box::new(move || {
-                let status = wait_exit(pid);
-                let _ = tx.send(w(ChildMsg::Exited(status)));
-            }),
-        );
+        if let Err(e) = r {
+            return abandon(e);
+        }
         let shared = Arc::clone(&stdin);
-        let wr = spawn_thread("w", Box::new(move || write_loop(&shared, qrx)));
-        if let Err(e) = r.and(x).and(wr) {
-            kill_group(pid, libc::SIGKILL);
-            return Err(e);
+        if let Err(e) = spawn_thread("w", Box::new(move || write_loop(&shared, qrx))) {
+            return abandon(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel })
     }
 
     /// Queues an encoded frame without blocking.
@@ -442,40 +470,26 @@ impl Child {
         if self.reaped.swap(true, Ordering::AcqRel) {
             return;
         }
-        let pid = self.pid as libc::pid_t;
-        loop {
-            let mut status = 0;
-            // SAFETY: waits for our own child, which is a zombie by now.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
+        reaper::reap(self.pid, &self.cancel);
+    }
+}
+
+/// A child dropped before it was reaped is killed with its group, and
+/// reaped by the reaper once it exited; its reader and writer end now.
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.cancel.fire();
+        if !self.reaped.swap(true, Ordering::AcqRel) {
+            kill_group(self.pid, libc::SIGKILL);
+            reaper::abandon(self.pid);
         }
     }
 }
 
-/// Waits for process `pid` to exit without reaping it, so that its group
-/// id stays its own until [`Child::reap`].
-fn wait_exit(pid: u32) -> Option<ExitStatus> {
-    loop {
-        // SAFETY: waitid fills the zeroed siginfo for our own child.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if r == 0 {
-            // SAFETY: filled by a successful waitid with WEXITED.
-            let (code, status) = unsafe { (info.si_code, info.si_status()) };
-            let raw = match code {
-                libc::CLD_EXITED => (status & 0xff) << 8,
-                libc::CLD_DUMPED => (status & 0x7f) | 0x80,
-                _ => status & 0x7f,
-            };
-            return Some(ExitStatus::from_raw(raw));
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return None;
-        }
-    }
+/// Waits (at most 3 s) until the orphans of every stopped extension are
+/// gone (PROTOCOL.md §3 rule 10): for a host about to exit.
+pub fn settle_orphans() {
+    reaper::settle(std::time::Duration::from_secs(3));
 }
 
 /// Sends `sig` to process group `pgid`; a group that is gone is not an error.
@@ -498,24 +512,16 @@ pub fn group_alive(pgid: u32) -> bool {
     unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
+mod cancel;
 mod read;
+mod reaper;
 mod spawn;
+use cancel::{set_nonblocking, Cancel, CancellableRead};
 pub use read::preview;
+pub use reaper::INSTANCE_VAR;
 use read::read_loop;
 pub use spawn::{child_env, spawn_from_this_thread};
 use spawn::{start_process, Started};
-
-fn set_nonblocking(stdin: &File) -> io::Result<()> {
-    let fd = stdin.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own; only O_NONBLOCK is changed.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
 
 /// Writes all of `buf` to the non-blocking pipe, waiting for room as long
 /// as it takes (a child that stopped reading is unblocked by the signals
@@ -529,11 +535,7 @@ fn write_all_wait(stdin: &Stdin, buf: &[u8]) -> io::Result<()> {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-                // SAFETY: one valid pollfd; a failure just retries the write.
-                unsafe { libc::poll(&mut pfd, 1, -1) };
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stdin.cancel.wait(pipe.as_raw_fd(), libc::POLLOUT)?,
             Err(e) => return Err(e),
         }
     }
@@ -548,8 +550,12 @@ fn write_loop(stdin: &Stdin, rx: crossbeam_channel::Receiver<WriterMsg>) {
     let mut held = 0;
     // The charges of the frames in `buf`, given back once it is written.
     let mut charges = Vec::new();
-    while let Ok(msg) = rx.recv() {
-        let WriterMsg::Frame(b, from, charge) = msg else { break };
+    loop {
+        let msg = crossbeam_channel::select! {
+            recv(rx) -> msg => msg,
+            recv(stdin.cancel.receiver()) -> _ => break,
+        };
+        let Ok(WriterMsg::Frame(b, from, charge)) = msg else { break };
         let bytes = &b[from.min(b.len())..];
         held += 1;
         let ok = if buf.is_empty() && bytes.len() >= BATCH {
@@ -637,6 +643,48 @@ mod tests {
             !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
         });
         assert!(!child.signal_group(libc::SIGKILL), "no signal after the reap");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// `/proc/PID/stat` fields after the command: state, ppid, and the
+    /// start time that tells this process from a later one with its pid.
+    fn stat_of(pid: u32) -> Option<(String, u32, u64)> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
+        Some((f.first()?.to_string(), f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?))
+    }
+
+    #[test]
+    fn a_child_dropped_before_its_reap_is_killed_and_leaves_no_zombie() {
+        spawn_from_this_thread();
+        let dir = std::env::temp_dir().join(format!("zot-child-drop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = br#"{"name":"sleeper","exec":"/bin/sh","args":["-c","exec sleep 1000"]}"#;
+        let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
+        let log = Log::open(&dir.join("sleeper.log")).unwrap();
+        let (tx, rx) = crate::wake::channel();
+        let bounds = QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) };
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, tx, |m| m).unwrap();
+        let pid = child.pid;
+        let (_, ppid, started) = stat_of(pid).expect("running");
+        assert_eq!(ppid, std::process::id());
+        drop(child);
+        // Killed, then reaped by the reaper: no process of that pid and
+        // start time is left, not even a zombie.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while stat_of(pid).is_some_and(|(_, _, t)| t == started) && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let left = stat_of(pid).filter(|(_, _, t)| *t == started);
+        assert!(left.is_none(), "still there: {left:?}");
+        // Its threads are gone too: nothing reports any more.
+        let done = loop {
+            match rx.recv_deadline(Some(end)) {
+                Ok(ChildMsg::Eof) => continue,
+                other => break other,
+            }
+        };
+        assert!(matches!(done, Err(crossbeam_channel::RecvTimeoutError::Disconnected)), "{done:?}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -13,7 +13,8 @@ use std::io::{BufReader, Read};
 /// logged and skipped ([`Reading::Frames`]), or as it is
 /// ([`Reading::Lines`]); over-long lines are discarded whole without being
 /// kept (and logged when decoding). Returns at EOF, after emitting `Eof`,
-/// or when `emit` returns false.
+/// when `emit` returns false, or, without a word, when the read was
+/// cancelled because the process is gone.
 /// `emit` is told whether another whole line is read already (`more`): the
 /// dispatcher need only be woken for the last of them. `wake` is called
 /// before waiting for input after an `emit` told of more lines, in case
@@ -37,6 +38,8 @@ pub fn read_loop<R: Read>(
         }
         match lines.next(&mut reader) {
             Ok(None) => break,
+            // The process is gone and its output over: nothing more to say.
+            Err(e) if super::cancel::is_cancelled(&e) => return,
             Err(e) => {
                 if reading == Reading::Frames {
                     log.line(&format!("reading stdout failed: {e}"));

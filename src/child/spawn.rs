@@ -46,8 +46,12 @@ thread_local! {
 /// child, so a child started from a thread that ends early would be killed
 /// with it. The dispatcher thread and `zot ext check`'s own thread call it;
 /// starting a process from any other thread is refused.
+///
+/// It also makes the process a child subreaper (Linux) and starts its one
+/// reaper, before the first child.
 pub fn spawn_from_this_thread() {
     SPAWNER.with(|s| s.set(true));
+    super::reaper::start();
 }
 
 fn may_spawn_here() -> io::Result<()> {

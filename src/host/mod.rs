@@ -247,9 +247,11 @@ impl Host {
 
 impl Host {
     /// For a process that exits once the host has stopped (`zot serve`):
-    /// waits until every log line and trace record is written, without
-    /// waiting for the dispatcher thread to end.
+    /// waits until the extensions' orphans are gone and every log line and
+    /// trace record is written, without waiting for the dispatcher thread
+    /// to end.
     pub(crate) fn flush_for_exit(&self) {
+        crate::child::settle_orphans();
         crate::log::flush();
         if let Some(t) = &self.trace {
             t.flush(std::time::Duration::from_secs(2));

@@ -113,6 +113,8 @@ pub(super) fn spawn(
                     respond(done, Err(HostError::ShuttingDown));
                 }
             }
+            // No orphan of an extension outlives the host.
+            crate::child::settle_orphans();
             d.idle();
             crate::log::flush();
         })
