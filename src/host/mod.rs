@@ -91,7 +91,13 @@ impl Host {
     /// caller has more requests at hand): the last one submitted without
     /// `more`, or [`Host::wake`], wakes it once for all of them.
     pub fn submit_quiet(&self, request: Request, more: bool, done: impl FnOnce(Result<Response, HostError>) + Send + 'static) {
-        let msg = dispatcher::Inbox::Request(request, Responder::new(done));
+        self.submit_quiet_responder(request, more, Responder::new(done));
+    }
+
+    /// [`Host::submit_quiet`] with a ready-made [`Responder`] (one made
+    /// [`Responder::with_key`], to cancel it by).
+    pub fn submit_quiet_responder(&self, request: Request, more: bool, done: Responder) {
+        let msg = dispatcher::Inbox::Request(request, done);
         let sent = if more { self.tx.send_quiet(msg) } else { self.tx.send(msg) };
         if let Err(dispatcher::Inbox::Request(_, done)) = sent {
             done.answer(Err(HostError::ShuttingDown));

@@ -5,6 +5,7 @@
 //! explains.
 
 use super::*;
+use super::calls::ToolStage;
 
 impl Dispatcher {
     /// Unregisters the extension and fails every call in flight to it.
@@ -23,7 +24,7 @@ impl Dispatcher {
                 }
             };
             match call.kind {
-                CallKind::Command { done, .. } | CallKind::Tool { done, .. } => respond(done, Err(err())),
+                CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => respond(done, Err(err())),
                 CallKind::Intercept { chain } => self.chain_failed(chain, slot, &format!("exited ({detail})")),
             }
         }
@@ -107,6 +108,9 @@ impl Dispatcher {
                 ext.log(&format!("stopped ({how})"));
                 self.lose(slot, self.stop_detail());
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
+                if !self.exts[slot].restart_waiters.is_empty() && self.phase == Phase::Running {
+                    return self.start_again(slot);
+                }
                 self.check_stopped();
             }
             Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop => {

@@ -125,6 +125,9 @@ pub(super) struct Ext {
     /// While a restart is under way: the commands and tools it had, whose
     /// requests wait for it.
     pub restart_names: Option<(Vec<String>, Vec<String>)>,
+    /// A `restart` request under way (PROTOCOL.md §4): stopped by the
+    /// host, to be started again once it ended; answered once it is ready.
+    pub restart_waiters: Vec<crate::host::Responder>,
     /// Requests for those names, waiting: request, answer, deadline, key.
     pub parked: Vec<(crate::host::Request, crate::host::Responder, Instant, u64)>,
 }
@@ -151,6 +154,7 @@ impl Ext {
             restarts: 0,
             ready_at: None,
             restart_names: None,
+            restart_waiters: Vec::new(),
             parked: Vec::new(),
         }
     }

@@ -4,7 +4,7 @@
 //! forwarded as host events at a bounded rate.
 
 use super::blocks;
-use super::calls::{Call, CallKind};
+use super::calls::{Call, CallKind, ToolStage};
 use super::ext::ToolEntry;
 use crate::protocol::ToolMore;
 use super::limits::{cut, trim_panel};
@@ -313,7 +313,7 @@ impl Dispatcher {
         let matches = matches!(
             (self.calls.get(&n).map(|c| &c.kind), frame),
             (Some(CallKind::Command { .. }), "command_response")
-                | (Some(CallKind::Tool { .. }), "tool_result")
+                | (Some(CallKind::Tool(_)), "tool_result")
                 | (Some(CallKind::Intercept { .. }), "event_intercept_response")
         );
         if !matches {
@@ -368,7 +368,7 @@ impl Dispatcher {
 
     pub(super) fn on_tool_result(&mut self, slot: usize, r: ToolResult) {
         let Some(call) = self.take_call(slot, &r.id, "tool_result") else { return };
-        if let CallKind::Tool { done, .. } = call.kind {
+        if let CallKind::Tool(ToolStage { done, .. }) = call.kind {
             let (content, is_error) = blocks::normalize(r.content, r.is_error);
             let activated = self.activate(slot, &r.activate_tools);
             let extension = self.exts[slot].name().to_string();
@@ -412,7 +412,7 @@ impl Dispatcher {
                 };
                 respond(done, Ok(Response::Command(reply)));
             }
-            CallKind::Tool { done, .. } => {
+            CallKind::Tool(ToolStage { done, .. }) => {
                 let content = vec![serde_json::json!({"type": "text", "text": msg})];
                 respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
             }

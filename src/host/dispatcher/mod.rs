@@ -15,6 +15,7 @@
 mod blocks;
 mod call_tool;
 mod calls;
+mod cancel;
 mod chain;
 mod ends;
 mod ext;
@@ -189,6 +190,8 @@ struct Dispatcher {
     agent_tools: Vec<AgentTool>,
     /// Calls of agent tools waiting for the agent's answer, by call id.
     agent_calls: HashMap<String, call_tool::AgentCall>,
+    /// The front end's input ended: interactive calls are cancelled.
+    input_ended: bool,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
@@ -257,6 +260,7 @@ impl Dispatcher {
             reload_after_load: Vec::new(),
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            input_ended: false,
             agent_tools: Vec::new(),
             agent_calls: HashMap::new(),
             session_id: new_session_id(),
@@ -475,7 +479,13 @@ impl Dispatcher {
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
-        self.emit(HostEvent::LoadFailed { extension: name, message: why, log });
+        self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
+        if !self.exts[slot].restart_waiters.is_empty() {
+            let e = HostError::Exited { extension: self.exts[slot].name().to_string(), detail: format!("its restart failed: {why}") };
+            self.restart_failed(slot, e.clone());
+            self.exts[slot].restart_names = None;
+            self.unpark_failed(slot, e);
+        }
         // A restart that fails to load is one more exit.
         if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
             self.exts[slot].restart_names = None;
@@ -567,9 +577,9 @@ impl Dispatcher {
 
 /// A model's call waiting for its intercept chain.
 pub(super) struct ModelCall {
-    call: ToolCall,
-    origin: Option<Origin>,
-    done: Responder,
+    pub(super) call: ToolCall,
+    pub(super) origin: Option<Origin>,
+    pub(super) done: Responder,
 }
 
 /// The extension that made a call with `call_tool`, and the names of the

@@ -104,6 +104,36 @@ impl Dispatcher {
         if self.exts[slot].life != Life::Restarting || !matches!(self.phase, Phase::Running | Phase::Loading) {
             return;
         }
+        self.start_again(slot);
+    }
+
+    /// A `restart` request (PROTOCOL.md §4): the extension is stopped as at
+    /// shutdown (§3 rule 10) and started anew with a fresh count, its
+    /// names reserved and its requests parked meanwhile; answered once it
+    /// is ready again.
+    pub(super) fn restart_request(&mut self, name: String, done: Responder) {
+        let Some(slot) = self.exts.iter().position(|e| e.name() == name) else {
+            return respond(done, Err(HostError::UnknownExtension(name)));
+        };
+        let ext = &mut self.exts[slot];
+        ext.restarts = 0;
+        ext.ready_at = None;
+        ext.restart_waiters.push(done);
+        if ext.restart_waiters.len() > 1 {
+            return; // a restart asked for already is under way
+        }
+        if ext.restart_names.is_none() && ext.life.running() {
+            ext.restart_names = Some((ext.command_names(), ext.tool_names()));
+        }
+        ext.log("restart asked for");
+        if ext.ended() || !ext.life.running() {
+            return self.start_again(slot);
+        }
+        self.stop_one(slot);
+    }
+
+    /// Starts the extension in `slot` anew, as it was first started.
+    pub(super) fn start_again(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
         ext.life = Life::Spawned;
         ext.proc = None;
@@ -112,8 +142,17 @@ impl Dispatcher {
         ext.events.clear();
         ext.intercepts.clear();
         ext.capabilities.clear();
+        ext.panels.clear();
         ext.error = None;
         self.start_ext(slot);
+    }
+
+    /// A `restart` request could not be carried out: its waiters and the
+    /// requests parked meanwhile are answered `e`.
+    pub(super) fn restart_failed(&mut self, slot: usize, e: HostError) {
+        for done in std::mem::take(&mut self.exts[slot].restart_waiters) {
+            respond(done, Err(e.clone()));
+        }
     }
 
     /// Became ready after a restart: announce it, and the requests that
@@ -121,6 +160,12 @@ impl Dispatcher {
     pub(super) fn restarted(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
         ext.ready_at = Some(Instant::now());
+        let extension = ext.name().to_string();
+        let pid = ext.pid();
+        for done in std::mem::take(&mut ext.restart_waiters) {
+            respond(done, Ok(Response::Restarted { extension: extension.clone(), pid }));
+        }
+        let ext = &mut self.exts[slot];
         let Some((_, old_tools)) = ext.restart_names.take() else { return };
         let mut tools = ext.tool_names();
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));

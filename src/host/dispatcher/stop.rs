@@ -5,6 +5,7 @@
 //! with which signal, is [`StopStage::action`], without processes.
 
 use super::*;
+use crate::child::Bytes;
 
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
@@ -98,20 +99,44 @@ impl Dispatcher {
                 self.lose(slot, self.stop_detail());
                 continue;
             }
-            let failed = ext.life == Life::Failed;
-            let was_running = ext.life.running();
-            ext.life = Life::Stopping { failed };
-            let Some(p) = ext.proc.as_ref() else { continue };
-            if was_running && p.exit.is_none() {
-                let _ = p.child.send(shutdown.clone());
-                p.child.close_stdin();
-            } else {
-                p.child.signal_group(libc::SIGKILL);
+            let waiters = std::mem::take(&mut ext.restart_waiters);
+            for done in waiters {
+                if exit {
+                    respond(done, Err(HostError::ShuttingDown));
+                } else {
+                    self.deferred.push((Request::Restart { name: self.exts[slot].name().to_string() }, done));
+                }
             }
-            let id = ext.id;
-            self.at(when, Timer::Stop(id, StopStage::Term));
+            self.stop_at(slot, &shutdown, when);
         }
         self.check_stopped();
+    }
+
+    /// Stops the extension in `slot` alone (a `restart` request), as at
+    /// shutdown; its end starts it again.
+    pub(super) fn stop_one(&mut self, slot: usize) {
+        self.registry.release(slot);
+        let shutdown = Arc::new(encode(&HostFrame::Shutdown));
+        let when = after(self.cfg.timeouts.shutdown_grace);
+        self.stop_at(slot, &shutdown, when);
+    }
+
+    /// `shutdown` and stdin closed (SIGKILL for one that is not running),
+    /// the later stages from `when`.
+    fn stop_at(&mut self, slot: usize, shutdown: &Bytes, when: Instant) {
+        let ext = &mut self.exts[slot];
+        let failed = ext.life == Life::Failed;
+        let was_running = ext.life.running();
+        ext.life = Life::Stopping { failed };
+        let Some(p) = ext.proc.as_ref() else { return };
+        if was_running && p.exit.is_none() {
+            let _ = p.child.send(shutdown.clone());
+            p.child.close_stdin();
+        } else {
+            p.child.signal_group(libc::SIGKILL);
+        }
+        let id = ext.id;
+        self.at(when, Timer::Stop(id, StopStage::Term));
     }
 
     pub(super) fn on_stop_timer(&mut self, id: ExtId, stage: StopStage) {

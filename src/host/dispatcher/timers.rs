@@ -5,6 +5,7 @@
 //! call at once.
 
 use super::*;
+use super::calls::ToolStage;
 
 impl Dispatcher {
     pub(super) fn on_timer(&mut self, t: Timer, now: Instant) {
@@ -86,7 +87,7 @@ impl Dispatcher {
                 let what = format!("command /{name}");
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
-            CallKind::Tool { name, done, .. } => {
+            CallKind::Tool(ToolStage { name, done, .. }) => {
                 ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
                 if ext.can("tool_cancel") {
                     let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
@@ -112,7 +113,7 @@ impl Dispatcher {
         let extension = self.exts[slot].name().to_string();
         let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
-            CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
+            CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => {
                 respond(done, Err(HostError::TooLarge { extension, what }))
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, &what),
