@@ -366,3 +366,130 @@ fn the_readmes_serve_example_piped_in_one_go_gives_its_answers() {
     assert_eq!(sorted(&got), sorted(&expected), "\n{}", z.context());
     assert_eq!(got.last(), expected.last(), "the shutdown response is last");
 }
+
+/// The JSON the fixture's tool answered with.
+fn answer_of(r: &Value) -> Value {
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {r}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn list_entry(s: &mut Serve, name: &str) -> Value {
+    let l = s.request(json!({"id": "list", "type": "list"}));
+    let exts = l["result"]["extensions"].as_array().cloned().unwrap_or_default();
+    exts.into_iter().find(|e| e["extension"] == name || e["name"] == name).unwrap_or(Value::Null)
+}
+
+#[test]
+fn stdout_closed_before_the_exit_still_restarts() {
+    // PROTOCOL.md §7.1: the restart is decided at the real exit, however
+    // the end began.
+    let t = TempDir::new("calls-close-then-exit");
+    let once = t.path().join("once");
+    let a = ext(&t, "a", json!({"tools": ["echo"], "close_stdout_then_exit": true, "restart": "always", "once": once.display().to_string()}));
+    let mut s = Serve::start(&t, &[a], &["--tool-timeout", "60"]);
+    s.ready();
+    let exited = s.find("extension_exited", |f| f["type"] == "extension_exited");
+    assert_eq!(s.frames[exited]["code"], 1, "{}", s.frames[exited]);
+    s.find("extension_restarting", |f| f["type"] == "extension_restarting");
+    let r = s.request(json!({"id": "e", "type": "tool", "name": "echo"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let e = list_entry(&mut s, "a");
+    assert_eq!((e["state"].as_str(), e["restarts"].as_u64()), (Some("ready"), Some(1)), "{e}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_restarting_extensions_names_are_not_taken_by_a_shadowed_one() {
+    // PROTOCOL.md §7.1: reserved while it restarts; the call made meanwhile
+    // waits for it (the tool timeout is long: the wait is for the restart,
+    // however slow Python starts here).
+    let t = TempDir::new("calls-reserved");
+    let once = t.path().join("once");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"], "restart": "on-failure", "once": once.display().to_string()}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "during", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r0", "answered by the restarted owner: {r}");
+    let changed: Vec<Value> = s.frames.iter().filter(|f| f["type"] == "tools_changed").cloned().collect();
+    assert!(changed.iter().all(|f| f["extension"] == "r0"), "{changed:?}");
+    assert!(!seen(&t, "r1").iter().any(|l| l.starts_with("tool_call")), "{:?}", seen(&t, "r1"));
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
+    // Not registered again after the restart: r1 takes `shared` then; and
+    // with policy `never`, at once.
+    let t = TempDir::new("calls-given-up");
+    let once = t.path().join("once");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"], "tools_later": ["crash"], "restart": "on-failure", "once": once.display().to_string()}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "during", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r1", "{r}");
+    let changed = s.find("tools_changed", |f| f["type"] == "tools_changed");
+    assert_eq!(s.frames[changed]["reason"], "restarted");
+    assert!(s.frames[changed]["tools"].as_array().is_some_and(|t| t.contains(&json!("shared"))), "{}", s.frames[changed]);
+    assert_eq!(s.finish(), 0);
+
+    let t = TempDir::new("calls-given-up-never");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"]}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &[]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "after", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r1", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
+    // PROTOCOL.md §4 `restart`.
+    let t = TempDir::new("calls-restart-request");
+    let a = ext(&t, "a", json!({"tools": ["echo"]}));
+    let b = ext(&t, "b", json!({"tools": ["other"]}));
+    let mut s = Serve::start(&t, &[a, b], &["--tool-timeout", "60"]);
+    s.ready();
+    let before = list_entry(&mut s, "a")["pid"].clone();
+    let other_before = list_entry(&mut s, "b")["pid"].clone();
+    s.send(json!({"id": "r", "type": "restart", "name": "a"}));
+    s.send(json!({"id": "during", "type": "tool", "name": "echo"}));
+    let r = s.response("r");
+    assert_eq!(r["result"]["extension"], "a", "{r}");
+    assert!(r["result"]["pid"].is_u64() && r["result"]["pid"] != before, "a new process: {r}");
+    let during = s.response("during");
+    assert_eq!(json!(answer_of(&during)["pid"]), r["result"]["pid"], "answered by the new process: {during}");
+    assert_eq!(seen(&t, "a").iter().filter(|l| *l == "shutdown").count(), 1, "stopped as at shutdown: {:?}", seen(&t, "a"));
+    let e = list_entry(&mut s, "a");
+    assert_eq!((e["state"].as_str(), e["restarts"].as_u64()), (Some("ready"), Some(0)), "{e}");
+    assert_eq!(list_entry(&mut s, "b")["pid"], other_before, "the others are untouched");
+    let r = s.request(json!({"id": "u", "type": "restart", "name": "nope"}));
+    assert_eq!(code(&r), "unknown_extension", "{r}");
+    let r = s.request(json!({"id": "m", "type": "restart"}));
+    assert_eq!(code(&r), "bad_request", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn twenty_restarts_leave_no_zombie() {
+    let t = TempDir::new("calls-zombies");
+    let a = ext(&t, "a", json!({"tools": ["echo"]}));
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready();
+    for i in 0..20 {
+        let r = s.request(json!({"id": format!("r{i}"), "type": "restart", "name": "a"}));
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    let pid = s.z.pid;
+    let clean = common::wait_until(LINE_WAIT, || common::zombie_children(pid).is_empty());
+    assert!(clean, "zombies of zot: {:?}", common::zombie_children(pid));
+    assert_eq!(s.finish(), 0);
+}

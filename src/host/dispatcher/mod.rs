@@ -481,16 +481,13 @@ impl Dispatcher {
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
         self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
         if !self.exts[slot].restart_waiters.is_empty() {
-            let e = HostError::Exited { extension: self.exts[slot].name().to_string(), detail: format!("its restart failed: {why}") };
-            self.restart_failed(slot, e.clone());
-            self.exts[slot].restart_names = None;
-            self.unpark_failed(slot, e);
+            let extension = self.exts[slot].name().to_string();
+            self.restart_failed(slot, HostError::Exited { extension, detail: format!("its restart failed: {why}") });
+            self.give_up_names(slot);
         }
         // A restart that fails to load is one more exit.
-        if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
-            self.exts[slot].restart_names = None;
-            let extension = self.exts[slot].name().to_string();
-            self.unpark_failed(slot, HostError::Exited { extension, detail: "its restart failed".into() });
+        if self.exts[slot].restart_names.is_none() || !self.maybe_restart(slot, None) {
+            self.give_up_names(slot);
         }
         self.check_load_done(false);
     }

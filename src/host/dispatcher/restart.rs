@@ -35,17 +35,19 @@ impl Dispatcher {
         }
         if ext.restarts >= MAX_RESTARTS {
             ext.life = Life::CrashLoop;
-            ext.restart_names = None;
             ext.log(&format!(
                 "{how} after {MAX_RESTARTS} restarts without staying ready for {}s: crash loop, down until a reload",
                 RESET_AFTER.as_secs()
             ));
             let restarts = ext.restarts;
-            self.emit(HostEvent::ExtensionCrashLoop { extension: extension.clone(), restarts });
+            self.emit(HostEvent::ExtensionCrashLoop { extension, restarts });
             self.tools_gone(slot);
-            let e = HostError::Exited { extension, detail: "it is in a crash loop".into() };
-            return self.unpark_failed(slot, e);
+            // Given up for good: its names go to whoever is next.
+            self.give_up_names(slot);
+            return true;
         }
+        self.registry.hold(slot);
+        let ext = &mut self.exts[slot];
         let delay = FIRST_DELAY.saturating_mul(1u32 << ext.restarts.min(16)).min(MAX_DELAY);
         ext.restarts += 1;
         ext.life = Life::Restarting;
@@ -122,10 +124,11 @@ impl Dispatcher {
         if ext.restart_waiters.len() > 1 {
             return; // a restart asked for already is under way
         }
-        if ext.restart_names.is_none() && ext.life.running() {
-            ext.restart_names = Some((ext.command_names(), ext.tool_names()));
-        }
         ext.log("restart asked for");
+        if ext.life.running() {
+            self.hold_names(slot);
+        }
+        let ext = &self.exts[slot];
         if ext.ended() || !ext.life.running() {
             return self.start_again(slot);
         }
@@ -167,6 +170,9 @@ impl Dispatcher {
         }
         let ext = &mut self.exts[slot];
         let Some((_, old_tools)) = ext.restart_names.take() else { return };
+        let (commands, tools) = (ext.command_names(), ext.tool_names());
+        self.registry.keep_only(slot, &commands, &tools);
+        let ext = &mut self.exts[slot];
         let mut tools = ext.tool_names();
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
         let extension = ext.name().to_string();
@@ -176,12 +182,14 @@ impl Dispatcher {
         }
     }
 
-    /// The slot of an extension being restarted that had command (or tool)
-    /// `name`.
+    /// The slot of an extension being restarted that command (or tool)
+    /// `name` is reserved for.
     pub(super) fn restarting_owner(&self, name: &str, tool: bool) -> Option<usize> {
-        self.exts.iter().position(|e| {
-            e.restart_names.as_ref().is_some_and(|(c, t)| if tool { t.iter().any(|n| n == name) } else { c.iter().any(|n| n == name) })
-        })
+        if tool {
+            self.registry.tool_holder(name)
+        } else {
+            self.registry.command_holder(name)
+        }
     }
 
     /// Keeps a request for an extension being restarted, until it is ready
@@ -205,13 +213,5 @@ impl Dispatcher {
         };
         ext.log(&format!("{what} timed out waiting for the restart"));
         respond(done, Err(HostError::Timeout { extension, what, after }));
-    }
-
-    /// Answers every request waiting for the extension in `slot` with `e`.
-    pub(super) fn unpark_failed(&mut self, slot: usize, e: HostError) -> bool {
-        for (_, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
-            respond(done, Err(e.clone()));
-        }
-        true
     }
 }

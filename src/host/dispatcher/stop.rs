@@ -115,7 +115,6 @@ impl Dispatcher {
     /// Stops the extension in `slot` alone (a `restart` request), as at
     /// shutdown; its end starts it again.
     pub(super) fn stop_one(&mut self, slot: usize) {
-        self.registry.release(slot);
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
         let when = after(self.cfg.timeouts.shutdown_grace);
         self.stop_at(slot, &shutdown, when);
