@@ -493,3 +493,55 @@ fn twenty_restarts_leave_no_zombie() {
     assert!(clean, "zombies of zot: {:?}", common::zombie_children(pid));
     assert_eq!(s.finish(), 0);
 }
+
+#[test]
+fn a_null_system_prompt_reaches_interceptors_as_empty() {
+    // PROTOCOL.md §6.4: `system_prompt` is a string; none (or null) is "".
+    let t = TempDir::new("calls-null-prompt");
+    let g = ext(&t, "g", json!({"intercepts": ["before_agent_start"]}));
+    let mut s = Serve::start(&t, &[g], &[]);
+    s.ready();
+    let r = s.request(json!({"id": "b", "type": "intercept", "event": "before_agent_start", "system_prompt": null}));
+    assert_eq!(r["result"]["system_prompt"], "", "{r}");
+    wait_seen(&t, "g", "intercept before_agent_start \"\"");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
+    // PROTOCOL.md §6.1 through `zot mcp`: `notifications/cancelled` for a
+    // call still in its `tool_call` intercept chain.
+    let t = TempDir::new("calls-mcp-chain");
+    let b = ext(&t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]}));
+    let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000}));
+    let mut args: Vec<String> = ["mcp", "--no-ext"].map(str::to_string).to_vec();
+    for e in [&b, &g] {
+        args.push("--ext".into());
+        args.push(e.display().to_string());
+    }
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    let rpc = |z: &mut Zot, v: Value| {
+        let id = v["id"].clone();
+        z.send(&v.to_string());
+        let line = z.wait_line(&format!("the answer to {id}"), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| v["id"] == id && v.get("method").is_none())
+        });
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    rpc(&mut z, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}));
+    z.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    z.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "target", "arguments": {}}}).to_string());
+    wait_seen(&t, "g", "intercept tool_call \"target\"");
+    z.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}).to_string());
+    wait_seen(&t, "g", "intercept replied");
+    // g answers this one after the late reply: once it is answered, the
+    // host has read that reply, and b has read anything sent before it.
+    let r = rpc(&mut z, json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}));
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("\"by\": \"b\""), "{r}");
+    let seen_b = seen(&t, "b");
+    assert!(!seen_b.iter().any(|l| l.contains("target")), "the cancelled call reached b: {seen_b:?}");
+    z.close_stdin();
+    z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+}

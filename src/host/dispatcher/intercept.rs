@@ -27,7 +27,7 @@ impl Dispatcher {
                     payload.insert(k.into(), Value::String(v.clone()));
                 }
             }
-            if !payload.contains_key("system_prompt") {
+            if !payload.get("system_prompt").is_some_and(Value::is_string) {
                 payload.insert("system_prompt".into(), Value::String(String::new()));
             }
             if !payload.get("agent_run_id").is_some_and(Value::is_string) {

@@ -190,6 +190,9 @@ struct Dispatcher {
     agent_tools: Vec<AgentTool>,
     /// Calls of agent tools waiting for the agent's answer, by call id.
     agent_calls: HashMap<String, call_tool::AgentCall>,
+    /// Processes dropped from the table before they were reaped, by the id
+    /// their exit will come with.
+    unreaped: HashMap<ExtId, Child>,
     /// The front end's input ended: interactive calls are cancelled.
     input_ended: bool,
     /// Extensions' `call_tool`s under way, by caller and its id.
@@ -261,6 +264,7 @@ impl Dispatcher {
             deferred: Vec::new(),
             ext_calls: HashMap::new(),
             input_ended: false,
+            unreaped: HashMap::new(),
             agent_tools: Vec::new(),
             agent_calls: HashMap::new(),
             session_id: new_session_id(),
@@ -351,7 +355,14 @@ impl Dispatcher {
             Inbox::Request(req, done) => self.on_request(req, done),
             Inbox::CallToolDone { caller, id, name, result } => self.on_call_tool_done(caller, id, name, result),
             Inbox::Child(id, m) => {
-                let Some(slot) = self.slot_of(id) else { return };
+                let Some(slot) = self.slot_of(id) else {
+                    // A process given up on before its exit (no end after
+                    // SIGKILL, then restarted or reloaded): reaped now.
+                    if let (ChildMsg::Exited(_), Some(c)) = (&m, self.unreaped.remove(&id)) {
+                        c.reap();
+                    }
+                    return;
+                };
                 match m {
                     ChildMsg::Frame(f) => self.on_frame(slot, f),
                     ChildMsg::BadReply { id, error } => self.on_bad_reply(slot, &id, error.to_string()),
@@ -371,6 +382,9 @@ impl Dispatcher {
         self.phase = Phase::Loading;
         self.load_gen += 1;
         self.load_errors.clear();
+        for slot in 0..self.exts.len() {
+            self.bury(slot);
+        }
         self.exts.clear();
         self.registry.clear();
         let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
@@ -490,6 +504,17 @@ impl Dispatcher {
             self.give_up_names(slot);
         }
         self.check_load_done(false);
+    }
+
+    /// Drops the process of the extension in `slot` from its record; one
+    /// not reaped yet is kept until its exit, so that it leaves no zombie.
+    fn bury(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        if let Some(p) = ext.proc.take() {
+            if !p.child.is_reaped() {
+                self.unreaped.insert(ext.id, p.child);
+            }
+        }
     }
 
     fn mark_ready(&mut self, slot: usize, how: &str) {

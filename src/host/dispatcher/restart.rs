@@ -137,9 +137,9 @@ impl Dispatcher {
 
     /// Starts the extension in `slot` anew, as it was first started.
     pub(super) fn start_again(&mut self, slot: usize) {
+        self.bury(slot);
         let ext = &mut self.exts[slot];
         ext.life = Life::Spawned;
-        ext.proc = None;
         ext.commands.clear();
         ext.tools.clear();
         ext.events.clear();
