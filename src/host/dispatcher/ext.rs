@@ -3,6 +3,7 @@
 //! the facts about its process, and what it registered.
 
 use super::limits::Bucket;
+use super::supervisor::Supervisor;
 use crate::child::{Bytes, Child, Log, SendError};
 use crate::discovery::Found;
 use crate::protocol::ToolMore;
@@ -118,10 +119,8 @@ pub(super) struct Ext {
     pub refused: u64,
     /// Ids of its panels that are open: keys and closes go only to those.
     pub panels: Vec<String>,
-    /// Restarts since the count was last reset (PROTOCOL.md §7.1).
-    pub restarts: u32,
-    /// When it last became ready.
-    pub ready_at: Option<Instant>,
+    /// Its restart schedule (PROTOCOL.md §7.1).
+    pub supervisor: Supervisor,
     /// While a restart is under way: the commands and tools it had, whose
     /// requests wait for it.
     pub restart_names: Option<(Vec<String>, Vec<String>)>,
@@ -151,8 +150,7 @@ impl Ext {
             notes,
             refused: 0,
             panels: Vec::new(),
-            restarts: 0,
-            ready_at: None,
+            supervisor: Supervisor::default(),
             restart_names: None,
             restart_waiters: Vec::new(),
             parked: Vec::new(),

@@ -44,7 +44,7 @@ impl Dispatcher {
                 state: e.life.state(),
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
-                restarts: e.restarts,
+                restarts: e.supervisor.restarts(),
                 commands: e.command_names(),
                 tools: e.tool_names(),
                 events: e.events.clone(),

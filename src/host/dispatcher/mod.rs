@@ -26,6 +26,7 @@ mod listing;
 mod requests;
 mod restart;
 mod stop;
+mod supervisor;
 mod timers;
 
 use super::registry::{self, Registry};

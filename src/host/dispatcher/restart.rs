@@ -1,57 +1,47 @@
-//! Supervision (PROTOCOL.md §7.1): an extension that exits on its own is
-//! started again by its restart policy, after 250 ms doubling to 30 s, at
-//! most 5 times without staying ready for 60 s, then `crash_loop` until a
-//! reload. Requests for the names it had wait for it (each bounded by its
-//! own timeout).
+//! Supervision, the dispatcher's side (PROTOCOL.md §7.1): an extension
+//! that exits on its own is started again as its [`Supervisor`] schedule
+//! says, its names held meanwhile and requests for them parked on it (each
+//! bounded by its own timeout); serve's `restart` request.
+//!
+//! [`Supervisor`]: super::supervisor::Supervisor
 
+use super::supervisor::{Verdict, MAX_RESTARTS, RESET_AFTER};
 use super::*;
 use crate::manifest::RestartPolicy;
-
-/// The first restart's delay; each further one doubles it.
-pub(super) const FIRST_DELAY: Duration = Duration::from_millis(250);
-/// The longest delay between restarts.
-pub(super) const MAX_DELAY: Duration = Duration::from_secs(30);
-/// Restarts without a reset before `crash_loop`.
-pub(super) const MAX_RESTARTS: u32 = 5;
-/// Ready this long and the count starts again.
-pub(super) const RESET_AFTER: Duration = Duration::from_secs(60);
 
 impl Dispatcher {
     /// The process of the extension in `slot` ended on its own (or failed
     /// while being restarted). Starts it again when its policy says so;
     /// returns whether it did (or gave up as `crash_loop`).
     pub(super) fn maybe_restart(&mut self, slot: usize, status: Option<ExitStatus>) -> bool {
-        if !self.restart_wanted(slot, status) {
+        let verdict = self.verdict(slot, status);
+        if verdict == Verdict::Down {
             return false;
         }
         let policy = self.policy(slot);
-        let restarts = self.restarts_counted(slot);
         let ext = &mut self.exts[slot];
-        ext.restarts = restarts;
+        ext.supervisor.exited(verdict, Instant::now());
         let how = status.map_or_else(|| "it failed to start".to_string(), describe_status);
         let extension = ext.name().to_string();
         if ext.restart_names.is_none() {
             ext.restart_names = Some((ext.command_names(), ext.tool_names()));
         }
-        if ext.restarts >= MAX_RESTARTS {
+        let Verdict::Restart { attempt, delay } = verdict else {
             ext.life = Life::CrashLoop;
             ext.log(&format!(
                 "{how} after {MAX_RESTARTS} restarts without staying ready for {}s: crash loop, down until a reload",
                 RESET_AFTER.as_secs()
             ));
-            let restarts = ext.restarts;
+            let restarts = ext.supervisor.restarts();
             self.emit(HostEvent::ExtensionCrashLoop { extension, restarts });
             self.tools_gone(slot);
             // Given up for good: its names go to whoever is next.
             self.give_up_names(slot);
             return true;
-        }
+        };
         self.registry.hold(slot);
         let ext = &mut self.exts[slot];
-        let delay = FIRST_DELAY.saturating_mul(1u32 << ext.restarts.min(16)).min(MAX_DELAY);
-        ext.restarts += 1;
         ext.life = Life::Restarting;
-        let attempt = ext.restarts;
         ext.log(&format!(
             "{how}; restart policy {}: restart {attempt} of {MAX_RESTARTS} in {}",
             policy.as_str(),
@@ -69,36 +59,18 @@ impl Dispatcher {
         self.cfg.restart.unwrap_or(self.exts[slot].found.manifest.restart)
     }
 
-    /// Whether the policy wants the extension in `slot` back after this
-    /// exit (restarted, or given up on as a crash loop).
-    fn restart_wanted(&self, slot: usize, status: Option<ExitStatus>) -> bool {
-        if !matches!(self.phase, Phase::Running | Phase::Loading) {
-            return false;
-        }
-        let failed = status.is_none_or(|s| s.code() != Some(0));
-        match self.policy(slot) {
-            RestartPolicy::Never => false,
-            RestartPolicy::OnFailure => failed,
-            RestartPolicy::Always => true,
-        }
+    /// What this exit of the extension in `slot` leads to; an exit while
+    /// the host stops or reloads is one it asked for.
+    fn verdict(&self, slot: usize, status: Option<ExitStatus>) -> Verdict {
+        let asked = !matches!(self.phase, Phase::Running | Phase::Loading);
+        self.exts[slot].supervisor.verdict(self.policy(slot), status, asked, Instant::now())
     }
 
     /// Whether [`Dispatcher::maybe_restart`] will restart the extension in
     /// `slot` after this exit (not give up on it): an
     /// `extension_restarting` follows the `extension_exited`.
     pub(super) fn restart_follows(&self, slot: usize, status: Option<ExitStatus>) -> bool {
-        self.restart_wanted(slot, status) && self.restarts_counted(slot) < MAX_RESTARTS
-    }
-
-    /// The restarts that count towards a crash loop: none once the
-    /// extension stayed ready for [`RESET_AFTER`].
-    fn restarts_counted(&self, slot: usize) -> u32 {
-        let ext = &self.exts[slot];
-        if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
-            0
-        } else {
-            ext.restarts
-        }
+        matches!(self.verdict(slot, status), Verdict::Restart { .. })
     }
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {
@@ -118,8 +90,7 @@ impl Dispatcher {
             return respond(done, Err(HostError::UnknownExtension(name)));
         };
         let ext = &mut self.exts[slot];
-        ext.restarts = 0;
-        ext.ready_at = None;
+        ext.supervisor.reset();
         ext.restart_waiters.push(done);
         if ext.restart_waiters.len() > 1 {
             return; // a restart asked for already is under way
@@ -162,7 +133,7 @@ impl Dispatcher {
     /// waited go to it (or fail as unknown when it no longer has the name).
     pub(super) fn restarted(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
-        ext.ready_at = Some(Instant::now());
+        ext.supervisor.ready(Instant::now());
         let extension = ext.name().to_string();
         let pid = ext.pid();
         for done in std::mem::take(&mut ext.restart_waiters) {
