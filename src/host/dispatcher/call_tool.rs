@@ -14,7 +14,7 @@ pub(super) const MAX_DEPTH: usize = 4;
 
 /// A call of an agent tool waiting for the agent.
 pub(super) struct AgentCall {
-    n: u64,
+    pub(super) n: u64,
     pub(super) name: String,
     pub(super) done: Responder,
 }
@@ -54,12 +54,12 @@ impl Dispatcher {
         };
         let active = |c: &Call| c.ext == caller && matches!(c.kind, CallKind::Tool(_));
         let parents = if parent_id.is_empty() {
-            if !self.calls.ids_where(active).is_empty() {
+            if !self.table.sent.ids_where(active).is_empty() {
                 return refuse(self, "parent_id is required while an extension tool is active".into());
             }
             Vec::new()
         } else {
-            let parent = parent_id.parse::<u64>().ok().and_then(|n| self.calls.get(&n)).filter(|c| active(c));
+            let parent = parent_id.parse::<u64>().ok().and_then(|n| self.table.sent.get(&n)).filter(|c| active(c));
             let Some(Call { kind: CallKind::Tool(ToolStage { name: pname, parents, .. }), .. }) = parent else {
                 return refuse(self, "unknown or expired parent tool call".into());
             };
@@ -71,7 +71,7 @@ impl Dispatcher {
         // parent's own when the agent gave it, the one at the root of the
         // chain when the parent was itself made by an extension, none when
         // the agent gave none (the host's own ids are never shown).
-        let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.calls.get(&n).map(|c| &c.kind) {
+        let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.table.sent.get(&n).map(|c| &c.kind) {
             Some(CallKind::Tool(t)) => t.root_tool_id.clone(),
             _ => None,
         });
@@ -140,11 +140,11 @@ impl Dispatcher {
         let parent_tool_id = origin.parent_tool_id.clone();
         self.emit(HostEvent::CallTool { call_id: call_id.clone(), extension: origin.name, name: call.name.clone(), args, parent_tool_id });
         self.at(after(self.cfg.timeouts.tool), Timer::AgentCall(n));
-        self.agent_calls.insert(call_id, AgentCall { n, name: call.name, done });
+        self.table.agent.insert(call_id, AgentCall { n, name: call.name, done });
     }
 
     pub(super) fn on_agent_result(&mut self, call_id: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>, done: Responder) {
-        let Some(c) = self.agent_calls.remove(call_id) else {
+        let Some(c) = self.table.agent.remove(call_id) else {
             return respond(done, Err(HostError::UnknownCall(call_id.to_string())));
         };
         let (content, is_error) = blocks::normalize(content, is_error);
@@ -154,8 +154,8 @@ impl Dispatcher {
     }
 
     pub(super) fn on_agent_call_timeout(&mut self, n: u64) {
-        let Some(id) = self.agent_calls.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
-        let Some(c) = self.agent_calls.remove(&id) else { return };
+        let Some(id) = self.table.agent.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
+        let Some(c) = self.table.agent.remove(&id) else { return };
         self.emit(HostEvent::CallToolCancel { call_id: id });
         let after = self.cfg.timeouts.tool;
         respond(c.done, Err(HostError::Timeout { extension: "the agent".into(), what: format!("tool {}", c.name), after }));

@@ -14,8 +14,8 @@ impl Dispatcher {
         let id = self.exts[slot].id;
         self.cancel_calls_of(id);
         let extension = self.exts[slot].name().to_string();
-        for cid in self.calls.ids_where(|c| c.ext == id) {
-            let Some(call) = self.calls.remove(&cid) else { continue };
+        for cid in self.table.sent.ids_where(|c| c.ext == id) {
+            let Some(call) = self.table.sent.remove(&cid) else { continue };
             let err = || {
                 if self.phase == (Phase::Stopping { exit: true }) {
                     HostError::ShuttingDown
@@ -168,8 +168,8 @@ impl Dispatcher {
     pub(super) fn give_up_names(&mut self, slot: usize) {
         self.registry.release(slot);
         self.exts[slot].restart_names = None;
-        for (req, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
-            self.on_request(req, done);
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 

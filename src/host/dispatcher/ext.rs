@@ -127,8 +127,6 @@ pub(super) struct Ext {
     /// A `restart` request under way (PROTOCOL.md §4): stopped by the
     /// host, to be started again once it ended; answered once it is ready.
     pub restart_waiters: Vec<crate::host::Responder>,
-    /// Requests for those names, waiting: request, answer, deadline, key.
-    pub parked: Vec<(crate::host::Request, crate::host::Responder, Instant, u64)>,
 }
 
 impl Ext {
@@ -153,7 +151,6 @@ impl Ext {
             supervisor: Supervisor::default(),
             restart_names: None,
             restart_waiters: Vec::new(),
-            parked: Vec::new(),
         }
     }
 

@@ -305,13 +305,13 @@ impl Dispatcher {
     /// Takes the call `id` if it was sent to the extension in `slot`.
     pub(super) fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
         let ext = self.exts[slot].id;
-        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext));
+        let found = id.parse::<u64>().ok().filter(|n| self.table.sent.get(n).is_some_and(|c| c.ext == ext));
         let Some(n) = found else {
             self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
             return None;
         };
         let matches = matches!(
-            (self.calls.get(&n).map(|c| &c.kind), frame),
+            (self.table.sent.get(&n).map(|c| &c.kind), frame),
             (Some(CallKind::Command { .. }), "command_response")
                 | (Some(CallKind::Tool(_)), "tool_result")
                 | (Some(CallKind::Intercept { .. }), "event_intercept_response")
@@ -320,7 +320,7 @@ impl Dispatcher {
             self.exts[slot].log(&format!("dropped {frame} for request {id}, which is not a {frame} request"));
             return None;
         }
-        self.calls.remove(&n)
+        self.table.sent.remove(&n)
     }
 
     pub(super) fn on_command_response(&mut self, slot: usize, r: CommandResponse) {
@@ -391,10 +391,10 @@ impl Dispatcher {
     pub(super) fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
         let Some(n) = id.parse::<u64>().ok() else { return };
         let ext = self.exts[slot].id;
-        if self.calls.get(&n).is_none_or(|c| c.ext != ext) {
+        if self.table.sent.get(&n).is_none_or(|c| c.ext != ext) {
             return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
         }
-        let Some(call) = self.calls.remove(&n) else { return };
+        let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
         let msg = format!("malformed reply from extension {extension:?}: {error}");
         match call.kind {

@@ -27,12 +27,13 @@ mod requests;
 mod restart;
 mod stop;
 mod supervisor;
+mod table;
 mod timers;
 
 use super::registry::{self, Registry};
 use super::*;
-use calls::{Call, CallKind, InFlight};
-use chain::Chains;
+use calls::{Call, CallKind};
+use table::CallTable;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
@@ -164,8 +165,8 @@ struct Dispatcher {
     queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
-    calls: InFlight,
-    chains: Chains,
+    /// Every call the host has, at its stage.
+    table: CallTable,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     next_id: u64,
     phase: Phase,
@@ -181,16 +182,12 @@ struct Dispatcher {
     /// Reloads asked for while a load was under way: its discovery is
     /// older than the request, so another reload follows it.
     reload_after_load: Vec<Responder>,
-    /// Requests that arrived during a load or a reload, run once it is over.
-    deferred: Vec<(Request, Responder)>,
     /// The session id of the envelope when the agent gives none.
     session_id: String,
     /// The last `sequence` of the envelope.
     sequence: u64,
     /// The agent's own tools (`agent_tools`), for extensions' `call_tool`.
     agent_tools: Vec<AgentTool>,
-    /// Calls of agent tools waiting for the agent's answer, by call id.
-    agent_calls: HashMap<String, call_tool::AgentCall>,
     /// Processes dropped from the table before they were reaped, by the id
     /// their exit will come with.
     unreaped: HashMap<ExtId, Child>,
@@ -249,8 +246,7 @@ impl Dispatcher {
             idle,
             exts: Vec::new(),
             registry,
-            calls: InFlight::default(),
-            chains: Chains::default(),
+            table: CallTable::default(),
             timers: BinaryHeap::new(),
             next_id: 1,
             phase: Phase::Loading,
@@ -262,12 +258,10 @@ impl Dispatcher {
             stopped_count: 0,
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
-            deferred: Vec::new(),
             ext_calls: HashMap::new(),
             input_ended: false,
             unreaped: HashMap::new(),
             agent_tools: Vec::new(),
-            agent_calls: HashMap::new(),
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
@@ -316,7 +310,7 @@ impl Dispatcher {
             }
             unflushed += 1;
             let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
-            let next = match (next_timer, self.calls.next_deadline()) {
+            let next = match (next_timer, self.table.sent.next_deadline()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
@@ -339,7 +333,7 @@ impl Dispatcher {
 
     fn fire_due_timers(&mut self) {
         let now = Instant::now();
-        while let Some(id) = self.calls.expired(now) {
+        while let Some(id) = self.table.sent.expired(now) {
             self.on_call_timeout(id);
         }
         while let Some(Reverse((when, _, t))) = self.timers.peek().copied() {
@@ -585,7 +579,7 @@ impl Dispatcher {
                 ),
             }
         }
-        for (req, done) in std::mem::take(&mut self.deferred) {
+        for (req, done) in std::mem::take(&mut self.table.waiting) {
             self.on_request(req, done);
         }
         if !self.reload_after_load.is_empty() {

@@ -20,7 +20,7 @@ impl Dispatcher {
             _ => false,
         };
         if loading && req.needs_extensions() {
-            return self.deferred.push((req, done));
+            return self.table.waiting.push((req, done));
         }
         if let Request::Event { payload, .. } | Request::Intercept { payload, .. } = &req {
             if let Some(k) = ["type", "id"].into_iter().find(|k| payload.contains_key(*k)) {
@@ -93,7 +93,7 @@ impl Dispatcher {
             },
             // PROTOCOL.md §4: requests that came before `shutdown` and
             // wait for the load are dispatched first, when it ends.
-            Request::Shutdown if loading && !self.deferred.is_empty() => self.deferred.push((Request::Shutdown, done)),
+            Request::Shutdown if loading && !self.table.waiting.is_empty() => self.table.waiting.push((Request::Shutdown, done)),
             Request::Shutdown => {
                 self.exit_waiters.push(done);
                 for w in std::mem::take(&mut self.waiters) {
@@ -103,7 +103,7 @@ impl Dispatcher {
                 for d in std::mem::take(&mut self.reload_after_load) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
-                for (_, d) in std::mem::take(&mut self.deferred) {
+                for (_, d) in std::mem::take(&mut self.table.waiting) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 self.begin_stop_all(true);
@@ -132,7 +132,7 @@ impl Dispatcher {
     /// Whether one more call may be sent to the extension in `slot`.
     pub(super) fn has_room(&self, slot: usize) -> Result<(), HostError> {
         let limit = self.cfg.limits.in_flight;
-        if self.calls.count(slot) >= limit {
+        if self.table.sent.count(slot) >= limit {
             let extension = self.exts[slot].name().to_string();
             return Err(HostError::TooManyCalls { extension, limit });
         }
@@ -160,7 +160,7 @@ impl Dispatcher {
         }
         let ext = self.exts[slot].id;
         let deadline = after(self.cfg.timeouts.command);
-        self.calls.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
+        self.table.sent.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
     }
 
     /// A tool call: through the intercept chain and the event first when
@@ -261,7 +261,7 @@ impl Dispatcher {
             None => (tool_id.clone(), tool_id, Vec::new()),
         };
         let stage = ToolStage { name, done, agent_tool_id, root_tool_id, parents, interactive };
-        self.calls.insert(id, Call { ext, kind: CallKind::Tool(stage), deadline });
+        self.table.sent.insert(id, Call { ext, kind: CallKind::Tool(stage), deadline });
     }
 
     /// The refusal of a call to interactive tool `name` by a host without

@@ -6,6 +6,7 @@
 //! [`Supervisor`]: super::supervisor::Supervisor
 
 use super::supervisor::{Verdict, MAX_RESTARTS, RESET_AFTER};
+use super::table::Parked;
 use super::*;
 use crate::manifest::RestartPolicy;
 
@@ -148,8 +149,8 @@ impl Dispatcher {
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
         let extension = ext.name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "restarted".into(), tools });
-        for (req, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
-            self.on_request(req, done);
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 
@@ -168,14 +169,14 @@ impl Dispatcher {
     pub(super) fn park(&mut self, slot: usize, req: Request, done: Responder, timeout: Duration) {
         let key = self.next();
         let deadline = after(timeout);
-        self.exts[slot].parked.push((req, done, deadline, key));
+        self.table.parked.push(Parked { slot, req, done, key });
         self.at(deadline, Timer::Parked(slot, key));
     }
 
     pub(super) fn on_parked_timer(&mut self, slot: usize, key: u64) {
-        let Some(ext) = self.exts.get_mut(slot) else { return };
-        let Some(i) = ext.parked.iter().position(|p| p.3 == key) else { return };
-        let (req, done, _, _) = ext.parked.remove(i);
+        let Some(i) = self.table.parked.iter().position(|p| p.key == key) else { return };
+        let Parked { req, done, .. } = self.table.parked.remove(i);
+        let Some(ext) = self.exts.get(slot) else { return };
         let extension = ext.name().to_string();
         let (what, after) = match &req {
             Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),

@@ -82,16 +82,17 @@ impl Dispatcher {
             if ext.proc.is_some() {
                 self.stopped_count += 1;
             }
-            let waiting = std::mem::take(&mut ext.parked);
+            let waiting = self.table.take_parked(slot);
+            let ext = &mut self.exts[slot];
             if matches!(ext.life, Life::Restarting | Life::CrashLoop) {
                 ext.life = Life::Stopped;
             }
             ext.restart_names = None;
-            for (req, done, _, _) in waiting {
+            for super::table::Parked { req, done, .. } in waiting {
                 if exit {
                     respond(done, Err(HostError::ShuttingDown));
                 } else {
-                    self.deferred.push((req, done));
+                    self.table.waiting.push((req, done));
                 }
             }
             let ext = &mut self.exts[slot];
@@ -104,7 +105,7 @@ impl Dispatcher {
                 if exit {
                     respond(done, Err(HostError::ShuttingDown));
                 } else {
-                    self.deferred.push((Request::Restart { name: self.exts[slot].name().to_string() }, done));
+                    self.table.waiting.push((Request::Restart { name: self.exts[slot].name().to_string() }, done));
                 }
             }
             self.stop_at(slot, &shutdown, when);

@@ -76,7 +76,7 @@ impl Dispatcher {
     }
 
     pub(super) fn on_call_timeout(&mut self, id: u64) {
-        let Some(call) = self.calls.remove(&id) else { return };
+        let Some(call) = self.table.sent.remove(&id) else { return };
         let t = self.cfg.timeouts;
         let slot = call.ext.slot;
         let ext = &self.exts[slot];
@@ -106,10 +106,10 @@ impl Dispatcher {
     pub(super) fn on_too_long(&mut self, slot: usize, id: Option<String>, len: usize) {
         let Some(id) = id else { return };
         let ext_id = self.exts[slot].id;
-        let Some(n) = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext_id)) else {
+        let Some(n) = id.parse::<u64>().ok().filter(|n| self.table.sent.get(n).is_some_and(|c| c.ext == ext_id)) else {
             return;
         };
-        let Some(call) = self.calls.remove(&n) else { return };
+        let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
         let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
