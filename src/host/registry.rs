@@ -138,7 +138,7 @@ fn claim(map: &mut HashMap<String, Vec<usize>>, name: &str, slot: usize) -> Opti
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Registry;
 
     #[test]
     fn load_order_wins_whatever_the_arrival_order() {

@@ -4,10 +4,13 @@
 //! the bounded answer, `call_tool_cancel`, and the calls of an extension
 //! that exits.
 
-use super::blocks;
+use super::{Call, Dispatcher, ExtId, Inbox, Origin, Timer, after, blocks, respond};
 use super::calls::{CallKind, ToolStage};
 use super::cancel::{Pick, Why};
-use super::*;
+use crate::host::{CallKey, HostError, HostEvent, Responder, Response, ToolCall, ToolReply};
+use crate::protocol::{HostFrame, encode};
+use serde_json::Value;
+use std::sync::Arc;
 
 /// The longest chain of tool calls, the first one counted.
 pub(super) const MAX_DEPTH: usize = 4;

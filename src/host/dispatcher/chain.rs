@@ -230,7 +230,10 @@ fn json_kind(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{failed_closed, failure_blocks, Chain, Chains, Reply, Step, Then, MAX_SYSTEM_PROMPT};
+    use crate::host::{InterceptOutcome, Responder};
+    use crate::protocol::{InterceptResponse, Payload};
+    use serde_json::Value;
     use serde_json::json;
 
     fn payload(v: Value) -> Payload {

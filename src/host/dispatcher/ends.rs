@@ -4,8 +4,12 @@
 //! a grandchild holds stdout), and the notice before the failures it
 //! explains.
 
-use super::*;
+use super::{CallKind, Dispatcher, EOF_GRACE, Life, Phase, Timer, after, respond};
 use super::calls::ToolStage;
+use crate::child::{EXIT_GRACE, describe_status};
+use crate::host::{HostError, HostEvent};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 
 impl Dispatcher {
     /// Fails every call in flight to the extension (its names are the

@@ -3,12 +3,15 @@
 //! matched to their calls by id and sender, and the spontaneous frames
 //! forwarded as host events at a bounded rate.
 
-use super::blocks;
+use super::{COMMAND_ACTIONS, Dispatcher, HOST_CAPABILITIES, INTERCEPTABLE, Life, NOTIFY_LEVELS, Timer, after, blocks, registry, respond};
 use super::calls::{Call, CallKind, ToolStage};
 use super::ext::ToolEntry;
-use crate::protocol::ToolMore;
 use super::limits::{cut, trim_panel};
-use super::*;
+use crate::host::{CommandReply, HostEvent, Response, ToolReply};
+use crate::protocol::{CommandResponse, ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION, Panel, ToolMore, ToolResult, encode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
 
 impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {

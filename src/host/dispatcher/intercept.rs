@@ -5,10 +5,14 @@
 //! interceptor as allow (or as block when the host is fail-closed), and
 //! finishes with what the chain leads to ([`Then`]).
 
+use super::{Dispatcher, Ext, INTERCEPTABLE, after, respond};
 use super::calls::{Call, CallKind};
 use super::chain::{self, Chain, Reply, Step, Then};
 use super::requests::capped;
-use super::*;
+use crate::host::{HostError, HostEvent, InterceptOutcome, Responder, Response};
+use crate::protocol::{HostFrame, InterceptResponse, Payload};
+use serde_json::Value;
+use std::sync::Arc;
 
 impl Dispatcher {
     pub(super) fn start_chain(&mut self, event: String, mut payload: Payload, done: Responder) {

@@ -3,7 +3,8 @@
 //! not be loaded (failed, named by their folder), and the commands and
 //! tools in effect.
 
-use super::*;
+use super::Dispatcher;
+use crate::host::{CommandInfo, ExtInfo, Listing, State, ToolInfo};
 
 impl Dispatcher {
     pub(super) fn listing(&self) -> Listing {

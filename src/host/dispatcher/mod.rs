@@ -31,22 +31,20 @@ mod table;
 mod timers;
 
 use super::registry::{self, Registry};
-use super::*;
+use crate::host::{AgentTool, Config, EventSink, HostError, HostEvent, IdleHook, LoadReport, ReloadReport, Request, Responder, Response, ToolCall};
+use std::thread::JoinHandle;
 use calls::{Call, CallKind};
 use table::CallTable;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
-use crate::child::{describe_status, Child, ChildMsg, Log, EXIT_GRACE};
+use crate::child::{Child, ChildMsg, Log};
 use crate::discovery::discover;
-use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
+use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::process::ExitStatus;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.

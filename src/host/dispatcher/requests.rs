@@ -3,9 +3,14 @@
 //! commands, tool calls (as the model's: the intercept chain, the event,
 //! then the call), events with their envelope, panels, and cancellation.
 
-use super::*;
+use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, Waiter, after, blocks, chain, respond};
 use super::calls::ToolStage;
 use super::cancel::{Pick, Why};
+use crate::host::{CallKey, HostError, InterceptOutcome, Request, Responder, Response, ToolCall, ToolReply};
+use crate::protocol::{HostFrame, Payload, encode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
 
 impl Dispatcher {
     pub(super) fn on_request(&mut self, req: Request, done: Responder) {

@@ -5,10 +5,15 @@
 //!
 //! [`Supervisor`]: super::supervisor::Supervisor
 
-use super::supervisor::{Verdict, MAX_RESTARTS, RESET_AFTER};
+use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
+use super::supervisor::{MAX_RESTARTS, RESET_AFTER, Verdict};
 use super::table::Parked;
-use super::*;
+use crate::child::describe_status;
+use crate::host::{HostError, HostEvent, Request, Responder, Response, fmt_duration};
 use crate::manifest::RestartPolicy;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
 impl Dispatcher {
     /// The process of the extension in `slot` ended on its own (or failed

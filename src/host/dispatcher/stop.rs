@@ -4,8 +4,12 @@
 //! dispatcher or a new load. Which stage follows which, after what wait,
 //! with which signal, is [`StopStage::action`], without processes.
 
-use super::*;
+use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
 use crate::child::Bytes;
+use crate::host::{HostError, Request, Response, Timeouts, fmt_duration};
+use crate::protocol::{HostFrame, encode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
@@ -191,7 +195,9 @@ impl Dispatcher {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{StopAction, StopStage, REAP_GRACE};
+    use crate::host::{fmt_duration, Timeouts};
+    use std::time::Duration;
 
     fn timeouts() -> Timeouts {
         Timeouts { shutdown_grace: Duration::from_millis(1500), term_grace: Duration::from_secs(2), ..Timeouts::default() }

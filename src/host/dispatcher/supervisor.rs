@@ -101,7 +101,10 @@ impl Supervisor {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Supervisor, Verdict, FIRST_DELAY, MAX_DELAY, RESET_AFTER};
+    use crate::manifest::RestartPolicy;
+    use std::process::ExitStatus;
+    use std::time::{Duration, Instant};
     use std::os::unix::process::ExitStatusExt;
 
     fn code(c: i32) -> Option<ExitStatus> {

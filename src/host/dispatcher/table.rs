@@ -166,7 +166,7 @@ mod tests {
     use super::super::chain::Chain;
     use super::super::ext::ExtId;
     use super::super::{ModelCall, Origin};
-    use super::*;
+    use super::{AgentCall, Call, CallKey, CallKind, CallTable, Parked, Pick, Request, Responder, Taken, Then};
     use crate::host::ToolCall;
     use crate::protocol::Payload;
     use std::time::{Duration, Instant};

@@ -4,8 +4,12 @@
 //! calls that timed out; plus a reply line over the cap, which fails its
 //! call at once.
 
-use super::*;
+use super::{CallKind, Dispatcher, ExtId, LOG_CHECK, Life, Phase, Timer, after, respond};
 use super::calls::ToolStage;
+use crate::host::{HostError, fmt_duration};
+use crate::protocol::{HostFrame, encode};
+use std::sync::Arc;
+use std::time::Instant;
 
 impl Dispatcher {
     pub(super) fn on_timer(&mut self, t: Timer, now: Instant) {
