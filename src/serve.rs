@@ -56,6 +56,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
     };
 
     let stopping = Arc::new(AtomicBool::new(false));
+    let in_flight = Arc::new(InFlight::default());
     let pending = Arc::new(Pending::default());
     // The thread that stops the host is started here, not at `shutdown`,
     // so that a stop does not wait for a thread to be created. A
@@ -70,6 +71,9 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             let Ok(cue) = stop_rx.recv() else { return };
             match cue {
                 None => {
+                    // Nobody is left to answer an interactive tool: those
+                    // in flight are cancelled so that the rest can end.
+                    let _ = host.call(Request::EndOfInput);
                     pending.wait_idle();
                     host.shutdown();
                 }
@@ -144,17 +148,39 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
                 out_tx.line(&ok(id, json!({"pong": true})));
             }
             Ok((id, Method::Shutdown)) => start_stop(Some(id)),
+            Ok((id, Method::Cancel(target))) => match in_flight.key_of(&target) {
+                // Already answered (or never asked): nothing to cancel.
+                None => out_tx.line(&ok(id, json!({"cancelled": false}))),
+                Some(key) => {
+                    let out = out_tx.clone();
+                    let done = pending.begin();
+                    host.submit_quiet(Request::Cancel { key }, more, move |r| {
+                        let _done = done;
+                        let line = match r {
+                            Ok(Response::Cancelled(c)) => ok(id, json!({"cancelled": c})),
+                            Ok(other) => result_line(id, other),
+                            Err(e) => err(id, e.code(), &e.message()),
+                        };
+                        out.line(&line);
+                    });
+                }
+            },
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
-                host.submit_quiet(req, more, move |r| {
+                let key = in_flight.begin(&id);
+                let answered = in_flight.clone();
+                let responder = crate::host::Responder::new(move |r| {
                     let _done = done;
                     let line = match r {
-                        Ok(resp) => result_line(id, resp),
-                        Err(e) => err(id, e.code(), &e.message()),
+                        Ok(resp) => result_line(id.clone(), resp),
+                        Err(e) => err(id.clone(), e.code(), &e.message()),
                     };
                     out.line(&line);
-                });
+                    answered.end(&id, key);
+                })
+                .with_key(key);
+                host.submit_quiet_responder(req, more, responder);
             }
         }
     }
@@ -169,7 +195,41 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
 enum Method {
     Ping,
     Shutdown,
+    /// `cancel`: the id of the request to give up on.
+    Cancel(Value),
     Host(Request),
+}
+
+/// The requests handed to the host and not answered yet, by id, with the
+/// key each was submitted with: what a `cancel` names.
+#[derive(Default)]
+struct InFlight {
+    next: std::sync::atomic::AtomicU64,
+    keys: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl InFlight {
+    /// A key for the request `id`, now in flight.
+    fn begin(&self, id: &Value) -> u64 {
+        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Ok(mut k) = self.keys.lock() {
+            k.insert(id.to_string(), key);
+        }
+        key
+    }
+
+    /// Request `id` (with `key`) was answered.
+    fn end(&self, id: &Value, key: u64) {
+        if let Ok(mut k) = self.keys.lock() {
+            if k.get(&id.to_string()) == Some(&key) {
+                k.remove(&id.to_string());
+            }
+        }
+    }
+
+    fn key_of(&self, id: &Value) -> Option<u64> {
+        self.keys.lock().ok().and_then(|k| k.get(&id.to_string()).copied())
+    }
 }
 
 /// Parses one request line into its id and method; on failure, the id to
@@ -199,6 +259,12 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
     let req = match method {
         "ping" => return Ok(Method::Ping),
         "shutdown" => return Ok(Method::Shutdown),
+        "cancel" => match p.remove("target") {
+            Some(t @ (Value::String(_) | Value::Number(_))) => return Ok(Method::Cancel(t)),
+            None => return Err("missing param `target`".into()),
+            Some(_) => return Err("param `target` must be a string or a number".into()),
+        },
+        "restart" => Request::Restart { name: req_str(&mut p, "name")? },
         "list" => Request::List,
         "reload" => Request::Reload,
         "command" => Request::Command {
@@ -327,6 +393,7 @@ fn result_line(id: Value, r: Response) -> Vec<u8> {
     match r {
         Response::Delivered(n) => ok(id, json!({ "delivered": n })),
         Response::Done => ok(id, json!({})),
+        Response::Cancelled(c) => ok(id, json!({ "cancelled": c })),
         other => ok(id, other),
     }
 }

@@ -537,6 +537,20 @@ fn reload_restarts_extensions() {
 }
 
 #[test]
+fn restart_starts_one_extension_anew() {
+    // PROTOCOL.md §4: `/restart NAME` does what serve's `restart` does.
+    let t = TempDir::new("console-restart");
+    let a = ext(&t, "a", &["--commands", "display"]);
+    let s = run(&t, &[a], &["/display one", "/restart a", "/display two", "/restart nope"], true, &[]);
+    assert_eq!(s.code, 0);
+    assert!(s.lines().iter().any(|l| l.starts_with("restarted a (pid ")), "{}", s.out);
+    s.has_line("[a] display:two");
+    assert!(s.out.contains("unknown extension \"nope\""), "{}", s.out);
+    let log = std::fs::read_to_string(t.path().join("zot-home/logs/ext-a.log")).unwrap_or_default();
+    assert_eq!(log.matches("starting a from").count(), 2, "{log}");
+}
+
+#[test]
 fn a_mistyped_ext_path_fails_a_piped_session() {
     let t = TempDir::new("console-missing-ext");
     let missing = t.path().join("exts").join("not-there");

@@ -23,9 +23,10 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     assert!(wait_until(Duration::from_secs(10), || ext_info(&host, "good").state == State::Ready));
     let r = host.tool("g_tool", None).unwrap();
     assert_eq!(r.extension, "good");
+    // Answered while the mute one still starts: it delayed nothing (its
+    // failure, at 4 s, is still to come).
     let usable = started.elapsed();
     assert_eq!(ext_info(&host, "mute").state, State::Starting, "usable at {usable:?}");
-    assert!(usable < Duration::from_millis(4000) || ext_info(&host, "mute").state == State::Starting, "{usable:?}");
 
     let failed = wait_event(&ev, Duration::from_secs(8), |e| matches!(e, HostEvent::LoadFailed { .. }));
     let failed_at = started.elapsed();

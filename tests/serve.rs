@@ -1388,7 +1388,9 @@ fn a_crashed_extension_comes_back_and_a_call_made_meanwhile_is_answered_by_it() 
     // PROTOCOL.md §7.1.
     let t = TempDir::new("serve-restart");
     let a = ext_restart(&t, "a", "on-failure", &["--tools", "crash,echo"]);
-    let mut s = Serve::start(&t, &[a], &[]);
+    // The call made meanwhile waits for the restart and a Python start-up:
+    // its deadline is not what this test is about, so it is long.
+    let mut s = Serve::start(&t, &[a], &["--tool-timeout", "60", "--hello-timeout", "60"]);
     s.ready_all();
     let before = s.pids();
     let crash = s.request(json!({"id": "c", "type": "tool", "name": "crash"}));

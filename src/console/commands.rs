@@ -304,6 +304,25 @@ impl Console {
     }
 }
 
+impl Console {
+    /// `/restart NAME`: as serve's `restart` (PROTOCOL.md §4).
+    pub(super) fn restart(&mut self, args: &str) {
+        let (name, _) = split_word(args);
+        if name.is_empty() {
+            return self.error("usage: /restart NAME");
+        }
+        let (r, held) = self.call(Request::Restart { name: name.into() });
+        match r {
+            Ok(Response::Restarted { extension, pid }) => {
+                let pid = pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+                held.say(format!("restarted {extension}{pid}"));
+            }
+            Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+            Err(e) => held.say(self.error_line(&e.to_string())),
+        }
+    }
+}
+
 /// The first word of `s` and the rest, trimmed.
 pub(super) fn split_word(s: &str) -> (&str, &str) {
     match s.split_once(char::is_whitespace) {

@@ -37,7 +37,7 @@ use print::{print_loop, Job, Printed};
 use render::{Panels, Style};
 
 /// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 11] = [
+pub const BUILTINS: [(&str, &str); 12] = [
     ("help", "show this help"),
     ("system", "show the system prompt after the before_agent_start chain"),
     ("commands", "list extension commands"),
@@ -47,6 +47,7 @@ pub const BUILTINS: [(&str, &str); 11] = [
     ("intercept", "EVENT JSON: run an intercept chain and show the verdict"),
     ("key", "PANEL KEY [TEXT]: press a key in an extension's panel"),
     ("reload-ext", "stop, rediscover and restart every extension"),
+    ("restart", "NAME: stop one extension and start it anew"),
     ("extensions", "list extensions and their state"),
     ("exit", "shut extensions down and leave"),
 ];
@@ -267,6 +268,7 @@ impl Console {
             "intercept" => self.intercept(args),
             "key" => self.key(args),
             "reload-ext" => self.reload(),
+            "restart" => self.restart(args),
             "" => self.error("empty command; try /help"),
             _ => {
                 let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });

@@ -5,8 +5,8 @@
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Most handlers running at once. Nested `call_tool`s each hold a worker
 /// while they wait, so this is also the deepest fan-out that cannot stall.
@@ -22,6 +22,8 @@ pub(crate) struct Pool {
     tx: Sender<Task>,
     rx: Receiver<Task>,
     counts: Mutex<Counts>,
+    /// Signalled each time a task is over.
+    finished: Condvar,
 }
 
 struct Counts {
@@ -33,7 +35,7 @@ struct Counts {
 impl Pool {
     pub(crate) fn new() -> Arc<Pool> {
         let (tx, rx) = unbounded();
-        Arc::new(Pool { tx, rx, counts: Mutex::new(Counts { threads: 0, idle: 0 }) })
+        Arc::new(Pool { tx, rx, counts: Mutex::new(Counts { threads: 0, idle: 0 }), finished: Condvar::new() })
     }
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
@@ -73,6 +75,24 @@ impl Pool {
         }
     }
 
+    /// Waits until no task runs or waits, at most `limit`; whether that
+    /// came.
+    pub(crate) fn wait_idle(&self, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        let mut c = self.counts();
+        while c.idle < c.threads as isize {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            c = match self.finished.wait_timeout(c, left) {
+                Ok((c, _)) => c,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
+    }
+
     fn work(&self) {
         loop {
             match self.rx.recv_timeout(LINGER) {
@@ -80,6 +100,7 @@ impl Pool {
                     // Tasks answer their own panics; this keeps the counts right.
                     let _ = catch_unwind(AssertUnwindSafe(task));
                     self.counts().idle += 1;
+                    self.finished.notify_all();
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     let mut c = self.counts();

@@ -341,7 +341,14 @@ impl Core {
 
     /// Cancels running tools and waiting calls, answers `shutdown`, and
     /// lets `run` return. Answers that handlers produce later are dropped.
+    /// At `shutdown`, handlers already running first get [`SHUTDOWN_WAIT`]
+    /// to finish: a call the host sent before `shutdown` (a script that
+    /// pipes its requests and then `shutdown` to `zot serve`) gets its
+    /// real answer, well within the host's shutdown grace.
     fn stop(&self, end: End) -> io::Result<()> {
+        if matches!(end, End::Shutdown) {
+            self.pool.wait_idle(SHUTDOWN_WAIT);
+        }
         if let Ok(map) = self.cancels.lock() {
             map.values().for_each(Cancel::cancel);
         }
@@ -357,6 +364,9 @@ impl Core {
         result
     }
 }
+
+/// How long handlers already running at `shutdown` get to finish.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A `tool_call`'s arguments (`null` means none: `{}`), `operation_key`
 /// (a string that is not empty, else none) and `reconcile` (`true`, else

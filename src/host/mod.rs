@@ -2,6 +2,52 @@
 //! `zot serve`, tests, libraries) use to run extensions, and the types that
 //! cross it. All state lives on one dispatcher thread (the private `dispatcher` module); a
 //! [`Host`] is only a sender of requests plus the receiver of host events.
+//!
+//! Two ways to use it. A program that makes one call at a time uses the
+//! blocking calls ([`Host::tool`], [`Host::command`], …; see
+//! `examples/embed.rs`). A front end that serves many requests at once
+//! (what `zot serve` is, on exactly this API) submits them with a
+//! [`Responder`] and gets every answer and every host event on the
+//! dispatcher thread, in the order they happened there:
+//!
+//! - [`Host::start_with_idle`]: host events go to a sink, and an
+//!   [`IdleHook`] runs each time the dispatcher has handled what it had,
+//!   where a front end that gathers its output writes it once;
+//! - [`Host::submit_quiet`] / [`Host::submit_quiet_responder`] and
+//!   [`Host::wake`]: a burst of requests read together wakes the
+//!   dispatcher once;
+//! - [`Responder::with_key`] and [`Request::Cancel`]: give up on a request
+//!   wherever it is; [`Request::EndOfInput`] when nobody is left to answer
+//!   interactive tools;
+//! - [`on_dispatcher_thread`]: whether code runs where blocking calls are
+//!   refused (a responder or the sink).
+//!
+//! ```no_run
+//! use std::sync::mpsc;
+//! use zot_host::home::Home;
+//! use zot_host::host::{Config, Host, Request, Responder};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::new(Home::from_env()?, std::env::current_dir()?);
+//! let (out, lines) = mpsc::channel::<String>();
+//! let sink = { let out = out.clone(); Box::new(move |e| { let _ = out.send(format!("{e:?}")); }) };
+//! let host = Host::start_with_idle(config, sink, Box::new(|| {}))?;
+//! // Two requests read together: one wake-up for both.
+//! for (key, tool) in [(1, "weather"), (2, "slow")] {
+//!     let out = out.clone();
+//!     let done = Responder::new(move |r| { let _ = out.send(format!("{key}: {r:?}")); }).with_key(key);
+//!     let call = Request::Tool { name: tool.into(), args: None, tool_id: None };
+//!     host.submit_quiet_responder(call, key == 1, done);
+//! }
+//! // Give up on the second wherever it is: it is answered `cancelled` first.
+//! host.submit(Request::Cancel { key: 2 }, move |r| { let _ = out.send(format!("cancel: {r:?}")); });
+//! for line in lines.iter().take(3) {
+//!     println!("{line}");
+//! }
+//! host.shutdown();
+//! # Ok(())
+//! # }
+//! ```
 
 mod dispatcher;
 mod registry;
@@ -91,7 +137,13 @@ impl Host {
     /// caller has more requests at hand): the last one submitted without
     /// `more`, or [`Host::wake`], wakes it once for all of them.
     pub fn submit_quiet(&self, request: Request, more: bool, done: impl FnOnce(Result<Response, HostError>) + Send + 'static) {
-        let msg = dispatcher::Inbox::Request(request, Responder::new(done));
+        self.submit_quiet_responder(request, more, Responder::new(done));
+    }
+
+    /// [`Host::submit_quiet`] with a ready-made [`Responder`] (one made
+    /// [`Responder::with_key`], to cancel it by).
+    pub fn submit_quiet_responder(&self, request: Request, more: bool, done: Responder) {
+        let msg = dispatcher::Inbox::Request(request, done);
         let sent = if more { self.tx.send_quiet(msg) } else { self.tx.send(msg) };
         if let Err(dispatcher::Inbox::Request(_, done)) = sent {
             done.answer(Err(HostError::ShuttingDown));

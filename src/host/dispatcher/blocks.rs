@@ -90,7 +90,8 @@ fn base64_ok(data: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{bound, normalize, RESULT_BLOCKS, RESULT_BYTES};
+    use serde_json::{json, Value};
 
     #[test]
     fn the_block_rules() {

@@ -4,33 +4,35 @@
 //! the bounded answer, `call_tool_cancel`, and the calls of an extension
 //! that exits.
 
-use super::blocks;
-use super::calls::CallKind;
-use super::*;
+use super::{Call, Dispatcher, ExtId, Inbox, Origin, Timer, after, blocks, respond};
+use super::calls::{CallKind, ToolStage};
+use super::cancel::{Pick, Why};
+use crate::host::{CallKey, HostError, HostEvent, Responder, Response, ToolCall, ToolReply};
+use crate::protocol::{HostFrame, encode};
+use serde_json::Value;
+use std::sync::Arc;
 
 /// The longest chain of tool calls, the first one counted.
 pub(super) const MAX_DEPTH: usize = 4;
 
 /// A call of an agent tool waiting for the agent.
 pub(super) struct AgentCall {
-    n: u64,
-    name: String,
-    /// The `tool_id` of the extension's call it serves.
-    key: String,
-    done: Responder,
+    pub(super) n: u64,
+    pub(super) name: String,
+    pub(super) done: Responder,
 }
 
 /// An extension's `call_tool` under way.
 pub(super) struct ExtCall {
-    /// The `tool_id` of the host's call, to cancel it by.
-    key: String,
+    /// The host's key of the call it made for it, to cancel it by.
+    key: u64,
     /// The tool asked for, named in the answer to a cancel.
     name: String,
-    /// The agent's `tool_id` at the root of the chain, if it gave one.
-    root: Option<String>,
 }
 
-/// How the `tool_id` of a call made for an extension begins.
+/// How the `tool_id` of a call made for an extension begins: host-made
+/// ids are unique for the life of the host, and only ever shown, never
+/// looked up (an agent's `tool_id` of the same text is another call).
 const EXT_CALL: &str = "ext-call-";
 
 impl Dispatcher {
@@ -53,15 +55,15 @@ impl Dispatcher {
         let (Some(name), true) = (name.as_str().filter(|n| !n.is_empty()).map(str::to_string), args.is_object()) else {
             return refuse(self, "call_tool requires a name and JSON object args".into());
         };
-        let active = |c: &Call| c.ext == caller && matches!(c.kind, CallKind::Tool { .. });
+        let active = |c: &Call| c.ext == caller && matches!(c.kind, CallKind::Tool(_));
         let parents = if parent_id.is_empty() {
-            if !self.calls.ids_where(active).is_empty() {
+            if !self.table.sent.ids_where(active).is_empty() {
                 return refuse(self, "parent_id is required while an extension tool is active".into());
             }
             Vec::new()
         } else {
-            let parent = parent_id.parse::<u64>().ok().and_then(|n| self.calls.get(&n)).filter(|c| active(c));
-            let Some(Call { kind: CallKind::Tool { name: pname, parents, .. }, .. }) = parent else {
+            let parent = parent_id.parse::<u64>().ok().and_then(|n| self.table.sent.get(&n)).filter(|c| active(c));
+            let Some(Call { kind: CallKind::Tool(ToolStage { name: pname, parents, .. }), .. }) = parent else {
                 return refuse(self, "unknown or expired parent tool call".into());
             };
             let mut chain = parents.clone();
@@ -72,11 +74,8 @@ impl Dispatcher {
         // parent's own when the agent gave it, the one at the root of the
         // chain when the parent was itself made by an extension, none when
         // the agent gave none (the host's own ids are never shown).
-        let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.calls.get(&n).map(|c| &c.kind) {
-            Some(CallKind::Tool { tool_id: Some(t), .. }) if t.starts_with(EXT_CALL) => {
-                self.ext_calls.values().find(|c| c.key == *t).and_then(|c| c.root.clone())
-            }
-            Some(CallKind::Tool { tool_id, .. }) => tool_id.clone(),
+        let parent_tool_id = parent_id.parse::<u64>().ok().and_then(|n| match self.table.sent.get(&n).map(|c| &c.kind) {
+            Some(CallKind::Tool(t)) => t.root_tool_id.clone(),
             _ => None,
         });
         if parents.contains(&name) {
@@ -88,16 +87,17 @@ impl Dispatcher {
         if self.registry.tool_owner(&name).is_none() && !self.agent_tools.iter().any(|t| t.name == name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }
-        let key = format!("{EXT_CALL}{}", self.next());
-        let root = parent_tool_id.clone();
-        self.ext_calls.insert((caller, id.clone()), ExtCall { key: key.clone(), name: name.clone(), root });
+        let key = self.next();
+        self.ext_calls.insert((caller, id.clone()), ExtCall { key, name: name.clone() });
         let inbox = self.inbox.clone();
         let (their, tool) = (id, name.clone());
         let done = Responder::new(move |result| {
             let _ = inbox.send(Inbox::CallToolDone { caller, id: their, name: tool, result });
-        });
+        })
+        .with_host_key(key);
         let origin = Origin { name: self.exts[slot].name().to_string(), parents, parent_tool_id };
-        let call = ToolCall { name, args: Some(args), tool_id: Some(key), as_model: true, ..Default::default() };
+        let tool_id = format!("{EXT_CALL}{key}");
+        let call = ToolCall { name, args: Some(args), tool_id: Some(tool_id), as_model: true, ..Default::default() };
         self.start_tool(call, Some(origin), done);
     }
 
@@ -120,7 +120,7 @@ impl Dispatcher {
     pub(super) fn on_call_tool_cancel(&mut self, slot: usize, id: &str) {
         let caller = self.exts[slot].id;
         let Some(c) = self.ext_calls.remove(&(caller, id.to_string())) else { return };
-        self.cancel_host_call(&c.key);
+        self.cancel(Pick::Key(CallKey::Host(c.key)), Why::CallerGone);
         let text = vec![serde_json::json!({"type": "text", "text": "tool call cancelled"})];
         self.answer_call_tool(slot, id, &c.name, text, true, None);
     }
@@ -130,7 +130,7 @@ impl Dispatcher {
         let mine: Vec<(ExtId, String)> = self.ext_calls.keys().filter(|(c, _)| *c == caller).cloned().collect();
         for k in mine {
             if let Some(c) = self.ext_calls.remove(&k) {
-                self.cancel_host_call(&c.key);
+                self.cancel(Pick::Key(CallKey::Host(c.key)), Why::CallerGone);
             }
         }
     }
@@ -143,11 +143,11 @@ impl Dispatcher {
         let parent_tool_id = origin.parent_tool_id.clone();
         self.emit(HostEvent::CallTool { call_id: call_id.clone(), extension: origin.name, name: call.name.clone(), args, parent_tool_id });
         self.at(after(self.cfg.timeouts.tool), Timer::AgentCall(n));
-        self.agent_calls.insert(call_id, AgentCall { n, name: call.name, key: call.tool_id.unwrap_or_default(), done });
+        self.table.agent.insert(call_id, AgentCall { n, name: call.name, done });
     }
 
     pub(super) fn on_agent_result(&mut self, call_id: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>, done: Responder) {
-        let Some(c) = self.agent_calls.remove(call_id) else {
+        let Some(c) = self.table.agent.remove(call_id) else {
             return respond(done, Err(HostError::UnknownCall(call_id.to_string())));
         };
         let (content, is_error) = blocks::normalize(content, is_error);
@@ -157,30 +157,11 @@ impl Dispatcher {
     }
 
     pub(super) fn on_agent_call_timeout(&mut self, n: u64) {
-        let Some(id) = self.agent_calls.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
-        let Some(c) = self.agent_calls.remove(&id) else { return };
+        let Some(id) = self.table.agent.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
+        let Some(c) = self.table.agent.remove(&id) else { return };
         self.emit(HostEvent::CallToolCancel { call_id: id });
         let after = self.cfg.timeouts.tool;
         respond(c.done, Err(HostError::Timeout { extension: "the agent".into(), what: format!("tool {}", c.name), after }));
-    }
-
-    fn cancel_host_call(&mut self, key: &str) {
-        if let Some(id) = self.agent_calls.iter().find(|(_, c)| c.key == key).map(|(id, _)| id.clone()) {
-            self.agent_calls.remove(&id);
-            self.emit(HostEvent::CallToolCancel { call_id: id });
-        }
-        let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == key);
-        for n in self.calls.ids_where(mine) {
-            let Some(call) = self.calls.remove(&n) else { continue };
-            let ext = &self.exts[call.ext.slot];
-            if let CallKind::Tool { name, done, .. } = call.kind {
-                ext.log(&format!("tool {name} (request {n}) cancelled by its caller"));
-                if ext.can("tool_cancel") {
-                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: n.to_string() })));
-                }
-                drop(done);
-            }
-        }
     }
 
     fn answer_call_tool(&mut self, slot: usize, id: &str, name: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>) {

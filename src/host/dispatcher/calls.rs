@@ -10,10 +10,24 @@ use std::time::Instant;
 
 pub(super) enum CallKind {
     Command { name: String, done: Responder },
-    /// `parents`: the names of the tool calls above it, when an extension
-    /// made it with `call_tool` (PROTOCOL.md §6.1).
-    Tool { name: String, tool_id: Option<String>, done: Responder, parents: Vec<String> },
+    Tool(ToolStage),
     Intercept { chain: u64 },
+}
+
+/// A tool call sent to its extension.
+pub(super) struct ToolStage {
+    pub name: String,
+    pub done: Responder,
+    /// The agent's `tool_id`, when the agent (not an extension) made it.
+    pub agent_tool_id: Option<String>,
+    /// The agent's `tool_id` at the root of its chain of calls: its own, or
+    /// for a call an extension made, that of the call it was made inside.
+    pub root_tool_id: Option<String>,
+    /// The names of the tool calls above it, when an extension made it
+    /// with `call_tool` (PROTOCOL.md §6.1).
+    pub parents: Vec<String>,
+    /// An interactive tool with no reply deadline: only a cancel ends it.
+    pub interactive: bool,
 }
 
 pub(super) struct Call {

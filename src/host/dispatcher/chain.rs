@@ -204,6 +204,13 @@ impl Chains {
         self.0.get(&id).map(Chain::event)
     }
 
+    /// The ids of the chains whose end `pred` picks.
+    pub(super) fn ids_where(&self, pred: impl Fn(&Then) -> bool) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.0.iter().filter(|(_, c)| pred(&c.then)).map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Takes chain `id` off the table: where it leads, and its payload.
     pub(super) fn remove(&mut self, id: u64) -> Option<(Then, Payload)> {
         self.0.remove(&id).map(Chain::end)
@@ -223,7 +230,10 @@ fn json_kind(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{failed_closed, failure_blocks, Chain, Chains, Reply, Step, Then, MAX_SYSTEM_PROMPT};
+    use crate::host::{InterceptOutcome, Responder};
+    use crate::protocol::{InterceptResponse, Payload};
+    use serde_json::Value;
     use serde_json::json;
 
     fn payload(v: Value) -> Payload {

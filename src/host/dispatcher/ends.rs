@@ -4,17 +4,22 @@
 //! a grandchild holds stdout), and the notice before the failures it
 //! explains.
 
-use super::*;
+use super::{CallKind, Dispatcher, EOF_GRACE, Life, Phase, Timer, after, respond};
+use super::calls::ToolStage;
+use crate::child::{EXIT_GRACE, describe_status};
+use crate::host::{HostError, HostEvent};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 
 impl Dispatcher {
-    /// Unregisters the extension and fails every call in flight to it.
+    /// Fails every call in flight to the extension (its names are the
+    /// caller's to release or hold).
     pub(super) fn lose(&mut self, slot: usize, detail: &str) {
-        self.registry.release(slot);
         let id = self.exts[slot].id;
         self.cancel_calls_of(id);
         let extension = self.exts[slot].name().to_string();
-        for cid in self.calls.ids_where(|c| c.ext == id) {
-            let Some(call) = self.calls.remove(&cid) else { continue };
+        for cid in self.table.sent.ids_where(|c| c.ext == id) {
+            let Some(call) = self.table.sent.remove(&cid) else { continue };
             let err = || {
                 if self.phase == (Phase::Stopping { exit: true }) {
                     HostError::ShuttingDown
@@ -23,7 +28,7 @@ impl Dispatcher {
                 }
             };
             match call.kind {
-                CallKind::Command { done, .. } | CallKind::Tool { done, .. } => respond(done, Err(err())),
+                CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => respond(done, Err(err())),
                 CallKind::Intercept { chain } => self.chain_failed(chain, slot, &format!("exited ({detail})")),
             }
         }
@@ -62,9 +67,10 @@ impl Dispatcher {
             Life::Registering => return self.fail(slot, "closed its stdout during start-up".into()),
             _ => {}
         }
-        self.emit_exited(slot, None, false);
+        // Its calls fail now; whether it restarts is decided at its real
+        // exit (PROTOCOL.md §7.1), its names held for it until then.
+        self.hold_names(slot);
         self.lose(slot, "closed its stdout");
-        self.tools_gone(slot);
         self.exts[slot].life = Life::Exited;
         self.at(after(self.cfg.timeouts.term_grace), Timer::EofKill(id));
     }
@@ -79,8 +85,11 @@ impl Dispatcher {
         p.child.signal_group(libc::SIGKILL);
         p.child.reap();
         p.exit = Some(status);
-        if ext.life.running() {
-            // No new call reaches it; the calls in flight wait for stdout.
+        if ext.life == Life::Ready || (ext.life.starting() && ext.restart_names.is_some()) {
+            // No new call reaches it (the calls in flight wait for stdout);
+            // its names wait for the decision at the end.
+            self.hold_names(slot);
+        } else if ext.life.running() {
             self.registry.release(slot);
         }
         if self.exts[slot].proc.as_ref().is_some_and(|p| p.eof) {
@@ -105,13 +114,30 @@ impl Dispatcher {
         match ext.life {
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
+                let restart_asked = !ext.restart_waiters.is_empty() && self.phase == Phase::Running;
+                if !restart_asked {
+                    self.registry.release(slot);
+                }
                 self.lose(slot, self.stop_detail());
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
+                if restart_asked {
+                    return self.start_again(slot);
+                }
                 self.check_stopped();
             }
-            Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop => {
-                ext.log(&format!("exited ({how})"))
+            // Its stdout closed first: the calls failed then; the restart
+            // is decided now, at the real exit.
+            Life::Exited => {
+                ext.log(&format!("exited ({how})"));
+                ext.error = Some(format!("exited ({how})"));
+                let restart_follows = self.restart_follows(slot, status);
+                self.emit_exited(slot, status, restart_follows);
+                if !self.maybe_restart(slot, status) {
+                    self.give_up_names(slot);
+                    self.tools_gone(slot);
+                }
             }
+            Life::Failed | Life::Stopped | Life::Restarting | Life::CrashLoop => ext.log(&format!("exited ({how})")),
             Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {
@@ -123,9 +149,31 @@ impl Dispatcher {
                 self.emit_exited(slot, status, restart_follows);
                 self.lose(slot, &how);
                 if !self.maybe_restart(slot, status) {
+                    self.give_up_names(slot);
                     self.tools_gone(slot);
                 }
             }
+        }
+    }
+
+    /// The extension's names wait for it (it may restart): reserved, in
+    /// force for nobody, requests for them parked on it.
+    pub(super) fn hold_names(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        if ext.restart_names.is_none() {
+            ext.restart_names = Some((ext.command_names(), ext.tool_names()));
+        }
+        self.registry.hold(slot);
+    }
+
+    /// The extension is not coming back (for now): its names go to whoever
+    /// is next in load order, and the requests that waited for it are
+    /// routed again (to that one, or failed as unknown).
+    pub(super) fn give_up_names(&mut self, slot: usize) {
+        self.registry.release(slot);
+        self.exts[slot].restart_names = None;
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 

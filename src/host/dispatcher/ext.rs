@@ -3,6 +3,7 @@
 //! the facts about its process, and what it registered.
 
 use super::limits::Bucket;
+use super::supervisor::Supervisor;
 use crate::child::{Bytes, Child, Log, SendError};
 use crate::discovery::Found;
 use crate::protocol::ToolMore;
@@ -118,15 +119,14 @@ pub(super) struct Ext {
     pub refused: u64,
     /// Ids of its panels that are open: keys and closes go only to those.
     pub panels: Vec<String>,
-    /// Restarts since the count was last reset (PROTOCOL.md §7.1).
-    pub restarts: u32,
-    /// When it last became ready.
-    pub ready_at: Option<Instant>,
+    /// Its restart schedule (PROTOCOL.md §7.1).
+    pub supervisor: Supervisor,
     /// While a restart is under way: the commands and tools it had, whose
     /// requests wait for it.
     pub restart_names: Option<(Vec<String>, Vec<String>)>,
-    /// Requests for those names, waiting: request, answer, deadline, key.
-    pub parked: Vec<(crate::host::Request, crate::host::Responder, Instant, u64)>,
+    /// A `restart` request under way (PROTOCOL.md §4): stopped by the
+    /// host, to be started again once it ended; answered once it is ready.
+    pub restart_waiters: Vec<crate::host::Responder>,
 }
 
 impl Ext {
@@ -148,10 +148,9 @@ impl Ext {
             notes,
             refused: 0,
             panels: Vec::new(),
-            restarts: 0,
-            ready_at: None,
+            supervisor: Supervisor::default(),
             restart_names: None,
-            parked: Vec::new(),
+            restart_waiters: Vec::new(),
         }
     }
 

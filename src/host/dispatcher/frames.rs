@@ -3,12 +3,15 @@
 //! matched to their calls by id and sender, and the spontaneous frames
 //! forwarded as host events at a bounded rate.
 
-use super::blocks;
-use super::calls::{Call, CallKind};
+use super::{COMMAND_ACTIONS, Dispatcher, HOST_CAPABILITIES, INTERCEPTABLE, Life, NOTIFY_LEVELS, Timer, after, blocks, registry, respond};
+use super::calls::{Call, CallKind, ToolStage};
 use super::ext::ToolEntry;
-use crate::protocol::ToolMore;
 use super::limits::{cut, trim_panel};
-use super::*;
+use crate::host::{CommandReply, HostEvent, Response, ToolReply};
+use crate::protocol::{CommandResponse, ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION, Panel, ToolMore, ToolResult, encode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
 
 impl Dispatcher {
     pub(super) fn on_frame(&mut self, slot: usize, frame: ExtFrame) {
@@ -305,22 +308,22 @@ impl Dispatcher {
     /// Takes the call `id` if it was sent to the extension in `slot`.
     pub(super) fn take_call(&mut self, slot: usize, id: &str, frame: &str) -> Option<Call> {
         let ext = self.exts[slot].id;
-        let found = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext));
+        let found = id.parse::<u64>().ok().filter(|n| self.table.sent.get(n).is_some_and(|c| c.ext == ext));
         let Some(n) = found else {
             self.exts[slot].log(&format!("dropped {frame} for unknown request id {id:?}"));
             return None;
         };
         let matches = matches!(
-            (self.calls.get(&n).map(|c| &c.kind), frame),
+            (self.table.sent.get(&n).map(|c| &c.kind), frame),
             (Some(CallKind::Command { .. }), "command_response")
-                | (Some(CallKind::Tool { .. }), "tool_result")
+                | (Some(CallKind::Tool(_)), "tool_result")
                 | (Some(CallKind::Intercept { .. }), "event_intercept_response")
         );
         if !matches {
             self.exts[slot].log(&format!("dropped {frame} for request {id}, which is not a {frame} request"));
             return None;
         }
-        self.calls.remove(&n)
+        self.table.sent.remove(&n)
     }
 
     pub(super) fn on_command_response(&mut self, slot: usize, r: CommandResponse) {
@@ -368,7 +371,7 @@ impl Dispatcher {
 
     pub(super) fn on_tool_result(&mut self, slot: usize, r: ToolResult) {
         let Some(call) = self.take_call(slot, &r.id, "tool_result") else { return };
-        if let CallKind::Tool { done, .. } = call.kind {
+        if let CallKind::Tool(ToolStage { done, .. }) = call.kind {
             let (content, is_error) = blocks::normalize(r.content, r.is_error);
             let activated = self.activate(slot, &r.activate_tools);
             let extension = self.exts[slot].name().to_string();
@@ -391,10 +394,10 @@ impl Dispatcher {
     pub(super) fn on_bad_reply(&mut self, slot: usize, id: &str, error: String) {
         let Some(n) = id.parse::<u64>().ok() else { return };
         let ext = self.exts[slot].id;
-        if self.calls.get(&n).is_none_or(|c| c.ext != ext) {
+        if self.table.sent.get(&n).is_none_or(|c| c.ext != ext) {
             return self.exts[slot].log(&format!("dropped a malformed reply for unknown request id {id:?}"));
         }
-        let Some(call) = self.calls.remove(&n) else { return };
+        let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
         let msg = format!("malformed reply from extension {extension:?}: {error}");
         match call.kind {
@@ -412,7 +415,7 @@ impl Dispatcher {
                 };
                 respond(done, Ok(Response::Command(reply)));
             }
-            CallKind::Tool { done, .. } => {
+            CallKind::Tool(ToolStage { done, .. }) => {
                 let content = vec![serde_json::json!({"type": "text", "text": msg})];
                 respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
             }

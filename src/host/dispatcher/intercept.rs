@@ -5,10 +5,14 @@
 //! interceptor as allow (or as block when the host is fail-closed), and
 //! finishes with what the chain leads to ([`Then`]).
 
+use super::{Dispatcher, Ext, INTERCEPTABLE, after, respond};
 use super::calls::{Call, CallKind};
 use super::chain::{self, Chain, Reply, Step, Then};
 use super::requests::capped;
-use super::*;
+use crate::host::{HostError, HostEvent, InterceptOutcome, Responder, Response};
+use crate::protocol::{HostFrame, InterceptResponse, Payload};
+use serde_json::Value;
+use std::sync::Arc;
 
 impl Dispatcher {
     pub(super) fn start_chain(&mut self, event: String, mut payload: Payload, done: Responder) {
@@ -27,7 +31,7 @@ impl Dispatcher {
                     payload.insert(k.into(), Value::String(v.clone()));
                 }
             }
-            if !payload.contains_key("system_prompt") {
+            if !payload.get("system_prompt").is_some_and(Value::is_string) {
                 payload.insert("system_prompt".into(), Value::String(String::new()));
             }
             if !payload.get("agent_run_id").is_some_and(Value::is_string) {
@@ -43,7 +47,7 @@ impl Dispatcher {
         let exts = &self.exts;
         let chain = Chain::new(event, payload, then, exts.len(), |s, e| asks(&exts[s], e));
         let id = self.next();
-        self.chains.insert(id, chain);
+        self.table.chains.insert(id, chain);
         self.step_chain(id);
     }
 
@@ -51,7 +55,7 @@ impl Dispatcher {
     pub(super) fn step_chain(&mut self, id: u64) {
         loop {
             let exts = &self.exts;
-            let Some(chain) = self.chains.get_mut(id) else { return };
+            let Some(chain) = self.table.chains.get_mut(id) else { return };
             let (slot, event, payload) = match chain.step(|s, e| asks(&exts[s], e)) {
                 Step::Ask { slot, event, payload } => (slot, event, payload),
                 Step::Done(outcome) => return self.finish_chain(id, outcome),
@@ -65,7 +69,7 @@ impl Dispatcher {
                 Ok(()) => {
                     let deadline = after(self.cfg.timeouts.intercept);
                     let call = Call { ext: self.exts[slot].id, kind: CallKind::Intercept { chain: id }, deadline };
-                    self.calls.insert(call_id, call);
+                    self.table.sent.insert(call_id, call);
                     return;
                 }
                 Err(e) => {
@@ -81,7 +85,7 @@ impl Dispatcher {
     /// (fail-closed blocks).
     pub(super) fn interceptor_failed(&mut self, id: u64, slot: usize, why: &str) -> bool {
         let ext = &self.exts[slot];
-        let event = self.chains.event(id).unwrap_or_default().to_string();
+        let event = self.table.chains.event(id).unwrap_or_default().to_string();
         ext.log(&format!("intercept of {event} failed: {why}"));
         if chain::failure_blocks(&event, self.cfg.fail_closed) {
             let outcome = chain::failed_closed(ext.name(), why);
@@ -101,7 +105,7 @@ impl Dispatcher {
         let Some(call) = self.take_call(slot, &r.id, "event_intercept_response") else { return };
         let CallKind::Intercept { chain: id } = call.kind else { return };
         let ext = &self.exts[slot];
-        let Some(chain) = self.chains.get_mut(id) else { return };
+        let Some(chain) = self.table.chains.get_mut(id) else { return };
         match chain.apply(ext.name(), r) {
             Reply::Next => {}
             Reply::Blocked(outcome) => return self.finish_chain(id, outcome),
@@ -118,7 +122,7 @@ impl Dispatcher {
     }
 
     pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
-        match self.chains.remove(id) {
+        match self.table.chains.remove(id) {
             Some((Then::Answer(done), _)) => respond(done, Ok(Response::Intercept(outcome))),
             Some((Then::Tool(m), payload)) => self.after_tool_chain(*m, payload, outcome),
             None => {}

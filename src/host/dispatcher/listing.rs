@@ -3,7 +3,8 @@
 //! not be loaded (failed, named by their folder), and the commands and
 //! tools in effect.
 
-use super::*;
+use super::Dispatcher;
+use crate::host::{CommandInfo, ExtInfo, Listing, State, ToolInfo};
 
 impl Dispatcher {
     pub(super) fn listing(&self) -> Listing {
@@ -44,7 +45,7 @@ impl Dispatcher {
                 state: e.life.state(),
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
-                restarts: e.restarts,
+                restarts: e.supervisor.restarts(),
                 commands: e.command_names(),
                 tools: e.tool_names(),
                 events: e.events.clone(),

@@ -15,6 +15,7 @@
 mod blocks;
 mod call_tool;
 mod calls;
+mod cancel;
 mod chain;
 mod ends;
 mod ext;
@@ -25,25 +26,25 @@ mod listing;
 mod requests;
 mod restart;
 mod stop;
+mod supervisor;
+mod table;
 mod timers;
 
 use super::registry::{self, Registry};
-use super::*;
-use calls::{Call, CallKind, InFlight};
-use chain::Chains;
+use crate::host::{AgentTool, Config, EventSink, HostError, HostEvent, IdleHook, LoadReport, ReloadReport, Request, Responder, Response, ToolCall};
+use std::thread::JoinHandle;
+use calls::{Call, CallKind};
+use table::CallTable;
 use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
-use crate::child::{describe_status, Child, ChildMsg, Log, EXIT_GRACE};
+use crate::child::{Child, ChildMsg, Log};
 use crate::discovery::discover;
-use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
+use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::process::ExitStatus;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.
@@ -164,8 +165,8 @@ struct Dispatcher {
     queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
-    calls: InFlight,
-    chains: Chains,
+    /// Every call the host has, at its stage.
+    table: CallTable,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     next_id: u64,
     phase: Phase,
@@ -181,16 +182,17 @@ struct Dispatcher {
     /// Reloads asked for while a load was under way: its discovery is
     /// older than the request, so another reload follows it.
     reload_after_load: Vec<Responder>,
-    /// Requests that arrived during a load or a reload, run once it is over.
-    deferred: Vec<(Request, Responder)>,
     /// The session id of the envelope when the agent gives none.
     session_id: String,
     /// The last `sequence` of the envelope.
     sequence: u64,
     /// The agent's own tools (`agent_tools`), for extensions' `call_tool`.
     agent_tools: Vec<AgentTool>,
-    /// Calls of agent tools waiting for the agent's answer, by call id.
-    agent_calls: HashMap<String, call_tool::AgentCall>,
+    /// Processes dropped from the table before they were reaped, by the id
+    /// their exit will come with.
+    unreaped: HashMap<ExtId, Child>,
+    /// The front end's input ended: interactive calls are cancelled.
+    input_ended: bool,
     /// Extensions' `call_tool`s under way, by caller and its id.
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
@@ -244,8 +246,7 @@ impl Dispatcher {
             idle,
             exts: Vec::new(),
             registry,
-            calls: InFlight::default(),
-            chains: Chains::default(),
+            table: CallTable::default(),
             timers: BinaryHeap::new(),
             next_id: 1,
             phase: Phase::Loading,
@@ -257,10 +258,10 @@ impl Dispatcher {
             stopped_count: 0,
             exit_waiters: Vec::new(),
             reload_after_load: Vec::new(),
-            deferred: Vec::new(),
             ext_calls: HashMap::new(),
+            input_ended: false,
+            unreaped: HashMap::new(),
             agent_tools: Vec::new(),
-            agent_calls: HashMap::new(),
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
@@ -309,7 +310,7 @@ impl Dispatcher {
             }
             unflushed += 1;
             let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
-            let next = match (next_timer, self.calls.next_deadline()) {
+            let next = match (next_timer, self.table.sent.next_deadline()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
@@ -332,7 +333,7 @@ impl Dispatcher {
 
     fn fire_due_timers(&mut self) {
         let now = Instant::now();
-        while let Some(id) = self.calls.expired(now) {
+        while let Some(id) = self.table.sent.expired(now) {
             self.on_call_timeout(id);
         }
         while let Some(Reverse((when, _, t))) = self.timers.peek().copied() {
@@ -349,7 +350,14 @@ impl Dispatcher {
             Inbox::Request(req, done) => self.on_request(req, done),
             Inbox::CallToolDone { caller, id, name, result } => self.on_call_tool_done(caller, id, name, result),
             Inbox::Child(id, m) => {
-                let Some(slot) = self.slot_of(id) else { return };
+                let Some(slot) = self.slot_of(id) else {
+                    // A process given up on before its exit (no end after
+                    // SIGKILL, then restarted or reloaded): reaped now.
+                    if let (ChildMsg::Exited(_), Some(c)) = (&m, self.unreaped.remove(&id)) {
+                        c.reap();
+                    }
+                    return;
+                };
                 match m {
                     ChildMsg::Frame(f) => self.on_frame(slot, f),
                     ChildMsg::BadReply { id, error } => self.on_bad_reply(slot, &id, error.to_string()),
@@ -369,6 +377,9 @@ impl Dispatcher {
         self.phase = Phase::Loading;
         self.load_gen += 1;
         self.load_errors.clear();
+        for slot in 0..self.exts.len() {
+            self.bury(slot);
+        }
         self.exts.clear();
         self.registry.clear();
         let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
@@ -480,14 +491,28 @@ impl Dispatcher {
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
-        self.emit(HostEvent::LoadFailed { extension: name, message: why, log });
-        // A restart that fails to load is one more exit.
-        if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
-            self.exts[slot].restart_names = None;
+        self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
+        if !self.exts[slot].restart_waiters.is_empty() {
             let extension = self.exts[slot].name().to_string();
-            self.unpark_failed(slot, HostError::Exited { extension, detail: "its restart failed".into() });
+            self.restart_failed(slot, HostError::Exited { extension, detail: format!("its restart failed: {why}") });
+            self.give_up_names(slot);
+        }
+        // A restart that fails to load is one more exit.
+        if self.exts[slot].restart_names.is_none() || !self.maybe_restart(slot, None) {
+            self.give_up_names(slot);
         }
         self.check_load_done(false);
+    }
+
+    /// Drops the process of the extension in `slot` from its record; one
+    /// not reaped yet is kept until its exit, so that it leaves no zombie.
+    fn bury(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        if let Some(p) = ext.proc.take() {
+            if !p.child.is_reaped() {
+                self.unreaped.insert(ext.id, p.child);
+            }
+        }
     }
 
     fn mark_ready(&mut self, slot: usize, how: &str) {
@@ -557,7 +582,7 @@ impl Dispatcher {
                 ),
             }
         }
-        for (req, done) in std::mem::take(&mut self.deferred) {
+        for (req, done) in std::mem::take(&mut self.table.waiting) {
             self.on_request(req, done);
         }
         if !self.reload_after_load.is_empty() {
@@ -572,9 +597,9 @@ impl Dispatcher {
 
 /// A model's call waiting for its intercept chain.
 pub(super) struct ModelCall {
-    call: ToolCall,
-    origin: Option<Origin>,
-    done: Responder,
+    pub(super) call: ToolCall,
+    pub(super) origin: Option<Origin>,
+    pub(super) done: Responder,
 }
 
 /// The extension that made a call with `call_tool`, and the names of the

@@ -3,7 +3,14 @@
 //! commands, tool calls (as the model's: the intercept chain, the event,
 //! then the call), events with their envelope, panels, and cancellation.
 
-use super::*;
+use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, Waiter, after, blocks, chain, respond};
+use super::calls::ToolStage;
+use super::cancel::{Pick, Why};
+use crate::host::{CallKey, HostError, InterceptOutcome, Request, Responder, Response, ToolCall, ToolReply};
+use crate::protocol::{HostFrame, Payload, encode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
 
 impl Dispatcher {
     pub(super) fn on_request(&mut self, req: Request, done: Responder) {
@@ -18,7 +25,7 @@ impl Dispatcher {
             _ => false,
         };
         if loading && req.needs_extensions() {
-            return self.deferred.push((req, done));
+            return self.table.waiting.push((req, done));
         }
         if let Request::Event { payload, .. } | Request::Intercept { payload, .. } = &req {
             if let Some(k) = ["type", "id"].into_iter().find(|k| payload.contains_key(*k)) {
@@ -45,6 +52,16 @@ impl Dispatcher {
                 self.on_agent_result(&call_id, content, is_error, structured_content, done)
             }
             Request::CancelTool { tool_id } => self.cancel_tool(&tool_id, done),
+            Request::Cancel { key } => {
+                let n = self.cancel(Pick::Key(CallKey::Caller(key)), Why::Caller);
+                respond(done, Ok(Response::Cancelled(n > 0)))
+            }
+            Request::EndOfInput => {
+                self.input_ended = true;
+                self.cancel(Pick::Interactive, Why::EndOfInput);
+                respond(done, Ok(Response::Done))
+            }
+            Request::Restart { name } => self.restart_request(name, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
                 let n = self.deliver_event(&event, payload);
@@ -79,6 +96,9 @@ impl Dispatcher {
                     }
                 }
             },
+            // PROTOCOL.md §4: requests that came before `shutdown` and
+            // wait for the load are dispatched first, when it ends.
+            Request::Shutdown if loading && !self.table.waiting.is_empty() => self.table.waiting.push((Request::Shutdown, done)),
             Request::Shutdown => {
                 self.exit_waiters.push(done);
                 for w in std::mem::take(&mut self.waiters) {
@@ -88,7 +108,7 @@ impl Dispatcher {
                 for d in std::mem::take(&mut self.reload_after_load) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
-                for (_, d) in std::mem::take(&mut self.deferred) {
+                for (_, d) in std::mem::take(&mut self.table.waiting) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 self.begin_stop_all(true);
@@ -117,7 +137,7 @@ impl Dispatcher {
     /// Whether one more call may be sent to the extension in `slot`.
     pub(super) fn has_room(&self, slot: usize) -> Result<(), HostError> {
         let limit = self.cfg.limits.in_flight;
-        if self.calls.count(slot) >= limit {
+        if self.table.sent.count(slot) >= limit {
             let extension = self.exts[slot].name().to_string();
             return Err(HostError::TooManyCalls { extension, limit });
         }
@@ -145,7 +165,7 @@ impl Dispatcher {
         }
         let ext = self.exts[slot].id;
         let deadline = after(self.cfg.timeouts.command);
-        self.calls.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
+        self.table.sent.insert(id, Call { ext, kind: CallKind::Command { name, done }, deadline });
     }
 
     /// A tool call: through the intercept chain and the event first when
@@ -163,6 +183,10 @@ impl Dispatcher {
                 return self.park(r, Request::ToolCall(call), done, timeout);
             }
             return respond(done, Err(HostError::UnknownTool(call.name)));
+        }
+        // PROTOCOL.md §6.2: refused before any interceptor or event sees it.
+        if let Some(reply) = self.interactive_refusal(&call.name) {
+            return respond(done, Ok(Response::Tool(reply)));
         }
         if !call.as_model {
             return self.send_tool(call, args, origin, done);
@@ -214,12 +238,16 @@ impl Dispatcher {
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
-        let interactive = self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
-        if interactive && !self.cfg.interactive_tools {
-            let text = "interactive extension tools require an interactive host";
-            let content = vec![serde_json::json!({"type": "text", "text": text})];
+        if let Some(reply) = self.interactive_refusal(&name) {
+            return respond(done, Ok(Response::Tool(reply)));
+        }
+        // Reached through `call_tool`, an interactive tool keeps the tool
+        // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
+        // a cancel ends it.
+        let interactive = origin.is_none() && self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
+        if interactive && self.input_ended {
             let extension = self.exts[slot].name().to_string();
-            return respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
+            return respond(done, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
         }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
@@ -233,8 +261,25 @@ impl Dispatcher {
         let ext = self.exts[slot].id;
         // An interactive tool waits for the user: only cancellation ends it.
         let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
-        let parents = origin.map(|o| o.parents).unwrap_or_default();
-        self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
+        let (agent_tool_id, root_tool_id, parents) = match origin {
+            Some(o) => (None, o.parent_tool_id, o.parents),
+            None => (tool_id.clone(), tool_id, Vec::new()),
+        };
+        let stage = ToolStage { name, done, agent_tool_id, root_tool_id, parents, interactive };
+        self.table.sent.insert(id, Call { ext, kind: CallKind::Tool(stage), deadline });
+    }
+
+    /// The refusal of a call to interactive tool `name` by a host without
+    /// interactive support (PROTOCOL.md §6.2), if it is one.
+    fn interactive_refusal(&self, name: &str) -> Option<ToolReply> {
+        let slot = self.registry.tool_owner(name)?;
+        let ext = &self.exts[slot];
+        if self.cfg.interactive_tools || !ext.tool(name).is_some_and(|t| t.more.interactive) {
+            return None;
+        }
+        let text = "interactive extension tools require an interactive host";
+        let content = vec![serde_json::json!({"type": "text", "text": text})];
+        Some(ToolReply { extension: ext.name().to_string(), content, is_error: true, ..Default::default() })
     }
 
     /// The payload of an `event` or `event_intercept` frame with its
@@ -293,27 +338,11 @@ impl Dispatcher {
         n
     }
 
-    /// [`Request::CancelTool`]: every tool call in flight started with
-    /// `tool_id` is dropped, cancelled at its extension, and failed.
+    /// [`Request::CancelTool`]: every tool call the caller started with
+    /// `tool_id` is given up on, wherever it is.
     pub(super) fn cancel_tool(&mut self, tool_id: &str, done: Responder) {
-        let mine = |c: &Call| matches!(&c.kind, CallKind::Tool { tool_id: Some(t), .. } if t == tool_id);
-        let ids = self.calls.ids_where(mine);
-        if ids.is_empty() {
+        if self.cancel(Pick::ToolId(tool_id), Why::Caller) == 0 {
             return respond(done, Err(HostError::BadRequest(format!("no tool call {tool_id:?} in flight"))));
-        }
-        for id in ids {
-            let Some(call) = self.calls.remove(&id) else { continue };
-            let ext = &self.exts[call.ext.slot];
-            if let CallKind::Tool { name, done: caller, .. } = call.kind {
-                if ext.can("tool_cancel") {
-                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller; sending tool_cancel"));
-                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
-                } else {
-                    ext.log(&format!("tool {name} (request {id}) cancelled by the caller (it takes no tool_cancel)"));
-                }
-                let extension = ext.name().to_string();
-                respond(caller, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
-            }
         }
         respond(done, Ok(Response::Done))
     }

@@ -1,55 +1,53 @@
-//! Supervision (PROTOCOL.md §7.1): an extension that exits on its own is
-//! started again by its restart policy, after 250 ms doubling to 30 s, at
-//! most 5 times without staying ready for 60 s, then `crash_loop` until a
-//! reload. Requests for the names it had wait for it (each bounded by its
-//! own timeout).
+//! Supervision, the dispatcher's side (PROTOCOL.md §7.1): an extension
+//! that exits on its own is started again as its [`Supervisor`] schedule
+//! says, its names held meanwhile and requests for them parked on it (each
+//! bounded by its own timeout); serve's `restart` request.
+//!
+//! [`Supervisor`]: super::supervisor::Supervisor
 
-use super::*;
+use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
+use super::supervisor::{MAX_RESTARTS, RESET_AFTER, Verdict};
+use super::table::Parked;
+use crate::child::describe_status;
+use crate::host::{HostError, HostEvent, Request, Responder, Response, fmt_duration};
 use crate::manifest::RestartPolicy;
-
-/// The first restart's delay; each further one doubles it.
-pub(super) const FIRST_DELAY: Duration = Duration::from_millis(250);
-/// The longest delay between restarts.
-pub(super) const MAX_DELAY: Duration = Duration::from_secs(30);
-/// Restarts without a reset before `crash_loop`.
-pub(super) const MAX_RESTARTS: u32 = 5;
-/// Ready this long and the count starts again.
-pub(super) const RESET_AFTER: Duration = Duration::from_secs(60);
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
 impl Dispatcher {
     /// The process of the extension in `slot` ended on its own (or failed
     /// while being restarted). Starts it again when its policy says so;
     /// returns whether it did (or gave up as `crash_loop`).
     pub(super) fn maybe_restart(&mut self, slot: usize, status: Option<ExitStatus>) -> bool {
-        if !self.restart_wanted(slot, status) {
+        let verdict = self.verdict(slot, status);
+        if verdict == Verdict::Down {
             return false;
         }
         let policy = self.policy(slot);
-        let restarts = self.restarts_counted(slot);
         let ext = &mut self.exts[slot];
-        ext.restarts = restarts;
+        ext.supervisor.exited(verdict, Instant::now());
         let how = status.map_or_else(|| "it failed to start".to_string(), describe_status);
         let extension = ext.name().to_string();
         if ext.restart_names.is_none() {
             ext.restart_names = Some((ext.command_names(), ext.tool_names()));
         }
-        if ext.restarts >= MAX_RESTARTS {
+        let Verdict::Restart { attempt, delay } = verdict else {
             ext.life = Life::CrashLoop;
-            ext.restart_names = None;
             ext.log(&format!(
                 "{how} after {MAX_RESTARTS} restarts without staying ready for {}s: crash loop, down until a reload",
                 RESET_AFTER.as_secs()
             ));
-            let restarts = ext.restarts;
-            self.emit(HostEvent::ExtensionCrashLoop { extension: extension.clone(), restarts });
+            let restarts = ext.supervisor.restarts();
+            self.emit(HostEvent::ExtensionCrashLoop { extension, restarts });
             self.tools_gone(slot);
-            let e = HostError::Exited { extension, detail: "it is in a crash loop".into() };
-            return self.unpark_failed(slot, e);
-        }
-        let delay = FIRST_DELAY.saturating_mul(1u32 << ext.restarts.min(16)).min(MAX_DELAY);
-        ext.restarts += 1;
+            // Given up for good: its names go to whoever is next.
+            self.give_up_names(slot);
+            return true;
+        };
+        self.registry.hold(slot);
+        let ext = &mut self.exts[slot];
         ext.life = Life::Restarting;
-        let attempt = ext.restarts;
         ext.log(&format!(
             "{how}; restart policy {}: restart {attempt} of {MAX_RESTARTS} in {}",
             policy.as_str(),
@@ -67,36 +65,18 @@ impl Dispatcher {
         self.cfg.restart.unwrap_or(self.exts[slot].found.manifest.restart)
     }
 
-    /// Whether the policy wants the extension in `slot` back after this
-    /// exit (restarted, or given up on as a crash loop).
-    fn restart_wanted(&self, slot: usize, status: Option<ExitStatus>) -> bool {
-        if !matches!(self.phase, Phase::Running | Phase::Loading) {
-            return false;
-        }
-        let failed = status.is_none_or(|s| s.code() != Some(0));
-        match self.policy(slot) {
-            RestartPolicy::Never => false,
-            RestartPolicy::OnFailure => failed,
-            RestartPolicy::Always => true,
-        }
+    /// What this exit of the extension in `slot` leads to; an exit while
+    /// the host stops or reloads is one it asked for.
+    fn verdict(&self, slot: usize, status: Option<ExitStatus>) -> Verdict {
+        let asked = !matches!(self.phase, Phase::Running | Phase::Loading);
+        self.exts[slot].supervisor.verdict(self.policy(slot), status, asked, Instant::now())
     }
 
     /// Whether [`Dispatcher::maybe_restart`] will restart the extension in
     /// `slot` after this exit (not give up on it): an
     /// `extension_restarting` follows the `extension_exited`.
     pub(super) fn restart_follows(&self, slot: usize, status: Option<ExitStatus>) -> bool {
-        self.restart_wanted(slot, status) && self.restarts_counted(slot) < MAX_RESTARTS
-    }
-
-    /// The restarts that count towards a crash loop: none once the
-    /// extension stayed ready for [`RESET_AFTER`].
-    fn restarts_counted(&self, slot: usize) -> u32 {
-        let ext = &self.exts[slot];
-        if ext.ready_at.is_some_and(|t| t.elapsed() >= RESET_AFTER) {
-            0
-        } else {
-            ext.restarts
-        }
+        matches!(self.verdict(slot, status), Verdict::Restart { .. })
     }
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {
@@ -104,39 +84,89 @@ impl Dispatcher {
         if self.exts[slot].life != Life::Restarting || !matches!(self.phase, Phase::Running | Phase::Loading) {
             return;
         }
+        self.start_again(slot);
+    }
+
+    /// A `restart` request (PROTOCOL.md §4): the extension is stopped as at
+    /// shutdown (§3 rule 10) and started anew with a fresh count, its
+    /// names reserved and its requests parked meanwhile; answered once it
+    /// is ready again.
+    pub(super) fn restart_request(&mut self, name: String, done: Responder) {
+        let Some(slot) = self.exts.iter().position(|e| e.name() == name) else {
+            return respond(done, Err(HostError::UnknownExtension(name)));
+        };
+        let ext = &mut self.exts[slot];
+        ext.supervisor.reset();
+        ext.restart_waiters.push(done);
+        if ext.restart_waiters.len() > 1 {
+            return; // a restart asked for already is under way
+        }
+        ext.log("restart asked for");
+        if ext.life.running() {
+            self.hold_names(slot);
+        }
+        let ext = &self.exts[slot];
+        if ext.ended() || !ext.life.running() {
+            return self.start_again(slot);
+        }
+        self.stop_one(slot);
+    }
+
+    /// Starts the extension in `slot` anew, as it was first started.
+    pub(super) fn start_again(&mut self, slot: usize) {
+        self.bury(slot);
         let ext = &mut self.exts[slot];
         ext.life = Life::Spawned;
-        ext.proc = None;
         ext.commands.clear();
         ext.tools.clear();
         ext.events.clear();
         ext.intercepts.clear();
         ext.capabilities.clear();
+        ext.panels.clear();
         ext.error = None;
         self.start_ext(slot);
+    }
+
+    /// A `restart` request could not be carried out: its waiters and the
+    /// requests parked meanwhile are answered `e`.
+    pub(super) fn restart_failed(&mut self, slot: usize, e: HostError) {
+        for done in std::mem::take(&mut self.exts[slot].restart_waiters) {
+            respond(done, Err(e.clone()));
+        }
     }
 
     /// Became ready after a restart: announce it, and the requests that
     /// waited go to it (or fail as unknown when it no longer has the name).
     pub(super) fn restarted(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
-        ext.ready_at = Some(Instant::now());
+        ext.supervisor.ready(Instant::now());
+        let extension = ext.name().to_string();
+        let pid = ext.pid();
+        for done in std::mem::take(&mut ext.restart_waiters) {
+            respond(done, Ok(Response::Restarted { extension: extension.clone(), pid }));
+        }
+        let ext = &mut self.exts[slot];
         let Some((_, old_tools)) = ext.restart_names.take() else { return };
+        let (commands, tools) = (ext.command_names(), ext.tool_names());
+        self.registry.keep_only(slot, &commands, &tools);
+        let ext = &mut self.exts[slot];
         let mut tools = ext.tool_names();
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
         let extension = ext.name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "restarted".into(), tools });
-        for (req, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
-            self.on_request(req, done);
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 
-    /// The slot of an extension being restarted that had command (or tool)
-    /// `name`.
+    /// The slot of an extension being restarted that command (or tool)
+    /// `name` is reserved for.
     pub(super) fn restarting_owner(&self, name: &str, tool: bool) -> Option<usize> {
-        self.exts.iter().position(|e| {
-            e.restart_names.as_ref().is_some_and(|(c, t)| if tool { t.iter().any(|n| n == name) } else { c.iter().any(|n| n == name) })
-        })
+        if tool {
+            self.registry.tool_holder(name)
+        } else {
+            self.registry.command_holder(name)
+        }
     }
 
     /// Keeps a request for an extension being restarted, until it is ready
@@ -144,14 +174,14 @@ impl Dispatcher {
     pub(super) fn park(&mut self, slot: usize, req: Request, done: Responder, timeout: Duration) {
         let key = self.next();
         let deadline = after(timeout);
-        self.exts[slot].parked.push((req, done, deadline, key));
+        self.table.parked.push(Parked { slot, req, done, key });
         self.at(deadline, Timer::Parked(slot, key));
     }
 
     pub(super) fn on_parked_timer(&mut self, slot: usize, key: u64) {
-        let Some(ext) = self.exts.get_mut(slot) else { return };
-        let Some(i) = ext.parked.iter().position(|p| p.3 == key) else { return };
-        let (req, done, _, _) = ext.parked.remove(i);
+        let Some(i) = self.table.parked.iter().position(|p| p.key == key) else { return };
+        let Parked { req, done, .. } = self.table.parked.remove(i);
+        let Some(ext) = self.exts.get(slot) else { return };
         let extension = ext.name().to_string();
         let (what, after) = match &req {
             Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),
@@ -160,13 +190,5 @@ impl Dispatcher {
         };
         ext.log(&format!("{what} timed out waiting for the restart"));
         respond(done, Err(HostError::Timeout { extension, what, after }));
-    }
-
-    /// Answers every request waiting for the extension in `slot` with `e`.
-    pub(super) fn unpark_failed(&mut self, slot: usize, e: HostError) -> bool {
-        for (_, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
-            respond(done, Err(e.clone()));
-        }
-        true
     }
 }

@@ -4,7 +4,12 @@
 //! dispatcher or a new load. Which stage follows which, after what wait,
 //! with which signal, is [`StopStage::action`], without processes.
 
-use super::*;
+use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
+use crate::child::Bytes;
+use crate::host::{HostError, Request, Response, Timeouts, fmt_duration};
+use crate::protocol::{HostFrame, encode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How long to wait for a SIGKILLed process to be reaped before giving up.
 const REAP_GRACE: Duration = Duration::from_secs(1);
@@ -81,16 +86,17 @@ impl Dispatcher {
             if ext.proc.is_some() {
                 self.stopped_count += 1;
             }
-            let waiting = std::mem::take(&mut ext.parked);
+            let waiting = self.table.take_parked(slot);
+            let ext = &mut self.exts[slot];
             if matches!(ext.life, Life::Restarting | Life::CrashLoop) {
                 ext.life = Life::Stopped;
             }
             ext.restart_names = None;
-            for (req, done, _, _) in waiting {
+            for super::table::Parked { req, done, .. } in waiting {
                 if exit {
                     respond(done, Err(HostError::ShuttingDown));
                 } else {
-                    self.deferred.push((req, done));
+                    self.table.waiting.push((req, done));
                 }
             }
             let ext = &mut self.exts[slot];
@@ -98,20 +104,43 @@ impl Dispatcher {
                 self.lose(slot, self.stop_detail());
                 continue;
             }
-            let failed = ext.life == Life::Failed;
-            let was_running = ext.life.running();
-            ext.life = Life::Stopping { failed };
-            let Some(p) = ext.proc.as_ref() else { continue };
-            if was_running && p.exit.is_none() {
-                let _ = p.child.send(shutdown.clone());
-                p.child.close_stdin();
-            } else {
-                p.child.signal_group(libc::SIGKILL);
+            let waiters = std::mem::take(&mut ext.restart_waiters);
+            for done in waiters {
+                if exit {
+                    respond(done, Err(HostError::ShuttingDown));
+                } else {
+                    self.table.waiting.push((Request::Restart { name: self.exts[slot].name().to_string() }, done));
+                }
             }
-            let id = ext.id;
-            self.at(when, Timer::Stop(id, StopStage::Term));
+            self.stop_at(slot, &shutdown, when);
         }
         self.check_stopped();
+    }
+
+    /// Stops the extension in `slot` alone (a `restart` request), as at
+    /// shutdown; its end starts it again.
+    pub(super) fn stop_one(&mut self, slot: usize) {
+        let shutdown = Arc::new(encode(&HostFrame::Shutdown));
+        let when = after(self.cfg.timeouts.shutdown_grace);
+        self.stop_at(slot, &shutdown, when);
+    }
+
+    /// `shutdown` and stdin closed (SIGKILL for one that is not running),
+    /// the later stages from `when`.
+    fn stop_at(&mut self, slot: usize, shutdown: &Bytes, when: Instant) {
+        let ext = &mut self.exts[slot];
+        let failed = ext.life == Life::Failed;
+        let was_running = ext.life.running();
+        ext.life = Life::Stopping { failed };
+        let Some(p) = ext.proc.as_ref() else { return };
+        if was_running && p.exit.is_none() {
+            let _ = p.child.send(shutdown.clone());
+            p.child.close_stdin();
+        } else {
+            p.child.signal_group(libc::SIGKILL);
+        }
+        let id = ext.id;
+        self.at(when, Timer::Stop(id, StopStage::Term));
     }
 
     pub(super) fn on_stop_timer(&mut self, id: ExtId, stage: StopStage) {
@@ -166,7 +195,9 @@ impl Dispatcher {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{StopAction, StopStage, REAP_GRACE};
+    use crate::host::{fmt_duration, Timeouts};
+    use std::time::Duration;
 
     fn timeouts() -> Timeouts {
         Timeouts { shutdown_grace: Duration::from_millis(1500), term_grace: Duration::from_secs(2), ..Timeouts::default() }

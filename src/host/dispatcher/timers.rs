@@ -4,7 +4,12 @@
 //! calls that timed out; plus a reply line over the cap, which fails its
 //! call at once.
 
-use super::*;
+use super::{CallKind, Dispatcher, ExtId, LOG_CHECK, Life, Phase, Timer, after, respond};
+use super::calls::ToolStage;
+use crate::host::{HostError, fmt_duration};
+use crate::protocol::{HostFrame, encode};
+use std::sync::Arc;
+use std::time::Instant;
 
 impl Dispatcher {
     pub(super) fn on_timer(&mut self, t: Timer, now: Instant) {
@@ -75,7 +80,7 @@ impl Dispatcher {
     }
 
     pub(super) fn on_call_timeout(&mut self, id: u64) {
-        let Some(call) = self.calls.remove(&id) else { return };
+        let Some(call) = self.table.sent.remove(&id) else { return };
         let t = self.cfg.timeouts;
         let slot = call.ext.slot;
         let ext = &self.exts[slot];
@@ -86,7 +91,7 @@ impl Dispatcher {
                 let what = format!("command /{name}");
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
-            CallKind::Tool { name, done, .. } => {
+            CallKind::Tool(ToolStage { name, done, .. }) => {
                 ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
                 if ext.can("tool_cancel") {
                     let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
@@ -105,14 +110,14 @@ impl Dispatcher {
     pub(super) fn on_too_long(&mut self, slot: usize, id: Option<String>, len: usize) {
         let Some(id) = id else { return };
         let ext_id = self.exts[slot].id;
-        let Some(n) = id.parse::<u64>().ok().filter(|n| self.calls.get(n).is_some_and(|c| c.ext == ext_id)) else {
+        let Some(n) = id.parse::<u64>().ok().filter(|n| self.table.sent.get(n).is_some_and(|c| c.ext == ext_id)) else {
             return;
         };
-        let Some(call) = self.calls.remove(&n) else { return };
+        let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
         let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
-            CallKind::Command { done, .. } | CallKind::Tool { done, .. } => {
+            CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => {
                 respond(done, Err(HostError::TooLarge { extension, what }))
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, &what),

@@ -47,7 +47,7 @@ pub enum HostError {
     },
     /// The host is shutting down and takes no more requests.
     ShuttingDown,
-    /// The caller gave up on the call ([`Request::CancelTool`]).
+    /// The caller gave up on the call ([`Request::Cancel`], [`Request::CancelTool`]).
     Cancelled {
         /// The extension the call went to.
         extension: String,
@@ -121,6 +121,9 @@ impl fmt::Display for HostError {
                 "extension {extension:?} is busy: {limit} calls already in flight"
             ),
             HostError::ShuttingDown => write!(f, "the host is shutting down"),
+            HostError::Cancelled { extension, what } if extension.is_empty() => {
+                write!(f, "{what} was cancelled by the caller")
+            }
             HostError::Cancelled { extension, what } => {
                 write!(f, "{what} of extension {extension:?} was cancelled by the caller")
             }

@@ -2,7 +2,7 @@
 //! tool call and agent tools some requests carry.
 
 #[cfg(doc)]
-use super::{HostError, HostEvent, ToolReply};
+use super::{HostError, HostEvent, Responder, ToolReply};
 use crate::protocol::Payload;
 use serde::Serialize;
 use serde_json::Value;
@@ -37,6 +37,29 @@ pub enum Request {
     CancelTool {
         /// The caller's key given to the calls to give up on.
         tool_id: String,
+    },
+    /// Gives up on the request submitted with [`Responder::with_key`]`(key)`,
+    /// wherever it is: waiting for a load or a restart (it never runs),
+    /// in its intercept chain (its tool is never called), sent to an
+    /// extension (a tool gets `tool_cancel` if it opted in), or waiting on
+    /// the agent (`call_tool_cancel`). That request is answered
+    /// [`HostError::Cancelled`] first; this one answers `Cancelled(true)`,
+    /// or `Cancelled(false)` when no such request is in flight.
+    Cancel {
+        /// The key given to the request to give up on.
+        key: u64,
+    },
+    /// The front end's input ended: interactive tool calls in flight (and
+    /// any that come later) are cancelled as [`Request::CancelTool`] does,
+    /// since nobody is left to answer them (PROTOCOL.md §6.2). Answers `Done`.
+    EndOfInput,
+    /// Stops extension `name` (PROTOCOL.md §3 rule 10) and starts it anew,
+    /// its restart count and any crash loop reset; requests for its names
+    /// wait meanwhile. Answers `Restarted` once it is ready, or
+    /// [`HostError::UnknownExtension`].
+    Restart {
+        /// The extension's name.
+        name: String,
     },
     /// A tool call with every option: see [`ToolCall`].
     ToolCall(ToolCall),
@@ -132,6 +155,8 @@ impl Request {
             Request::WaitReady
                 | Request::List
                 | Request::CancelTool { .. }
+                | Request::Cancel { .. }
+                | Request::EndOfInput
                 | Request::AgentTools(_)
                 | Request::CallToolResult { .. }
                 | Request::Reload

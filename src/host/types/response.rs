@@ -27,6 +27,16 @@ pub enum Response {
     Delivered(usize),
     /// Answer to [`Request::Reload`].
     Reload(ReloadReport),
+    /// Answer to [`Request::Cancel`]: whether the call was still in flight
+    /// (it is then answered [`HostError::Cancelled`], before this answer).
+    Cancelled(bool),
+    /// Answer to [`Request::Restart`]: the extension is ready again.
+    Restarted {
+        /// Its name.
+        extension: String,
+        /// Its new process.
+        pid: Option<u32>,
+    },
     /// The request was carried out; nothing to report.
     Done,
 }
@@ -38,19 +48,53 @@ pub enum Response {
 /// answer. It runs on the dispatcher thread, so it must be quick and must
 /// not wait for the host: [`Host::call`](crate::host::Host::call) and the other
 /// blocking calls refuse to run there.
-pub struct Responder(Option<AnswerFn>);
+pub struct Responder {
+    f: Option<AnswerFn>,
+    key: Option<CallKey>,
+}
 
 type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
+
+/// Who named a call, and by what: the embedder's keys
+/// ([`Responder::with_key`], for [`Request::Cancel`]) and the host's own
+/// (the calls it makes for an extension's `call_tool`) are separate
+/// namespaces, so that no key one side picks can reach the other's call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CallKey {
+    /// The embedder's.
+    Caller(u64),
+    /// The host's own.
+    Host(u64),
+}
 
 impl Responder {
     /// A responder that calls `f` with the outcome.
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
-        Responder(Some(Box::new(f)))
+        Responder { f: Some(Box::new(f)), key: None }
+    }
+
+    /// The request this answers gets the caller's own `key`, by which
+    /// [`Request::Cancel`] gives up on it wherever it is (waiting for a
+    /// load or a restart, in its intercept chain, sent to an extension,
+    /// waiting on the agent). Keys are the caller's to choose; the
+    /// host's own calls are never reached by one.
+    pub fn with_key(mut self, key: u64) -> Responder {
+        self.key = Some(CallKey::Caller(key));
+        self
+    }
+
+    pub(crate) fn with_host_key(mut self, key: u64) -> Responder {
+        self.key = Some(CallKey::Host(key));
+        self
+    }
+
+    pub(crate) fn key(&self) -> Option<CallKey> {
+        self.key
     }
 
     /// Answers the request; a panic in the embedder's code stays there.
     pub fn answer(mut self, r: Result<Response, HostError>) {
-        if let Some(f) = self.0.take() {
+        if let Some(f) = self.f.take() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r)));
         }
     }
@@ -58,7 +102,7 @@ impl Responder {
 
 impl Drop for Responder {
     fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
+        if let Some(f) = self.f.take() {
             let e = HostError::Internal("the request was dropped without an answer".into());
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(Err(e))));
         }

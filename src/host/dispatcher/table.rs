@@ -1,0 +1,309 @@
+//! The call table: every call the host has, at the stage it is in.
+//!
+//! | stage | field | keyed by |
+//! |---|---|---|
+//! | waiting for a load or a reload to end | `waiting` | arrival order |
+//! | parked for a restarting extension (PROTOCOL.md §7.1) | `parked` | a host id |
+//! | in its intercept chain (a serve `intercept`, or a tool call run as the model's) | `chains` | the chain's host id |
+//! | sent to an extension (a command, a tool, one interceptor's step) | `sent` | the correlation id |
+//! | waiting on the agent (`call_tool` of an agent tool) | `agent` | the `call_id` |
+//!
+//! [`CallTable::take`] is the one lookup over every stage: it takes out
+//! the calls a [`Pick`] names, wherever they are, for the dispatcher to end
+//! them as their stage needs (`cancel.rs`). A new stage is a new field
+//! here and a new arm of [`Taken`], which every ending must then handle.
+
+use super::call_tool::AgentCall;
+use super::calls::{Call, CallKind, InFlight};
+use super::chain::{Chains, Then};
+use crate::host::{CallKey, Request, Responder};
+use std::collections::HashMap;
+
+/// A request parked for the restarting extension in `slot`, until it is
+/// ready or `key`'s timer ends the wait.
+pub(super) struct Parked {
+    pub slot: usize,
+    pub req: Request,
+    pub done: Responder,
+    pub key: u64,
+}
+
+/// Which calls to take.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Pick<'a> {
+    /// The one request submitted with this key.
+    Key(CallKey),
+    /// Every call the embedder started with this `tool_id` (never one the
+    /// host made for an extension, whatever its id).
+    ToolId(&'a str),
+    /// Every interactive call waiting for its user.
+    Interactive,
+}
+
+/// A call taken out of the table, with its stage.
+pub(super) enum Taken {
+    Waiting(Request, Responder),
+    Parked(Parked),
+    /// A chain, with the step sent to its interceptor (if one was).
+    Chain { then: Then, asked: Vec<(u64, Call)> },
+    Sent(u64, Call),
+    Agent(String, AgentCall),
+}
+
+/// What a stage knows of a call, for a [`Pick`] to judge.
+struct Seen<'a> {
+    key: Option<CallKey>,
+    /// The embedder's `tool_id`, for a call the embedder made.
+    tool_id: Option<&'a str>,
+    interactive: bool,
+}
+
+impl Pick<'_> {
+    fn picks(&self, s: Seen) -> bool {
+        match self {
+            Pick::Key(k) => s.key == Some(*k),
+            Pick::ToolId(t) => s.tool_id == Some(*t),
+            Pick::Interactive => s.interactive,
+        }
+    }
+
+    fn picks_request(&self, req: &Request, done: &Responder) -> bool {
+        let tool_id = match req {
+            Request::Tool { tool_id, .. } => tool_id.as_deref(),
+            Request::ToolCall(c) => c.tool_id.as_deref(),
+            _ => None,
+        };
+        self.picks(Seen { key: done.key(), tool_id, interactive: false })
+    }
+
+    fn picks_chain(&self, then: &Then) -> bool {
+        match then {
+            Then::Answer(done) => self.picks(Seen { key: done.key(), tool_id: None, interactive: false }),
+            Then::Tool(m) => {
+                let tool_id = if m.origin.is_none() { m.call.tool_id.as_deref() } else { None };
+                self.picks(Seen { key: m.done.key(), tool_id, interactive: false })
+            }
+        }
+    }
+
+    fn picks_sent(&self, call: &Call) -> bool {
+        match &call.kind {
+            CallKind::Command { done, .. } => self.picks(Seen { key: done.key(), tool_id: None, interactive: false }),
+            CallKind::Tool(t) => {
+                self.picks(Seen { key: t.done.key(), tool_id: t.agent_tool_id.as_deref(), interactive: t.interactive })
+            }
+            // An interceptor's step goes with its chain.
+            CallKind::Intercept { .. } => false,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct CallTable {
+    pub waiting: Vec<(Request, Responder)>,
+    pub parked: Vec<Parked>,
+    pub chains: Chains,
+    pub sent: InFlight,
+    pub agent: HashMap<String, AgentCall>,
+}
+
+impl CallTable {
+    /// Takes out every call `pick` names, at every stage, in the order
+    /// they came (within a stage).
+    pub(super) fn take(&mut self, pick: Pick) -> Vec<Taken> {
+        let mut out = Vec::new();
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.waiting).into_iter().partition(|(req, done)| pick.picks_request(req, done));
+        self.waiting = kept;
+        out.extend(gone.into_iter().map(|(r, d)| Taken::Waiting(r, d)));
+
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.parked).into_iter().partition(|p| pick.picks_request(&p.req, &p.done));
+        self.parked = kept;
+        out.extend(gone.into_iter().map(Taken::Parked));
+
+        for id in self.chains.ids_where(|then| pick.picks_chain(then)) {
+            let Some((then, _)) = self.chains.remove(id) else { continue };
+            let mut asked = Vec::new();
+            for cid in self.sent.ids_where(|c| matches!(c.kind, CallKind::Intercept { chain } if chain == id)) {
+                if let Some(call) = self.sent.remove(&cid) {
+                    asked.push((cid, call));
+                }
+            }
+            out.push(Taken::Chain { then, asked });
+        }
+
+        let mut ids = self.sent.ids_where(|c| pick.picks_sent(c));
+        ids.sort_unstable();
+        for id in ids {
+            if let Some(call) = self.sent.remove(&id) {
+                out.push(Taken::Sent(id, call));
+            }
+        }
+
+        let mut ids: Vec<String> =
+            self.agent.iter().filter(|(_, c)| pick.picks(Seen { key: c.done.key(), tool_id: None, interactive: false })).map(|(id, _)| id.clone()).collect();
+        ids.sort_unstable();
+        for id in ids {
+            if let Some(c) = self.agent.remove(&id) {
+                out.push(Taken::Agent(id, c));
+            }
+        }
+        out
+    }
+
+    /// Takes out the requests parked on `slot`, in the order they came.
+    pub(super) fn take_parked(&mut self, slot: usize) -> Vec<Parked> {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked).into_iter().partition(|p| p.slot == slot);
+        self.parked = kept;
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::calls::ToolStage;
+    use super::super::chain::Chain;
+    use super::super::ext::ExtId;
+    use super::super::{ModelCall, Origin};
+    use super::{AgentCall, Call, CallKey, CallKind, CallTable, Parked, Pick, Request, Responder, Taken, Then};
+    use crate::host::ToolCall;
+    use crate::protocol::Payload;
+    use std::time::{Duration, Instant};
+
+    const EXT: ExtId = ExtId { slot: 0, gen: 1 };
+
+    fn done(key: Option<u64>) -> Responder {
+        let r = Responder::new(|_| ());
+        match key {
+            Some(k) => r.with_key(k),
+            None => r,
+        }
+    }
+
+    fn host_done(key: u64) -> Responder {
+        Responder::new(|_| ()).with_host_key(key)
+    }
+
+    fn tool_request(tool_id: &str) -> Request {
+        Request::ToolCall(ToolCall { name: "t".into(), tool_id: Some(tool_id.into()), ..Default::default() })
+    }
+
+    fn sent_tool(done: Responder, agent_tool_id: Option<&str>, interactive: bool) -> Call {
+        let stage = ToolStage {
+            name: "t".into(),
+            done,
+            agent_tool_id: agent_tool_id.map(str::to_string),
+            root_tool_id: agent_tool_id.map(str::to_string),
+            parents: Vec::new(),
+            interactive,
+        };
+        Call { ext: EXT, kind: CallKind::Tool(stage), deadline: Instant::now() + Duration::from_secs(60) }
+    }
+
+    fn model_chain(done: Responder, tool_id: &str, made_by_extension: bool) -> Chain {
+        let origin = made_by_extension.then(|| Origin { name: "a".into(), parents: Vec::new(), parent_tool_id: None });
+        let call = ToolCall { name: "t".into(), tool_id: Some(tool_id.into()), as_model: true, ..Default::default() };
+        let then = Then::Tool(Box::new(ModelCall { call, origin, done }));
+        Chain::new("tool_call".into(), Payload::new(), then, 0, |_, _| true)
+    }
+
+    /// One call of each kind at each stage; the keys say where: 1x waiting,
+    /// 2x parked, 3x in a chain, 4x sent, 5x on the agent. Tool ids `t-N`
+    /// follow the same numbers; 99 is the host's own key everywhere.
+    fn table() -> CallTable {
+        let mut t = CallTable::default();
+        t.waiting.push((tool_request("t-10"), done(Some(10))));
+        t.waiting.push((Request::Command { name: "c".into(), args: String::new() }, done(Some(11))));
+        t.parked.push(Parked { slot: 0, req: tool_request("t-20"), done: done(Some(20)), key: 1 });
+        t.parked.push(Parked { slot: 1, req: Request::Command { name: "c".into(), args: String::new() }, done: done(Some(21)), key: 2 });
+        t.chains.insert(30, model_chain(done(Some(30)), "t-30", false));
+        // The host's call for an extension, with the agent's spelling of an id.
+        t.chains.insert(31, model_chain(host_done(99), "t-31", true));
+        t.chains.insert(32, Chain::new("turn_start".into(), Payload::new(), Then::Answer(done(Some(32))), 0, |_, _| true));
+        let step = Call { ext: EXT, kind: CallKind::Intercept { chain: 30 }, deadline: Instant::now() };
+        t.sent.insert(300, step);
+        t.sent.insert(40, sent_tool(done(Some(40)), Some("t-40"), false));
+        t.sent.insert(41, sent_tool(done(Some(41)), Some("t-41"), true));
+        let cmd = CallKind::Command { name: "c".into(), done: done(Some(42)) };
+        t.sent.insert(42, Call { ext: EXT, kind: cmd, deadline: Instant::now() });
+        t.sent.insert(43, sent_tool(host_done(98), None, false));
+        t.agent.insert("c50".into(), AgentCall { n: 50, name: "a".into(), done: host_done(97) });
+        t
+    }
+
+    fn stage(t: &Taken) -> String {
+        match t {
+            Taken::Waiting(..) => "waiting".into(),
+            Taken::Parked(p) => format!("parked {}", p.key),
+            Taken::Chain { asked, .. } => format!("chain asked {:?}", asked.iter().map(|(id, _)| *id).collect::<Vec<_>>()),
+            Taken::Sent(id, _) => format!("sent {id}"),
+            Taken::Agent(id, _) => format!("agent {id}"),
+        }
+    }
+
+    fn take(t: &mut CallTable, pick: Pick) -> Vec<String> {
+        t.take(pick).iter().map(stage).collect()
+    }
+
+    #[test]
+    fn a_key_finds_its_call_at_every_stage_and_only_it() {
+        let cases: [(u64, &str); 9] = [
+            (10, "waiting"),
+            (11, "waiting"),
+            (20, "parked 1"),
+            (21, "parked 2"),
+            (30, "chain asked [300]"),
+            (32, "chain asked []"),
+            (40, "sent 40"),
+            (41, "sent 41"),
+            (42, "sent 42"),
+        ];
+        for (key, want) in cases {
+            let mut t = table();
+            assert_eq!(take(&mut t, Pick::Key(CallKey::Caller(key))), [want], "key {key}");
+            assert!(take(&mut t, Pick::Key(CallKey::Caller(key))).is_empty(), "taken once: {key}");
+        }
+        // The chain's step left with it.
+        let mut t = table();
+        take(&mut t, Pick::Key(CallKey::Caller(30)));
+        assert!(t.sent.get(&300).is_none());
+    }
+
+    #[test]
+    fn the_hosts_keys_are_another_namespace() {
+        let mut t = table();
+        assert!(take(&mut t, Pick::Key(CallKey::Caller(99))).is_empty());
+        assert_eq!(take(&mut t, Pick::Key(CallKey::Host(99))), ["chain asked []"]);
+        assert_eq!(take(&mut t, Pick::Key(CallKey::Host(98))), ["sent 43"]);
+        assert_eq!(take(&mut t, Pick::Key(CallKey::Host(97))), ["agent c50"]);
+        assert!(take(&mut t, Pick::Key(CallKey::Caller(97))).is_empty());
+    }
+
+    #[test]
+    fn a_tool_id_finds_the_embedders_calls_never_the_hosts() {
+        for (id, want) in [("t-10", "waiting"), ("t-20", "parked 1"), ("t-30", "chain asked [300]"), ("t-40", "sent 40")] {
+            let mut t = table();
+            assert_eq!(take(&mut t, Pick::ToolId(id)), [want], "{id}");
+        }
+        // t-31 is the id of a call the host made for an extension.
+        let mut t = table();
+        assert!(take(&mut t, Pick::ToolId("t-31")).is_empty());
+        assert!(take(&mut t, Pick::ToolId("nope")).is_empty());
+    }
+
+    #[test]
+    fn interactive_takes_only_the_calls_waiting_for_their_user() {
+        let mut t = table();
+        assert_eq!(take(&mut t, Pick::Interactive), ["sent 41"]);
+        assert!(take(&mut t, Pick::Interactive).is_empty());
+    }
+
+    #[test]
+    fn parked_requests_leave_by_their_extension() {
+        let mut t = table();
+        let keys: Vec<u64> = t.take_parked(1).iter().map(|p| p.key).collect();
+        assert_eq!(keys, [2]);
+        assert_eq!(t.parked.len(), 1);
+    }
+}

@@ -1,0 +1,547 @@
+//! Where a call is when it ends (PROTOCOL.md §4, §6.1, §6.2, §7.1), through
+//! the real `zot serve` binary with small Python extensions
+//! (tests/fixtures/calls.py): serve's `cancel` at every stage of a call,
+//! cancels while a `tool_call` chain waits, the interactive refusal and
+//! the end of input, the requests piped before `shutdown`, and the names
+//! of an extension that restarts.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{fixture, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zot_proc::{session_args, Zot, LINE_WAIT};
+
+/// `zot serve` and every frame it wrote so far.
+struct Serve {
+    z: Zot,
+    frames: Vec<Value>,
+}
+
+impl Serve {
+    fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
+        let args = session_args(t.path(), Some("serve"), exts, extra);
+        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new() }
+    }
+
+    fn read(&mut self, limit: Duration) -> Option<usize> {
+        let line = self.z.next_line(limit)?;
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        self.frames.push(v);
+        Some(self.frames.len() - 1)
+    }
+
+    /// The index of the first frame `pred` holds for, read or to come.
+    fn find(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> usize {
+        if let Some(i) = self.frames.iter().position(&pred) {
+            return i;
+        }
+        let end = Instant::now() + LINE_WAIT;
+        loop {
+            match self.read(end.saturating_duration_since(Instant::now())) {
+                Some(i) if pred(&self.frames[i]) => return i,
+                Some(_) => {}
+                None => panic!("no frame {what} within {LINE_WAIT:?}\n{}", self.z.context()),
+            }
+        }
+    }
+
+    /// The index of the response to `id`.
+    fn at(&mut self, id: &str) -> usize {
+        self.find(&format!("response {id}"), |f| f["type"] == "response" && f["id"] == id)
+    }
+
+    fn response(&mut self, id: &str) -> Value {
+        let i = self.at(id);
+        self.frames[i].clone()
+    }
+
+    fn send(&mut self, v: Value) {
+        self.z.send(&v.to_string());
+    }
+
+    fn request(&mut self, v: Value) -> Value {
+        let id = v["id"].as_str().expect("string id").to_string();
+        self.send(v);
+        self.response(&id)
+    }
+
+    fn ready(&mut self) {
+        self.find("ready", |f| f["type"] == "ready");
+    }
+
+    fn finish(&mut self) -> i32 {
+        self.z.close_stdin();
+        for line in self.z.read_to_end(LINE_WAIT) {
+            self.frames.push(serde_json::from_str(&line).unwrap_or(Value::Null));
+        }
+        self.z.exit_code(LINE_WAIT)
+    }
+}
+
+/// An extension running tests/fixtures/calls.py with `cfg` (its `name`
+/// and `log` filled in), under `t/exts/<name>`.
+fn ext(t: &TempDir, name: &str, mut cfg: Value) -> PathBuf {
+    cfg["name"] = json!(name);
+    cfg["log"] = json!(log_path(t, name).display().to_string());
+    let restart = cfg.get("restart").cloned();
+    let mut m = json!({"name": name, "version": "1.0.0", "exec": "python3",
+        "args": [fixture("calls.py").display().to_string(), cfg.to_string()]});
+    if let Some(r) = restart {
+        m["restart"] = r;
+    }
+    write_manifest(&t.path().join("exts"), name, m)
+}
+
+fn log_path(t: &TempDir, name: &str) -> PathBuf {
+    t.path().join(format!("{name}.seen"))
+}
+
+/// What extension `name` noted so far, one line per frame.
+fn seen(t: &TempDir, name: &str) -> Vec<String> {
+    read_lines(&log_path(t, name))
+}
+
+fn read_lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// Polls until extension `name` noted `line`.
+fn wait_seen(t: &TempDir, name: &str, line: &str) {
+    let ok = common::wait_until(LINE_WAIT, || seen(t, name).iter().any(|l| l == line));
+    assert!(ok, "{name} never noted {line:?}: {:?}", seen(t, name));
+}
+
+fn code(r: &Value) -> &str {
+    r["error"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn cancel_answers_a_tool_a_command_and_an_intercept_wherever_they_are() {
+    // PROTOCOL.md §4 `cancel`: the target is answered `cancelled` before
+    // the `cancel` response; `false` for one answered or never made.
+    let t = TempDir::new("calls-cancel");
+    let a = ext(&t, "a", json!({"tools": ["hold", "echo"], "commands": ["hold"]}));
+    let b = ext(&t, "b", json!({"intercepts": ["turn_start"], "intercept_ms": 60000}));
+    let mut s = Serve::start(&t, &[a, b], &[]);
+    s.ready();
+    s.send(json!({"id": "t", "type": "tool", "name": "hold"}));
+    s.send(json!({"id": "c", "type": "command", "name": "hold"}));
+    s.send(json!({"id": "i", "type": "intercept", "event": "turn_start", "step": 1}));
+    wait_seen(&t, "a", "tool_call hold");
+    wait_seen(&t, "a", "command hold");
+    wait_seen(&t, "b", "intercept turn_start null");
+    for target in ["t", "c", "i"] {
+        let id = format!("x-{target}");
+        let r = s.request(json!({"id": id, "type": "cancel", "target": target}));
+        assert_eq!(r["result"], json!({"cancelled": true}), "{r}");
+        let answer = s.at(target);
+        assert!(answer < s.at(&id), "the target's answer comes first");
+        assert_eq!(code(&s.frames[answer]), "cancelled", "{}", s.frames[answer]);
+    }
+    // The tool's extension was told.
+    wait_seen(&t, "a", "tool_cancel");
+    // Answered already, or never made: nothing to cancel.
+    let e = s.request(json!({"id": "e", "type": "tool", "name": "echo"}));
+    assert_eq!(e["ok"], true, "{e}");
+    for target in [json!("e"), json!("t"), json!("nope"), json!(42)] {
+        let r = s.request(json!({"id": "again", "type": "cancel", "target": target}));
+        assert_eq!(r["result"], json!({"cancelled": false}), "{r}");
+    }
+    let r = s.request(json!({"id": "bad", "type": "cancel"}));
+    assert_eq!(code(&r), "bad_request", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_call_waiting_for_the_load_or_a_restart_is_cancelled_there_and_never_runs() {
+    // PROTOCOL.md §6.1: cancellable wherever it is; one cancelled before it
+    // reached its tool never reaches it.
+    let t = TempDir::new("calls-cancel-parked");
+    let once = t.path().join("once");
+    let a = ext(&t, "a", json!({"tools": ["crash", "late"], "restart": "on-failure", "once": once.display().to_string()}));
+    let mut s = Serve::start(&t, &[a], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "boom", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    // Parked for the restart, then cancelled before it is over.
+    s.send(json!({"id": "p", "type": "tool", "name": "late"}));
+    let r = s.request(json!({"id": "x", "type": "cancel", "target": "p"}));
+    assert_eq!(r["result"], json!({"cancelled": true}), "{r}");
+    assert_eq!(code(&s.response("p")), "cancelled");
+    s.find("the restart", |f| f["type"] == "extension_ready" && s_count_ready(f));
+    let r = s.request(json!({"id": "after", "type": "tool", "name": "late"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let calls: Vec<String> = seen(&t, "a").into_iter().filter(|l| l.starts_with("tool_call late")).collect();
+    assert_eq!(calls.len(), 1, "the cancelled call never reached the new process: {:?}", seen(&t, "a"));
+    assert_eq!(s.finish(), 0);
+}
+
+fn s_count_ready(f: &Value) -> bool {
+    f["extension"] == "a"
+}
+
+/// Three extensions for a cancel while the `tool_call` chain waits: `a`
+/// calls `target` of `b`, `g` intercepts every tool call and answers after
+/// a second. `a_cfg` adds to `a`'s config.
+fn chain_setup(t: &TempDir) -> Vec<PathBuf> {
+    vec![
+        ext(t, "a", json!({"tools": ["call"]})),
+        ext(t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]})),
+        ext(t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000})),
+    ]
+}
+
+/// Once `g` answered its late intercept, and the host read that answer (an
+/// intercept of serve's own, answered after it, in `g`'s order), a call to
+/// `b` shows whether the cancelled call ever reached `b`.
+fn assert_target_never_ran(s: &mut Serve, t: &TempDir) {
+    wait_seen(t, "g", "intercept replied");
+    let r = s.request(json!({"id": "after-g", "type": "intercept", "event": "tool_call", "tool_id": "z", "tool_name": "z", "tool_args": {}}));
+    assert_eq!(r["result"]["block"], false, "{r}");
+    let r = s.request(json!({"id": "after-b", "type": "tool", "name": "echo"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let b = seen(t, "b");
+    assert!(!b.iter().any(|l| l.contains("target")), "the cancelled call reached b: {b:?}");
+}
+
+#[test]
+fn call_tool_cancel_while_the_chain_waits_means_the_target_never_runs() {
+    let t = TempDir::new("calls-chain-cancel");
+    let mut s = Serve::start(&t, &chain_setup(&t), &[]);
+    s.ready();
+    let r = s.request(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "target", "cancel_ms": 100}}));
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("cancelled"), "a got its cancelled answer: {r}");
+    assert_target_never_ran(&mut s, &t);
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_callers_exit_while_the_chain_waits_means_the_target_never_runs() {
+    let t = TempDir::new("calls-chain-exit");
+    let mut s = Serve::start(&t, &chain_setup(&t), &[]);
+    s.ready();
+    let r = s.request(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "target", "exit_ms": 100}}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    assert_target_never_ran(&mut s, &t);
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
+    // PROTOCOL.md §6.1: separate namespaces. The host's call made for `a`
+    // is `ext-call-N`; an agent call with that id is not cancelled with it.
+    let t = TempDir::new("calls-namespaces");
+    let a = ext(&t, "a", json!({"tools": ["call"]}));
+    let b = ext(&t, "b", json!({"tools": ["hold", "hold2"]}));
+    let g = ext(&t, "g", json!({"events": ["tool_call"]}));
+    let mut s = Serve::start(&t, &[a, b, g], &[]);
+    s.ready();
+    s.send(json!({"id": "mine", "type": "tool", "name": "hold2", "tool_id": "ext-call-1"}));
+    wait_seen(&t, "b", "tool_call hold2");
+    s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 200}}));
+    let r = s.response("o");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("cancelled"), "{r}");
+    // The host-made id is in the event, and it is not the agent's.
+    let ev = seen(&t, "g");
+    assert!(ev.iter().any(|l| l == "event tool_call \"hold\""), "{ev:?}");
+    // The agent's call is still in flight: only it is cancelled by its key.
+    let r = s.request(json!({"id": "x", "type": "cancel", "target": "mine"}));
+    assert_eq!(r["result"], json!({"cancelled": true}), "{r}");
+    assert_eq!(code(&s.response("mine")), "cancelled");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn an_interactive_tool_is_refused_before_any_interceptor_sees_it() {
+    // PROTOCOL.md §6.2: without --interactive-tools, answered at once,
+    // before any interceptor or event sees the call.
+    let t = TempDir::new("calls-interactive-refused");
+    let a = ext(&t, "a", json!({"tools": ["call"]}));
+    let b = ext(&t, "b", json!({"tools": ["ask", "echo"], "interactive": ["ask"]}));
+    let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "events": ["tool_call"]}));
+    let mut s = Serve::start(&t, &[a, b, g], &[]);
+    s.ready();
+    let r = s.request(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "ask"}}));
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("interactive extension tools require an interactive host"), "{r}");
+    let r = s.request(json!({"id": "d", "type": "tool", "name": "ask"}));
+    assert_eq!(r["result"]["is_error"], true, "{r}");
+    // g sees the next call, through the chain and the event; never `ask`.
+    let r = s.request(json!({"id": "o2", "type": "tool", "name": "call", "args": {"to": "echo", "id": "c2"}}));
+    assert_eq!(r["ok"], true, "{r}");
+    wait_seen(&t, "g", "event tool_call \"echo\"");
+    let g = seen(&t, "g");
+    assert!(!g.iter().any(|l| l.contains("ask")), "g saw the refused call: {g:?}");
+    assert!(!seen(&t, "b").iter().any(|l| l.contains("ask")), "{:?}", seen(&t, "b"));
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn interactive_calls_in_flight_are_cancelled_at_the_end_of_input() {
+    // PROTOCOL.md §6.2: serve --interactive-tools still exits.
+    let t = TempDir::new("calls-interactive-eof");
+    let b = ext(&t, "b", json!({"tools": ["hold_ask"], "interactive": ["hold_ask"]}));
+    let mut s = Serve::start(&t, &[b], &["--interactive-tools"]);
+    s.ready();
+    s.send(json!({"id": "q", "type": "tool", "name": "hold_ask"}));
+    wait_seen(&t, "b", "tool_call hold_ask");
+    s.z.close_stdin();
+    let started = Instant::now();
+    assert_eq!(s.z.exit_code(LINE_WAIT), 0);
+    eprintln!("exited {:?} after the end of input", started.elapsed());
+    for line in s.z.read_to_end(LINE_WAIT) {
+        s.frames.push(serde_json::from_str(&line).unwrap_or(Value::Null));
+    }
+    let r = s.response("q");
+    assert_eq!(code(&r), "cancelled", "{r}");
+    wait_seen(&t, "b", "tool_cancel");
+}
+
+#[test]
+fn requests_piped_before_shutdown_get_real_answers() {
+    // PROTOCOL.md §4: requests before `shutdown` are dispatched first, in
+    // order, those waiting for the initial load when it ends.
+    let t = TempDir::new("calls-piped-shutdown");
+    let a = ext(&t, "a", json!({"tools": ["echo"], "commands": ["hi"]}));
+    let mut s = Serve::start(&t, &[a], &[]);
+    let piped = [
+        json!({"id": 1, "type": "tool", "name": "echo", "args": {"n": 1}}),
+        json!({"id": 2, "type": "command", "name": "hi"}),
+        json!({"id": 3, "type": "intercept", "event": "tool_call", "tool_id": "t1", "tool_name": "bash", "tool_args": {}}),
+        json!({"id": 4, "type": "shutdown"}),
+        json!({"id": 5, "type": "ping"}),
+    ];
+    let all: String = piped.iter().map(|v| format!("{v}\n")).collect();
+    s.z.write(all.as_bytes());
+    assert_eq!(s.finish(), 0);
+    let resp = |s: &Serve, id: i64| s.frames.iter().find(|f| f["type"] == "response" && f["id"] == id).cloned().unwrap_or(Value::Null);
+    assert_eq!(resp(&s, 1)["ok"], true, "{}", resp(&s, 1));
+    assert_eq!(resp(&s, 2)["result"]["display"], "a", "{}", resp(&s, 2));
+    assert_eq!(resp(&s, 3)["result"]["block"], false, "{}", resp(&s, 3));
+    assert_eq!(code(&resp(&s, 5)), "shutting_down");
+    let last = s.frames.iter().rev().find(|f| f["type"] == "response").cloned();
+    assert_eq!(last.map(|f| f["id"].clone()), Some(json!(4)), "the shutdown response is last");
+}
+
+#[test]
+fn the_readmes_serve_example_piped_in_one_go_gives_its_answers() {
+    // The README's `zot serve` example, its `→` lines written at once
+    // (`shutdown` included), answers as the README shows: every request
+    // before `shutdown` gets a real answer (PROTOCOL.md §4).
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
+    let section = readme.split("## `zot serve` by example").nth(1).expect("the serve section");
+    let block = section.split("```").nth(1).expect("its example block");
+    let mut lines = block.lines().filter(|l| !l.trim().is_empty());
+    let command = lines.next().expect("the command line");
+    assert_eq!(command, "$ zot serve --no-ext --ext examples/rust/weather");
+    let (mut input, mut expected) = (String::new(), Vec::new());
+    for l in lines {
+        match l.strip_prefix("→ ") {
+            Some(req) => {
+                input.push_str(req);
+                input.push('\n');
+            }
+            None => expected.push(serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"))),
+        }
+    }
+    let t = TempDir::new("calls-readme");
+    let weather = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rust/weather");
+    let args = ["serve", "--no-ext", "--ext", &weather.display().to_string()].map(str::to_string);
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    z.write(input.as_bytes());
+    z.close_stdin();
+    let got: Vec<Value> = z.read_to_end(LINE_WAIT).iter().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    // Responses may come in any order; the shutdown response is last.
+    let sorted = |v: &[Value]| {
+        let mut s: Vec<String> = v.iter().map(Value::to_string).collect();
+        s.sort();
+        s
+    };
+    assert_eq!(sorted(&got), sorted(&expected), "\n{}", z.context());
+    assert_eq!(got.last(), expected.last(), "the shutdown response is last");
+}
+
+/// The JSON the fixture's tool answered with.
+fn answer_of(r: &Value) -> Value {
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {r}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn list_entry(s: &mut Serve, name: &str) -> Value {
+    let l = s.request(json!({"id": "list", "type": "list"}));
+    let exts = l["result"]["extensions"].as_array().cloned().unwrap_or_default();
+    exts.into_iter().find(|e| e["extension"] == name || e["name"] == name).unwrap_or(Value::Null)
+}
+
+#[test]
+fn stdout_closed_before_the_exit_still_restarts() {
+    // PROTOCOL.md §7.1: the restart is decided at the real exit, however
+    // the end began.
+    let t = TempDir::new("calls-close-then-exit");
+    let once = t.path().join("once");
+    let a = ext(&t, "a", json!({"tools": ["echo"], "close_stdout_then_exit": true, "restart": "always", "once": once.display().to_string()}));
+    let mut s = Serve::start(&t, &[a], &["--tool-timeout", "60"]);
+    s.ready();
+    let exited = s.find("extension_exited", |f| f["type"] == "extension_exited");
+    assert_eq!(s.frames[exited]["code"], 1, "{}", s.frames[exited]);
+    s.find("extension_restarting", |f| f["type"] == "extension_restarting");
+    let r = s.request(json!({"id": "e", "type": "tool", "name": "echo"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let e = list_entry(&mut s, "a");
+    assert_eq!((e["state"].as_str(), e["restarts"].as_u64()), (Some("ready"), Some(1)), "{e}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_restarting_extensions_names_are_not_taken_by_a_shadowed_one() {
+    // PROTOCOL.md §7.1: reserved while it restarts; the call made meanwhile
+    // waits for it (the tool timeout is long: the wait is for the restart,
+    // however slow Python starts here).
+    let t = TempDir::new("calls-reserved");
+    let once = t.path().join("once");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"], "restart": "on-failure", "once": once.display().to_string()}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "during", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r0", "answered by the restarted owner: {r}");
+    let changed: Vec<Value> = s.frames.iter().filter(|f| f["type"] == "tools_changed").cloned().collect();
+    assert!(changed.iter().all(|f| f["extension"] == "r0"), "{changed:?}");
+    assert!(!seen(&t, "r1").iter().any(|l| l.starts_with("tool_call")), "{:?}", seen(&t, "r1"));
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
+    // Not registered again after the restart: r1 takes `shared` then; and
+    // with policy `never`, at once.
+    let t = TempDir::new("calls-given-up");
+    let once = t.path().join("once");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"], "tools_later": ["crash"], "restart": "on-failure", "once": once.display().to_string()}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "during", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r1", "{r}");
+    let changed = s.find("tools_changed", |f| f["type"] == "tools_changed");
+    assert_eq!(s.frames[changed]["reason"], "restarted");
+    assert!(s.frames[changed]["tools"].as_array().is_some_and(|t| t.contains(&json!("shared"))), "{}", s.frames[changed]);
+    assert_eq!(s.finish(), 0);
+
+    let t = TempDir::new("calls-given-up-never");
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"]}));
+    let r1 = ext(&t, "r1", json!({"tools": ["shared"]}));
+    let mut s = Serve::start(&t, &[r0, r1], &[]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "after", "type": "tool", "name": "shared"}));
+    assert_eq!(answer_of(&r)["by"], "r1", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
+    // PROTOCOL.md §4 `restart`.
+    let t = TempDir::new("calls-restart-request");
+    let a = ext(&t, "a", json!({"tools": ["echo"]}));
+    let b = ext(&t, "b", json!({"tools": ["other"]}));
+    let mut s = Serve::start(&t, &[a, b], &["--tool-timeout", "60"]);
+    s.ready();
+    let before = list_entry(&mut s, "a")["pid"].clone();
+    let other_before = list_entry(&mut s, "b")["pid"].clone();
+    s.send(json!({"id": "r", "type": "restart", "name": "a"}));
+    s.send(json!({"id": "during", "type": "tool", "name": "echo"}));
+    let r = s.response("r");
+    assert_eq!(r["result"]["extension"], "a", "{r}");
+    assert!(r["result"]["pid"].is_u64() && r["result"]["pid"] != before, "a new process: {r}");
+    let during = s.response("during");
+    assert_eq!(json!(answer_of(&during)["pid"]), r["result"]["pid"], "answered by the new process: {during}");
+    assert_eq!(seen(&t, "a").iter().filter(|l| *l == "shutdown").count(), 1, "stopped as at shutdown: {:?}", seen(&t, "a"));
+    let e = list_entry(&mut s, "a");
+    assert_eq!((e["state"].as_str(), e["restarts"].as_u64()), (Some("ready"), Some(0)), "{e}");
+    assert_eq!(list_entry(&mut s, "b")["pid"], other_before, "the others are untouched");
+    let r = s.request(json!({"id": "u", "type": "restart", "name": "nope"}));
+    assert_eq!(code(&r), "unknown_extension", "{r}");
+    let r = s.request(json!({"id": "m", "type": "restart"}));
+    assert_eq!(code(&r), "bad_request", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn twenty_restarts_leave_no_zombie() {
+    let t = TempDir::new("calls-zombies");
+    let a = ext(&t, "a", json!({"tools": ["echo"]}));
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready();
+    for i in 0..20 {
+        let r = s.request(json!({"id": format!("r{i}"), "type": "restart", "name": "a"}));
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    let pid = s.z.pid;
+    let clean = common::wait_until(LINE_WAIT, || common::zombie_children(pid).is_empty());
+    assert!(clean, "zombies of zot: {:?}", common::zombie_children(pid));
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn a_null_system_prompt_reaches_interceptors_as_empty() {
+    // PROTOCOL.md §6.4: `system_prompt` is a string; none (or null) is "".
+    let t = TempDir::new("calls-null-prompt");
+    let g = ext(&t, "g", json!({"intercepts": ["before_agent_start"]}));
+    let mut s = Serve::start(&t, &[g], &[]);
+    s.ready();
+    let r = s.request(json!({"id": "b", "type": "intercept", "event": "before_agent_start", "system_prompt": null}));
+    assert_eq!(r["result"]["system_prompt"], "", "{r}");
+    wait_seen(&t, "g", "intercept before_agent_start \"\"");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
+    // PROTOCOL.md §6.1 through `zot mcp`: `notifications/cancelled` for a
+    // call still in its `tool_call` intercept chain.
+    let t = TempDir::new("calls-mcp-chain");
+    let b = ext(&t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]}));
+    let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000}));
+    let mut args: Vec<String> = ["mcp", "--no-ext"].map(str::to_string).to_vec();
+    for e in [&b, &g] {
+        args.push("--ext".into());
+        args.push(e.display().to_string());
+    }
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    let rpc = |z: &mut Zot, v: Value| {
+        let id = v["id"].clone();
+        z.send(&v.to_string());
+        let line = z.wait_line(&format!("the answer to {id}"), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| v["id"] == id && v.get("method").is_none())
+        });
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    rpc(&mut z, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}));
+    z.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    z.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "target", "arguments": {}}}).to_string());
+    wait_seen(&t, "g", "intercept tool_call \"target\"");
+    z.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}).to_string());
+    wait_seen(&t, "g", "intercept replied");
+    // g answers this one after the late reply: once it is answered, the
+    // host has read that reply, and b has read anything sent before it.
+    let r = rpc(&mut z, json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}));
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("\"by\": \"b\""), "{r}");
+    let seen_b = seen(&t, "b");
+    assert!(!seen_b.iter().any(|l| l.contains("target")), "the cancelled call reached b: {seen_b:?}");
+    z.close_stdin();
+    z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+}
