@@ -30,6 +30,7 @@ mod text;
 mod trace;
 mod trust;
 mod wake;
+mod which;
 
 // The `zot` binary: its front ends and tools.
 mod argpath;

@@ -318,7 +318,9 @@ impl Manifest {
 
     /// Resolves `exec` to the program to run: absolute as is; `./`, `../`
     /// or containing a `/`: relative to the manifest's directory; a bare
-    /// name: looked up on `$PATH`. The result must be an executable file.
+    /// name: looked up on `$PATH`, skipping empty and relative entries
+    /// (they would resolve against the host's directory, not the
+    /// manifest's). The result must be an executable file.
     pub fn resolve_exec(&self) -> Result<PathBuf, ManifestError> {
         let err = |msg: String| ManifestError::Exec {
             path: self.path(),
@@ -341,13 +343,8 @@ impl Manifest {
                 Err(msg) => Err(err(format!("{}: {msg}", p.display()))),
             };
         }
-        let path_var = std::env::var_os("PATH").unwrap_or_default();
-        for d in std::env::split_paths(&path_var) {
-            let d = if d.as_os_str().is_empty() { PathBuf::from(".") } else { d };
-            let p = d.join(exec);
-            if check_executable(&p).is_ok() {
-                return Ok(p);
-            }
+        if let Some(p) = crate::which::find(exec, |p| check_executable(p).is_ok()) {
+            return Ok(p);
         }
         Err(err("not found on PATH".into()))
     }

@@ -181,7 +181,11 @@ fn precheck_local(src: &Path, root: &Path) -> Res {
 
 /// `git clone --depth 1 -- <url> <dir>` with the system git.
 fn clone(url: &OsStr, dir: &Path) -> Res {
-    let mut cmd = Command::new("git");
+    let url_text = url.to_string_lossy();
+    let Some(git) = crate::which::find_executable("git") else {
+        return Err(Fail::Msg(format!("cannot install {url_text}: git is not installed (not found on PATH)")));
+    };
+    let mut cmd = Command::new(git);
     cmd.args(["-c", "protocol.ext.allow=never", "clone", "--depth", "1", "--"])
         .arg(url)
         .arg(dir)
