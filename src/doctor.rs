@@ -17,7 +17,7 @@
 //! are errors. A disabled one is reported and does not fail.
 
 use crate::check::{Finding, Severity};
-use crate::discovery::{discover, Discovery};
+use crate::discovery::{discover_with, Discovery};
 use crate::host::{fmt_duration, Config, Host, Listing, State};
 use crate::manifest::MANIFEST_FILE;
 use crate::text::one_line;
@@ -152,7 +152,7 @@ pub fn doctor(mut config: Config) -> Result<Report, String> {
     config.reserved_commands = crate::console::BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
     let home = config.home.clone();
     let grace = config.timeouts.ready_grace;
-    let disc = discover(&config.sources, &config.cwd, &home, config.trust_project);
+    let disc = discover_with(&config.sources, &config.mcp_configs, &config.cwd, &home, config.trust_project);
     let mut logs = LogMarks::default();
     for f in disc.load.iter().chain(disc.shadowed.iter().map(|(f, _)| f)) {
         logs.mark(&home.log_path(&f.manifest.name));

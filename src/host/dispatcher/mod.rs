@@ -10,7 +10,8 @@
 //! chains, [`call_tool`] tools called by extensions,
 //! [`blocks`] result content, [`restart`] supervision, [`stop`] shutdown
 //! and reload, [`calls`] the calls in flight, [`limits`] the
-//! per-extension bounds, [`listing`] the listing.
+//! per-extension bounds, [`listing`] the listing, [`mcp`] what only MCP
+//! servers do (their start, live tool lists, progress).
 
 mod blocks;
 mod call_tool;
@@ -22,6 +23,7 @@ mod frames;
 mod intercept;
 mod limits;
 mod listing;
+mod mcp;
 mod requests;
 mod restart;
 mod stop;
@@ -35,7 +37,7 @@ use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
 use crate::child::{describe_status, Child, ChildMsg, Log, EXIT_GRACE};
-use crate::discovery::discover;
+use crate::discovery::discover_with;
 use crate::protocol::{encode, CommandResponse, Panel, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolResult, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
@@ -196,6 +198,9 @@ struct Dispatcher {
     /// Extensions whose manifest could not be loaded: listed as failed,
     /// as (folder name, folder, source, why).
     broken: Vec<(String, String, &'static str, String)>,
+    /// The callers' keys for the progress of tool calls (MCP servers'
+    /// `notifications/progress`), by call id.
+    progress_keys: HashMap<u64, Value>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -263,6 +268,7 @@ impl Dispatcher {
             sequence: 0,
             untrusted: Vec::new(),
             broken: Vec::new(),
+            progress_keys: HashMap::new(),
         }
     }
 
@@ -354,6 +360,7 @@ impl Dispatcher {
                     ChildMsg::TooLong { id, len } => self.on_too_long(slot, id, len),
                     ChildMsg::Eof => self.on_eof(slot),
                     ChildMsg::Exited(status) => self.on_exit(slot, status),
+                    ChildMsg::Mcp(m) => self.on_mcp(slot, m),
                     // Sent only by a child read as lines (`zot ext check`).
                     ChildMsg::Line(_) => {}
                 }
@@ -369,7 +376,7 @@ impl Dispatcher {
         self.load_errors.clear();
         self.exts.clear();
         self.registry.clear();
-        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
+        let disc = discover_with(&self.cfg.sources, &self.cfg.mcp_configs, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
         self.untrusted = disc.untrusted.clone();
         if !self.untrusted.is_empty() {
             let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
@@ -415,7 +422,7 @@ impl Dispatcher {
         let queue = self.queue.clone();
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
-        let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
+        let log_path = self.exts[slot].found.log_path(&self.cfg.home);
         // Each process its own id: messages of an earlier one (before a
         // restart) never reach this one.
         let id = ExtId { slot, gen: self.next() };
@@ -435,11 +442,11 @@ impl Dispatcher {
                 return self.fail(slot, why);
             }
         };
-        let exec = match m.resolve_exec() {
+        let exec = match mcp::resolve(&ext.found) {
             Ok(p) => p,
             Err(e) => {
                 ext.log = Some(log);
-                return self.fail(slot, e.to_string());
+                return self.fail(slot, e);
             }
         };
         let env = match crate::envexpand::expand_from_env(m.env()) {
@@ -450,9 +457,15 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
-        let spawned = Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, move |msg| {
-            Inbox::Child(id, msg)
-        });
+        let wrap = move |msg| Inbox::Child(id, msg);
+        let (spawned, hello_at) = match &ext.found.mcp {
+            Some(spec) => {
+                let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id, ext.restarts == 0);
+                let at = after(spec.connect_timeout);
+                (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, inbox, wrap), at)
+            }
+            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, wrap), hello_at),
+        };
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
@@ -494,7 +507,13 @@ impl Dispatcher {
         ext.log(&format!("ready ({how})"));
         let extension = ext.name().to_string();
         let (commands, tools) = (ext.command_names(), ext.tool_names());
-        self.emit(HostEvent::ExtensionReady { extension, commands, tools });
+        // A server that was still connecting when the load ended brings its
+        // tools now (PROTOCOL.md §8.2).
+        let late = self.phase != Phase::Loading && ext.restart_names.is_none() && ext.found.mcp.is_some();
+        self.emit(HostEvent::ExtensionReady { extension: extension.clone(), commands, tools: tools.clone() });
+        if late && !tools.is_empty() {
+            self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools });
+        }
         self.restarted(slot);
         self.check_load_done(false);
     }

@@ -4,6 +4,7 @@
 //! then the call), events with their envelope, panels, and cancellation.
 
 use super::*;
+use super::mcp;
 
 impl Dispatcher {
     pub(super) fn on_request(&mut self, req: Request, done: Responder) {
@@ -210,7 +211,7 @@ impl Dispatcher {
     }
 
     pub(super) fn send_tool(&mut self, call: ToolCall, args: Value, origin: Option<Origin>, done: Responder) {
-        let ToolCall { name, tool_id, operation_key, reconcile, .. } = call;
+        let ToolCall { name, tool_id, operation_key, reconcile, progress_key, .. } = call;
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
@@ -232,7 +233,10 @@ impl Dispatcher {
         }
         let ext = self.exts[slot].id;
         // An interactive tool waits for the user: only cancellation ends it.
-        let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
+        let deadline = after(if interactive { Duration::MAX } else { mcp::tool_timeout(&self.exts[slot], self.cfg.timeouts.tool) });
+        if let Some(key) = progress_key {
+            self.note_progress_key(id, key);
+        }
         let parents = origin.map(|o| o.parents).unwrap_or_default();
         self.calls.insert(id, Call { ext, kind: CallKind::Tool { name, tool_id, done, parents }, deadline });
     }

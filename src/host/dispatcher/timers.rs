@@ -13,8 +13,8 @@ impl Dispatcher {
             Timer::Hello(id) => {
                 let Some(slot) = ext_timer(self, id) else { return };
                 if self.exts[slot].life == Life::Spawned && self.exts[slot].proc.as_ref().is_some_and(|p| p.exit.is_none()) {
-                    let after = fmt_duration(self.cfg.timeouts.hello);
-                    self.fail(slot, format!("no hello within {after}"));
+                    let why = super::mcp::no_hello(&self.exts[slot], self.cfg.timeouts.hello);
+                    self.fail(slot, why);
                 }
             }
             Timer::ReadyIdle(id) => {

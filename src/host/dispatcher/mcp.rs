@@ -1,0 +1,133 @@
+//! What only MCP servers need of the dispatcher (PROTOCOL.md §8): their
+//! command resolved and their edge made at start, the messages of the edge
+//! that have no zot frame (bytes to write back, a failed handshake, a new
+//! tool list, progress of a call), and their per-server call deadline.
+
+use super::*;
+use crate::mcpserver::config::ServerSpec;
+use crate::mcpserver::edge::{Edge, McpMsg, Tool};
+use std::path::PathBuf;
+
+/// The program to run: a manifest's `exec`, or a server's `command`
+/// (PROTOCOL.md §8.1), with the reason it cannot run in the server's own
+/// terms.
+pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String> {
+    let m = &found.manifest;
+    let Some(spec) = &found.mcp else { return m.resolve_exec().map_err(|e| e.to_string()) };
+    if let Some(why) = &spec.error {
+        return Err(why.clone());
+    }
+    m.resolve_exec().map_err(|e| match e {
+        crate::manifest::ManifestError::Exec { msg, .. } => {
+            format!("{}: command {:?}: {msg}", spec.file.display(), spec.command)
+        }
+        other => other.to_string(),
+    })
+}
+
+/// The edge of a new process of server `spec`; `first`: the first start of
+/// this load, when its unknown fields are logged.
+pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId, first: bool) -> Arc<Edge> {
+    if first && !spec.unknown.is_empty() {
+        log.line(&format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), spec.unknown.join(", ")));
+    }
+    let emit = Box::new(move |m| {
+        let _ = inbox.send(Inbox::Child(id, m));
+    });
+    Arc::new(Edge::new(spec.clone(), &cfg.zot_version, &cfg.cwd, log.clone(), emit))
+}
+
+/// A tool call's deadline: a server's `requestTimeout`, else `tool`.
+pub(super) fn tool_timeout(ext: &Ext, tool: Duration) -> Duration {
+    ext.found.mcp.as_ref().and_then(|s| s.request_timeout).unwrap_or(tool)
+}
+
+/// Why a process failed its handshake in time.
+pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
+    match &ext.found.mcp {
+        Some(s) => format!("no answer to initialize within {} (connectTimeout)", fmt_duration(s.connect_timeout)),
+        None => format!("no hello within {}", fmt_duration(hello)),
+    }
+}
+
+impl Dispatcher {
+    pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
+        match m {
+            McpMsg::Write(bytes) => {
+                let Some(c) = self.exts[slot].child() else { return };
+                if c.send_raw(Arc::new(bytes)).is_err() {
+                    self.exts[slot].log("could not write an answer to the server: its queue is full or stdin closed");
+                }
+            }
+            McpMsg::Fail(why) => {
+                if self.exts[slot].life.starting() {
+                    self.fail(slot, why);
+                }
+            }
+            McpMsg::Tools(tools) => self.replace_tools(slot, tools),
+            McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
+        }
+    }
+
+    /// The server listed its tools again: the new set replaces the old in
+    /// the registry, and what changed is announced (`listed`).
+    fn replace_tools(&mut self, slot: usize, tools: Vec<Tool>) {
+        if !self.exts[slot].life.running() {
+            return;
+        }
+        let before: Vec<(String, Value)> =
+            self.exts[slot].tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        let after_: Vec<(String, Value)> = tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        for (name, _) in &before {
+            if !after_.iter().any(|(n, _)| n == name) {
+                self.registry.release_tool(name, slot);
+            }
+        }
+        self.exts[slot].tools.clear();
+        for t in tools {
+            self.register_tool(slot, t.name, t.description, t.schema, t.more);
+        }
+        let mut changed: Vec<String> = Vec::new();
+        for (name, key) in &after_ {
+            if !before.iter().any(|(n, k)| n == name && k == key) {
+                changed.push(name.clone());
+            }
+        }
+        changed.extend(before.into_iter().filter(|(n, _)| !after_.iter().any(|(m, _)| m == n)).map(|(n, _)| n));
+        if changed.is_empty() {
+            return;
+        }
+        self.exts[slot].log(&format!("tools listed again; changed: {}", changed.join(", ")));
+        let extension = self.exts[slot].name().to_string();
+        self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools: changed });
+    }
+
+    /// Progress of a tool call in flight to this server, passed on with the
+    /// caller's key for it.
+    fn on_progress(&mut self, slot: usize, id: &str, progress: Value, total: Option<Value>, message: Option<String>) {
+        let Ok(n) = id.parse::<u64>() else { return };
+        let ext = self.exts[slot].id;
+        let Some(Call { kind: CallKind::Tool { tool_id, .. }, .. }) = self.calls.get(&n).filter(|c| c.ext == ext) else {
+            return;
+        };
+        let tool_id = tool_id.clone();
+        let Some(key) = self.progress_keys.get(&n).cloned() else { return };
+        let extension = self.exts[slot].name().to_string();
+        self.emit(HostEvent::ToolProgress { id: key, tool_id, extension, progress, total, message });
+    }
+
+    /// Remembers the caller's key for the progress of call `id`; keys of
+    /// calls no longer in flight are let go as the map grows.
+    pub(super) fn note_progress_key(&mut self, id: u64, key: Value) {
+        if self.progress_keys.len() >= 256 {
+            let calls = &self.calls;
+            self.progress_keys.retain(|k, _| calls.get(k).is_some());
+        }
+        self.progress_keys.insert(id, key);
+    }
+}
+
+/// What of a tool counts as a change when it is listed again.
+fn tool_key(description: &str, schema: &Value, more: &crate::protocol::ToolMore) -> Value {
+    serde_json::json!([description, schema, serde_json::to_value(more).unwrap_or(Value::Null)])
+}
