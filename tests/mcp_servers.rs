@@ -500,6 +500,31 @@ fn names_follow_the_rule_and_an_extension_of_the_same_name_wins() {
 }
 
 #[test]
+fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
+    let t = TempDir::new("mcp-idle");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let pid = s.ext("fx")["pid"].as_u64().unwrap() as u32;
+    let idle = s.wait_state("fx", "idle");
+    assert_eq!(idle["pid"], Value::Null);
+    assert_gone_within(&[pid], LINE_WAIT, &s.z.context());
+    let l = s.ok("list", json!({}));
+    assert!(tool_names(&l).contains(&"mcp__fx__echo".to_string()), "its tools stay offered while idle: {l}");
+    assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 1}))), r#"{"w": 1}"#, "the call wakes it");
+    let e = s.ext("fx");
+    assert_eq!(e["state"], "ready");
+    assert_ne!(e["pid"].as_u64().unwrap() as u32, pid);
+    assert_eq!(e["restarts"], 0, "a wake is not a restart");
+    s.wait_state("fx", "idle");
+    let r = s.ok("command", json!({"name": "mcp__fx__greet", "args": "ann"}));
+    assert_eq!(r["prompt"], "greet ann -", "a command wakes it too");
+    s.shutdown();
+    let log = s.log("fx");
+    assert!(log.contains("(idleTimeout): stopping") && log.contains("called while idle"), "{log}");
+}
+
+#[test]
 fn shutdown_leaves_no_server_process() {
     let t = TempDir::new("mcp-shutdown");
     let cfg = write_config(t.path(), "mcp.json", json!({"a": fx(&[], json!({})), "b": fx(&[], json!({}))}));

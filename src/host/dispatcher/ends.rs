@@ -103,13 +103,14 @@ impl Dispatcher {
         let status = p.exit.flatten();
         let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
         match ext.life {
+            Life::Stopping { .. } if ext.idle.stopping => self.went_idle(slot, &how),
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
                 self.lose(slot, self.stop_detail());
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
                 self.check_stopped();
             }
-            Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop => {
+            Life::Failed | Life::Exited | Life::Stopped | Life::Restarting | Life::CrashLoop | Life::Idle => {
                 ext.log(&format!("exited ({how})"))
             }
             Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),

@@ -49,6 +49,9 @@ pub(super) enum Life {
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
+    /// An MCP server stopped after its `idleTimeout`: its names stay
+    /// offered, and the next call starts it again (PROTOCOL.md §8.1).
+    Idle,
 }
 
 impl Life {
@@ -70,6 +73,7 @@ impl Life {
             Life::Stopping { failed: false } | Life::Exited | Life::Stopped => State::Exited,
             Life::Restarting => State::Restarting,
             Life::CrashLoop => State::CrashLoop,
+            Life::Idle => State::Idle,
         }
     }
 }
@@ -127,6 +131,8 @@ pub(super) struct Ext {
     pub restart_names: Option<(Vec<String>, Vec<String>)>,
     /// Requests for those names, waiting: request, answer, deadline, key.
     pub parked: Vec<(crate::host::Request, crate::host::Responder, Instant, u64)>,
+    /// An MCP server's idle stop and wake (PROTOCOL.md §8.1).
+    pub idle: super::mcp::IdleState,
 }
 
 impl Ext {
@@ -152,6 +158,7 @@ impl Ext {
             ready_at: None,
             restart_names: None,
             parked: Vec::new(),
+            idle: Default::default(),
         }
     }
 

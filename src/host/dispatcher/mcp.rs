@@ -50,7 +50,99 @@ pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
     }
 }
 
+/// Where an MCP server with an `idleTimeout` is in its sleep.
+#[derive(Debug, Default)]
+pub(super) struct IdleState {
+    /// Stopped for being idle; its end makes it [`Life::Idle`].
+    pub stopping: bool,
+    /// Started again by a call; the calls wait until it is ready.
+    pub waking: bool,
+    /// When it was last called.
+    pub last_used: Option<Instant>,
+}
+
+impl IdleState {
+    /// Calls wait (and wake it): idle, going idle, or waking.
+    pub fn asleep(&self, life: Life) -> bool {
+        life == Life::Idle || self.stopping || self.waking
+    }
+}
+
 impl Dispatcher {
+    /// Ready: a server with an `idleTimeout` starts counting, and calls that
+    /// woke it go to it.
+    pub(super) fn mcp_ready(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
+        ext.idle.last_used = Some(Instant::now());
+        let id = ext.id;
+        self.at(after(d), Timer::Idle(id));
+        if std::mem::take(&mut self.exts[slot].idle.waking) {
+            for (req, done, _, _) in std::mem::take(&mut self.exts[slot].parked) {
+                self.on_request(req, done);
+            }
+        }
+    }
+
+    pub(super) fn on_idle_timer(&mut self, id: ExtId, now: Instant) {
+        let Some(slot) = self.slot_of(id) else { return };
+        let ext = &mut self.exts[slot];
+        let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
+        if ext.life != Life::Ready || self.phase != Phase::Running {
+            return;
+        }
+        if self.calls.count(slot) > 0 {
+            ext.idle.last_used = Some(now);
+        }
+        let due = ext.idle.last_used.and_then(|t| t.checked_add(d)).unwrap_or(now);
+        if due > now {
+            return self.at(due, Timer::Idle(id));
+        }
+        ext.log(&format!("unused for {} (idleTimeout): stopping; its tools stay offered and the next call starts it", fmt_duration(d)));
+        ext.idle.stopping = true;
+        ext.life = Life::Stopping { failed: false };
+        if let Some(p) = ext.proc.as_ref() {
+            p.child.close_stdin();
+        }
+        self.at(after(self.cfg.timeouts.shutdown_grace), Timer::Stop(id, StopStage::Term));
+    }
+
+    /// The process stopped for being idle has ended.
+    pub(super) fn went_idle(&mut self, slot: usize, how: &str) {
+        let ext = &mut self.exts[slot];
+        ext.idle.stopping = false;
+        ext.life = Life::Idle;
+        ext.log(&format!("idle ({how})"));
+        let id = ext.id;
+        self.cancel_calls_of(id);
+        if !self.exts[slot].parked.is_empty() {
+            self.wake(slot);
+        }
+    }
+
+    /// A call for a server that is idle (or on its way there, or waking):
+    /// it waits for the server, which is started if it sleeps.
+    pub(super) fn wake_for(&mut self, slot: usize, req: Request, done: Responder) {
+        let timeout = match &req {
+            Request::Command { .. } => self.cfg.timeouts.command,
+            _ => tool_timeout(&self.exts[slot], self.cfg.timeouts.tool),
+        };
+        self.park(slot, req, done, timeout);
+        if self.exts[slot].life == Life::Idle {
+            self.wake(slot);
+        }
+    }
+
+    fn wake(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        ext.log("called while idle: starting it again");
+        ext.idle.waking = true;
+        ext.life = Life::Spawned;
+        ext.proc = None;
+        ext.error = None;
+        self.start_ext(slot);
+    }
+
     pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
         match m {
             McpMsg::Write(bytes) => {

@@ -140,6 +140,8 @@ enum Timer {
     Parked(usize, u64),
     /// A call of an agent tool reaches the tool timeout.
     AgentCall(u64),
+    /// An MCP server's `idleTimeout` may be over.
+    Idle(ExtId),
 }
 
 enum Waiter {
@@ -489,6 +491,11 @@ impl Dispatcher {
         self.load_errors.push(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
         self.emit(HostEvent::LoadFailed { extension: name, message: why, log });
+        // Calls that woke an idle server fail with it.
+        if std::mem::take(&mut self.exts[slot].idle.waking) {
+            let extension = self.exts[slot].name().to_string();
+            self.unpark_failed(slot, HostError::Exited { extension, detail: "it failed to start again after being idle".into() });
+        }
         // A restart that fails to load is one more exit.
         if self.exts[slot].restart_names.is_some() && !self.maybe_restart(slot, None) {
             self.exts[slot].restart_names = None;
@@ -511,9 +518,10 @@ impl Dispatcher {
         // tools now (PROTOCOL.md §8.2).
         let late = self.phase != Phase::Loading && ext.restart_names.is_none() && ext.found.mcp.is_some();
         self.emit(HostEvent::ExtensionReady { extension: extension.clone(), commands, tools: tools.clone() });
-        if late && !tools.is_empty() {
+        if late && !tools.is_empty() && !self.exts[slot].idle.waking {
             self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools });
         }
+        self.mcp_ready(slot);
         self.restarted(slot);
         self.check_load_done(false);
     }

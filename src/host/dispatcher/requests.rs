@@ -133,6 +133,9 @@ impl Dispatcher {
             }
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
+        if self.exts[slot].idle.asleep(self.exts[slot].life) {
+            return self.wake_for(slot, Request::Command { name, args }, done);
+        }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
@@ -215,6 +218,10 @@ impl Dispatcher {
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
+        if self.exts[slot].idle.asleep(self.exts[slot].life) {
+            let call = ToolCall { name, args: Some(args), tool_id, operation_key, reconcile, progress_key, as_model: false };
+            return self.wake_for(slot, Request::ToolCall(call), done);
+        }
         let interactive = self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
         if interactive && !self.cfg.interactive_tools {
             let text = "interactive extension tools require an interactive host";

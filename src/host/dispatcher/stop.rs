@@ -82,7 +82,7 @@ impl Dispatcher {
                 self.stopped_count += 1;
             }
             let waiting = std::mem::take(&mut ext.parked);
-            if matches!(ext.life, Life::Restarting | Life::CrashLoop) {
+            if matches!(ext.life, Life::Restarting | Life::CrashLoop | Life::Idle) {
                 ext.life = Life::Stopped;
             }
             ext.restart_names = None;

@@ -71,6 +71,7 @@ impl Dispatcher {
             Timer::Restart(id) => self.on_restart_timer(id),
             Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
             Timer::AgentCall(n) => self.on_agent_call_timeout(n),
+            Timer::Idle(id) => self.on_idle_timer(id, now),
         }
     }
 

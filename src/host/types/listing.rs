@@ -22,6 +22,8 @@ pub enum State {
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
+    /// An MCP server stopped after its `idleTimeout`; the next call starts it.
+    Idle,
 }
 
 impl State {
@@ -35,6 +37,7 @@ impl State {
             State::Untrusted => "untrusted",
             State::Restarting => "restarting",
             State::CrashLoop => "crash_loop",
+            State::Idle => "idle",
         }
     }
 }
