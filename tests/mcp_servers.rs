@@ -536,6 +536,136 @@ fn shutdown_leaves_no_server_process() {
     assert_gone_within(&pids, LINE_WAIT, &s.z.context());
 }
 
+fn zot(t: &TempDir, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(zot_proc::BIN)
+        .args(args)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .current_dir(cwd_of(t))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn management_commands_show_servers_and_refuse_to_edit_them() {
+    let t = TempDir::new("mcp-manage");
+    let global = write_config(&t.path().join("zot-home"), "mcp.json", json!({"gsrv": fx(&[], json!({}))}));
+    let (code, out, err) = zot(&t, &["ext", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == "gsrv").cloned().unwrap();
+    assert_eq!((row["kind"].as_str(), row["scope"].as_str(), row["state"].as_str()), (Some("mcp"), Some("global"), Some("enabled")), "{row}");
+    let (_, table, _) = zot(&t, &["ext", "list"]);
+    let line = table.lines().find(|l| l.contains("gsrv")).unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(line.split_whitespace().nth(5), Some("mcp"), "the language column names the kind: {table}");
+    for verb in ["enable", "disable"] {
+        let (code, _, err) = zot(&t, &["ext", verb, "gsrv"]);
+        assert_eq!(code, 1);
+        assert!(err.contains(&format!("gsrv is an MCP server from {}: edit that file to {verb} it", global.display())), "{err}");
+    }
+    let (code, _, err) = zot(&t, &["ext", "remove", "--yes", "gsrv"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("edit that file to remove it"), "{err}");
+    let (code, _, err) = zot(&t, &["ext", "install", global.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("holds MCP servers, not an extension"), "{err}");
+    assert!(global.exists(), "nothing was changed");
+
+    // A load writes its log, which `zot ext logs` shows by the server's name.
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--ready-grace", "10"]);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(code, 0, "{report}");
+    let e = report["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "gsrv").cloned().unwrap();
+    assert_eq!((e["kind"].as_str(), e["state"].as_str(), e["protocol_version"].as_str()), (Some("mcp"), Some("ready"), Some("2025-11-25")), "{e}");
+    assert!(e["log"].as_str().unwrap().ends_with("logs/mcp-gsrv.log"));
+    let (code, out, _) = zot(&t, &["ext", "logs", "gsrv"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("initialized: protocol 2025-11-25"), "{out}");
+}
+
+#[test]
+fn doctor_checks_a_servers_handshake_with_a_fix() {
+    let t = TempDir::new("mcp-doctor");
+    let cfg = write_config(
+        t.path(),
+        "mcp.json",
+        json!({"mute": fx(&["--never-init"], json!({"connectTimeout": 0.3, "restart": "never"})), "web": {"url": "https://x/mcp"}}),
+    );
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let f: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "mcp_handshake").collect();
+    assert_eq!(f.len(), 2, "{report}");
+    let mute = f.iter().find(|f| f["extension"] == "mute").unwrap();
+    assert!(mute["hint"].as_str().unwrap().contains("connectTimeout") && mute["hint"].as_str().unwrap().contains("mcp_server.py --never-init"), "{mute}");
+    let web = f.iter().find(|f| f["extension"] == "web").unwrap();
+    assert!(web["message"].as_str().unwrap().contains("not supported (stdio only)"), "{web}");
+}
+
+#[test]
+fn the_console_lists_servers_and_shows_progress_as_status_lines() {
+    let t = TempDir::new("mcp-console");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({}))}));
+    let mut args = strings(&["--no-ext", "--cwd"]);
+    args.push(cwd_of(&t).display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(["--mcp-config".to_string(), cfg.display().to_string()]);
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    z.send("/extensions");
+    z.send("/tools");
+    z.send("/tool mcp__fx__progress {}");
+    z.close_stdin();
+    let out = z.read_to_end(LINE_WAIT * 2).join("\n");
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+    assert!(out.lines().any(|l| l.contains("fx") && l.contains("ready") && l.contains("(MCP server 2025-11-25)")), "{out}");
+    assert!(out.contains("mcp__fx__echo") && out.contains("echoes text [fx]"), "{out}");
+    assert!(out.contains("[fx] progress 1/3: step 1") && out.contains("[fx] progress 3/3: step 3"), "{out}");
+    assert!(out.contains("[fx] done"), "{out}");
+}
+
+/// An extension that calls `mcp__fx__echo` with `call_tool` when its own
+/// tool `relay` runs, and answers with what it got.
+fn relay_ext(parent: &Path) -> PathBuf {
+    let dir = parent.join("relay");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"import json, sys
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+out({"type": "hello", "name": "relay", "version": "1", "capabilities": ["tools", "call_tool"]})
+out({"type": "register_tool", "name": "relay", "schema": {"type": "object"}})
+out({"type": "ready"})
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "tool_call":
+        out({"type": "call_tool", "id": "c1", "name": "mcp__fx__echo", "args": {"via": "relay"}, "parent_id": m["id"]})
+        outer = m["id"]
+    elif m.get("type") == "tool_result" and m.get("id") == "c1":
+        out({"type": "tool_result", "id": outer, "content": [{"type": "text", "text": "relayed " + m["content"][0]["text"]}]})
+    elif m.get("type") == "shutdown":
+        out({"type": "shutdown_ack"}); break
+"#;
+    std::fs::write(dir.join("relay.py"), script).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        json!({"name": "relay", "exec": "python3", "args": [dir.join("relay.py").display().to_string()]}).to_string(),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn an_extensions_call_tool_reaches_an_mcp_tool() {
+    let t = TempDir::new("mcp-calltool");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({}))}));
+    let relay = relay_ext(t.path());
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext", "--ext", relay.to_str().unwrap()]);
+    s.note("ready");
+    let r = s.tool("relay", json!({}));
+    assert_eq!(text(&r), r#"relayed {"via": "relay"}"#, "{r}");
+    s.shutdown();
+}
+
 // ----- zot mcp: a gateway in front of MCP servers ---------------------------
 
 /// A guard extension: blocks `mcp__fx__crash`, adds `"guarded": true` to

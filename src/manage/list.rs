@@ -21,6 +21,8 @@ struct Row {
     /// The same as `scope`, named as in `zot serve`'s `list`.
     source: &'static str,
     name: String,
+    /// `extension`, or `mcp` for an MCP server from an `mcp.json`.
+    kind: &'static str,
     /// What a session started here would do with it: `enabled` (it loads),
     /// `disabled`, `untrusted` (a project-local one in an untrusted
     /// project), `shadowed` (a higher source has the name) or `broken`.
@@ -72,6 +74,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         let state = match m {
             None => "broken",
             Some(_) if shadowed_by.is_some() => "shadowed",
+            Some(_) if e.error.is_some() => "broken",
             Some(m) if !m.enabled => "disabled",
             Some(_) if untrusted => "untrusted",
             Some(m) => {
@@ -85,16 +88,24 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             scope: e.scope.as_str(),
             source: e.scope.as_str(),
             name: e.name.clone(),
+            kind: e.kind(),
             state,
             version: field(|m| &m.version),
             enabled: m.is_some_and(|m| m.enabled),
             language: field(|m| &m.language),
-            description: field(|m| &m.description),
+            description: match &e.mcp {
+                Some(s) => std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+                None => field(|m| &m.description),
+            },
             dir: show(&e.dir),
             error: e.error.clone(),
             shadowed_by,
             trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
-            exec_error: m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
+            exec_error: match &e.mcp {
+                Some(s) if s.error.is_none() => s.resolve_command().err(),
+                Some(_) => None,
+                None => m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
+            },
             is_static,
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
@@ -146,7 +157,9 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
     let mut table: Vec<[String; 8]> = vec![header.map(str::to_string)];
     for r in rows {
-        let description = if r.error.is_some() {
+        let description = if r.error.is_some() && r.kind == "mcp" {
+            "(unusable entry, see below)".to_string()
+        } else if r.error.is_some() {
             "(broken manifest, see below)".to_string()
         } else {
             truncate(&dash(&r.description), DESCRIPTION_WIDTH)
@@ -157,7 +170,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             dash(&r.version),
             if r.enabled { "yes" } else { "no" }.to_string(),
             if r.is_static && r.state == "enabled" { "static".to_string() } else { r.state.to_string() },
-            dash(&r.language),
+            // A server has no language: the column names its kind.
+            if r.kind == "mcp" { "mcp".to_string() } else { dash(&r.language) },
             description,
             sanitize(&r.dir),
         ]);

@@ -103,6 +103,20 @@ impl ServerSpec {
         self.enabled_tools.as_ref().is_none_or(|only| only.iter().any(|t| t == name))
     }
 
+    /// The program to run: its `command` resolved as a manifest's `exec`
+    /// (PROTOCOL.md §1) against the file's folder; the error names the file.
+    pub fn resolve_command(&self) -> Result<PathBuf, String> {
+        if let Some(why) = &self.error {
+            return Err(why.clone());
+        }
+        self.manifest().resolve_exec().map_err(|e| match e {
+            crate::manifest::ManifestError::Exec { msg, .. } => {
+                format!("{}: command {:?}: {msg}", self.file.display(), self.command)
+            }
+            other => other.to_string(),
+        })
+    }
+
     /// The manifest the host runs the server by: its command (a path with
     /// a `/` made absolute against the file's folder), args, env, restart
     /// policy and folder.

@@ -13,16 +13,10 @@ use std::path::PathBuf;
 /// terms.
 pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String> {
     let m = &found.manifest;
-    let Some(spec) = &found.mcp else { return m.resolve_exec().map_err(|e| e.to_string()) };
-    if let Some(why) = &spec.error {
-        return Err(why.clone());
+    match &found.mcp {
+        Some(spec) => spec.resolve_command(),
+        None => m.resolve_exec().map_err(|e| e.to_string()),
     }
-    m.resolve_exec().map_err(|e| match e {
-        crate::manifest::ManifestError::Exec { msg, .. } => {
-            format!("{}: command {:?}: {msg}", spec.file.display(), spec.command)
-        }
-        other => other.to_string(),
-    })
 }
 
 /// The edge of a new process of server `spec`; `first`: the first start of
