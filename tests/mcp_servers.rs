@@ -525,6 +525,38 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
 }
 
 #[test]
+fn tool_names_are_sanitised_bounded_and_duplicates_shadowed() {
+    let t = TempDir::new("mcp-dupes");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--dupes"], json!({}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let e = s.ext("fx");
+    let tools: Vec<String> = e["tools"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(tools.iter().filter(|n| *n == "mcp__fx__a_b").count(), 1, "{tools:?}");
+    let long = tools.iter().find(|n| n.starts_with("mcp__fx__xxx")).unwrap();
+    assert_eq!(long.len(), 64);
+    assert!(long[55..].starts_with('_') && long[56..].chars().all(|c| c.is_ascii_hexdigit()), "{long}");
+    // The first in the server's order wins (tools/list order: a.b, then a_b).
+    assert_eq!(text(&s.tool("mcp__fx__a_b", json!({}))), "ran a.b");
+    assert_eq!(text(&s.tool(long, json!({}))), format!("ran {}", "x".repeat(70)));
+    s.shutdown();
+    assert!(s.log("fx").contains(r#"tool "a_b" is shadowed by tool "a.b" of the same server"#), "{}", s.log("fx"));
+}
+
+#[test]
+fn a_server_that_stays_up_after_stdin_closes_is_terminated() {
+    let t = TempDir::new("mcp-stop");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--ignore-eof"], json!({}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let pid = s.ext("fx")["pid"].as_u64().unwrap() as u32;
+    s.shutdown();
+    assert_gone_within(&[pid], LINE_WAIT, &s.z.context());
+    let log = s.log("fx");
+    assert!(log.contains("stdin closed; staying up") && log.contains("sending SIGTERM"), "{log}");
+}
+
+#[test]
 fn shutdown_leaves_no_server_process() {
     let t = TempDir::new("mcp-shutdown");
     let cfg = write_config(t.path(), "mcp.json", json!({"a": fx(&[], json!({})), "b": fx(&[], json!({}))}));
@@ -755,6 +787,37 @@ fn zot_mcp_runs_the_intercept_chain_and_events_for_mcp_tools_and_forwards_progre
     assert!(glog.contains("event tool_result mcp__fx__echo completed"), "{glog}");
     let flog = std::fs::read_to_string(t.path().join("zot-home/logs/mcp-fx.log")).unwrap();
     assert!(!flog.contains("\"name\": \"crash\""), "a blocked call never reaches the server: {flog}");
+}
+
+#[test]
+fn zot_mcp_re_exports_a_server_to_the_official_python_client() {
+    let py = root().join("target/mcp-venv/bin/python");
+    let has_sdk = std::process::Command::new(&py).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());
+    if !has_sdk {
+        return skip("no MCP Python SDK in target/mcp-venv (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)");
+    }
+    let t = TempDir::new("mcp-sdk-gateway");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({}))}));
+    let out = std::process::Command::new(&py)
+        .arg(root().join("tests/mcp/gateway_client.py"))
+        .args(["--", zot_proc::BIN, "mcp", "--no-ext", "--cwd"])
+        .arg(cwd_of(&t))
+        .args(FAST)
+        .arg("--mcp-config")
+        .arg(&cfg)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let echo = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__fx__echo").cloned().unwrap();
+    assert_eq!((echo["title"].as_str(), echo["annotations"]["readOnlyHint"].as_bool()), (Some("Echo"), Some(true)), "{echo}");
+    assert_eq!(v["echo"]["content"][0]["text"], r#"{"text": "via the gateway"}"#);
+    assert_eq!(v["structured"]["structuredContent"], json!({"n": 7}));
+    assert_eq!(v["progress"]["content"][0]["text"], "done");
+    assert_eq!(v["updates"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(v["updates"][2], json!({"progress": 3.0, "total": 3.0, "message": "step 3"}));
 }
 
 // ----- real servers ------------------------------------------------------------
