@@ -8,8 +8,10 @@
 
 use crate::home::{project_extensions_dir, Home};
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
+use crate::mcpserver::config::{self as mcp_config, ServerSpec, MCP_FILE};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where an extension was found, highest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,10 +38,32 @@ impl Source {
 /// A valid manifest and where it came from.
 #[derive(Debug, Clone)]
 pub struct Found {
-    /// The manifest read.
+    /// The manifest read (for an MCP server, the one made from its entry).
     pub manifest: Manifest,
     /// Where it was found.
     pub source: Source,
+    /// For an MCP server (PROTOCOL.md §8): its configuration entry.
+    pub mcp: Option<Arc<ServerSpec>>,
+}
+
+impl Found {
+    /// `extension` or `mcp`, as listings say.
+    pub fn kind(&self) -> &'static str {
+        if self.mcp.is_some() {
+            "mcp"
+        } else {
+            "extension"
+        }
+    }
+
+    /// Its log file: `ext-<name>.log`, or `mcp-<name>.log` for a server.
+    pub fn log_path(&self, home: &Home) -> PathBuf {
+        let name = &self.manifest.name;
+        match self.mcp {
+            Some(_) => home.logs_dir().join(format!("mcp-{name}.log")),
+            None => home.log_path(name),
+        }
+    }
 }
 
 /// A directory that should have held an extension but could not be read.
@@ -85,7 +109,8 @@ pub struct Discovery {
 pub struct Sources {
     /// `--ext` directories in command-line order.
     pub ext_paths: Vec<PathBuf>,
-    /// `--no-ext`: skip project-local and global discovery.
+    /// `--no-ext`: skip project-local and global discovery (and the
+    /// project and global MCP files).
     pub no_ext: bool,
 }
 
@@ -94,6 +119,13 @@ pub struct Sources {
 /// Project-local ones load only when the project at `cwd` is trusted, or
 /// with `trust_project` (`--trust-project`).
 pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool) -> Discovery {
+    discover_with(sources, &[], cwd, home, trust_project)
+}
+
+/// [`discover`], with the MCP servers (PROTOCOL.md §8.1) of the
+/// `--mcp-config` files `mcp_configs` (in command-line order) and of the
+/// project and global `mcp.json`, each after the extensions of its source.
+pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, home: &Home, trust_project: bool) -> Discovery {
     let mut all: Vec<Result<Found, Broken>> = Vec::new();
     for p in &sources.ext_paths {
         let dir = if p.file_name().is_some_and(|n| n == MANIFEST_FILE) && p.is_file() {
@@ -103,9 +135,15 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
         };
         all.push(load_one(&dir, Source::Ext));
     }
+    // MCP servers come after the extensions of the same source.
+    for f in mcp_configs {
+        all.extend(mcp_servers(f, Source::Ext, true));
+    }
     if !sources.no_ext {
         all.extend(scan_dir(&project_extensions_dir(cwd), Source::Project));
+        all.extend(mcp_servers(&cwd.join(".zot").join(MCP_FILE), Source::Project, false));
         all.extend(scan_dir(&home.extensions_dir(), Source::Global));
+        all.extend(mcp_servers(&home.root().join(MCP_FILE), Source::Global, false));
     }
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
@@ -157,8 +195,30 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
 
 fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
     Manifest::load(dir)
-        .map(|manifest| Found { manifest, source })
+        .map(|manifest| Found { manifest, source, mcp: None })
         .map_err(|error| Broken { dir: dir.to_path_buf(), source, error })
+}
+
+/// The servers of the MCP configuration file at `path`, by name; a file
+/// that cannot be used is one broken entry (a missing one is nothing,
+/// unless `given` with `--mcp-config`).
+pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found, Broken>> {
+    let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Parse { path: path.to_path_buf(), msg } };
+    let file = match mcp_config::read_file(path) {
+        Ok(Some(f)) => f,
+        Ok(None) if !given => return Vec::new(),
+        Ok(None) => return vec![Err(broken("no such file or directory".into()))],
+        Err(msg) => return vec![Err(broken(msg))],
+    };
+    let mut out: Vec<Result<Found, Broken>> = file
+        .bad_names
+        .into_iter()
+        .map(|(name, why)| Err(broken(format!("server {name:?}: invalid name: {why}"))))
+        .collect();
+    for spec in file.servers {
+        out.push(Ok(Found { manifest: spec.manifest(), source, mcp: Some(Arc::new(spec)) }));
+    }
+    out
 }
 
 /// Every extension directory directly under `root`, sorted by folder name

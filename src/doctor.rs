@@ -17,7 +17,7 @@
 //! are errors. A disabled one is reported and does not fail.
 
 use crate::check::{Finding, Severity};
-use crate::discovery::{discover, Discovery};
+use crate::discovery::{discover_with, Discovery};
 use crate::host::{fmt_duration, Config, Host, Listing, State};
 use crate::manifest::MANIFEST_FILE;
 use crate::text::one_line;
@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 /// `zot ext doctor --help`.
 pub const HELP: &str = "Usage: zot ext doctor [OPTIONS] [--json]
 
-Loads every extension exactly as a session with the same options would
-(--ext paths, project-local, global), waits for the load to end, reports,
+Loads every extension and MCP server exactly as a session with the same
+options would (--ext paths, --mcp-config files, project-local, global),
+waits for the load to end, reports,
 and stops them all. For each extension: source, folder, log file, state
 (ready, auto_ready, ready_grace_exceeded, failed with the reason, broken
 with why its exec cannot start, exited, disabled, shadowed, untrusted,
@@ -49,7 +50,7 @@ shadowed extension fails; a disabled one is reported and does not).
 Options: every option of 'zot serve' (see 'zot serve --help'), and
   --json    print one JSON object instead:
             {\"ok\", \"errors\", \"warnings\", \"infos\", \"load_ms\", \"cwd\", \"home\",
-             \"extensions\": [{\"name\", \"version\", \"source\", \"dir\", \"log\",
+             \"extensions\": [{\"name\", \"kind\", \"version\", \"source\", \"dir\", \"log\",
                \"state\", \"reason\"?, \"pid\"?, \"commands\": [{\"name\", \"in_force\",
                \"shadowed_by\"?}], \"tools\": [...], \"events\", \"intercepts\",
                \"log_lines\": [...], \"findings\": [...]}],
@@ -74,6 +75,8 @@ pub struct Name {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtReport {
     pub name: String,
+    /// `extension`, or `mcp` for an MCP server (PROTOCOL.md §8).
+    pub kind: &'static str,
     pub version: String,
     /// `ext`, `project` or `global`.
     pub source: String,
@@ -95,6 +98,15 @@ pub struct ExtReport {
     /// The `[zot]` lines of this load, without the prefix.
     pub log_lines: Vec<String>,
     pub findings: Vec<Finding>,
+    /// An MCP server's protocol version, once it answered `initialize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// An MCP server's `serverInfo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<serde_json::Value>,
+    /// An MCP server's configuration file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
 }
 
 /// A name claimed more than once.
@@ -154,10 +166,10 @@ pub fn doctor(mut config: Config) -> Result<Report, String> {
     config.reserved_commands = crate::console::BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
     let home = config.home.clone();
     let grace = config.timeouts.ready_grace;
-    let disc = discover(&config.sources, &config.cwd, &home, config.trust_project);
+    let disc = discover_with(&config.sources, &config.mcp_configs, &config.cwd, &home, config.trust_project);
     let mut logs = LogMarks::default();
     for f in disc.load.iter().chain(disc.shadowed.iter().map(|(f, _)| f)) {
-        logs.mark(&home.log_path(&f.manifest.name));
+        logs.mark(&f.log_path(&home));
     }
     let cwd = config.cwd.display().to_string();
     let started = Instant::now();
@@ -203,13 +215,18 @@ fn build(
     let broken_dirs: Vec<String> = disc.broken.iter().map(|b| b.dir.display().to_string()).collect();
     // A broken manifest is reported below, from discovery, with its own fix.
     for info in listing.extensions.iter().filter(|i| !(i.state == State::Failed && broken_dirs.contains(&i.dir))) {
-        let log = home.log_path(&info.name);
+        let log = log_of(home, info.kind, &info.name);
         let own: Vec<String> = lines
             .get(&log)
             .map(|l| l.iter().filter(|l| !skipped_dirs.iter().any(|s| l.starts_with(s.as_str()))).cloned().collect())
             .unwrap_or_default();
+        let spec = disc.load.iter().chain(&disc.untrusted).find(|f| f.manifest.name == info.name).and_then(|f| f.mcp.clone());
         let mut e = ExtReport {
             name: info.name.clone(),
+            kind: info.kind,
+            protocol_version: info.protocol_version.clone(),
+            server_info: info.server_info.clone(),
+            config: spec.as_ref().map(|s| s.file.display().to_string()),
             version: info.version.clone(),
             source: info.source.to_string(),
             dir: info.dir.clone(),
@@ -249,7 +266,10 @@ fn build(
         }
         e.commands = mark(&info.commands, &info.shadowed_commands, &cmd_owner, true);
         e.tools = mark(&info.tools, &info.shadowed_tools, &tool_owner, false);
-        diagnose(&mut e, grace);
+        match &spec {
+            Some(spec) => diagnose_server(&mut e, spec, listing),
+            None => diagnose(&mut e, grace),
+        }
         exts.push(e);
     }
     for (kind, pick) in [("command", 0), ("tool", 1)] {
@@ -296,7 +316,7 @@ fn build(
     }
     for (found, winner) in &disc.shadowed {
         let m = &found.manifest;
-        let log = home.log_path(&m.name);
+        let log = found.log_path(home);
         let dir = m.dir.display().to_string();
         let prefix = format!("skipped {dir} (");
         let mut e = skipped(m, found.source.as_str(), &log, "shadowed");
@@ -317,7 +337,20 @@ fn build(
     }
     for found in &disc.disabled {
         let m = &found.manifest;
-        let mut e = skipped(m, found.source.as_str(), &home.log_path(&m.name), "disabled");
+        let mut e = skipped(m, found.source.as_str(), &found.log_path(home), "disabled");
+        if let Some(spec) = &found.mcp {
+            e.kind = "mcp";
+            e.config = Some(spec.file.display().to_string());
+            e.reason = Some(format!("\"disabled\": true in {}", spec.file.display()));
+            e.findings.push(finding(
+                Severity::Info,
+                "disabled",
+                "not loaded: disabled",
+                format!("set \"disabled\": false for {} in {}", m.name, spec.file.display()),
+            ));
+            exts.push(e);
+            continue;
+        }
         e.reason = Some("\"enabled\": false in its manifest".into());
         e.findings.push(finding(
             Severity::Info,
@@ -336,6 +369,17 @@ fn build(
         let dir = b.dir.display().to_string();
         let mut e = ext_report(label.clone(), String::new(), b.source.as_str(), dir, String::new(), "failed");
         e.reason = Some(b.error.to_string());
+        if b.dir.extension().is_some_and(|x| x == "json") {
+            e.kind = "mcp";
+            e.findings.push(finding(
+                Severity::Error,
+                "mcp_config",
+                format!("unusable MCP configuration: {}", b.error),
+                format!("fix {}: it must be {{\"mcpServers\": {{\"NAME\": {{\"command\": ...}}}}}} with names of letters, digits, '.', '_' and '-'", b.dir.display()),
+            ));
+            exts.push(e);
+            continue;
+        }
         let manifest = b.dir.join(MANIFEST_FILE);
         let (message, hint) = if manifest.exists() {
             (
@@ -389,6 +433,10 @@ fn skipped(m: &crate::manifest::Manifest, source: &str, log: &Path, state: &str)
 fn ext_report(name: String, version: String, source: &str, dir: String, log: String, state: &str) -> ExtReport {
     ExtReport {
         name,
+        kind: "extension",
+        protocol_version: None,
+        server_info: None,
+        config: None,
         version,
         source: source.to_string(),
         dir,
@@ -492,6 +540,95 @@ fn diagnose(e: &mut ExtReport, grace: Duration) {
     }
 }
 
+/// The log of an extension or a server, by the kind a listing gives.
+fn log_of(home: &crate::home::Home, kind: &str, name: &str) -> PathBuf {
+    if kind == "mcp" {
+        home.logs_dir().join(format!("mcp-{name}.log"))
+    } else {
+        home.log_path(name)
+    }
+}
+
+/// An MCP server checked as an extension is (PROTOCOL.md §8.3): its
+/// handshake, its tools, their schemas and names, each problem with a fix
+/// in the terms of its configuration file.
+fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, listing: &Listing) {
+    let file = spec.file.display().to_string();
+    let by_hand = std::iter::once(spec.command.as_str()).chain(spec.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+    let logs = format!("zot ext logs {}", e.name);
+    for l in e.log_lines.iter().filter(|l| l.starts_with("skipped a stdout line")).take(1) {
+        let msg = format!("the host logged: {l}");
+        e.findings.push(finding(Severity::Warning, "not_json_rpc", msg, "the server's stdout is for JSON-RPC only: print logs to stderr"));
+    }
+    for l in e.log_lines.iter().filter(|l| l.contains("is shadowed by tool")) {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_name",
+            format!("the host logged: {l}"),
+            format!("rename one of the tools in the server, or leave one out with \"disabledTools\" in {file}"),
+        ));
+    }
+    match e.state.as_str() {
+        "ready" => {}
+        "starting" => {
+            e.state = "ready_grace_exceeded".into();
+            e.findings.push(finding(
+                Severity::Error,
+                "mcp_handshake",
+                "still connecting when the ready grace ran out; its tools come later",
+                format!("see {logs}; a slow start (npx, uvx) may need --ready-grace, or \"connectTimeout\" in {file}"),
+            ));
+        }
+        "untrusted" => e.findings.push(finding(
+            Severity::Error,
+            "untrusted",
+            "not loaded: the project is not trusted",
+            "zot trust (or --trust-project for one run)",
+        )),
+        "failed" => {
+            let why = e.reason.clone().unwrap_or_else(|| "failed to load".into());
+            let hint = if why.contains("not supported (stdio only)") {
+                format!("run the server over stdio (\"command\" and \"args\") in {file}, or remove the entry")
+            } else if why.contains("initialize") && why.contains("connectTimeout") {
+                format!("run it by hand ({by_hand}) to see that it speaks MCP on stdio; or raise \"connectTimeout\" in {file}")
+            } else if why.contains("protocol version") {
+                "update the server: this host speaks MCP 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05".to_string()
+            } else if why.contains("command") || why.contains("field") {
+                format!("fix the entry {:?} in {file}", e.name)
+            } else {
+                format!("see {logs}, or run it by hand: {by_hand}")
+            };
+            e.findings.push(finding(Severity::Error, "mcp_handshake", format!("failed to load: {why}"), hint));
+        }
+        other => {
+            let other = other.to_string();
+            e.findings.push(finding(Severity::Error, "not_loaded", format!("state {other} after the load"), format!("see {logs}")));
+        }
+    }
+    if e.state != "ready" {
+        return;
+    }
+    if e.tools.is_empty() {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_no_tools",
+            "the server offers no tools",
+            format!("check \"enabledTools\" and \"disabledTools\" in {file}, and the server's own options"),
+        ));
+    }
+    for t in listing.tools.iter().filter(|t| t.extension == e.name) {
+        let ok = t.schema.get("type").and_then(serde_json::Value::as_str) == Some("object");
+        if !ok {
+            e.findings.push(finding(
+                Severity::Warning,
+                "mcp_schema",
+                format!("tool {}: its inputSchema is not an object schema ({{\"type\": \"object\", ...}})", t.name),
+                "fix the tool's inputSchema in the server; models are given it as is",
+            ));
+        }
+    }
+}
+
 /// Log sizes before the load, so that only what it appended is read.
 #[derive(Default)]
 struct LogMarks {
@@ -546,8 +683,14 @@ pub fn render(r: &Report) -> String {
         let reason = e.reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
         s.push('\n');
         let version = if e.version.is_empty() { String::new() } else { format!(" {}", e.version) };
-        s.push_str(&one_line(&format!("{}{version} [{}{}]", e.name, e.state, reason)));
+        let kind = if e.kind == "mcp" { " (MCP server)" } else { "" };
+        s.push_str(&one_line(&format!("{}{version}{kind} [{}{}]", e.name, e.state, reason)));
         s.push('\n');
+        if let Some(c) = &e.config {
+            let proto = e.protocol_version.as_deref().map(|p| format!(", protocol {p}")).unwrap_or_default();
+            s.push_str(&one_line(&format!("  config {c}{proto}")));
+            s.push('\n');
+        }
         s.push_str(&one_line(&format!("  source {}, folder {}", e.source, e.dir)));
         s.push('\n');
         if !e.log.is_empty() {

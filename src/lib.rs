@@ -19,6 +19,7 @@ pub mod ext;
 pub mod home;
 pub mod host;
 pub mod manifest;
+pub mod mcpserver;
 pub mod protocol;
 
 // What the public modules are built on.

@@ -250,6 +250,11 @@ fn parse_request(text: &[u8]) -> Result<(Value, Method), (Value, String)> {
         None => return Err((id, "missing `type`".into())),
     };
     match build(&method, obj) {
+        // Progress of the call is told with the request's own id (tool_progress).
+        Ok(Method::Host(Request::ToolCall(mut call))) => {
+            call.progress_key = Some(id.clone());
+            Ok((id, Method::Host(Request::ToolCall(call))))
+        }
         Ok(m) => Ok((id, m)),
         Err(msg) => Err((id, msg)),
     }
@@ -284,6 +289,7 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
                 operation_key: p.remove("operation_key").filter(|v| !v.is_null()),
                 reconcile: p.remove("reconcile").filter(|v| !v.is_null()),
                 as_model: false,
+                progress_key: None,
             })
         }
         "intercept" | "event" => {

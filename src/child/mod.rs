@@ -13,6 +13,7 @@
 
 pub use crate::log::Log;
 use crate::manifest::Manifest;
+use crate::mcpserver::edge::Edge;
 use crate::protocol::{DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{Sender, TrySendError};
@@ -62,6 +63,8 @@ pub enum ChildMsg {
     /// The process exited; it is not reaped yet ([`Child::reap`]). `None`
     /// when its status could not be read.
     Exited(Option<ExitStatus>),
+    /// From the edge of an MCP server (PROTOCOL.md §8): what has no zot frame.
+    Mcp(crate::mcpserver::edge::McpMsg),
 }
 
 /// How the reader thread hands stdout over.
@@ -176,6 +179,8 @@ pub struct Child {
     tap: Option<Tap>,
     /// Ends the reader and writer threads ([`cancel`]).
     cancel: Cancel,
+    /// For an MCP server: the edge that translates frames to JSON-RPC.
+    edge: Option<Arc<Edge>>,
 }
 
 impl Child {
@@ -200,7 +205,39 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, inbox, wrap)
+        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
+    }
+
+    /// Spawns an MCP server as [`Child::spawn`] spawns an extension; its
+    /// stdout is read through `edge`, every frame sent to it is translated
+    /// there, and its `initialize` is written at once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn_mcp<M, W>(
+        manifest: &Manifest,
+        exec: &Path,
+        env: &[(String, String)],
+        log: &Log,
+        bounds: &QueueBounds,
+        trace: Option<&Arc<Tracer>>,
+        edge: Arc<Edge>,
+        inbox: crate::wake::Tx<M>,
+        wrap: W,
+    ) -> io::Result<Child>
+    where
+        M: Send + 'static,
+        W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
+    {
+        let tap = trace.map(|t| t.tap(&manifest.name));
+        let hello = edge.initialize();
+        let child = Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, Some(edge), inbox, wrap)?;
+        child.send_raw(Arc::new(hello)).map_err(|_| io::Error::other("cannot write initialize"))?;
+        child.flush();
+        Ok(child)
+    }
+
+    /// The edge of an MCP server's process.
+    pub fn mcp(&self) -> Option<&Arc<Edge>> {
+        self.edge.as_ref()
     }
 
     /// Spawns `exec` as [`Child::spawn`] does, for a driver that judges
@@ -223,7 +260,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
-        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, inbox, wrap)
+        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, None, inbox, wrap)
     }
 
     /// Starts the process with `env` as its whole environment, and its threads.
@@ -236,6 +273,7 @@ impl Child {
         bounds: &QueueBounds,
         tap: Option<Tap>,
         reading: Reading,
+        edge: Option<Arc<Edge>>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -290,6 +328,7 @@ impl Child {
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
         let stdout = CancellableRead { file: stdout, cancel: cancel.clone() };
+        let redge = edge.clone();
         let r = spawn_thread(
             "r",
             Box::new(move || {
@@ -301,6 +340,7 @@ impl Child {
                         &rlog,
                         rtap.as_ref(),
                         reading,
+                        redge.as_deref(),
                         |m, more| if more { tx.send_quiet(w(m)) } else { tx.send(w(m)) }.is_ok(),
                         || wake.wake(),
                     )
@@ -319,11 +359,26 @@ impl Child {
             return abandon(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, edge })
     }
 
-    /// Queues an encoded frame without blocking.
+    /// Queues an encoded frame without blocking (for an MCP server, what
+    /// its edge makes of it).
     pub fn send(&self, bytes: Bytes) -> Result<(), SendError> {
+        match &self.edge {
+            Some(edge) => {
+                let out = edge.outgoing(&bytes);
+                if out.is_empty() {
+                    return Ok(());
+                }
+                self.send_raw(Arc::new(out))
+            }
+            None => self.send_raw(bytes),
+        }
+    }
+
+    /// Queues bytes as they are, without blocking.
+    pub fn send_raw(&self, bytes: Bytes) -> Result<(), SendError> {
         if let Some(tap) = &self.tap {
             tap.frame_out(&bytes);
         }

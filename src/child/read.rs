@@ -4,6 +4,7 @@
 
 use super::{ChildMsg, Log, Reading, MAX_LINE};
 use crate::lines::{Line, LineBuf};
+use crate::mcpserver::edge::Edge;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::Tap;
 use std::io::{BufReader, Read};
@@ -11,7 +12,8 @@ use std::io::{BufReader, Read};
 /// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
 /// in `tap` (`--trace`) and hands it to `emit`: decoded into frames, junk
 /// logged and skipped ([`Reading::Frames`]), or as it is
-/// ([`Reading::Lines`]); over-long lines are discarded whole without being
+/// ([`Reading::Lines`]), or to an MCP server's edge (`mcp`), which
+/// hands on what it makes of them; over-long lines are discarded whole without being
 /// kept (and logged when decoding). Returns at EOF, after emitting `Eof`,
 /// when `emit` returns false, or, without a word, when the read was
 /// cancelled because the process is gone.
@@ -24,6 +26,7 @@ pub fn read_loop<R: Read>(
     log: &Log,
     tap: Option<&Tap>,
     reading: Reading,
+    mcp: Option<&Edge>,
     mut emit: impl FnMut(ChildMsg, bool) -> bool,
     mut wake: impl FnMut(),
 ) {
@@ -67,9 +70,13 @@ pub fn read_loop<R: Read>(
                 }
                 let more = more(&reader);
                 owed |= more;
-                let go = match reading {
-                    Reading::Frames => handle_line(line, log, &mut |m| emit(m, more)),
-                    Reading::Lines => emit(ChildMsg::Line(line.to_vec()), more),
+                let go = match (reading, mcp) {
+                    (_, Some(edge)) => {
+                        edge.incoming(line);
+                        true
+                    }
+                    (Reading::Frames, None) => handle_line(line, log, &mut |m| emit(m, more)),
+                    (Reading::Lines, None) => emit(ChildMsg::Line(line.to_vec()), more),
                 };
                 if !go {
                     return;

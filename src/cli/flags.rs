@@ -84,7 +84,7 @@ const fn secs(long: &'static str, help: &'static str, default: fn() -> String, s
 pub const RESTART_POLICIES: [&str; 3] = ["never", "on-failure", "always"];
 
 /// The options of `zot`, `zot serve`, `zot mcp` and `zot ext doctor`.
-pub const SESSION_FLAGS: [Flag; 15] = [
+pub const SESSION_FLAGS: [Flag; 16] = [
     Flag {
         short: Some('e'),
         ..session("ext", Some("PATH"), "load the extension in PATH (a folder or its extension.json) for this run; repeatable, wins over installed ones", |a, s, _| {
@@ -94,6 +94,10 @@ pub const SESSION_FLAGS: [Flag; 15] = [
     },
     session("no-ext", None, "skip project-local and global discovery", |_, s, _| {
         s.no_ext = true;
+        Ok(())
+    }),
+    session("mcp-config", Some("FILE"), "MCP servers from FILE ({\"mcpServers\":{...}}) for this run; repeatable, wins over the project and global files", |a, s, _| {
+        s.mcp_configs.push(PathBuf::from(a.value()?));
         Ok(())
     }),
     session("cwd", Some("DIR"), "the project directory (default: the current directory)", |a, s, _| {

@@ -66,6 +66,8 @@ pub enum Command {
 pub struct SessionArgs {
     pub ext_paths: Vec<PathBuf>,
     pub no_ext: bool,
+    /// `--mcp-config FILE`, in order.
+    pub mcp_configs: Vec<PathBuf>,
     pub cwd: Option<PathBuf>,
     pub provider: Option<String>,
     pub model: Option<String>,
@@ -105,8 +107,17 @@ impl SessionArgs {
         };
         let ext_paths =
             self.ext_paths.iter().map(|p| absolute(p)).collect::<Result<Vec<_>, _>>()?;
+        // A server file named on the command line must be there and be
+        // one, before anything is started (PROTOCOL.md §4).
+        let mut mcp_configs = Vec::new();
+        for p in &self.mcp_configs {
+            let abs = absolute(p)?;
+            crate::mcpserver::config::check_given(&abs).map_err(|why| format!("--mcp-config {}: {why}", p.display()))?;
+            mcp_configs.push(abs);
+        }
         let mut config = Config::new(home, cwd);
         config.sources = Sources { ext_paths, no_ext: self.no_ext };
+        config.mcp_configs = mcp_configs;
         config.provider = self.provider.unwrap_or_default();
         config.model = self.model.unwrap_or_default();
         config.zot_version = VERSION.to_string();

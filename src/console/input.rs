@@ -249,7 +249,14 @@ impl Console {
     /// piped, the end of input cancels an interactive tool's call.
     pub(super) fn call_tool(&mut self, name: &str, args: Value, call: &InFlight<'_>) -> (Result<ToolReply, HostError>, Held) {
         let tool_id = call.tool_id;
-        let req = Request::Tool { name: name.into(), args: Some(args), tool_id: Some(tool_id.into()) };
+        // Progress (an MCP server's) is shown as a status line as it comes.
+        let req = Request::ToolCall(crate::host::ToolCall {
+            name: name.into(),
+            args: Some(args),
+            tool_id: Some(tool_id.into()),
+            progress_key: Some(Value::String(tool_id.into())),
+            ..Default::default()
+        });
         let (rx, held) = self.submit_held(req);
         let host = self.host.clone();
         let panels = self.panels.clone();

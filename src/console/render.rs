@@ -162,5 +162,15 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             s
         }
         HostEvent::UntrustedProject { dir, extensions } => st.dim(&crate::trust::not_loaded_line(&dir, &extensions)),
+        HostEvent::ToolProgress { extension, progress, total, message, .. } => {
+            let mut s = format!("progress {progress}");
+            if let Some(t) = total {
+                s.push_str(&format!("/{t}"));
+            }
+            if let Some(m) = message {
+                s.push_str(&format!(": {}", strip_controls(&m)));
+            }
+            format!("{} {}", tag(&extension), st.dim(&s))
+        }
     }
 }

@@ -267,6 +267,7 @@ impl Extension {
             namespace_description: o.namespace_description.unwrap_or_default(),
             namespace_instructions: o.namespace_instructions.unwrap_or_default(),
             replay: o.replay.map(Replay::as_str).unwrap_or_default().into(),
+            ..Default::default()
         };
         let def = ToolDef { name: name.into(), description: description.into(), schema, more, handler };
         match self.tools.iter_mut().find(|t| t.name == name) {

@@ -92,6 +92,16 @@ impl Registry {
         }
     }
 
+    /// Drops the claim of `slot` on tool `name` (an MCP server no longer lists it).
+    pub fn release_tool(&mut self, name: &str, slot: usize) {
+        if let Some(v) = self.tools.get_mut(name) {
+            v.retain(|&s| s != slot);
+            if v.is_empty() {
+                self.tools.remove(name);
+            }
+        }
+    }
+
     fn command_claimant(&self, name: &str) -> Option<usize> {
         let key = name.to_lowercase();
         if self.reserved.iter().any(|r| r.to_lowercase() == key) {

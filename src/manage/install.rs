@@ -52,6 +52,16 @@ impl Drop for Staging {
 
 pub(super) fn install(home: &Home, source: &OsStr) -> Res {
     let as_path = Path::new(source);
+    // A server configuration is not an extension: its servers go in a file.
+    if as_path.is_file() && crate::mcpserver::config::read_file(as_path).is_ok_and(|f| f.is_some()) {
+        let global = home.root().join(crate::mcpserver::config::MCP_FILE);
+        return Err(Fail::Msg(format!(
+            "{} holds MCP servers, not an extension: edit {} to add them (or pass --mcp-config {})",
+            as_path.display(),
+            global.display(),
+            as_path.display()
+        )));
+    }
     let source = match as_path.parent() {
         Some(dir) if as_path.file_name() == Some(OsStr::new(MANIFEST_FILE)) && as_path.is_file() => {
             if dir.as_os_str().is_empty() { OsStr::new(".") } else { dir.as_os_str() }

@@ -21,6 +21,8 @@ struct Row {
     /// The same as `scope`, named as in `zot serve`'s `list`.
     source: &'static str,
     name: String,
+    /// `extension`, or `mcp` for an MCP server from an `mcp.json`.
+    kind: &'static str,
     /// What a session started here would do with it: `enabled` (it loads),
     /// `disabled`, `untrusted` (a project-local one in an untrusted
     /// project), `shadowed` (a higher source has the name) or `broken` (an
@@ -70,10 +72,15 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         let m = e.manifest.as_ref();
         let shadowed_by = m.and_then(|m| winners.iter().find(|(n, _)| *n == m.name)).map(|(_, d)| show(d));
         let untrusted = e.scope == Source::Project && !trusted;
-        let exec_error = m.and_then(super::exec_problem);
+        let exec_error = match &e.mcp {
+            Some(s) if s.error.is_none() => s.resolve_command().err(),
+            Some(_) => None,
+            None => m.and_then(super::exec_problem),
+        };
         let state = match m {
             None => "broken",
             Some(_) if shadowed_by.is_some() => "shadowed",
+            Some(_) if e.error.is_some() => "broken",
             Some(m) if !m.enabled => "disabled",
             Some(_) if untrusted => "untrusted",
             Some(m) => {
@@ -88,11 +95,15 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             scope: e.scope.as_str(),
             source: e.scope.as_str(),
             name: e.name.clone(),
+            kind: e.kind(),
             state,
             version: field(|m| &m.version),
             enabled: m.is_some_and(|m| m.enabled),
             language: field(|m| &m.language),
-            description: field(|m| &m.description),
+            description: match &e.mcp {
+                Some(s) => std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+                None => field(|m| &m.description),
+            },
             dir: show(&e.dir),
             error: e.error.clone(),
             shadowed_by,
@@ -149,7 +160,9 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
     let mut table: Vec<[String; 8]> = vec![header.map(str::to_string)];
     for r in rows {
-        let description = if r.error.is_some() {
+        let description = if r.error.is_some() && r.kind == "mcp" {
+            "(unusable entry, see below)".to_string()
+        } else if r.error.is_some() {
             "(broken manifest, see below)".to_string()
         } else {
             truncate(&dash(&r.description), DESCRIPTION_WIDTH)
@@ -160,7 +173,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             dash(&r.version),
             if r.enabled { "yes" } else { "no" }.to_string(),
             if r.is_static && r.state == "enabled" { "static".to_string() } else { r.state.to_string() },
-            dash(&r.language),
+            // A server has no language: the column names its kind.
+            if r.kind == "mcp" { "mcp".to_string() } else { dash(&r.language) },
             description,
             sanitize(&r.dir),
         ]);

@@ -20,7 +20,10 @@ pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool) ->
         [one] => one.name.as_str(),
         _ => return Err(ambiguous(name, &found)),
     };
-    let path = home.log_path(name);
+    let path = match found.first() {
+        Some(e) if e.mcp.is_some() => home.logs_dir().join(format!("mcp-{name}.log")),
+        _ => home.log_path(name),
+    };
     if fs::metadata(&path).is_err() {
         if found.is_empty() {
             return Err(not_found(name));

@@ -2,7 +2,9 @@
 //! directories as `list` shows them, and the one entry (or the refusal
 //! naming every match) that `remove`, `enable`, `disable` and `logs` act on.
 
-use crate::discovery::{scan_dir, Source};
+use crate::discovery::{mcp_servers, scan_dir, Found, Source};
+use crate::mcpserver::config::{ServerSpec, MCP_FILE};
+use std::sync::Arc;
 use crate::home::{project_extensions_dir, validate_name, Home};
 use crate::manifest::Manifest;
 use std::fs;
@@ -21,6 +23,31 @@ pub(super) struct Entry {
     pub(super) dir: PathBuf,
     /// The root it was found in.
     pub(super) root: PathBuf,
+    /// An MCP server (PROTOCOL.md §8): its entry in a configuration file.
+    pub(super) mcp: Option<Arc<ServerSpec>>,
+}
+
+impl Entry {
+    /// `extension` or `mcp`.
+    pub(super) fn kind(&self) -> &'static str {
+        if self.mcp.is_some() {
+            "mcp"
+        } else {
+            "extension"
+        }
+    }
+}
+
+/// Management commands edit manifests; a server is changed in its file.
+pub(super) fn refuse_server(e: &Entry, verb: &str) -> Res {
+    match &e.mcp {
+        Some(spec) => Err(Fail::Msg(format!(
+            "{} is an MCP server from {}: edit that file to {verb} it ('zot ext {verb}' changes extensions only)",
+            e.name,
+            show(&spec.file)
+        ))),
+        None => Ok(()),
+    }
 }
 
 pub(super) fn project_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {
@@ -36,25 +63,27 @@ pub(super) fn project_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {
 pub(super) fn entries(home: &Home, cwd: &Path) -> Vec<Entry> {
     let project = project_extensions_dir(cwd);
     let global = home.extensions_dir();
-    let mut roots = vec![(global.clone(), Source::Global)];
+    let mut roots = vec![(global.clone(), Source::Global, home.root().join(MCP_FILE))];
     let same = matches!(
         (fs::canonicalize(&project), fs::canonicalize(&global)),
         (Ok(a), Ok(b)) if a == b
     );
     if !same {
-        roots.insert(0, (project, Source::Project));
+        roots.insert(0, (project, Source::Project, cwd.join(".zot").join(MCP_FILE)));
     }
     let mut all = Vec::new();
-    for (root, scope) in roots {
-        for item in scan_dir(&root, scope) {
+    for (root, scope, mcp_file) in roots {
+        // The servers of a source come after its extensions, as they load.
+        for item in scan_dir(&root, scope).into_iter().chain(mcp_servers(&mcp_file, scope, false)) {
             all.push(match item {
-                Ok(found) => Entry {
-                    scope: found.source,
-                    name: found.manifest.name.clone(),
-                    dir: found.manifest.dir.clone(),
-                    manifest: Some(found.manifest),
-                    error: None,
+                Ok(Found { manifest, source, mcp }) => Entry {
+                    scope: source,
+                    name: manifest.name.clone(),
+                    dir: manifest.dir.clone(),
+                    error: mcp.as_ref().and_then(|s| s.error.clone()),
+                    manifest: Some(manifest),
                     root: root.clone(),
+                    mcp,
                 },
                 Err(b) => Entry {
                     scope: b.source,
@@ -63,6 +92,7 @@ pub(super) fn entries(home: &Home, cwd: &Path) -> Vec<Entry> {
                     error: Some(b.error.to_string()),
                     manifest: None,
                     root: root.clone(),
+                    mcp: None,
                 },
             });
         }
@@ -81,7 +111,7 @@ pub(super) fn matching(home: &Home, cwd: Option<&Path>, name: &str) -> Res<Vec<E
     let all = entries(home, &project_dir(cwd)?);
     Ok(all
         .into_iter()
-        .filter(|e| e.name == name || entry_path(e).file_name().is_some_and(|f| f == name))
+        .filter(|e| e.name == name || (e.mcp.is_none() && entry_path(e).file_name().is_some_and(|f| f == name)))
         .collect())
 }
 

@@ -139,6 +139,7 @@ fn stdin_is_tty() -> bool {
 
 fn set_state(home: &Home, cwd: Option<&Path>, name: &str, enable: bool) -> Res {
     let e = lookup(home, cwd, name)?;
+    lookup::refuse_server(&e, if enable { "enable" } else { "disable" })?;
     let word = if enable { "enabled" } else { "disabled" };
     if e.manifest.as_ref().is_some_and(|m| m.enabled == enable) {
         return say(&format!("{name} is already {word}"));

@@ -12,6 +12,7 @@ use super::{sanitize, say, show, stdin_is_tty, Fail, Res};
 
 pub(super) fn remove(home: &Home, cwd: Option<&Path>, name: &str, yes: bool) -> Res {
     let e = lookup(home, cwd, name)?;
+    super::lookup::refuse_server(&e, "remove")?;
     let path = entry_path(&e);
     if !yes {
         if !stdin_is_tty() {

@@ -114,6 +114,16 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::UntrustedProject { dir, extensions } => {
             eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
         }
+        HostEvent::ToolProgress { id, progress, total, message, .. } => {
+            let mut params = json!({"progressToken": id, "progress": progress});
+            if let Some(t) = total {
+                params["total"] = t;
+            }
+            if let Some(m) = message {
+                params["message"] = json!(m);
+            }
+            out.push(encode(&notification("notifications/progress", params)));
+        }
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::SubmitSlash { .. }

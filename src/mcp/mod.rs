@@ -316,21 +316,53 @@ impl Server {
                 }
                 let tool_id = format!("mcp-{}", self.shared.seq.fetch_add(1, Ordering::Relaxed) + 1);
                 let shared = self.shared.clone();
-                let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, ..Default::default() };
+                // The client's progress token: a tool's progress (an MCP
+                // server's) comes back to it as notifications/progress.
+                let progress_key = p.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
+                let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, progress_key, ..Default::default() };
                 // The chain, the event and the call all run in the host; the
                 // answer comes back on its dispatcher thread.
                 self.shared.log(DEBUG, "zot", json!(format!("tools/call {name}: calling the tool (tool_id {tool_id})")));
+                // The host runs the chain, the `tool_call` event and the call;
+                // the `tool_result` event follows the answer, as a model's
+                // host sends it (PROTOCOL.md §8.3).
+                let host = Arc::downgrade(&self.host);
+                let mut ev = crate::protocol::Payload::new();
+                ev.insert("tool_id".into(), json!(tool_id));
+                ev.insert("tool_name".into(), json!(name));
+                ev.insert("tool_args".into(), call.args.clone().unwrap_or_else(|| json!({})));
                 self.shared.start_tool(&key, &tool_id, || {
-                    self.host.submit(Request::ToolCall(call), move |r: Result<Response, HostError>| match r {
-                        Ok(Response::Tool(t)) => {
-                            if let Some(reason) = &t.blocked {
-                                shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
+                    self.host.submit(Request::ToolCall(call), move |r: Result<Response, HostError>| {
+                        let (status, executed, result) = match &r {
+                            Ok(Response::Tool(t)) if t.blocked.is_some() => ("blocked", false, json!({"content": t.content, "is_error": true})),
+                            Ok(Response::Tool(t)) => (if t.is_error { "failed" } else { "completed" }, true, json!({"content": t.content, "is_error": t.is_error})),
+                            Err(HostError::UnknownTool(_)) | Ok(_) => ("failed", false, json!({"content": [], "is_error": true})),
+                            Err(e) => {
+                                let status = match e {
+                                    HostError::Cancelled { .. } => "cancelled",
+                                    HostError::Timeout { .. } => "timed_out",
+                                    _ => "failed",
+                                };
+                                (status, true, json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true}))
                             }
-                            reply.ok(tool_result(&t))
+                        };
+                        match r {
+                            Ok(Response::Tool(t)) => {
+                                if let Some(reason) = &t.blocked {
+                                    shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
+                                }
+                                reply.ok(tool_result(&t))
+                            }
+                            Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
+                            Err(HostError::UnknownTool(_)) => return bad_params(reply, &format!("unknown tool {name:?}")),
+                            Err(e) => reply.ok(error_result(&e.to_string())),
                         }
-                        Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
-                        Err(HostError::UnknownTool(_)) => bad_params(reply, &format!("unknown tool {name:?}")),
-                        Err(e) => reply.ok(error_result(&e.to_string())),
+                        ev.insert("status".into(), json!(status));
+                        ev.insert("executed".into(), json!(executed));
+                        ev.insert("result".into(), result);
+                        if let Some(h) = host.upgrade() {
+                            h.submit(Request::Event { event: "tool_result".into(), payload: ev }, |_| {});
+                        }
                     });
                 });
             }

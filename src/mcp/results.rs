@@ -25,6 +25,13 @@ pub(super) fn tools_list(l: &Listing) -> Value {
             if let Some(o) = &t.output_schema {
                 tool["outputSchema"] = o.clone();
             }
+            // An MCP server's title and hints pass through the gateway.
+            if let Some(title) = &t.title {
+                tool["title"] = json!(title);
+            }
+            if let Some(a) = &t.annotations {
+                tool["annotations"] = a.clone();
+            }
             tool
         })
         .collect();

@@ -200,6 +200,13 @@ pub struct ToolMore {
     /// `""`/`never`, `safe`, `idempotent` or `reconcile`; passed on in listings.
     #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
     pub replay: String,
+    /// A human-readable title (an MCP tool's `title`), passed on in listings.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub title: String,
+    /// Behaviour hints (an MCP tool's `annotations`: `readOnlyHint`,
+    /// `destructiveHint`, `idempotentHint`, `openWorldHint`), passed on in listings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
 }
 
 /// Reply to `command_invoked`.

@@ -112,6 +112,7 @@ impl Dispatcher {
         let status = p.exit.flatten();
         let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
         match ext.life {
+            Life::Stopping { .. } if ext.idle.stopping => self.went_idle(slot, &how),
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
                 let restart_asked = !ext.restart_waiters.is_empty() && self.phase == Phase::Running;
@@ -137,7 +138,7 @@ impl Dispatcher {
                     self.tools_gone(slot);
                 }
             }
-            Life::Failed | Life::Stopped | Life::Restarting | Life::CrashLoop => ext.log(&format!("exited ({how})")),
+            Life::Failed | Life::Stopped | Life::Restarting | Life::CrashLoop | Life::Idle => ext.log(&format!("exited ({how})")),
             Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {

@@ -50,6 +50,9 @@ pub(super) enum Life {
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
+    /// An MCP server stopped after its `idleTimeout`: its names stay
+    /// offered, and the next call starts it again (PROTOCOL.md §8.1).
+    Idle,
 }
 
 impl Life {
@@ -71,6 +74,7 @@ impl Life {
             Life::Stopping { failed: false } | Life::Exited | Life::Stopped => State::Exited,
             Life::Restarting => State::Restarting,
             Life::CrashLoop => State::CrashLoop,
+            Life::Idle => State::Idle,
         }
     }
 }
@@ -127,6 +131,8 @@ pub(super) struct Ext {
     /// A `restart` request under way (PROTOCOL.md §4): stopped by the
     /// host, to be started again once it ended; answered once it is ready.
     pub restart_waiters: Vec<crate::host::Responder>,
+    /// An MCP server's idle stop and wake (PROTOCOL.md §8.1).
+    pub idle: super::mcp::IdleState,
 }
 
 impl Ext {
@@ -151,6 +157,7 @@ impl Ext {
             supervisor: Supervisor::default(),
             restart_names: None,
             restart_waiters: Vec::new(),
+            idle: Default::default(),
         }
     }
 

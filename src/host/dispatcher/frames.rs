@@ -63,8 +63,11 @@ impl Dispatcher {
             if let Err(e) = ext.send(Arc::new(encode(&ack))) {
                 return self.fail(slot, format!("cannot send hello_ack: {e}"));
             }
-            let (id, when) = (ext.id, after(self.cfg.timeouts.ready_idle));
-            self.at(when, Timer::ReadyIdle(id));
+            // An MCP server is ready when its lists are answered, however long that takes.
+            if ext.found.mcp.is_none() {
+                let (id, when) = (ext.id, after(self.cfg.timeouts.ready_idle));
+                self.at(when, Timer::ReadyIdle(id));
+            }
             return;
         }
         match frame {

@@ -34,10 +34,15 @@ impl Dispatcher {
                         namespace: opt(&t.more.namespace),
                         namespace_description: opt(&t.more.namespace_description),
                         namespace_instructions: opt(&t.more.namespace_instructions),
+                        title: opt(&t.more.title),
+                        annotations: t.more.annotations.clone(),
                     });
                 }
             }
+            let info = e.child().and_then(|c| c.mcp()).map(|edge| edge.info()).unwrap_or_default();
             out.extensions.push(ExtInfo {
+                protocol_version: info.protocol_version,
+                server_info: info.server_info,
                 name: m.name.clone(),
                 version: if m.version.is_empty() { e.hello_version.clone() } else { m.version.clone() },
                 dir: m.dir.display().to_string(),
@@ -66,7 +71,7 @@ impl Dispatcher {
                 } else {
                     Vec::new()
                 },
-                ..static_info(m)
+                ..static_info(&e.found)
             });
         }
         for f in &self.untrusted {
@@ -74,7 +79,7 @@ impl Dispatcher {
                 source: f.source.as_str(),
                 state: State::Untrusted,
                 error: Some("the project is not trusted: run 'zot trust' in it".into()),
-                ..static_info(&f.manifest)
+                ..static_info(f)
             });
         }
         for (name, dir, source, error) in &self.broken {
@@ -91,9 +96,11 @@ impl Dispatcher {
 
 /// The listing fields taken from the manifest alone, the state `starting`
 /// and nothing registered.
-fn static_info(m: &crate::manifest::Manifest) -> ExtInfo {
+fn static_info(f: &crate::discovery::Found) -> ExtInfo {
+    let m = &f.manifest;
     let show = |p: &std::path::Path| p.display().to_string();
     ExtInfo {
+        kind: f.kind(),
         is_static: m.is_static(),
         skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
         theme: if m.is_static() { m.theme().map(show) } else { None },
@@ -109,6 +116,9 @@ fn bare_info(name: String, version: String, dir: String) -> ExtInfo {
         version,
         dir,
         source: "",
+        kind: "extension",
+        protocol_version: None,
+        server_info: None,
         state: State::Starting,
         pid: None,
         capabilities: Vec::new(),

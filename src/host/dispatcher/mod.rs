@@ -10,7 +10,8 @@
 //! chains, [`call_tool`] tools called by extensions,
 //! [`blocks`] result content, [`restart`] supervision, [`stop`] shutdown
 //! and reload, [`calls`] the calls in flight, [`limits`] the
-//! per-extension bounds, [`listing`] the listing.
+//! per-extension bounds, [`listing`] the listing, [`mcp`] what only MCP
+//! servers do (their start, live tool lists, progress).
 
 mod blocks;
 mod call_tool;
@@ -23,6 +24,7 @@ mod frames;
 mod intercept;
 mod limits;
 mod listing;
+mod mcp;
 mod requests;
 mod restart;
 mod stop;
@@ -39,12 +41,13 @@ use ext::{Ext, ExtId, Life, Proc};
 use limits::Bucket;
 use stop::StopStage;
 use crate::child::{Child, ChildMsg, Log};
-use crate::discovery::discover;
+use crate::discovery::discover_with;
 use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.
@@ -141,6 +144,8 @@ enum Timer {
     Parked(usize, u64),
     /// A call of an agent tool reaches the tool timeout.
     AgentCall(u64),
+    /// An MCP server's `idleTimeout` may be over.
+    Idle(ExtId),
 }
 
 enum Waiter {
@@ -200,6 +205,9 @@ struct Dispatcher {
     /// Extensions whose manifest could not be loaded: listed as failed,
     /// as (folder name, folder, source, why).
     broken: Vec<(String, String, &'static str, String)>,
+    /// The callers' keys for the progress of tool calls (MCP servers'
+    /// `notifications/progress`), by call id.
+    progress_keys: HashMap<u64, Value>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -266,6 +274,7 @@ impl Dispatcher {
             sequence: 0,
             untrusted: Vec::new(),
             broken: Vec::new(),
+            progress_keys: HashMap::new(),
         }
     }
 
@@ -364,6 +373,7 @@ impl Dispatcher {
                     ChildMsg::TooLong { id, len } => self.on_too_long(slot, id, len),
                     ChildMsg::Eof => self.on_eof(slot),
                     ChildMsg::Exited(status) => self.on_exit(slot, status),
+                    ChildMsg::Mcp(m) => self.on_mcp(slot, m),
                     // Sent only by a child read as lines (`zot ext check`).
                     ChildMsg::Line(_) => {}
                 }
@@ -382,7 +392,7 @@ impl Dispatcher {
         }
         self.exts.clear();
         self.registry.clear();
-        let disc = discover(&self.cfg.sources, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
+        let disc = discover_with(&self.cfg.sources, &self.cfg.mcp_configs, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
         self.untrusted = disc.untrusted.clone();
         if !self.untrusted.is_empty() {
             let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
@@ -428,7 +438,7 @@ impl Dispatcher {
         let queue = self.queue.clone();
         let trace = self.cfg.trace.clone();
         let hello_at = after(self.cfg.timeouts.hello);
-        let log_path = self.cfg.home.log_path(&self.exts[slot].found.manifest.name);
+        let log_path = self.exts[slot].found.log_path(&self.cfg.home);
         // Each process its own id: messages of an earlier one (before a
         // restart) never reach this one.
         let id = ExtId { slot, gen: self.next() };
@@ -448,11 +458,11 @@ impl Dispatcher {
                 return self.fail(slot, why);
             }
         };
-        let exec = match m.resolve_exec() {
+        let exec = match mcp::resolve(&ext.found) {
             Ok(p) => p,
             Err(e) => {
                 ext.log = Some(log);
-                return self.fail(slot, e.to_string());
+                return self.fail(slot, e);
             }
         };
         let env = match crate::envexpand::expand_from_env(m.env()) {
@@ -463,9 +473,15 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
-        let spawned = Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, move |msg| {
-            Inbox::Child(id, msg)
-        });
+        let wrap = move |msg| Inbox::Child(id, msg);
+        let (spawned, hello_at) = match &ext.found.mcp {
+            Some(spec) => {
+                let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id, ext.supervisor.restarts() == 0);
+                let at = after(spec.connect_timeout);
+                (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, inbox, wrap), at)
+            }
+            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, wrap), hello_at),
+        };
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
@@ -492,6 +508,11 @@ impl Dispatcher {
         self.load_errors.push(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
         self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
+        // Calls that woke an idle server fail with it.
+        if std::mem::take(&mut self.exts[slot].idle.waking) {
+            let extension = self.exts[slot].name().to_string();
+            self.unpark_failed(slot, HostError::Exited { extension, detail: "it failed to start again after being idle".into() });
+        }
         if !self.exts[slot].restart_waiters.is_empty() {
             let extension = self.exts[slot].name().to_string();
             self.restart_failed(slot, HostError::Exited { extension, detail: format!("its restart failed: {why}") });
@@ -524,7 +545,14 @@ impl Dispatcher {
         ext.log(&format!("ready ({how})"));
         let extension = ext.name().to_string();
         let (commands, tools) = (ext.command_names(), ext.tool_names());
-        self.emit(HostEvent::ExtensionReady { extension, commands, tools });
+        // A server that was still connecting when the load ended brings its
+        // tools now (PROTOCOL.md §8.2).
+        let late = self.phase != Phase::Loading && ext.restart_names.is_none() && ext.found.mcp.is_some();
+        self.emit(HostEvent::ExtensionReady { extension: extension.clone(), commands, tools: tools.clone() });
+        if late && !tools.is_empty() && !self.exts[slot].idle.waking {
+            self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools });
+        }
+        self.mcp_ready(slot);
         self.restarted(slot);
         self.check_load_done(false);
     }

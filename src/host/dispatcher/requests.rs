@@ -11,6 +11,7 @@ use crate::protocol::{HostFrame, Payload, encode};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use super::mcp;
 
 impl Dispatcher {
     pub(super) fn on_request(&mut self, req: Request, done: Responder) {
@@ -152,6 +153,9 @@ impl Dispatcher {
             }
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
+        if self.exts[slot].idle.asleep(self.exts[slot].life) {
+            return self.wake_for(slot, Request::Command { name, args }, done);
+        }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
         }
@@ -234,12 +238,16 @@ impl Dispatcher {
     }
 
     pub(super) fn send_tool(&mut self, call: ToolCall, args: Value, origin: Option<Origin>, done: Responder) {
-        let ToolCall { name, tool_id, operation_key, reconcile, .. } = call;
+        let ToolCall { name, tool_id, operation_key, reconcile, progress_key, .. } = call;
         let Some(slot) = self.registry.tool_owner(&name) else {
             return respond(done, Err(HostError::UnknownTool(name)));
         };
         if let Some(reply) = self.interactive_refusal(&name) {
             return respond(done, Ok(Response::Tool(reply)));
+        }
+        if self.exts[slot].idle.asleep(self.exts[slot].life) {
+            let call = ToolCall { name, args: Some(args), tool_id, operation_key, reconcile, progress_key, as_model: false };
+            return self.wake_for(slot, Request::ToolCall(call), done);
         }
         // Reached through `call_tool`, an interactive tool keeps the tool
         // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
@@ -260,7 +268,10 @@ impl Dispatcher {
         }
         let ext = self.exts[slot].id;
         // An interactive tool waits for the user: only cancellation ends it.
-        let deadline = after(if interactive { Duration::MAX } else { self.cfg.timeouts.tool });
+        let deadline = after(if interactive { Duration::MAX } else { mcp::tool_timeout(&self.exts[slot], self.cfg.timeouts.tool) });
+        if let Some(key) = progress_key {
+            self.note_progress_key(id, key);
+        }
         let (agent_tool_id, root_tool_id, parents) = match origin {
             Some(o) => (None, o.parent_tool_id, o.parents),
             None => (tool_id.clone(), tool_id, Vec::new()),

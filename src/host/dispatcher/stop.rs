@@ -88,7 +88,7 @@ impl Dispatcher {
             }
             let waiting = self.table.take_parked(slot);
             let ext = &mut self.exts[slot];
-            if matches!(ext.life, Life::Restarting | Life::CrashLoop) {
+            if matches!(ext.life, Life::Restarting | Life::CrashLoop | Life::Idle) {
                 ext.life = Life::Stopped;
             }
             ext.restart_names = None;

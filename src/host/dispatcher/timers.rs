@@ -18,8 +18,8 @@ impl Dispatcher {
             Timer::Hello(id) => {
                 let Some(slot) = ext_timer(self, id) else { return };
                 if self.exts[slot].life == Life::Spawned && self.exts[slot].proc.as_ref().is_some_and(|p| p.exit.is_none()) {
-                    let after = fmt_duration(self.cfg.timeouts.hello);
-                    self.fail(slot, format!("no hello within {after}"));
+                    let why = super::mcp::no_hello(&self.exts[slot], self.cfg.timeouts.hello);
+                    self.fail(slot, why);
                 }
             }
             Timer::ReadyIdle(id) => {
@@ -76,6 +76,7 @@ impl Dispatcher {
             Timer::Restart(id) => self.on_restart_timer(id),
             Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
             Timer::AgentCall(n) => self.on_agent_call_timeout(n),
+            Timer::Idle(id) => self.on_idle_timer(id, now),
         }
     }
 

@@ -122,6 +122,9 @@ pub struct Config {
     pub home: Home,
     /// Where to discover extensions: `--ext` paths, project-local, global.
     pub sources: Sources,
+    /// `--mcp-config` files, in command-line order (PROTOCOL.md §8.1);
+    /// the project and global `mcp.json` are read unless `--no-ext`.
+    pub mcp_configs: Vec<PathBuf>,
     /// The project directory: project-local discovery and `cwd` in `hello_ack`.
     pub cwd: PathBuf,
     /// The model provider, passed on in `hello_ack`.
@@ -175,6 +178,7 @@ impl Config {
         Config {
             home,
             sources: Sources::default(),
+            mcp_configs: Vec::new(),
             cwd,
             provider: String::new(),
             model: String::new(),

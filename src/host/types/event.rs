@@ -54,6 +54,25 @@ pub enum HostEvent {
         /// Names of the tools whose state changed.
         tools: Vec<String>,
     },
+    /// Progress of a tool call (an MCP server's `notifications/progress`),
+    /// for a call made with a [`ToolCall::progress_key`](super::ToolCall::progress_key).
+    ToolProgress {
+        /// The call's progress key, as the caller gave it.
+        id: Value,
+        /// The caller's `tool_id` for the call, when it gave one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_id: Option<String>,
+        /// The server that runs the tool.
+        extension: String,
+        /// How far along, as the server says.
+        progress: Value,
+        /// The total, when the server knows it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<Value>,
+        /// What it is doing, when it says.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// An extension's `open_panel`, or a command's `open_panel` action.
     OpenPanel {
         /// The extension that owns the panel.

@@ -22,6 +22,8 @@ pub enum State {
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
+    /// An MCP server stopped after its `idleTimeout`; the next call starts it.
+    Idle,
 }
 
 impl State {
@@ -35,6 +37,7 @@ impl State {
             State::Untrusted => "untrusted",
             State::Restarting => "restarting",
             State::CrashLoop => "crash_loop",
+            State::Idle => "idle",
         }
     }
 }
@@ -50,6 +53,14 @@ pub struct ExtInfo {
     pub dir: String,
     /// `ext`, `project` or `global`.
     pub source: &'static str,
+    /// `extension`, or `mcp` for an MCP server (PROTOCOL.md §8).
+    pub kind: &'static str,
+    /// An MCP server's protocol version, once it answered `initialize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// An MCP server's `serverInfo`, once it answered `initialize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<Value>,
     /// Where it is in its life.
     pub state: State,
     /// Process id while it runs.
@@ -129,6 +140,12 @@ pub struct ToolInfo {
     /// Instructions for the namespace, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_instructions: Option<String>,
+    /// Its title (an MCP tool's), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its behaviour hints (an MCP tool's `annotations`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
 }
 
 /// Extensions in load order, and the commands and tools in effect.

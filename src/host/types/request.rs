@@ -144,6 +144,9 @@ pub struct ToolCall {
     /// first (a block answers with [`ToolReply::blocked`]), then the
     /// `tool_call` event, then the tool with the arguments after the chain.
     pub as_model: bool,
+    /// The caller's key for the call's progress: an MCP server's progress
+    /// notifications for it come as [`HostEvent::ToolProgress`] with this `id`.
+    pub progress_key: Option<Value>,
 }
 
 impl Request {

@@ -1,0 +1,231 @@
+//! What only MCP servers need of the dispatcher (PROTOCOL.md §8): their
+//! command resolved and their edge made at start, the messages of the edge
+//! that have no zot frame (bytes to write back, a failed handshake, a new
+//! tool list, progress of a call), and their per-server call deadline.
+
+use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Phase, StopStage, Timer};
+use crate::child::Log;
+use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use crate::mcpserver::config::ServerSpec;
+use crate::mcpserver::edge::{Edge, McpMsg, Tool};
+use std::path::PathBuf;
+
+/// The program to run: a manifest's `exec`, or a server's `command`
+/// (PROTOCOL.md §8.1), with the reason it cannot run in the server's own
+/// terms.
+pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String> {
+    let m = &found.manifest;
+    match &found.mcp {
+        Some(spec) => spec.resolve_command(),
+        None => m.resolve_exec().map_err(|e| e.to_string()),
+    }
+}
+
+/// The edge of a new process of server `spec`; `first`: the first start of
+/// this load, when its unknown fields are logged.
+pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId, first: bool) -> Arc<Edge> {
+    if first && !spec.unknown.is_empty() {
+        log.line(&format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), spec.unknown.join(", ")));
+    }
+    let emit = Box::new(move |m| {
+        let _ = inbox.send(Inbox::Child(id, m));
+    });
+    Arc::new(Edge::new(spec.clone(), &cfg.zot_version, &cfg.cwd, log.clone(), emit))
+}
+
+/// A tool call's deadline: a server's `requestTimeout`, else `tool`.
+pub(super) fn tool_timeout(ext: &Ext, tool: Duration) -> Duration {
+    ext.found.mcp.as_ref().and_then(|s| s.request_timeout).unwrap_or(tool)
+}
+
+/// Why a process failed its handshake in time.
+pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
+    match &ext.found.mcp {
+        Some(s) => format!("no answer to initialize within {} (connectTimeout)", fmt_duration(s.connect_timeout)),
+        None => format!("no hello within {}", fmt_duration(hello)),
+    }
+}
+
+/// Where an MCP server with an `idleTimeout` is in its sleep.
+#[derive(Debug, Default)]
+pub(super) struct IdleState {
+    /// Stopped for being idle; its end makes it [`Life::Idle`].
+    pub stopping: bool,
+    /// Started again by a call; the calls wait until it is ready.
+    pub waking: bool,
+    /// When it was last called.
+    pub last_used: Option<Instant>,
+}
+
+impl IdleState {
+    /// Calls wait (and wake it): idle, going idle, or waking.
+    pub fn asleep(&self, life: Life) -> bool {
+        life == Life::Idle || self.stopping || self.waking
+    }
+}
+
+impl Dispatcher {
+    /// Ready: a server with an `idleTimeout` starts counting, and calls that
+    /// woke it go to it.
+    pub(super) fn mcp_ready(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
+        ext.idle.last_used = Some(Instant::now());
+        let id = ext.id;
+        self.at(after(d), Timer::Idle(id));
+        if std::mem::take(&mut self.exts[slot].idle.waking) {
+            for p in self.table.take_parked(slot) {
+                self.on_request(p.req, p.done);
+            }
+        }
+    }
+
+    pub(super) fn on_idle_timer(&mut self, id: ExtId, now: Instant) {
+        let Some(slot) = self.slot_of(id) else { return };
+        let ext = &mut self.exts[slot];
+        let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
+        if ext.life != Life::Ready || self.phase != Phase::Running {
+            return;
+        }
+        if self.table.sent.count(slot) > 0 {
+            ext.idle.last_used = Some(now);
+        }
+        let due = ext.idle.last_used.and_then(|t| t.checked_add(d)).unwrap_or(now);
+        if due > now {
+            return self.at(due, Timer::Idle(id));
+        }
+        ext.log(&format!("unused for {} (idleTimeout): stopping; its tools stay offered and the next call starts it", fmt_duration(d)));
+        ext.idle.stopping = true;
+        ext.life = Life::Stopping { failed: false };
+        if let Some(p) = ext.proc.as_ref() {
+            p.child.close_stdin();
+        }
+        self.at(after(self.cfg.timeouts.shutdown_grace), Timer::Stop(id, StopStage::Term));
+    }
+
+    /// The process stopped for being idle has ended.
+    pub(super) fn went_idle(&mut self, slot: usize, how: &str) {
+        let ext = &mut self.exts[slot];
+        ext.idle.stopping = false;
+        ext.life = Life::Idle;
+        ext.log(&format!("idle ({how})"));
+        let id = ext.id;
+        self.cancel_calls_of(id);
+        if self.table.parked.iter().any(|p| p.slot == slot) {
+            self.wake(slot);
+        }
+    }
+
+    /// A call for a server that is idle (or on its way there, or waking):
+    /// it waits for the server, which is started if it sleeps.
+    pub(super) fn wake_for(&mut self, slot: usize, req: Request, done: Responder) {
+        let timeout = match &req {
+            Request::Command { .. } => self.cfg.timeouts.command,
+            _ => tool_timeout(&self.exts[slot], self.cfg.timeouts.tool),
+        };
+        self.park(slot, req, done, timeout);
+        if self.exts[slot].life == Life::Idle {
+            self.wake(slot);
+        }
+    }
+
+    fn wake(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        ext.log("called while idle: starting it again");
+        ext.idle.waking = true;
+        ext.life = Life::Spawned;
+        ext.proc = None;
+        ext.error = None;
+        self.start_ext(slot);
+    }
+
+    pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
+        match m {
+            McpMsg::Write(bytes) => {
+                let Some(c) = self.exts[slot].child() else { return };
+                if c.send_raw(Arc::new(bytes)).is_err() {
+                    self.exts[slot].log("could not write an answer to the server: its queue is full or stdin closed");
+                }
+            }
+            McpMsg::Fail(why) => {
+                if self.exts[slot].life.starting() {
+                    self.fail(slot, why);
+                }
+            }
+            McpMsg::Tools(tools) => self.replace_tools(slot, tools),
+            McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
+        }
+    }
+
+    /// The server listed its tools again: the new set replaces the old in
+    /// the registry, and what changed is announced (`listed`).
+    fn replace_tools(&mut self, slot: usize, tools: Vec<Tool>) {
+        if !self.exts[slot].life.running() {
+            return;
+        }
+        let before: Vec<(String, Value)> =
+            self.exts[slot].tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        let after_: Vec<(String, Value)> = tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        for (name, _) in &before {
+            if !after_.iter().any(|(n, _)| n == name) {
+                self.registry.release_tool(name, slot);
+            }
+        }
+        self.exts[slot].tools.clear();
+        for t in tools {
+            self.register_tool(slot, t.name, t.description, t.schema, t.more);
+        }
+        let mut changed: Vec<String> = Vec::new();
+        for (name, key) in &after_ {
+            if !before.iter().any(|(n, k)| n == name && k == key) {
+                changed.push(name.clone());
+            }
+        }
+        changed.extend(before.into_iter().filter(|(n, _)| !after_.iter().any(|(m, _)| m == n)).map(|(n, _)| n));
+        if changed.is_empty() {
+            return;
+        }
+        self.exts[slot].log(&format!("tools listed again; changed: {}", changed.join(", ")));
+        let extension = self.exts[slot].name().to_string();
+        self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools: changed });
+    }
+
+    /// Progress of a tool call in flight to this server, passed on with the
+    /// caller's key for it.
+    fn on_progress(&mut self, slot: usize, id: &str, progress: Value, total: Option<Value>, message: Option<String>) {
+        let Ok(n) = id.parse::<u64>() else { return };
+        let ext = self.exts[slot].id;
+        let Some(Call { kind: CallKind::Tool(stage), .. }) = self.table.sent.get(&n).filter(|c| c.ext == ext) else {
+            return;
+        };
+        let tool_id = stage.agent_tool_id.clone();
+        let Some(key) = self.progress_keys.get(&n).cloned() else { return };
+        let extension = self.exts[slot].name().to_string();
+        self.emit(HostEvent::ToolProgress { id: key, tool_id, extension, progress, total, message });
+    }
+
+    /// Fails every request parked on the server in `slot` with `e`.
+    pub(super) fn unpark_failed(&mut self, slot: usize, e: HostError) {
+        for p in self.table.take_parked(slot) {
+            respond(p.done, Err(e.clone()));
+        }
+    }
+
+    /// Remembers the caller's key for the progress of call `id`; keys of
+    /// calls no longer in flight are let go as the map grows.
+    pub(super) fn note_progress_key(&mut self, id: u64, key: Value) {
+        if self.progress_keys.len() >= 256 {
+            let sent = &self.table.sent;
+            self.progress_keys.retain(|k, _| sent.get(k).is_some());
+        }
+        self.progress_keys.insert(id, key);
+    }
+}
+
+/// What of a tool counts as a change when it is listed again.
+fn tool_key(description: &str, schema: &Value, more: &crate::protocol::ToolMore) -> Value {
+    serde_json::json!([description, schema, serde_json::to_value(more).unwrap_or(Value::Null)])
+}

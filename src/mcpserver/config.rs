@@ -1,0 +1,401 @@
+//! MCP server configuration files (PROTOCOL.md §8.1): the
+//! `{"mcpServers": {"NAME": {...}}}` format other MCP hosts share, read
+//! into one [`ServerSpec`] per server, and each turned into the manifest
+//! the host runs it by.
+//!
+//! Decisions where the protocol is silent:
+//! - A server entry with a field of the wrong type (or no `command`) is
+//!   still a server of that name: it is listed `failed` with the reason,
+//!   like an unsupported transport, and nothing else breaks.
+//! - A file whose JSON is broken, or without an `mcpServers` object, is
+//!   one failed entry named `mcp.json` in listings; given with
+//!   `--mcp-config` it is an error at start instead.
+//! - Servers of one file load in the order of their names (byte order),
+//!   as the folders of extensions do.
+//! - `idleTimeout: 0` means never, as the default does.
+
+use crate::home::validate_name;
+use crate::manifest::{Manifest, RestartPolicy};
+use serde_json::{Map, Value};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// The file name of project and global MCP configuration.
+pub const MCP_FILE: &str = "mcp.json";
+
+/// `connectTimeout` when the entry gives none.
+pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
+
+/// The fields of a server entry the host reads.
+const KNOWN: [&str; 15] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "transport",
+    "type",
+    "url",
+    "disabled",
+    "enabledTools",
+    "disabledTools",
+    "connectTimeout",
+    "requestTimeout",
+    "idleTimeout",
+    "restart",
+    "roots",
+];
+
+/// Which roots a server is told of (PROTOCOL.md §8.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Roots {
+    /// None declared: `roots/list` gets -32601 (the default).
+    #[default]
+    Off,
+    /// `true`: the project folder (`--cwd`).
+    Project,
+    /// These folders, absolute.
+    Dirs(Vec<PathBuf>),
+}
+
+/// One server of a configuration file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// The server's name (its key in `mcpServers`).
+    pub name: String,
+    /// The configuration file it came from (absolute).
+    pub file: PathBuf,
+    /// `command` as given.
+    pub command: String,
+    /// `args`.
+    pub args: Vec<String>,
+    /// `env`, unexpanded.
+    pub env: Vec<(String, String)>,
+    /// The folder it runs in: `cwd` against the file's folder, or that folder.
+    pub cwd: PathBuf,
+    /// Why it cannot run at all (an unsupported transport, a bad field).
+    pub error: Option<String>,
+    /// `disabled`.
+    pub disabled: bool,
+    /// `enabledTools`: only these of its tools are offered.
+    pub enabled_tools: Option<Vec<String>>,
+    /// `disabledTools`: these are not offered.
+    pub disabled_tools: Vec<String>,
+    /// `connectTimeout`: spawn to the `initialize` answer.
+    pub connect_timeout: Duration,
+    /// `requestTimeout`: per call; the tool timeout when `None`.
+    pub request_timeout: Option<Duration>,
+    /// `idleTimeout`: stopped after this long unused; never when `None`.
+    pub idle_timeout: Option<Duration>,
+    /// `restart`, default `on-failure`.
+    pub restart: RestartPolicy,
+    /// `roots`.
+    pub roots: Roots,
+    /// Fields the host does not know, to log once.
+    pub unknown: Vec<String>,
+}
+
+impl ServerSpec {
+    /// Whether the server offers tool `name` (its own name for it).
+    pub fn offers(&self, name: &str) -> bool {
+        if self.disabled_tools.iter().any(|t| t == name) {
+            return false;
+        }
+        self.enabled_tools.as_ref().is_none_or(|only| only.iter().any(|t| t == name))
+    }
+
+    /// The program to run: its `command` resolved as a manifest's `exec`
+    /// (PROTOCOL.md §1) against the file's folder; the error names the file.
+    pub fn resolve_command(&self) -> Result<PathBuf, String> {
+        if let Some(why) = &self.error {
+            return Err(why.clone());
+        }
+        self.manifest().resolve_exec().map_err(|e| match e {
+            crate::manifest::ManifestError::Exec { msg, .. } => {
+                format!("{}: command {:?}: {msg}", self.file.display(), self.command)
+            }
+            other => other.to_string(),
+        })
+    }
+
+    /// The manifest the host runs the server by: its command (a path with
+    /// a `/` made absolute against the file's folder), args, env, restart
+    /// policy and folder.
+    pub fn manifest(&self) -> Manifest {
+        let base = self.file.parent().unwrap_or(Path::new("/"));
+        let exec = if self.command.is_empty() {
+            // Never run (the entry's error says why), and never static.
+            "(no command)".to_string()
+        } else if self.command.contains('/') && !Path::new(&self.command).is_absolute() {
+            join_clean(base, &self.command).display().to_string()
+        } else {
+            self.command.clone()
+        };
+        Manifest {
+            name: self.name.clone(),
+            version: String::new(),
+            exec,
+            args: self.args.clone(),
+            language: String::new(),
+            description: String::new(),
+            enabled: !self.disabled,
+            skills: Vec::new(),
+            theme: None,
+            env: self.env.clone(),
+            restart: self.restart,
+            dir: self.cwd.clone(),
+        }
+    }
+}
+
+/// What one configuration file holds.
+#[derive(Debug, Default)]
+pub struct ConfigFile {
+    /// Its servers, by name.
+    pub servers: Vec<ServerSpec>,
+    /// Entries whose name is not a safe file-name component: the name as
+    /// given and why.
+    pub bad_names: Vec<(String, String)>,
+}
+
+/// Reads `path`: `Ok(None)` when it does not exist, `Err` when it cannot be
+/// read or is not a configuration file.
+pub fn read_file(path: &Path) -> Result<Option<ConfigFile>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read: {e}")),
+    };
+    parse(&bytes, path).map(Some)
+}
+
+/// Checks a `--mcp-config FILE` at start: it must exist and be a
+/// configuration file. The error is the `<why>` of `zot: --mcp-config
+/// FILE: <why>`.
+pub fn check_given(path: &Path) -> Result<(), String> {
+    match read_file(path)? {
+        Some(_) => Ok(()),
+        None => Err("no such file or directory".into()),
+    }
+}
+
+/// Parses a configuration file's bytes; `path` (absolute) anchors relative
+/// paths and names the file.
+pub fn parse(bytes: &[u8], path: &Path) -> Result<ConfigFile, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Value::Object(mut top) = v else { return Err("not a JSON object".into()) };
+    let servers = match top.remove("mcpServers") {
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("`mcpServers` must be an object".into()),
+        None => return Err("no `mcpServers` object".into()),
+    };
+    let mut out = ConfigFile::default();
+    for (name, entry) in servers {
+        if let Err(e) = validate_name(&name) {
+            out.bad_names.push((name, e.to_string()));
+            continue;
+        }
+        out.servers.push(server(name, entry, path));
+    }
+    Ok(out)
+}
+
+fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
+    let base = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let mut spec = ServerSpec {
+        name,
+        file: file.to_path_buf(),
+        command: String::new(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: base.clone(),
+        error: None,
+        disabled: false,
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+        connect_timeout: DEFAULT_CONNECT,
+        request_timeout: None,
+        idle_timeout: None,
+        restart: RestartPolicy::OnFailure,
+        roots: Roots::Off,
+        unknown: Vec::new(),
+    };
+    let Value::Object(obj) = entry else {
+        spec.error = Some("its entry must be a JSON object".into());
+        return spec;
+    };
+    spec.unknown = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+    if let Err(e) = fill(&mut spec, &obj, &base) {
+        spec.error = Some(e);
+    }
+    spec
+}
+
+fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<(), String> {
+    // The disabled flag is read first: a disabled entry is listed as such
+    // whatever else is wrong with it.
+    if let Some(v) = obj.get("disabled") {
+        spec.disabled = v.as_bool().ok_or("field `disabled` must be a boolean")?;
+    }
+    let transport = match obj.get("transport").or_else(|| obj.get("type")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("field `transport` must be a string".into()),
+    };
+    let command = match obj.get("command") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err("field `command` must be a non-empty string".into()),
+    };
+    match (transport.as_deref(), &command) {
+        (None | Some("stdio"), Some(c)) => spec.command = c.clone(),
+        (None | Some("stdio"), None) if obj.contains_key("url") => {
+            let kind = "streamable-http";
+            return Err(format!("transport {kind} is not supported (stdio only)"));
+        }
+        (None | Some("stdio"), None) => return Err("field `command` is required".into()),
+        (Some(other), _) => return Err(format!("transport {other} is not supported (stdio only)")),
+    }
+    spec.args = strings(obj, "args")?.unwrap_or_default();
+    if let Some(v) = obj.get("env") {
+        let Value::Object(env) = v else { return Err("field `env` must be an object of strings".into()) };
+        for (k, v) in env {
+            let Value::String(s) = v else { return Err(format!("field `env`: {k} must be a string")) };
+            if k.is_empty() || k.contains('=') || k.contains('\0') || s.contains('\0') {
+                return Err(format!("field `env`: invalid entry {k:?}"));
+            }
+            spec.env.push((k.clone(), s.clone()));
+        }
+    }
+    match obj.get("cwd") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if !s.is_empty() => spec.cwd = join_clean(base, s),
+        Some(_) => return Err("field `cwd` must be a non-empty string".into()),
+    }
+    spec.enabled_tools = strings(obj, "enabledTools")?;
+    spec.disabled_tools = strings(obj, "disabledTools")?.unwrap_or_default();
+    if let Some(d) = secs(obj, "connectTimeout", false)? {
+        spec.connect_timeout = d;
+    }
+    spec.request_timeout = secs(obj, "requestTimeout", false)?;
+    spec.idle_timeout = secs(obj, "idleTimeout", true)?;
+    match obj.get("restart") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            spec.restart = RestartPolicy::parse(s)
+                .ok_or_else(|| format!("field `restart` must be never, on-failure or always, not {s:?}"))?
+        }
+        Some(_) => return Err("field `restart` must be a string".into()),
+    }
+    spec.roots = match obj.get("roots") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Roots::Off,
+        Some(Value::Bool(true)) => Roots::Project,
+        Some(Value::Array(_)) => {
+            let dirs = strings(obj, "roots")?.unwrap_or_default();
+            Roots::Dirs(dirs.iter().map(|d| join_clean(base, d)).collect())
+        }
+        Some(_) => return Err("field `roots` must be true or an array of folders".into()),
+    };
+    Ok(())
+}
+
+fn strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("field `{key}` must be an array of strings")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(format!("field `{key}` must be an array of strings")),
+    }
+}
+
+/// A duration in seconds: a positive number up to 86400 (`zero_is_none`:
+/// 0 means "never").
+fn secs(obj: &Map<String, Value>, key: &str, zero_is_none: bool) -> Result<Option<Duration>, String> {
+    let bad = || format!("field `{key}` must be a number of seconds (more than 0, at most 86400)");
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            let s = n.as_f64().ok_or_else(bad)?;
+            if s == 0.0 && zero_is_none {
+                return Ok(None);
+            }
+            if !(s > 0.0 && s <= 86400.0) {
+                return Err(bad());
+            }
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Some(_) => Err(bad()),
+    }
+}
+
+/// `rel` against `base` (an absolute `rel` as is), without `.` parts and
+/// with `..` taken lexically.
+fn join_clean(base: &Path, rel: &str) -> PathBuf {
+    let mut p = if Path::new(rel).is_absolute() { PathBuf::new() } else { base.to_path_buf() };
+    for c in Path::new(rel).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                p.pop();
+            }
+            other => p.push(other.as_os_str()),
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(json: &str) -> ServerSpec {
+        let f = parse(json.as_bytes(), Path::new("/cfg/dir/mcp.json")).unwrap();
+        f.servers.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn every_field_is_read() {
+        let s = one(
+            r#"{"mcpServers":{"fs":{"command":"./bin/srv","args":["a"],"env":{"K":"${V:-x}"},"cwd":"sub",
+            "enabledTools":["read"],"disabledTools":["write"],"connectTimeout":2.5,"requestTimeout":9,
+            "idleTimeout":0,"restart":"never","roots":["../r"],"extra":1}}}"#,
+        );
+        assert_eq!(s.error, None);
+        assert_eq!(s.args, vec!["a"]);
+        assert_eq!(s.env, vec![("K".to_string(), "${V:-x}".to_string())]);
+        assert_eq!(s.cwd, PathBuf::from("/cfg/dir/sub"));
+        assert!(s.offers("read") && !s.offers("write") && !s.offers("other"));
+        assert_eq!(s.connect_timeout, Duration::from_millis(2500));
+        assert_eq!(s.request_timeout, Some(Duration::from_secs(9)));
+        assert_eq!(s.idle_timeout, None);
+        assert_eq!(s.restart, RestartPolicy::Never);
+        assert_eq!(s.roots, Roots::Dirs(vec![PathBuf::from("/cfg/r")]));
+        assert_eq!(s.unknown, vec!["extra"]);
+        let m = s.manifest();
+        assert_eq!(m.exec, "/cfg/dir/bin/srv");
+        assert_eq!(m.dir, PathBuf::from("/cfg/dir/sub"));
+        assert_eq!(m.restart, RestartPolicy::Never);
+    }
+
+    #[test]
+    fn defaults_and_refusals() {
+        let s = one(r#"{"mcpServers":{"t":{"command":"uvx","args":["mcp-server-time"]}}}"#);
+        assert_eq!((s.restart, s.connect_timeout, s.roots.clone()), (RestartPolicy::OnFailure, DEFAULT_CONNECT, Roots::Off));
+        assert_eq!(s.manifest().exec, "uvx");
+        let s = one(r#"{"mcpServers":{"web":{"url":"https://example.com/mcp"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("transport streamable-http is not supported (stdio only)"));
+        let s = one(r#"{"mcpServers":{"web":{"transport":"sse","command":"x"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("transport sse is not supported (stdio only)"));
+        let s = one(r#"{"mcpServers":{"x":{"args":[]}}}"#);
+        assert_eq!(s.error.as_deref(), Some("field `command` is required"));
+        let s = one(r#"{"mcpServers":{"x":{"command":"a","connectTimeout":-1}}}"#);
+        assert!(s.error.unwrap().contains("connectTimeout"));
+        let f = parse(br#"{"mcpServers":{"a b":{"command":"x"}}}"#, Path::new("/m.json")).unwrap();
+        assert_eq!(f.servers.len(), 0);
+        assert_eq!(f.bad_names[0].0, "a b");
+        assert!(parse(b"{}", Path::new("/m.json")).unwrap_err().contains("mcpServers"));
+        assert!(parse(b"nope", Path::new("/m.json")).unwrap_err().contains("invalid JSON"));
+    }
+}

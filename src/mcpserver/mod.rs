@@ -1,0 +1,14 @@
+//! MCP servers run as extensions (PROTOCOL.md §8): their configuration
+//! files ([`config`]), the names their tools are offered by (`names`),
+//! their results as the host's (`content`), and the edge that translates
+//! one process's JSON-RPC into the host's messages (`edge`). The host runs a server through the same spawn path,
+//! supervisor, registry and call table as an extension; only the edge of
+//! each child speaks JSON-RPC instead of zot frames.
+//!
+//! Not to be confused with the `zot mcp` front end, where zot itself is
+//! the MCP server.
+
+pub mod config;
+mod content;
+pub(crate) mod edge;
+mod names;
