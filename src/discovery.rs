@@ -140,9 +140,16 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
         all.extend(mcp_servers(f, Source::Ext, true));
     }
     if !sources.no_ext {
-        all.extend(scan_dir(&project_extensions_dir(cwd), Source::Project));
-        all.extend(mcp_servers(&cwd.join(".zot").join(MCP_FILE), Source::Project, false));
-        all.extend(scan_dir(&home.extensions_dir(), Source::Global));
+        let (project, global) = (project_extensions_dir(cwd), home.extensions_dir());
+        // A project whose extensions folder is the home's own (zot run in
+        // the folder holding ZOT_HOME) has global extensions only, as
+        // `zot ext list` shows them.
+        let same = matches!((fs::canonicalize(&project), fs::canonicalize(&global)), (Ok(a), Ok(b)) if a == b);
+        if !same {
+            all.extend(scan_dir(&project, Source::Project));
+            all.extend(mcp_servers(&cwd.join(".zot").join(MCP_FILE), Source::Project, false));
+        }
+        all.extend(scan_dir(&global, Source::Global));
         all.extend(mcp_servers(&home.root().join(MCP_FILE), Source::Global, false));
     }
     let mut out = Discovery::default();
@@ -153,14 +160,19 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
     // (highest) source.
     let mut seen: Vec<PathBuf> = Vec::new();
     for item in all {
+        // MCP servers of one file share its folder: each is its own entry.
         let dir = match &item {
-            Ok(f) => f.manifest.dir.clone(),
-            Err(b) => fs::canonicalize(&b.dir).unwrap_or_else(|_| b.dir.clone()),
+            Ok(f) if f.mcp.is_some() => None,
+            Ok(f) => Some(f.manifest.dir.clone()),
+            Err(b) if b.dir.extension().is_some_and(|x| x == "json") => None,
+            Err(b) => Some(fs::canonicalize(&b.dir).unwrap_or_else(|_| b.dir.clone())),
         };
-        if seen.contains(&dir) {
-            continue;
+        if let Some(dir) = dir {
+            if seen.contains(&dir) {
+                continue;
+            }
+            seen.push(dir);
         }
-        seen.push(dir);
         match item {
             Err(b) => out.broken.push(b),
             Ok(found) => {
