@@ -110,7 +110,19 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
     let mut trusted: Option<bool> = trust_project.then_some(true);
+    // The same folder reached twice (`--ext X --ext X`, or an `--ext` that
+    // is also a project or global folder) is one extension, at its first
+    // (highest) source.
+    let mut seen: Vec<PathBuf> = Vec::new();
     for item in all {
+        let dir = match &item {
+            Ok(f) => f.manifest.dir.clone(),
+            Err(b) => fs::canonicalize(&b.dir).unwrap_or_else(|_| b.dir.clone()),
+        };
+        if seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir);
         match item {
             Err(b) => out.broken.push(b),
             Ok(found) => {

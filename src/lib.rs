@@ -32,6 +32,7 @@ mod trust;
 mod wake;
 
 // The `zot` binary: its front ends and tools.
+mod argpath;
 mod check;
 mod cli;
 mod clidoc;

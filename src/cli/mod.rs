@@ -89,11 +89,15 @@ pub struct SessionArgs {
 }
 
 impl SessionArgs {
-    /// Builds the host configuration: `ZOT_HOME` from the environment, the
+    /// Builds the host configuration (after checking every `--ext` path,
+    /// [`crate::argpath`]): `ZOT_HOME` from the environment, the
     /// project directory (`--cwd`, checked, or the current directory),
     /// `--ext` paths made absolute against the process's current directory,
     /// and the timeouts over [`Timeouts::default`](crate::host::Timeouts::default).
     pub fn into_config(self) -> Result<Config, String> {
+        for p in &self.ext_paths {
+            crate::argpath::check("ext", p, crate::argpath::Expect::Extension)?;
+        }
         let home = Home::from_env().map_err(|e| e.to_string())?;
         let cwd = match &self.cwd {
             Some(dir) => resolve_dir(dir)?,

@@ -1,0 +1,105 @@
+//! What a new user trips on, through the binary: a typo in `--ext` in every
+//! front end, the same folder given twice, broken execs shown as broken,
+//! the stderr of an extension that fails to start, the help words and the
+//! unknown command, and messages that say what is true.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{sh_ext, TempDir};
+use zot_proc::{strings, BIN, FAST};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// `zot args...` in `dir` with `ZOT_HOME=<t>/home` and stdin empty.
+fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Run {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("ZOT_HOME", t.path().join("home"))
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("ZOT_TRACE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run zot");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[allow(dead_code)]
+fn zot(t: &TempDir, args: &[&str]) -> Run {
+    zot_in(t, t.path(), &strings(args))
+}
+
+/// The front ends that load extensions, as argument prefixes.
+const FRONT_ENDS: [&[&str]; 4] = [&[], &["serve"], &["mcp"], &["ext", "doctor"]];
+
+#[test]
+fn a_wrong_ext_path_is_an_error_at_start_in_every_front_end() {
+    let t = TempDir::new("nu-ext-path");
+    std::fs::create_dir_all(t.path().join("some")).expect("some/");
+    std::fs::write(t.path().join("some/file.sh"), "#!/bin/sh\n").expect("file.sh");
+    std::fs::create_dir_all(t.path().join("empty")).expect("empty/");
+    // A good extension given first must not be started.
+    let marker = t.path().join("started");
+    let good = sh_ext(t.path(), "good", "good", "sh_ext.sh", &["good", &marker.display().to_string()]);
+    let cases = [
+        ("nope", "no such file or directory"),
+        ("some/file.sh", "not an extension: give its folder (holding extension.json) or its extension.json"),
+        ("empty", "the folder holds no extension.json"),
+    ];
+    for front in FRONT_ENDS {
+        for (path, why) in cases {
+            let mut args = strings(front);
+            args.extend(strings(&["--no-ext", "--ext", &good.display().to_string(), "--ext", path]));
+            let r = zot_in(&t, t.path(), &args);
+            assert_eq!(r.code, 1, "{front:?} {path}: {}", r.stderr);
+            assert_eq!(r.stderr, format!("zot: --ext {path}: {why}\n"), "{front:?}");
+            assert_eq!(r.stdout, "", "{front:?} {path}");
+            assert!(!marker.exists(), "{front:?} {path}: an extension was started");
+        }
+    }
+}
+
+#[test]
+fn the_same_folder_twice_is_one_extension() {
+    let t = TempDir::new("nu-twice");
+    let x = sh_ext(t.path(), "x", "x", "sh_ext.sh", &["x"]);
+    let spelled_twice = format!("{}/../x", x.display());
+    let mut args = strings(&["ext", "doctor", "--no-ext", "--json"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &x.display().to_string(), "--ext", &spelled_twice, "--ext", "x/extension.json"]));
+    let r = zot_in(&t, t.path(), &args);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    let exts = report["extensions"].as_array().expect("extensions");
+    assert_eq!(exts.len(), 1, "{report:#}");
+    assert_eq!(exts[0]["state"], "auto_ready", "{report:#}");
+    assert_eq!(report["conflicts"], serde_json::json!([]), "{report:#}");
+
+    // The same in a session: one tool, no shadowing.
+    let mut args = strings(&["serve", "--no-ext"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &x.display().to_string(), "--ext", &spelled_twice]));
+    let mut z = zot_proc::Zot::spawn(t.path(), &args, &[]);
+    z.send(r#"{"id":1,"type":"list"}"#);
+    z.wait_line("ready", |l| l.contains(r#""type":"ready""#));
+    z.send(r#"{"id":2,"type":"list"}"#);
+    let line = z.wait_line("list", |l| l.contains(r#""id":2"#));
+    let v: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(v["result"]["extensions"].as_array().map(Vec::len), Some(1), "{v:#}");
+    z.close_stdin();
+    assert_eq!(z.exit_code(std::time::Duration::from_secs(20)), 0);
+}
