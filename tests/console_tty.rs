@@ -32,8 +32,13 @@ struct Term {
 
 impl Term {
     fn spawn(t: &TempDir, exts: &[PathBuf]) -> Term {
+        Term::spawn_sized(t, exts, 120)
+    }
+
+    /// A session on a terminal `cols` columns wide.
+    fn spawn_sized(t: &TempDir, exts: &[PathBuf], cols: u16) -> Term {
         let (mut m, mut s) = (0, 0);
-        let size = libc::winsize { ws_row: 24, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
+        let size = libc::winsize { ws_row: 24, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: openpty fills two descriptors.
         let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &size) };
         assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
@@ -100,6 +105,29 @@ impl Term {
         }
     }
 
+    /// Waits until the screen, as a terminal `cols` wide shows it, has the
+    /// cursor at column `col` of a row starting with `row_start`; returns
+    /// that screen.
+    fn wait_cursor(&self, cols: usize, row_start: &str, col: usize) -> Vt {
+        let deadline = Instant::now() + LINE_WAIT;
+        loop {
+            let vt = Vt::of(&self.text(), cols);
+            if vt.col == col && vt.row_text(vt.row).starts_with(row_start) {
+                return vt;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                panic!(
+                    "cursor at column {} of row {:?}, not {col} of a row starting {row_start:?}; rows:\n{:#?}",
+                    vt.col,
+                    vt.row_text(vt.row),
+                    vt.rows.iter().map(|r| r.iter().filter(|c| **c != '\0').collect::<String>()).collect::<Vec<_>>()
+                );
+            }
+            let _ = self.more.recv_timeout(left);
+        }
+    }
+
     fn exit_code(&mut self) -> i32 {
         let deadline = Instant::now() + LINE_WAIT;
         loop {
@@ -125,6 +153,86 @@ impl Drop for Term {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A minimal terminal: what `bytes` leave on the screen and where the
+/// cursor ends, for printable text (by display width, wrapping at the
+/// right edge as a terminal does), CR, LF and the cursor moves and erase
+/// the line editor writes (CSI C, D, K; other sequences are ignored).
+struct Vt {
+    /// The cells of each row; the second cell of a wide character is `\0`.
+    rows: Vec<Vec<char>>,
+    row: usize,
+    col: usize,
+}
+
+impl Vt {
+    fn of(bytes: &str, cols: usize) -> Vt {
+        let mut vt = Vt { rows: vec![Vec::new()], row: 0, col: 0 };
+        let mut chars = bytes.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => vt.col = 0,
+                '\n' => vt.down(),
+                '\x1b' => {
+                    if chars.peek() != Some(&'[') {
+                        chars.next();
+                        continue;
+                    }
+                    chars.next();
+                    let mut n = String::new();
+                    let mut fin = ' ';
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            fin = c;
+                            break;
+                        }
+                        n.push(c);
+                    }
+                    let n: usize = n.parse().unwrap_or(1);
+                    match fin {
+                        'C' => vt.col = (vt.col + n).min(cols - 1),
+                        'D' => vt.col = vt.col.min(cols - 1).saturating_sub(n),
+                        'K' => vt.rows[vt.row].truncate(vt.col),
+                        _ => {}
+                    }
+                }
+                c if c.is_control() => {}
+                c => {
+                    let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                    if w == 0 {
+                        // A combining mark joins the cell before it.
+                        continue;
+                    }
+                    if vt.col + w > cols {
+                        vt.down();
+                        vt.col = 0;
+                    }
+                    let row = &mut vt.rows[vt.row];
+                    if row.len() < vt.col + w {
+                        row.resize(vt.col + w, ' ');
+                    }
+                    row[vt.col] = c;
+                    if w == 2 {
+                        row[vt.col + 1] = '\0';
+                    }
+                    vt.col += w;
+                }
+            }
+        }
+        vt
+    }
+
+    fn down(&mut self) {
+        self.row += 1;
+        if self.rows.len() <= self.row {
+            self.rows.push(Vec::new());
+        }
+    }
+
+    fn row_text(&self, row: usize) -> String {
+        self.rows[row].iter().filter(|c| **c != '\0').collect()
     }
 }
 
@@ -310,4 +418,51 @@ fn keys_answer_an_interactive_tools_panel_and_a_submitted_slash_runs_at_once() {
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
     z.assert_cooked();
+}
+
+#[test]
+fn wide_characters_move_the_cursor_by_their_display_width() {
+    let t = TempDir::new("tty-wide");
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let at = z.wait_for("zot> ", 0);
+    // Each CJK character is two columns: Home is column 5, right after
+    // the prompt, and one Left steps over a whole character.
+    z.typed("\u{65e5}\u{672c}\u{8a9e}\x01a");
+    z.wait_cursor(120, "zot> a\u{65e5}\u{672c}\u{8a9e}", 6);
+    z.typed(&format!("\x05{LEFT}b"));
+    z.wait_cursor(120, "zot> a\u{65e5}\u{672c}b\u{8a9e}", 11);
+    // Emoji are two columns as well (Ctrl-E Ctrl-U: a new line).
+    z.typed(&format!("\x05\x15\u{1f600}\u{1f600}{LEFT}c"));
+    z.wait_cursor(120, "zot> \u{1f600}c\u{1f600}", 8);
+    // A combining accent moves with its letter; Backspace takes both.
+    z.typed(&format!("\x05\x15e\u{301}x{LEFT}{LEFT}d"));
+    z.wait_cursor(120, "zot> dex", 6);
+    z.typed(&format!("{RIGHT}\x7f"));
+    z.wait_cursor(120, "zot> dx", 6);
+    z.typed("\x05\x15/display \u{65e5}\u{672c}\u{8a9e}\r");
+    z.wait_for("[tty] shown:\u{65e5}\u{672c}\u{8a9e}\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
+}
+
+#[test]
+fn a_line_wider_than_the_terminal_scrolls_in_one_row() {
+    let t = TempDir::new("tty-long");
+    let mut z = Term::spawn_sized(&t, &[tty_ext(&t)], 40);
+    let at = z.wait_for("zot> ", 0);
+    let long = "x".repeat(100);
+    z.typed(&format!("/display {long}"));
+    // The end of the line in view, the cursor in the last free column,
+    // and one prompt row however many redraws there were.
+    let vt = z.wait_cursor(40, "zot> ", 39);
+    let prompts = (0..vt.rows.len()).filter(|r| vt.row_text(*r).contains("zot> ")).count();
+    assert_eq!(prompts, 1, "{:#?}", (0..vt.rows.len()).map(|r| vt.row_text(r)).collect::<Vec<_>>());
+    assert!(vt.row_text(vt.row).ends_with("xxxx"), "{:?}", vt.row_text(vt.row));
+    // Home shows the start again; Enter runs the whole line.
+    z.typed("\x01");
+    z.wait_cursor(40, "zot> /display xxx", 5);
+    z.typed("\r");
+    z.wait_for(&format!("[tty] shown:{long}"), at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
 }

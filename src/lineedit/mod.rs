@@ -21,8 +21,11 @@
 //! prompt, or, while a panel waits for an answer ([`Editor::wait_keys`]),
 //! decoded and handed to it (`keys`). [`Editor::read_line`] also wakes for
 //! what arrives on a channel, leaving the half-typed line to edit on.
-//! Lines are assumed to fit the terminal's width. The history is in
-//! `history`.
+//! Columns are display columns (`unicode-width`: a CJK character or an
+//! emoji takes two, a combining mark none, and moves with the character
+//! before it). A line wider than the terminal scrolls sideways: the view
+//! is one row, never wrapped, and always shows the cursor. The history is
+//! in `history`.
 
 mod history;
 mod keys;
@@ -35,6 +38,7 @@ use std::sync::{Arc, Mutex, Once};
 
 use history::History;
 use keys::{decode, Key};
+use unicode_width::UnicodeWidthChar;
 
 static SAVED: Mutex<Option<(i32, libc::termios)>> = Mutex::new(None);
 
@@ -102,6 +106,10 @@ struct Line {
     prompt: String,
     buf: Vec<char>,
     cursor: usize,
+    /// The first character in view when the line is wider than the room.
+    offset: usize,
+    /// Columns drawn right of the cursor, for [`Editor::finish`].
+    after: usize,
 }
 
 /// Everything the console writes to stdout, so that output and the line
@@ -127,11 +135,11 @@ impl Screen {
 
     /// Prints `text` and a newline; above the prompt when one is showing.
     pub fn print(&self, text: &str) {
-        let line = self.lock();
+        let mut line = self.lock();
         let mut out = io::stdout().lock();
         if line.active {
             let _ = write!(out, "\r\x1b[K{text}\n");
-            draw(&mut out, &line);
+            draw(&mut out, &mut line);
         } else {
             let _ = writeln!(out, "{text}");
         }
@@ -142,29 +150,88 @@ impl Screen {
         let mut line = self.lock();
         f(&mut line);
         let mut out = io::stdout().lock();
-        draw(&mut out, &line);
+        draw(&mut out, &mut line);
         let _ = out.flush();
     }
 
     /// Writes `s` as it is, then the prompt again if one is showing.
     fn raw(&self, s: &str) {
-        let line = self.lock();
+        let mut line = self.lock();
         let mut out = io::stdout().lock();
         let _ = out.write_all(s.as_bytes());
         if line.active {
-            draw(&mut out, &line);
+            draw(&mut out, &mut line);
         }
         let _ = out.flush();
     }
 }
 
-fn draw(out: &mut impl Write, line: &Line) {
-    let text: String = line.buf.iter().collect();
-    let _ = write!(out, "\r{}{text}\x1b[K", line.prompt);
-    let back = line.buf.len() - line.cursor;
-    if back > 0 {
-        let _ = write!(out, "\x1b[{back}D");
+/// The display width of `c`: 2 for wide characters, 0 for combining
+/// marks (and controls, which are never drawn).
+fn char_width(c: char) -> usize {
+    c.width().unwrap_or(0)
+}
+
+fn width(cs: &[char]) -> usize {
+    cs.iter().map(|c| char_width(*c)).sum()
+}
+
+/// The terminal's width in columns (80 when it cannot be read).
+fn term_cols() -> usize {
+    // SAFETY: TIOCGWINSZ fills the zeroed struct for a terminal descriptor.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        ws.ws_col as usize
+    } else {
+        80
     }
+}
+
+/// Draws the prompt and the part of the line in view, on one row: the
+/// last column stays free, so the terminal never wraps it.
+fn draw(out: &mut impl Write, line: &mut Line) {
+    let prompt_width: usize = crate::text::strip_controls(&line.prompt).chars().map(char_width).sum();
+    let room = term_cols().saturating_sub(prompt_width + 1).max(1);
+    let (buf, cursor) = (&line.buf, line.cursor);
+    if width(buf) <= room || line.offset > cursor {
+        line.offset = if width(buf) <= room { 0 } else { cursor };
+    }
+    while line.offset < cursor && width(&buf[line.offset..cursor]) > room {
+        line.offset = next_stop(buf, line.offset);
+    }
+    let mut shown = String::new();
+    let mut used = 0;
+    for &c in &buf[line.offset..] {
+        if used + char_width(c) > room {
+            break;
+        }
+        used += char_width(c);
+        shown.push(c);
+    }
+    let _ = write!(out, "\r{}{shown}\x1b[K", line.prompt);
+    line.after = used - width(&buf[line.offset..cursor]);
+    if line.after > 0 {
+        let _ = write!(out, "\x1b[{}D", line.after);
+    }
+}
+
+/// The cursor position one character (with its combining marks) right of `i`.
+fn next_stop(buf: &[char], i: usize) -> usize {
+    let mut i = (i + 1).min(buf.len());
+    while i < buf.len() && char_width(buf[i]) == 0 {
+        i += 1;
+    }
+    i
+}
+
+/// The cursor position one character (with its combining marks) left of `i`.
+fn prev_stop(buf: &[char], i: usize) -> usize {
+    let mut i = i.saturating_sub(1);
+    while i > 0 && char_width(buf[i]) == 0 {
+        i -= 1;
+    }
+    i
 }
 
 /// What [`Editor::read_line`] gives.
@@ -339,7 +406,7 @@ impl Editor {
                 l.active = true;
                 l.prompt = prompt.to_string();
             } else {
-                *l = Line { active: true, prompt: prompt.to_string(), buf: Vec::new(), cursor: 0 };
+                *l = Line { active: true, prompt: prompt.to_string(), ..Line::default() };
             }
         });
         let mut recall = self.history.entries.len();
@@ -397,14 +464,13 @@ impl Editor {
                     l.cursor += 1;
                 }),
                 Key::Backspace => self.screen.edit(|l| {
-                    if l.cursor > 0 {
-                        l.cursor -= 1;
-                        l.buf.remove(l.cursor);
-                    }
+                    let to = prev_stop(&l.buf, l.cursor);
+                    l.buf.drain(to..l.cursor);
+                    l.cursor = to;
                 }),
                 Key::Delete => self.screen.edit(delete),
-                Key::Left | Key::Ctrl(b'B') => self.screen.edit(|l| l.cursor = l.cursor.saturating_sub(1)),
-                Key::Right | Key::Ctrl(b'F') => self.screen.edit(|l| l.cursor = (l.cursor + 1).min(l.buf.len())),
+                Key::Left | Key::Ctrl(b'B') => self.screen.edit(|l| l.cursor = prev_stop(&l.buf, l.cursor)),
+                Key::Right | Key::Ctrl(b'F') => self.screen.edit(|l| l.cursor = next_stop(&l.buf, l.cursor)),
                 Key::Home | Key::Ctrl(b'A') => self.screen.edit(|l| l.cursor = 0),
                 Key::End | Key::Ctrl(b'E') => self.screen.edit(|l| l.cursor = l.buf.len()),
                 Key::Ctrl(b'K') => self.screen.edit(|l| l.buf.truncate(l.cursor)),
@@ -454,9 +520,8 @@ impl Editor {
         let mut line = self.screen.lock();
         line.active = false;
         let mut out = io::stdout().lock();
-        let end = line.buf.len() - line.cursor;
-        if end > 0 {
-            let _ = write!(out, "\x1b[{end}C");
+        if line.after > 0 {
+            let _ = write!(out, "\x1b[{}C", line.after);
         }
         let _ = out.write_all(tail.as_bytes());
         let _ = out.flush();
@@ -494,9 +559,8 @@ impl Editor {
 }
 
 fn delete(l: &mut Line) {
-    if l.cursor < l.buf.len() {
-        l.buf.remove(l.cursor);
-    }
+    let to = next_stop(&l.buf, l.cursor);
+    l.buf.drain(l.cursor..to);
 }
 
 #[cfg(test)]
