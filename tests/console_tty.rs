@@ -466,3 +466,17 @@ fn a_line_wider_than_the_terminal_scrolls_in_one_row() {
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", z.text());
 }
+
+#[test]
+fn tab_completion_ignores_case_as_commands_do() {
+    let t = TempDir::new("tty-tab-case");
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let mut at = z.wait_for("zot> ", 0);
+    // The typed word takes the command's own spelling.
+    z.typed("/DISP\t");
+    at = z.wait_for("zot> /display ", at);
+    z.typed("case\r");
+    z.wait_for("[tty] shown:case\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
+}

@@ -535,25 +535,27 @@ impl Editor {
             (before, start)
         };
         let word: String = before.chars().skip(start).collect();
-        let mut found: Vec<String> = complete(&before).into_iter().filter(|c| c.starts_with(&word)).collect();
+        // Without case, as commands are matched (`/W` completes `/weather`);
+        // the word typed is replaced by the candidate's own spelling.
+        let lower = word.to_lowercase();
+        let mut found: Vec<String> =
+            complete(&before).into_iter().filter(|c| c.to_lowercase().starts_with(&lower)).collect();
         found.sort();
         found.dedup();
         let Some(first) = found.first() else { return };
         let common: String = found.iter().skip(1).fold(first.clone(), |acc, c| {
             acc.chars().zip(c.chars()).take_while(|(a, b)| a == b).map(|(a, _)| a).collect()
         });
-        let mut insert: Vec<char> = common.chars().skip(word.chars().count()).collect();
+        let mut replace: Vec<char> = common.chars().collect();
         if found.len() == 1 {
-            insert.push(' ');
-        } else if insert.is_empty() {
+            replace.push(' ');
+        } else if replace.len() <= word.chars().count() {
             self.screen.print(&found.join("  "));
             return;
         }
         self.screen.edit(|l| {
-            for c in insert {
-                l.buf.insert(l.cursor, c);
-                l.cursor += 1;
-            }
+            l.buf.splice(start..l.cursor, replace.iter().copied());
+            l.cursor = start + replace.len();
         });
     }
 }
