@@ -235,7 +235,7 @@ impl Drop for Serve {
 /// command and tool through `zot serve`.
 fn scaffold_works(lang: &str, needs: &str) {
     if !on_path(needs) {
-        println!("skipping the {lang} scaffold: {needs} is not on PATH");
+        common::skip(&format!("the {lang} scaffold: {needs} is not on PATH"));
         return;
     }
     let t = TempDir::new(lang);
@@ -326,7 +326,7 @@ fn cargo_build(ext: &Path) -> bool {
         last = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!last.contains("error[E") && !last.contains("could not compile"), "the Rust scaffold does not compile:\n{last}");
     }
-    println!("skipping the Rust scaffold build: cargo cannot get serde_json here:\n{last}");
+    common::skip(&format!("the Rust scaffold build: cargo cannot get serde_json here: {}", last.trim().replace('\n', " ")));
     false
 }
 

@@ -151,6 +151,40 @@ fn test_summary_adds_one_total_line() {
     assert_eq!(text, format!("{input}6 passed, 3 failed, 1 skipped\n"));
 }
 
+/// `make test`'s run (.ci/test-total) on a small cargo project of its own:
+/// one test passes, one fails, one is ignored and one says it skips. The
+/// total line counts each once where it belongs, and the exit status is
+/// cargo's.
+#[test]
+fn test_total_counts_a_skipped_test_as_skipped() {
+    let t = TempDir::new("test-total");
+    std::fs::create_dir_all(t.path().join("tests")).expect("tests/");
+    std::fs::write(t.path().join("Cargo.toml"), "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+        .expect("Cargo.toml");
+    std::fs::write(
+        t.path().join("tests/t.rs"),
+        r#"use std::io::Write;
+#[test] fn passes() {}
+#[test] fn fails() { panic!("on purpose") }
+#[test] #[ignore] fn ignored() {}
+#[test] fn skips() { let _ = std::io::stderr().write_all(b"SKIP: no such tool here\n"); }
+"#,
+    )
+    .expect("t.rs");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(format!("{ROOT}/.ci/test-total"))
+        .current_dir(t.path())
+        .env("CARGO", cargo)
+        .env("CARGO_TARGET_DIR", t.path().join("target"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run .ci/test-total");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().last(), Some("1 passed, 1 failed, 2 skipped"), "{text}");
+    assert!(text.contains("SKIP: no such tool here"), "{text}");
+    assert_eq!(out.status.code(), Some(101), "{text}");
+}
+
 fn on_path(prog: &str) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).any(|d| d.join(prog).is_file())
@@ -161,7 +195,7 @@ fn on_path(prog: &str) -> bool {
 #[test]
 fn zsh_completion_parses_and_offers_subcommands_and_choices() {
     if !on_path("zsh") {
-        println!("skipping the zsh completion test: zsh is not on PATH");
+        common::skip("the zsh completion test: zsh is not on PATH");
         return;
     }
     let t = TempDir::new("zsh-complete");
@@ -194,7 +228,7 @@ fn zsh_completion_parses_and_offers_subcommands_and_choices() {
 #[test]
 fn fish_completion_parses_and_offers_subcommands_and_choices() {
     if !on_path("fish") {
-        println!("skipping the fish completion test: fish is not on PATH");
+        common::skip("the fish completion test: fish is not on PATH");
         return;
     }
     let t = TempDir::new("fish-complete");
