@@ -49,7 +49,7 @@ fn positional(c: &Cmd) -> Positional {
 fn flags_of(c: &Cmd) -> Vec<Flag> {
     let mut v: Vec<Flag> = Vec::new();
     if c.session {
-        v.extend(SESSION_FLAGS);
+        v.extend(SESSION_FLAGS.iter().filter(|f| f.applies(c.name)));
     }
     v.extend(c.flags.iter().copied());
     let tail = &COMMANDS[COMMANDS.len() - 1].flags;

@@ -38,7 +38,6 @@ fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Run {
     }
 }
 
-#[allow(dead_code)]
 fn zot(t: &TempDir, args: &[&str]) -> Run {
     zot_in(t, t.path(), &strings(args))
 }
@@ -102,4 +101,28 @@ fn the_same_folder_twice_is_one_extension() {
     assert_eq!(v["result"]["extensions"].as_array().map(Vec::len), Some(1), "{v:#}");
     z.close_stdin();
     assert_eq!(z.exit_code(std::time::Duration::from_secs(20)), 0);
+}
+
+#[test]
+fn zot_mcp_refuses_interactive_tools_and_its_completions_agree() {
+    let t = TempDir::new("nu-mcp-interactive");
+    let want = "zot mcp: option '--interactive-tools' does not apply to 'zot mcp': an MCP client has no one to answer an interactive tool's panel (see 'zot mcp --help')\n";
+    for args in [&["mcp", "--interactive-tools"][..], &["--interactive-tools", "mcp"]] {
+        let r = zot(&t, args);
+        assert_eq!((r.code, r.stderr.as_str(), r.stdout.as_str()), (2, want, ""), "{args:?}");
+    }
+    let help = zot(&t, &["mcp", "--help"]);
+    assert!(!help.stdout.contains("--interactive-tools"), "{}", help.stdout);
+    assert!(zot(&t, &["serve", "--help"]).stdout.contains("--interactive-tools"));
+    // Every shell's completions offer it to serve and not to mcp.
+    let bash = zot(&t, &["completions", "bash"]).stdout;
+    let line = |cmd: &str| bash.lines().find(|l| l.trim_start().starts_with(&format!("\"{cmd}\")"))).unwrap_or("").to_string();
+    assert!(line("serve").contains("--interactive-tools"), "{bash}");
+    assert!(line("mcp").contains("--trace") && !line("mcp").contains("--interactive-tools"), "{}", line("mcp"));
+    let fish = zot(&t, &["completions", "fish"]).stdout;
+    assert!(fish.contains("__zot_is \\'serve\\'' -l interactive-tools"), "{fish}");
+    assert!(!fish.contains("__zot_is \\'mcp\\'' -l interactive-tools"), "{fish}");
+    let zsh = zot(&t, &["completions", "zsh"]).stdout;
+    let mcp_part: String = zsh.split("(\"mcp\")").nth(1).unwrap_or("").split(";;").next().unwrap_or("").to_string();
+    assert!(mcp_part.contains("--trace") && !mcp_part.contains("interactive-tools"), "{mcp_part}\n{zsh}");
 }

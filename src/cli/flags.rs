@@ -33,6 +33,10 @@ pub struct Flag {
     pub choices: &'static [&'static str],
     default: Option<fn() -> String>,
     pub(super) set: Set,
+    /// The commands (as in [`Cmd::name`]) a session option does not apply
+    /// to, with why: refused there as a usage error, and left out of their
+    /// help and completions.
+    pub not_for: &'static [(&'static str, &'static str)],
 }
 
 impl Flag {
@@ -46,25 +50,34 @@ impl Flag {
         format!("{short}--{}{value}", self.long)
     }
 
+    /// False for a session option that `command` refuses.
+    pub fn applies(&self, command: &str) -> bool {
+        !self.not_for.iter().any(|(c, _)| *c == command)
+    }
+
     /// The help text with the default, when there is one.
     pub fn full_help(&self) -> String {
-        match self.default {
+        let mut help = match self.default {
             Some(d) => format!("{} (default {})", self.help, d()),
             None => self.help.to_string(),
+        };
+        for (c, _) in self.not_for {
+            help.push_str(&format!("; not for zot {c}"));
         }
+        help
     }
 }
 
 const fn local(long: &'static str, value: Option<&'static str>, help: &'static str) -> Flag {
-    Flag { long, short: None, value, help, choices: &[], default: None, set: Set::Local }
+    Flag { long, short: None, value, help, choices: &[], default: None, set: Set::Local, not_for: &[] }
 }
 
 const fn session(long: &'static str, value: Option<&'static str>, help: &'static str, set: Setter) -> Flag {
-    Flag { long, short: None, value, help, choices: &[], default: None, set: Set::Session(set) }
+    Flag { long, short: None, value, help, choices: &[], default: None, set: Set::Session(set), not_for: &[] }
 }
 
 const fn secs(long: &'static str, help: &'static str, default: fn() -> String, set: Setter) -> Flag {
-    Flag { long, short: None, value: Some("SECS"), help, choices: &[], default: Some(default), set: Set::Session(set) }
+    Flag { long, short: None, value: Some("SECS"), help, choices: &[], default: Some(default), set: Set::Session(set), not_for: &[] }
 }
 
 /// The restart policies of PROTOCOL.md §7.1.
@@ -131,10 +144,13 @@ pub const SESSION_FLAGS: [Flag; 15] = [
             Ok(())
         })
     },
-    session("interactive-tools", None, "run interactive tools with no reply deadline instead of refusing them (always on in the console)", |_, s, _| {
-        s.interactive_tools = true;
-        Ok(())
-    }),
+    Flag {
+        not_for: &[("mcp", "an MCP client has no one to answer an interactive tool's panel")],
+        ..session("interactive-tools", None, "run interactive tools with no reply deadline instead of refusing them (always on in the console)", |_, s, _| {
+            s.interactive_tools = true;
+            Ok(())
+        })
+    },
     session("trace", Some("FILE"), "write every frame in and out to FILE, one JSON line each (default: $ZOT_TRACE)", |a, s, _| {
         s.trace = Some(PathBuf::from(a.value()?));
         Ok(())

@@ -21,7 +21,7 @@ pub fn top_help() -> String {
         }
     }
     s.push('\n');
-    s.push_str(&session_options());
+    s.push_str(&session_options(""));
     for f in [HELP_FLAG, VERSION_FLAG] {
         s.push_str(&flag_lines(&f));
     }
@@ -111,7 +111,7 @@ zot mcp) runs them for one run without recording anything.
 pub fn command_help(c: &Cmd) -> String {
     let mut s = format!("Usage: zot {} {}\n\n{}\n", c.name, c.usage, about(c.name));
     if c.session {
-        s.push_str(&session_options());
+        s.push_str(&session_options(c.name));
     } else {
         s.push_str("Options:\n");
     }
@@ -126,9 +126,10 @@ pub fn command_help(c: &Cmd) -> String {
     s
 }
 
-fn session_options() -> String {
+/// The session options `command` takes (all of them for `zot --help`).
+fn session_options(command: &str) -> String {
     let mut s = String::from("Options (zot, zot serve, zot mcp, zot ext doctor):\n");
-    for f in &SESSION_FLAGS {
+    for f in SESSION_FLAGS.iter().filter(|f| f.applies(command)) {
         s.push_str(&flag_lines(f));
     }
     s

@@ -194,7 +194,14 @@ fn session_option(a: &mut Args, s: &mut SessionArgs, tok: &Tok) -> Result<bool, 
 /// `--json` for the doctor.
 fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command, UsageError> {
     let mut json = false;
-    while let Some(tok) = a.next()? {
+    loop {
+        // Each option given so far, before the command word or after it.
+        for flag in SESSION_FLAGS.iter().filter(|f| s.given.contains(&f.long)) {
+            if let Some((_, why)) = flag.not_for.iter().find(|(c, _)| *c == word) {
+                return Err(a.err(format!("option '--{}' does not apply to 'zot {word}': {why}", flag.long)));
+            }
+        }
+        let Some(tok) = a.next()? else { break };
         if session_option(&mut a, &mut s, &tok)? {
             continue;
         }
