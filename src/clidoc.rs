@@ -383,9 +383,11 @@ pub fn man_page() -> String {
         let text = if text.starts_with("Usage:") { text.split_once("\n\n").map(|(_, r)| r.to_string()).unwrap_or_default() } else { text };
         let body = text.split("\nOptions:\n").next().unwrap_or("");
         s.push_str(&roff_text(body));
-        if !c.flags.is_empty() {
+        // A flag the text itself describes (doctor's --json) is not listed again.
+        let flags: Vec<&Flag> = c.flags.iter().filter(|f| !body.contains(&format!("\n  --{} ", f.long))).collect();
+        if !flags.is_empty() {
             s.push_str(".RS\n");
-            for f in c.flags {
+            for f in flags {
                 s.push_str(&roff_flag(f));
             }
             s.push_str(".RE\n");

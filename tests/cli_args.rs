@@ -106,7 +106,7 @@ fn unknown_flags_and_arguments() {
     assert_eq!(usage_error(&["-x"]), "zot: unexpected argument '-x' (see 'zot --help')");
     assert_eq!(
         usage_error(&["frobnicate"]),
-        "zot: unexpected argument 'frobnicate' (see 'zot --help')"
+        "zot: unknown command 'frobnicate' (see 'zot --help')"
     );
     assert_eq!(
         usage_error(&["serve", "--bogus"]),

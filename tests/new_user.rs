@@ -126,3 +126,68 @@ fn zot_mcp_refuses_interactive_tools_and_its_completions_agree() {
     let mcp_part: String = zsh.split("(\"mcp\")").nth(1).unwrap_or("").split(";;").next().unwrap_or("").to_string();
     assert!(mcp_part.contains("--trace") && !mcp_part.contains("interactive-tools"), "{mcp_part}\n{zsh}");
 }
+
+#[test]
+fn help_words_version_after_a_command_and_the_nearest_command() {
+    let t = TempDir::new("nu-help");
+    let same = |a: &[&str], b: &[&str]| {
+        let (x, y) = (zot(&t, a), zot(&t, b));
+        assert_eq!((x.code, &x.stdout), (0, &y.stdout), "{a:?} vs {b:?}: {}", x.stderr);
+        assert!(!x.stdout.is_empty());
+    };
+    same(&["help"], &["--help"]);
+    same(&["help", "ext"], &["ext", "--help"]);
+    same(&["ext", "help"], &["ext", "--help"]);
+    same(&["help", "ext", "install"], &["ext", "install", "--help"]);
+    same(&["ext", "help", "new"], &["ext", "new", "--help"]);
+    same(&["help", "serve"], &["serve", "--help"]);
+    for args in [&["serve", "-V"][..], &["mcp", "--version"], &["ext", "-V"], &["-V"]] {
+        let r = zot(&t, args);
+        assert_eq!((r.code, r.stdout.as_str()), (0, concat!("zot ", env!("CARGO_PKG_VERSION"), "\n")), "{args:?}");
+    }
+    let cases: [(&[&str], &str); 5] = [
+        (&["exx", "list"], "zot: unknown command 'exx'; did you mean 'ext'? (see 'zot --help')\n"),
+        (&["srve"], "zot: unknown command 'srve'; did you mean 'serve'? (see 'zot --help')\n"),
+        (&["frobnicate"], "zot: unknown command 'frobnicate' (see 'zot --help')\n"),
+        (&["ext", "lst"], "zot ext: unknown subcommand 'lst'; did you mean 'list'? (see 'zot ext --help')\n"),
+        (&["help", "exx"], "zot help: unknown command 'exx'; did you mean 'ext'? (see 'zot help --help')\n"),
+    ];
+    for (args, want) in cases {
+        let r = zot(&t, args);
+        assert_eq!((r.code, r.stderr.as_str()), (2, want), "{args:?}");
+    }
+}
+
+#[test]
+fn the_readme_usage_block_is_what_zot_help_prints() {
+    let t = TempDir::new("nu-readme-usage");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let block = readme.split("## Command line\n\n```\n").nth(1).and_then(|r| r.split("```").next()).expect("usage block");
+    let help = zot(&t, &["--help"]).stdout;
+    let usage: String = help
+        .split("Usage:\n")
+        .nth(1)
+        .and_then(|u| u.split("\n\n").next())
+        .expect("usage")
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
+        .collect();
+    assert_eq!(block, usage);
+}
+
+#[test]
+fn the_man_page_lists_each_flag_once_and_untrust_has_its_own_text() {
+    let t = TempDir::new("nu-man");
+    let man = zot(&t, &["man"]).stdout;
+    let section = |name: &str| -> String {
+        man.split(&format!(".SS \"zot {name}")).nth(1).map(|s| s.split(".SS ").next().unwrap_or("").to_string()).unwrap_or_default()
+    };
+    assert_eq!(section("ext doctor").matches("\\-\\-json").count(), 2, "{}", section("ext doctor"));
+    let (trust, untrust) = (section("trust"), section("untrust"));
+    assert!(untrust.contains("Forgets the project DIR"), "{untrust}");
+    assert!(!untrust.contains("records the\nproject's canonical path"), "{untrust}");
+    assert!(trust.contains("records the"), "{trust}");
+    let new = zot(&t, &["ext", "new", "--help"]).stdout;
+    assert!(new.starts_with("Usage: zot ext new <name> [--lang LANG] [--dir DIR]\n"), "{new}");
+    assert!(!new.contains("PATH"), "{new}");
+}

@@ -193,7 +193,7 @@ const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, fla
 }
 
 /// Every command, in the order `zot --help` lists them.
-pub const COMMANDS: [Cmd; 17] = [
+pub const COMMANDS: [Cmd; 18] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
@@ -209,6 +209,7 @@ pub const COMMANDS: [Cmd; 17] = [
     cmd("trust", "[DIR] | zot trust --list", "let the project's own extensions run", &[LIST]),
     cmd("untrust", "[DIR]", "stop trusting the project", &[]),
     cmd("completions", "bash|zsh|fish", "print a shell completion script", &[]),
+    cmd("help", "[COMMAND]", "the help of zot or of a command", &[]),
     Cmd { hidden: true, ..cmd("man", "", "print the man page (roff)", &[]) },
     cmd("", "--help | zot --version", "", &[HELP_FLAG, VERSION_FLAG]),
 ];

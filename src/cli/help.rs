@@ -87,7 +87,12 @@ loaded on launch.
         "ext logs" => "Prints the extension's log, $ZOT_HOME/logs/ext-<name>.log: its stderr plus
 the host's lines prefixed [zot].
 ",
-        "trust" | "untrust" => "Project-local extensions (DIR/.zot/extensions) come with the repository you
+        "untrust" => "Forgets the project DIR (default: the current directory) in
+$ZOT_HOME/trust.json, so that its project-local extensions (DIR/.zot/extensions)
+no longer run until it is trusted again with 'zot trust'. Nothing else
+changes. A project that was not trusted is left as it is, and said so.
+",
+        "trust" => "Project-local extensions (DIR/.zot/extensions) come with the repository you
 are in, so they run only in a trusted project. 'zot trust' records the
 project's canonical path and a fingerprint of its extensions (manifests and
 the files they run inside the project) in $ZOT_HOME/trust.json; when they
@@ -100,6 +105,10 @@ zot mcp) runs them for one run without recording anything.
   zot completions bash > ~/.local/share/bash-completion/completions/zot
   zot completions zsh > \"${fpath[1]}/_zot\"
   zot completions fish > ~/.config/fish/completions/zot.fish
+",
+        "help" => "Prints the same help as --help: 'zot help' as 'zot --help', 'zot help ext'
+as 'zot ext --help', 'zot help ext install' (or 'zot ext help install') as
+'zot ext install --help'.
 ",
         "man" => "Prints the zot(1) man page in roff: zot man | man -l -\n",
         _ => "",

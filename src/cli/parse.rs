@@ -146,8 +146,7 @@ where
         }
         match &tok {
             _ if is_help(&tok) => return a.last(Command::Help(top_help())),
-            Tok::Short('V') => return a.last(Command::Version),
-            Tok::Long(l) if l == "version" => return a.last(Command::Version),
+            _ if is_version(&tok) => return a.last(Command::Version),
             Tok::Value(v) => {
                 let word = v.to_string_lossy().into_owned();
                 let context = format!("zot {word}");
@@ -160,6 +159,13 @@ where
                         a.context = context;
                         parse_ext(a, s)
                     }
+                    "help" => {
+                        if let Some(opt) = s.given.first() {
+                            return Err(a.err(format!("option '--{opt}' does not apply to '{context}'")));
+                        }
+                        a.context = context;
+                        parse_help(a, Vec::new())
+                    }
                     "trust" | "untrust" | "completions" | "man" => {
                         if let Some(opt) = s.given.first() {
                             return Err(a.err(format!("option '--{opt}' does not apply to '{context}'")));
@@ -167,7 +173,7 @@ where
                         a.context = context;
                         parse_simple(a, &word)
                     }
-                    _ => Err(a.unexpected(&tok)),
+                    _ => Err(a.err(unknown("command", &word, TOP_WORDS))),
                 };
             }
             _ => return Err(a.unexpected(&tok)),
@@ -176,8 +182,79 @@ where
     Ok(Command::Session(s))
 }
 
+/// The command words after `zot`.
+const TOP_WORDS: &[&str] = &["serve", "mcp", "ext", "trust", "untrust", "completions", "help", "man"];
+
+/// `unknown <what> 'word'`, and the nearest of `known` when one is close
+/// (a typo of one or two letters).
+fn unknown(what: &str, word: &str, known: &[&str]) -> String {
+    let limit = if word.chars().count() <= 3 { 1 } else { 2 };
+    let nearest = known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= limit).min();
+    match nearest {
+        Some((_, k)) => format!("unknown {what} '{word}'; did you mean '{k}'?"),
+        None => format!("unknown {what} '{word}'"),
+    }
+}
+
+/// The Levenshtein distance between `a` and `b`, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// `zot help [WORDS]` and `zot ext help [WORDS]` (`words`: the ones
+/// already read, `ext`): the help those words' `--help` prints.
+fn parse_help(mut a: Args, mut words: Vec<String>) -> Result<Command, UsageError> {
+    while let Some(tok) = a.next()? {
+        match tok {
+            Tok::Value(v) => words.push(v.to_string_lossy().into_owned()),
+            _ if is_help(&tok) => return a.last(Command::Help(command_help(command("help")))),
+            other => return Err(a.unexpected(&other)),
+        }
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let text = match words.as_slice() {
+        [] => top_help(),
+        ["ext"] => ext_help(),
+        ["ext", sub] if EXT_SUBCOMMANDS.contains(sub) => ext_sub_help(sub),
+        ["ext", sub] => return Err(a.err(unknown("subcommand", sub, EXT_SUBCOMMANDS))),
+        ["ext", _, extra, ..] => return Err(a.err(format!("unexpected argument '{extra}'"))),
+        [word, extra, ..] if TOP_WORDS.contains(word) => {
+            return Err(a.err(format!("unexpected argument '{extra}'")));
+        }
+        [word] if TOP_WORDS.contains(word) => command_help(command(word)),
+        [word, ..] => return Err(a.err(unknown("command", word, TOP_WORDS))),
+    };
+    Ok(Command::Help(text))
+}
+
+/// What `zot ext <sub> --help` prints.
+fn ext_sub_help(sub: &str) -> String {
+    match sub {
+        "new" => crate::scaffold::HELP.to_string(),
+        "check" => crate::check::HELP.to_string(),
+        "doctor" => crate::doctor::HELP.to_string(),
+        _ => command_help(command(&format!("ext {sub}"))),
+    }
+}
+
 fn is_help(tok: &Tok) -> bool {
     matches!(tok, Tok::Short('h')) || matches!(tok, Tok::Long(l) if l == "help")
+}
+
+/// `-V` or `--version`: the version, after any command word as before it.
+fn is_version(tok: &Tok) -> bool {
+    matches!(tok, Tok::Short('V')) || matches!(tok, Tok::Long(l) if l == "version")
 }
 
 /// Handles one of [`SESSION_FLAGS`]; false when `tok` is not one of them.
@@ -208,6 +285,9 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
         if is_help(&tok) {
             let help = if word == "ext doctor" { crate::doctor::HELP.to_string() } else { command_help(command(word)) };
             return a.last(Command::Help(help));
+        }
+        if is_version(&tok) {
+            return a.last(Command::Version);
         }
         match &tok {
             Tok::Long(l) if l == "json" && word == "ext doctor" => json = true,
@@ -259,11 +339,16 @@ fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
     while let Some(tok) = a.next()? {
         match &tok {
             _ if is_help(&tok) => return a.last(Command::Help(ext_help())),
+            _ if is_version(&tok) => return a.last(Command::Version),
             Tok::Long(l) if l == "cwd" => cwd = Some(PathBuf::from(a.value()?)),
+            Tok::Value(v) if v == "help" => {
+                a.context = "zot ext help".into();
+                return parse_help(a, vec!["ext".into()]);
+            }
             Tok::Value(v) => {
                 let sub = v.to_string_lossy().into_owned();
                 if !EXT_SUBCOMMANDS.contains(&sub.as_str()) {
-                    return Err(a.err(format!("unknown subcommand '{sub}'")));
+                    return Err(a.err(unknown("subcommand", &sub, EXT_SUBCOMMANDS)));
                 }
                 a.context = format!("zot ext {sub}");
                 if sub == "doctor" {

@@ -1,4 +1,4 @@
-//! `zot ext new <name> [--lang L] [--dir PATH]`: writes a working extension
+//! `zot ext new <name> [--lang L] [--dir DIR]`: writes a working extension
 //! folder `<dir>/<name>/` (manifest, source, a three-line README) in one of
 //! six languages. Every template speaks the modern handshake (send `hello`,
 //! wait for `hello_ack`, then register, then `ready`), registers one command
@@ -49,9 +49,9 @@ pub struct NewOptions {
 }
 
 /// `zot ext new --help`.
-pub const HELP: &str = "Usage: zot ext new <name> [--lang LANG] [--dir PATH]
+pub const HELP: &str = "Usage: zot ext new <name> [--lang LANG] [--dir DIR]
 
-Writes a working extension into <PATH>/<name>/ (default: ./<name>/): the
+Writes a working extension into <DIR>/<name>/ (default: ./<name>/): the
 manifest extension.json, the source and a short README.md. It registers the
 command /<name> and the tool <name>_echo (. and - made _), follows the
 handshake (hello, wait for hello_ack, register, ready) and answers shutdown. An existing folder is
@@ -61,9 +61,9 @@ Options:
   --lang LANG   python (default; stdlib only), node (plain JS), typescript
                 (run with tsx), shell (POSIX sh and sed), rust (a Cargo
                 project using serde_json only), go (standard library only)
-  --dir PATH    the existing directory to create <name>/ in
+  --dir DIR     the existing directory to create <name>/ in
 
-Then: zot ext check <PATH>/<name>   and   zot --ext <PATH>/<name>
+Then: zot ext check <DIR>/<name>   and   zot --ext <DIR>/<name>
 ";
 
 /// One file of a scaffold.
