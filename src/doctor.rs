@@ -33,8 +33,9 @@ pub const HELP: &str = "Usage: zot ext doctor [OPTIONS] [--json]
 Loads every extension exactly as a session with the same options would
 (--ext paths, project-local, global), waits for the load to end, reports,
 and stops them all. For each extension: source, folder, log file, state
-(ready, auto_ready, ready_grace_exceeded, failed with the reason, exited,
-disabled, shadowed, untrusted, static), its commands and tools each in
+(ready, auto_ready, ready_grace_exceeded, failed with the reason, broken
+with why its exec cannot start, exited, disabled, shadowed, untrusted,
+static), its commands and tools each in
 force or shadowed by whom, and the [zot] lines the host logged for it
 during this load (a problem the host logged, such as a refused
 registration or a hello under another name, is a warning). Then the name
@@ -78,7 +79,8 @@ pub struct ExtReport {
     pub source: String,
     pub dir: String,
     pub log: String,
-    /// `ready`, `auto_ready`, `ready_grace_exceeded`, `failed`, `exited`,
+    /// `ready`, `auto_ready`, `ready_grace_exceeded`, `failed`, `broken`
+    /// (its exec cannot start), `exited`,
     /// `disabled`, `shadowed`, `untrusted`, `static`, or another state the
     /// host reports.
     pub state: String,
@@ -239,6 +241,12 @@ fn build(
                 })
                 .collect::<Vec<_>>()
         };
+        // A manifest whose exec cannot start is broken, and says why.
+        let found = disc.load.iter().find(|f| f.manifest.dir.display().to_string() == info.dir);
+        if let (true, Some(why)) = (e.state == "failed", found.and_then(|f| crate::manage::exec_problem(&f.manifest))) {
+            e.state = "broken".into();
+            e.reason = Some(why);
+        }
         e.commands = mark(&info.commands, &info.shadowed_commands, &cmd_owner, true);
         e.tools = mark(&info.tools, &info.shadowed_tools, &tool_owner, false);
         diagnose(&mut e, grace);
@@ -437,6 +445,11 @@ fn diagnose(e: &mut ExtReport, grace: Duration) {
                 format!("see {logs}, or run {check}")
             };
             e.findings.push(finding(Severity::Error, "failed", format!("failed to load: {why}"), hint));
+        }
+        "broken" => {
+            let why = e.reason.clone().unwrap_or_default();
+            let hint = format!("fix \"exec\" in {}/{MANIFEST_FILE}, or build or install the program it names", e.dir);
+            e.findings.push(finding(Severity::Error, "broken", format!("cannot start: {why}"), hint));
         }
         "exited" => {
             let how = e.log_lines.iter().rev().find_map(|l| l.strip_prefix("exited (")).map(|s| s.trim_end_matches(')').to_string());

@@ -190,17 +190,18 @@ fn install_local_folder() {
     w2.ok(&["ext", "install", "rel"]);
     assert_eq!(w2.installed(), vec!["relative"]);
 
-    // An exec that cannot run yet is installed, with a warning.
+    // An exec that cannot run yet is installed, its last line saying so.
     let noexec = w2.scratch.path().join("noexec");
     make_ext(&noexec, "noexec", "");
     chmod(&noexec.join("run.sh"), 0o644);
     let r = w2.zot(&["ext", "install", s(&noexec)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("installed noexec 1.0.0 to "), "{}", r.stdout);
-    assert!(
-        r.stderr.starts_with("zot: warning: ") && r.stderr.contains("not executable"),
+    assert_eq!(
+        r.stdout.lines().last(),
+        Some(format!("broken: noexec cannot start: exec not executable: {}/noexec/run.sh (chmod +x it)", w2.ext_root().display()).as_str()),
         "{}",
-        r.stderr
+        r.stdout
     );
     assert_eq!(mode(&w2.ext_root().join("noexec/run.sh")), 0o644);
 }
@@ -865,7 +866,7 @@ fn list_shows_the_projects_trust_and_an_exec_that_cannot_run() {
     );
     assert!(out.lines().any(|l| l == note), "{out}");
     assert!(
-        out.lines().any(|l| l.starts_with("warning: global noexec: ") && l.contains("not executable")),
+        out.lines().any(|l| l.starts_with("error: global noexec cannot start: exec not executable: ")),
         "{out}"
     );
     assert!(!out.contains("warning: global skills-only"), "a static extension runs nothing: {out}");

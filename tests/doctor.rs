@@ -231,7 +231,8 @@ fn a_broken_manifest_and_a_missing_exec_fail() {
     let b = entry(&report, "bad");
     assert_eq!((&b["state"], &b["findings"][0]["code"]), (&json!("failed"), &json!("manifest")), "{b:#}");
     let g = entry(&report, "gone");
-    assert_eq!(g["state"], "failed", "{g:#}");
+    assert_eq!(g["state"], "broken", "{g:#}");
+    assert_eq!(g["reason"], format!("exec not found: {}/no-such-program", gone.display()), "{g:#}");
     assert!(g["findings"][0]["hint"].as_str().is_some_and(|h| h.contains("exec")), "{g:#}");
 }
 

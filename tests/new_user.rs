@@ -191,3 +191,47 @@ fn the_man_page_lists_each_flag_once_and_untrust_has_its_own_text() {
     assert!(new.starts_with("Usage: zot ext new <name> [--lang LANG] [--dir DIR]\n"), "{new}");
     assert!(!new.contains("PATH"), "{new}");
 }
+
+#[test]
+fn an_exec_that_cannot_start_is_shown_broken_with_why() {
+    let t = TempDir::new("nu-broken-exec");
+    // The weather example's exec points into this checkout's target/,
+    // outside the folder an install copies.
+    let weather = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rust/weather");
+    let r = zot(&t, &["ext", "install", weather]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let gone = t.path().join("target/debug/examples/weather");
+    let why = format!("exec not found: {} (outside the extension's folder)", gone.display());
+    let dest = t.path().join("home/extensions/weather");
+    assert_eq!(
+        r.stdout,
+        format!("installed weather 1.0.0 to {}\nbroken: weather cannot start: {why}\n", dest.display())
+    );
+    // An exec that is there but not executable.
+    let noexec = t.path().join("home/extensions/noexec");
+    std::fs::create_dir_all(&noexec).expect("noexec");
+    std::fs::write(noexec.join("extension.json"), r#"{"name":"noexec","exec":"./run.sh"}"#).expect("manifest");
+    std::fs::write(noexec.join("run.sh"), "#!/bin/sh\n").expect("run.sh");
+    let nx = format!("exec not executable: {}/run.sh (chmod +x it)", noexec.display());
+
+    let list = zot(&t, &["ext", "list"]);
+    let state = |name: &str| {
+        list.stdout.lines().find(|l| l.starts_with(&format!("global  {name} "))).map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+    };
+    assert_eq!(state("weather").as_deref(), Some("broken"), "{}", list.stdout);
+    assert_eq!(state("noexec").as_deref(), Some("broken"), "{}", list.stdout);
+    assert!(list.stdout.contains(&format!("error: global weather cannot start: {why}\n")), "{}", list.stdout);
+    assert!(list.stdout.contains(&format!("error: global noexec cannot start: {nx}\n")), "{}", list.stdout);
+    let json: Value = serde_json::from_str(&zot(&t, &["ext", "list", "--json"]).stdout).expect("json");
+    let row = |n: &str| json.as_array().and_then(|a| a.iter().find(|r| r["name"] == n)).cloned().unwrap_or_default();
+    assert_eq!((row("weather")["state"].clone(), row("weather")["exec_error"].clone()), (Value::from("broken"), Value::from(why.clone())));
+
+    let mut args = strings(&["ext", "doctor", "--json"]);
+    args.extend(strings(&FAST));
+    let d = zot_in(&t, t.path(), &args);
+    assert_eq!(d.code, 1);
+    let report: Value = serde_json::from_str(&d.stdout).expect("json");
+    let ext = |n: &str| report["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == n)).cloned().unwrap_or_default();
+    assert_eq!((ext("weather")["state"].clone(), ext("weather")["reason"].clone()), (Value::from("broken"), Value::from(why)), "{report:#}");
+    assert_eq!((ext("noexec")["state"].clone(), ext("noexec")["reason"].clone()), (Value::from("broken"), Value::from(nx)), "{report:#}");
+}

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::tree::{check_tree_links, copy_tree, remove_tree};
-use super::{sanitize, say, show, stdin_is_tty, Fail, Res};
+use super::{say, show, stdin_is_tty, Fail, Res};
 
 /// True when `source` names a git repository rather than a local folder:
 /// `https://`, `http://`, `ssh://`, `git@`, `file://`, or ending in `.git`.
@@ -94,12 +94,16 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
         }
     }
     let version = if m.version.is_empty() { String::new() } else { format!(" {}", m.version) };
-    say(&format!("installed {}{version} to {}", m.name, show(&dest)))?;
-    // Installed all the same: a bare `exec` may only be on PATH later.
-    if let Err(e) = Manifest::load(&dest).and_then(|m| m.resolve_exec()) {
-        eprintln!("{}", sanitize(&format!("zot: warning: {e}")));
+    // Installed all the same (a bare `exec` may only be on PATH later), and
+    // said so on the last line: it cannot start as it is.
+    let problem = Manifest::load(&dest).ok().as_ref().and_then(super::exec_problem);
+    match problem {
+        None => say(&format!("installed {}{version} to {}", m.name, show(&dest))),
+        Some(why) => {
+            say(&format!("installed {}{version} to {}", m.name, show(&dest)))?;
+            say(&format!("broken: {} cannot start: {why}", m.name))
+        }
     }
-    Ok(())
 }
 
 /// Error messages about the staging copy name the source instead.

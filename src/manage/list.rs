@@ -23,7 +23,8 @@ struct Row {
     name: String,
     /// What a session started here would do with it: `enabled` (it loads),
     /// `disabled`, `untrusted` (a project-local one in an untrusted
-    /// project), `shadowed` (a higher source has the name) or `broken`.
+    /// project), `shadowed` (a higher source has the name) or `broken` (an
+    /// invalid manifest, or an `exec` that cannot start: `exec_error`).
     state: &'static str,
     version: String,
     enabled: bool,
@@ -39,7 +40,7 @@ struct Row {
     /// Project-local rows: whether the project is trusted to run them.
     #[serde(skip_serializing_if = "Option::is_none")]
     trusted: Option<bool>,
-    /// Why its `exec` cannot run now.
+    /// Why its `exec` cannot run now ([`super::exec_problem`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     exec_error: Option<String>,
     #[serde(rename = "static", skip_serializing_if = "std::ops::Not::not")]
@@ -69,14 +70,16 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         let m = e.manifest.as_ref();
         let shadowed_by = m.and_then(|m| winners.iter().find(|(n, _)| *n == m.name)).map(|(_, d)| show(d));
         let untrusted = e.scope == Source::Project && !trusted;
+        let exec_error = m.and_then(super::exec_problem);
         let state = match m {
             None => "broken",
             Some(_) if shadowed_by.is_some() => "shadowed",
             Some(m) if !m.enabled => "disabled",
             Some(_) if untrusted => "untrusted",
             Some(m) => {
+                // It still takes its name: the host loads it (and fails).
                 winners.push((&m.name, &m.dir));
-                "enabled"
+                if exec_error.is_some() { "broken" } else { "enabled" }
             }
         };
         let field = |f: fn(&Manifest) -> &String| m.map(|m| f(m).clone()).unwrap_or_default();
@@ -94,7 +97,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             error: e.error.clone(),
             shadowed_by,
             trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
-            exec_error: m.filter(|m| !m.is_static()).and_then(|m| m.resolve_exec().err()).map(|e| e.to_string()),
+            exec_error,
             is_static,
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
@@ -186,7 +189,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     let mut notes: Vec<String> = trust_note.map(|n| format!("note: {}", sanitize(&n))).into_iter().collect();
     for r in rows {
         if let Some(err) = &r.exec_error {
-            notes.push(format!("warning: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
+            let level = if r.state == "broken" { "error" } else { "warning" };
+            notes.push(format!("{level}: {} {} cannot start: {}", r.scope, sanitize(&r.name), sanitize(err)));
         }
     }
     for r in rows {

@@ -38,6 +38,7 @@
 //! removes directory trees; this file dispatches, prints, and enables or
 //! disables.
 
+mod broken;
 mod install;
 mod list;
 mod logs;
@@ -54,6 +55,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
+pub use broken::exec_problem;
 use install::install;
 use list::list;
 use logs::logs;
