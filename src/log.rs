@@ -10,6 +10,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+/// At most this many lines of a child's stderr are shown for a failed start.
+pub const TAIL_LINES: usize = 5;
+/// At most this many bytes of them.
+pub const TAIL_BYTES: usize = 1024;
+/// At most this much of the log is read back for them.
+const TAIL_READ: u64 = 64 * 1024;
+
 /// The extension's log file: stderr of the child and `[zot]` lines.
 #[derive(Debug, Clone)]
 pub struct Log(Arc<LogFile>);
@@ -18,6 +25,8 @@ pub struct Log(Arc<LogFile>);
 struct LogFile {
     file: File,
     path: PathBuf,
+    /// The file's length when opened: where this start's lines begin.
+    start: u64,
 }
 
 enum Job {
@@ -67,7 +76,50 @@ impl Log {
             std::fs::create_dir_all(dir)?;
         }
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Log(Arc::new(LogFile { file, path: path.to_path_buf() })))
+        let start = file.metadata().map_or(0, |m| m.len());
+        Ok(Log(Arc::new(LogFile { file, path: path.to_path_buf(), start })))
+    }
+
+    /// The last lines the child wrote to its stderr since this log was
+    /// opened (its `[zot]` lines left out), to show why a start failed: at
+    /// most [`TAIL_LINES`] lines and [`TAIL_BYTES`] bytes, control
+    /// characters and escape sequences stripped. A small read, on a
+    /// failure only.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = File::open(&self.0.path) else { return Vec::new() };
+        let len = f.metadata().map_or(0, |m| m.len());
+        // Rotated meanwhile: the file starts over.
+        let start = if len < self.0.start { 0 } else { self.0.start };
+        let from = start.max(len.saturating_sub(TAIL_READ));
+        let mut buf = Vec::new();
+        if f.seek(SeekFrom::Start(from)).is_err() || f.take(TAIL_READ).read_to_end(&mut buf).is_err() {
+            return Vec::new();
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with("[zot] "))
+            .map(|l| crate::text::one_line(l).trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect();
+        lines.drain(..lines.len().saturating_sub(TAIL_LINES));
+        // Over the byte bound: the oldest go first, then the front of the
+        // oldest one left.
+        while lines.iter().map(|l| l.len() + 1).sum::<usize>() > TAIL_BYTES {
+            let excess = lines.iter().map(|l| l.len() + 1).sum::<usize>() - TAIL_BYTES;
+            if lines.len() > 1 {
+                lines.remove(0);
+            } else {
+                let first = &lines[0];
+                let mut cut = excess.min(first.len());
+                while !first.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                lines[0] = first[cut..].to_string();
+            }
+        }
+        lines
     }
 
     pub fn path(&self) -> &Path {

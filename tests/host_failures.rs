@@ -31,15 +31,16 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     let failed_at = started.elapsed();
     let Some(HostEvent::LoadFailed { extension, message, .. }) = failed else { panic!("no load failure") };
     assert_eq!(extension, "mute");
-    assert_eq!(message, "no hello within 4s");
+    // With the end of what it wrote to its stderr meanwhile.
+    assert_eq!(message, "no hello within 4s; its stderr: [mute] not saying hello");
     assert!(failed_at >= Duration::from_millis(4000), "{failed_at:?}");
 
     let report = host.wait_ready().unwrap();
     assert_eq!(report.ready, vec!["good".to_string()]);
-    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 4s".to_string()]);
+    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 4s; its stderr: [mute] not saying hello".to_string()]);
     let info = ext_info(&host, "mute");
     assert_eq!(info.state, State::Failed);
-    assert_eq!(info.error.as_deref(), Some("no hello within 4s"));
+    assert_eq!(info.error.as_deref(), Some("no hello within 4s; its stderr: [mute] not saying hello"));
     assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 4s"));
     // Its process is gone.
     let pid_gone = |h: &zot_host::host::Host| ext_info(h, "mute").pid.is_none();

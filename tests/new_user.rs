@@ -235,3 +235,63 @@ fn an_exec_that_cannot_start_is_shown_broken_with_why() {
     assert_eq!((ext("weather")["state"].clone(), ext("weather")["reason"].clone()), (Value::from("broken"), Value::from(why)), "{report:#}");
     assert_eq!((ext("noexec")["state"].clone(), ext("noexec")["reason"].clone()), (Value::from("broken"), Value::from(nx)), "{report:#}");
 }
+
+/// An extension that writes `stderr` (shell `printf` text) and exits 3
+/// before saying hello.
+fn failing_ext(parent: &Path, name: &str, stderr: &str) -> std::path::PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("run.sh"), format!("#!/bin/sh\nprintf '{stderr}' >&2\nexit 3\n")).expect("run.sh");
+    std::process::Command::new("chmod").args(["+x"]).arg(dir.join("run.sh")).status().expect("chmod");
+    std::fs::write(dir.join("extension.json"), format!(r#"{{"name":"{name}","exec":"./run.sh"}}"#)).expect("manifest");
+    dir
+}
+
+#[test]
+fn a_failed_start_shows_the_end_of_the_extensions_stderr() {
+    let t = TempDir::new("nu-stderr-tail");
+    let noise: String = (1..=6).map(|i| format!("noise {i}\\n")).collect();
+    let boom = failing_ext(t.path(), "boom", &format!("{noise}red \\033[31mtext\\033[0m\\007\\nboom: cannot open config\\n"));
+    let why = "exited before saying hello (exit code 3); its stderr: noise 4 | noise 5 | noise 6 | red text | boom: cannot open config";
+    // A long line is cut to the last KiB.
+    let long = failing_ext(t.path(), "long", &format!("{}\\n", "y".repeat(3000)));
+
+    // zot serve: the extension_error message.
+    let mut args = strings(&["serve", "--no-ext"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &boom.display().to_string(), "--ext", &long.display().to_string()]));
+    let mut z = zot_proc::Zot::spawn(t.path(), &args, &[]);
+    z.wait_line("ready", |l| l.contains(r#""type":"ready""#));
+    let error_of = |name: &str| -> Value {
+        let needle = format!(r#""extension_error","extension":"{name}""#);
+        let line = z.seen.iter().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no error for {name}: {:?}", z.seen));
+        serde_json::from_str(line).expect("json")
+    };
+    assert_eq!(error_of("boom")["message"], why);
+    let v = error_of("long");
+    let msg = v["message"].as_str().unwrap_or("");
+    let tail = msg.split_once("; its stderr: ").map(|(_, t)| t).unwrap_or("");
+    assert!(tail.len() <= 1024 && tail.len() > 1000 && tail.chars().all(|c| c == 'y'), "{msg}");
+    z.close_stdin();
+    assert_eq!(z.exit_code(std::time::Duration::from_secs(20)), 0);
+
+    // The console's failure line (input piped).
+    let out = Command::new(BIN)
+        .args(["--no-ext", "--ext", &boom.display().to_string()])
+        .env("ZOT_HOME", t.path().join("home"))
+        .env("NO_COLOR", "1")
+        .current_dir(t.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("console");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l == format!("[boom] failed to load: {why} (see 'zot ext logs boom')")), "{text}");
+
+    // zot ext doctor: the reason.
+    let mut args = strings(&["ext", "doctor", "--no-ext", "--json"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &boom.display().to_string()]));
+    let d = zot_in(&t, t.path(), &args);
+    let report: Value = serde_json::from_str(&d.stdout).expect("json");
+    assert_eq!(report["extensions"][0]["reason"], why, "{report:#}");
+}

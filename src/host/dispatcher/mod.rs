@@ -466,12 +466,15 @@ impl Dispatcher {
     /// The extension failed to load: say why everywhere, stop its group.
     fn fail(&mut self, slot: usize, why: String) {
         let name = self.exts[slot].name().to_string();
-        let msg = format!("extension {name:?} failed to load: {why}");
         self.lose(slot, &why);
         let ext = &mut self.exts[slot];
+        ext.log(&format!("failed to load: {why}"));
+        // What the extension itself said on stderr during this start.
+        let tail = ext.log.as_ref().map(crate::log::Log::stderr_tail).unwrap_or_default();
+        let why = if tail.is_empty() { why } else { format!("{why}; its stderr: {}", tail.join(" | ")) };
+        let msg = format!("extension {name:?} failed to load: {why}");
         ext.life = Life::Failed;
         ext.error = Some(why.clone());
-        ext.log(&format!("failed to load: {why}"));
         ext.signal(libc::SIGKILL);
         self.load_errors.push(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
