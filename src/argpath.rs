@@ -22,10 +22,11 @@ pub enum Expect {
 /// Checks `given` (as typed, relative to the current directory) for the
 /// option `--flag`; the error is `--flag PATH: <why>`.
 pub fn check(flag: &str, given: &Path, expect: Expect) -> Result<(), String> {
-    why(given, expect).map_err(|why| format!("--{flag} {}: {why}", given.display()))
+    problem(given, expect).map_err(|why| format!("--{flag} {}: {why}", given.display()))
 }
 
-fn why(p: &Path, expect: Expect) -> Result<(), String> {
+/// Why `p` is not what `expect` asks for, in a few words.
+pub fn problem(p: &Path, expect: Expect) -> Result<(), String> {
     let meta = fs::metadata(p).map_err(|e| match e.kind() {
         ErrorKind::NotFound => "no such file or directory".to_string(),
         ErrorKind::PermissionDenied => "permission denied".to_string(),

@@ -266,6 +266,7 @@ fn build(
         }
         conflicts.extend(by_name);
     }
+    let sources: HashMap<String, String> = exts.iter().map(|e| (e.name.clone(), e.source.clone())).collect();
     for c in &conflicts {
         let shown = if c.kind == "command" { format!("/{}", c.name) } else { c.name.clone() };
         for loser in &c.shadowed {
@@ -276,9 +277,18 @@ fn build(
                     format!("rename the {} in {loser}", c.kind),
                 )
             } else {
+                // `zot ext disable` applies to an installed extension only;
+                // one given with --ext is left out by not giving it.
+                let installed = [c.winner.as_str(), loser.as_str()]
+                    .into_iter()
+                    .find(|n| sources.get(*n).is_some_and(|s| s != "ext"));
+                let or = match installed {
+                    Some(n) => format!("or disable {n} (zot ext disable {n})"),
+                    None => "or leave one of their --ext paths out".to_string(),
+                };
                 (
                     format!("its {} {shown} is shadowed by extension {:?}, earlier in load order", c.kind, c.winner),
-                    format!("rename the {} in one of them, or disable one (zot ext disable NAME)", c.kind),
+                    format!("rename the {} in one of them, {or}", c.kind),
                 )
             };
             e.findings.push(finding(Severity::Error, "name_conflict", msg, hint));
@@ -313,7 +323,11 @@ fn build(
             Severity::Info,
             "disabled",
             "not loaded: disabled",
-            format!("zot ext enable {} (or set \"enabled\": true in {})", m.name, m.dir.join(MANIFEST_FILE).display()),
+            if found.source == crate::discovery::Source::Ext {
+                format!("set \"enabled\": true in {}", m.dir.join(MANIFEST_FILE).display())
+            } else {
+                format!("zot ext enable {} (or set \"enabled\": true in {})", m.name, m.dir.join(MANIFEST_FILE).display())
+            },
         ));
         exts.push(e);
     }
@@ -322,12 +336,19 @@ fn build(
         let dir = b.dir.display().to_string();
         let mut e = ext_report(label.clone(), String::new(), b.source.as_str(), dir, String::new(), "failed");
         e.reason = Some(b.error.to_string());
-        e.findings.push(finding(
-            Severity::Error,
-            "manifest",
-            format!("invalid manifest: {}", b.error),
-            format!("fix {} (zot ext check {} says what is wrong)", b.dir.join(MANIFEST_FILE).display(), b.dir.display()),
-        ));
+        let manifest = b.dir.join(MANIFEST_FILE);
+        let (message, hint) = if manifest.exists() {
+            (
+                format!("invalid manifest: {}", b.error),
+                format!("fix {} (zot ext check {} says what is wrong)", manifest.display(), b.dir.display()),
+            )
+        } else {
+            (
+                format!("no {MANIFEST_FILE} in {}", b.dir.display()),
+                "add one (zot ext new NAME writes a working extension), or remove the folder".to_string(),
+            )
+        };
+        e.findings.push(finding(Severity::Error, "manifest", message, hint));
         exts.push(e);
     }
     let flat: Vec<Flat> = exts

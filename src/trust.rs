@@ -277,10 +277,12 @@ fn read_file(p: &Path) -> Result<Vec<u8>, String> {
 /// The one line front ends print for an untrusted project.
 pub fn not_loaded_line(dir: &str, names: &[String]) -> String {
     crate::text::one_line(&format!(
-        "{} project extension{} not loaded ({}): run 'zot trust' in {dir} to allow them",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-        names.join(", ")
+        "{}: the project {dir} is not trusted (zot trust {dir} allows {})",
+        match names {
+            [one] => format!("project extension {one} not loaded"),
+            _ => format!("{} project extensions not loaded ({})", names.len(), names.join(", ")),
+        },
+        if names.len() == 1 { "it" } else { "them" }
     ))
 }
 
@@ -293,6 +295,9 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
     };
     let result = match cmd {
         TrustCommand::Trust(d) => here(d).and_then(|d| {
+            if d.exists() && !d.is_dir() {
+                return Err(format!("{}: not a directory (zot trust takes the project's folder)", d.display()));
+            }
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
             }

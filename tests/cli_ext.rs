@@ -861,7 +861,7 @@ fn list_shows_the_projects_trust_and_an_exec_that_cannot_run() {
 
     let out = w.ok(&["ext", "list"]);
     let note = format!(
-        "note: project {} is untrusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
+        "note: project {} is not trusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
         w.cwd.path().display()
     );
     assert!(out.lines().any(|l| l == note), "{out}");

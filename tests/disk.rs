@@ -481,7 +481,7 @@ fn the_console_names_the_extensions_it_did_not_load_and_how_to_allow_them() {
     z.close_stdin();
     let out = z.read_to_end(LINE_WAIT);
     assert_eq!(z.exit_code(LINE_WAIT), 0);
-    let want = format!("1 project extension not loaded (local): run 'zot trust' in {} to allow them", proj.display());
+    let want = format!("project extension local not loaded: the project {0} is not trusted (zot trust {0} allows it)", proj.display());
     let all = format!("{}\n{}", out.join("\n"), z.stderr_text());
     assert_eq!(all.matches(&want).count(), 1, "{all}");
     assert!(!marker.exists());
@@ -525,7 +525,7 @@ fn zot_mcp_says_on_stderr_which_project_extensions_it_did_not_load() {
     let out = z.read_to_end(LINE_WAIT);
     assert_eq!(z.exit_code(LINE_WAIT), 0);
     assert!(out.is_empty(), "nothing on stdout without a client: {out:?}");
-    let want = format!("zot mcp: 1 project extension not loaded (local): run 'zot trust' in {} to allow them", proj.display());
+    let want = format!("zot mcp: project extension local not loaded: the project {0} is not trusted (zot trust {0} allows it)", proj.display());
     assert_eq!(z.stderr_text().matches(&want).count(), 1, "{}", z.stderr_text());
     assert!(!marker.exists());
 }

@@ -295,3 +295,85 @@ fn a_failed_start_shows_the_end_of_the_extensions_stderr() {
     let report: Value = serde_json::from_str(&d.stdout).expect("json");
     assert_eq!(report["extensions"][0]["reason"], why, "{report:#}");
 }
+
+#[test]
+fn messages_say_what_is_true() {
+    let t = TempDir::new("nu-messages");
+    std::fs::write(t.path().join("afile"), "x").expect("afile");
+    let afile = t.path().join("afile").display().to_string();
+    // zot trust FILE: a file, not a missing folder.
+    let r = zot(&t, &["trust", &afile]);
+    assert_eq!((r.code, r.stderr), (1, format!("zot: {afile}: not a directory (zot trust takes the project's folder)\n")));
+    // zot ext check FILE: not a folder that cannot be read.
+    let r = zot(&t, &["ext", "check", &afile]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains(&format!("error   manifest             {afile}: not an extension: give its folder (holding extension.json) or its extension.json (fix: point at a folder holding extension.json, or create one with 'zot ext new NAME')\n")), "{}", r.stdout);
+    assert!(!r.stdout.contains("Not a directory"), "{}", r.stdout);
+    // ZOT_HOME naming a plain file is an error, not an empty home.
+    let out = Command::new(BIN).args(["ext", "list"]).env("ZOT_HOME", &afile).output().expect("zot");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), format!("zot: ZOT_HOME {afile}: not a directory\n"));
+    // zot ext doctor --ext /nonexistent: an error at start, no fix for a
+    // file that does not exist.
+    let r = zot(&t, &["ext", "doctor", "--ext", "/nonexistent"]);
+    assert_eq!((r.code, r.stderr.as_str(), r.stdout.as_str()), (1, "zot: --ext /nonexistent: no such file or directory\n", ""));
+    // A folder in the home without a manifest: said so, with a fix that applies.
+    std::fs::create_dir_all(t.path().join("home/extensions/empty")).expect("empty");
+    let mut args = strings(&["ext", "doctor", "--json"]);
+    args.extend(strings(&FAST));
+    let d: Value = serde_json::from_str(&zot_in(&t, t.path(), &args).stdout).expect("json");
+    let f = &d["findings"][0];
+    assert_eq!(f["message"], format!("no extension.json in {}/home/extensions/empty", t.path().display()), "{d:#}");
+    assert_eq!(f["hint"], "add one (zot ext new NAME writes a working extension), or remove the folder");
+    std::fs::remove_dir(t.path().join("home/extensions/empty")).expect("rmdir");
+
+    // A missing tsx: install it, not "use ./main.py".
+    let ts = t.path().join("ts");
+    std::fs::create_dir_all(&ts).expect("ts");
+    std::fs::write(ts.join("extension.json"), r#"{"name":"ts","exec":"tsx","args":["main.ts"]}"#).expect("manifest");
+    let out = Command::new(BIN).args(["ext", "check", &ts.display().to_string()]).env("PATH", "/nonexistent-bin").output().expect("zot");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(fix: install tsx (npm install -g tsx) so that it is on PATH, or set \"exec\" to the program's path relative to the manifest)"), "{text}");
+
+    // Doctor's fix for two --ext extensions in conflict: not zot ext disable.
+    let a = common::py_ext(t.path(), "a", "a", &["--tools", "same"]);
+    let b = common::py_ext(t.path(), "b", "b", &["--tools", "same"]);
+    let mut args = strings(&["ext", "doctor", "--no-ext", "--json"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &a.display().to_string(), "--ext", &b.display().to_string()]));
+    let d: Value = serde_json::from_str(&zot_in(&t, t.path(), &args).stdout).expect("json");
+    let f = d["findings"].as_array().and_then(|f| f.iter().find(|f| f["code"] == "name_conflict")).cloned().unwrap_or_default();
+    assert_eq!(f["hint"], "rename the tool in one of them, or leave one of their --ext paths out", "{d:#}");
+    // ...and for a disabled --ext extension: not zot ext enable.
+    let off = t.path().join("off");
+    std::fs::create_dir_all(&off).expect("off");
+    std::fs::write(off.join("extension.json"), r#"{"name":"off","exec":"sh","enabled":false}"#).expect("manifest");
+    let mut args = strings(&["ext", "doctor", "--no-ext", "--json"]);
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ext", &off.display().to_string()]));
+    let d: Value = serde_json::from_str(&zot_in(&t, t.path(), &args).stdout).expect("json");
+    assert_eq!(d["findings"][0]["hint"], format!("set \"enabled\": true in {}/extension.json", off.display()), "{d:#}");
+
+    // The trust wording of zot ext list.
+    let proj = t.path().join("proj");
+    std::fs::create_dir_all(proj.join(".zot/extensions/lint")).expect("proj");
+    std::fs::write(proj.join(".zot/extensions/lint/extension.json"), r#"{"name":"lint","exec":"sh"}"#).expect("manifest");
+    let proj_s = proj.display().to_string();
+    let list = zot(&t, &["ext", "list", "--cwd", &proj_s]);
+    assert!(list.stdout.contains(&format!("note: project {proj_s} is not trusted: its extensions do not run")), "{}", list.stdout);
+    assert_eq!(zot(&t, &["trust", &proj_s]).code, 0);
+    std::fs::write(proj.join(".zot/extensions/lint/extension.json"), r#"{"name":"lint","exec":"sh","args":[]}"#).expect("manifest");
+    let list = zot(&t, &["ext", "list", "--cwd", &proj_s]);
+    assert!(list.stdout.contains(&format!("note: project {proj_s} has changed since it was trusted: its extensions do not run")), "{}", list.stdout);
+    // ...and of the session's line for an untrusted project's extensions.
+    let out = Command::new(BIN)
+        .args(["--cwd", &proj_s])
+        .env("ZOT_HOME", t.path().join("home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("console");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("project extension lint not loaded: the project {proj_s} is not trusted (zot trust {proj_s} allows it)");
+    assert!(text.lines().any(|l| l == want), "{text}");
+}

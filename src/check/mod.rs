@@ -262,12 +262,21 @@ pub fn check(path: &Path, d: &Deadlines) -> Result<Report, String> {
     let mut timings = Timings::default();
     let mut calls = Vec::new();
     let shown_dir = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()).display().to_string();
-    let manifest = match Manifest::load(&dir) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            f.error("manifest", e.to_string(), manifest_hint(&dir));
+    // A file that is not a manifest: said as such, not as a folder that
+    // cannot be read.
+    let not_a_manifest = path.is_file().then(|| crate::argpath::problem(path, crate::argpath::Expect::Extension).err()).flatten();
+    let manifest = match not_a_manifest {
+        Some(why) => {
+            f.error("manifest", format!("{}: {why}", path.display()), manifest_hint(&dir));
             None
         }
+        None => match Manifest::load(&dir) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                f.error("manifest", e.to_string(), manifest_hint(&dir));
+                None
+            }
+        },
     };
     let mut name = None;
     if let Some(m) = manifest {
@@ -317,6 +326,13 @@ fn exec_hint(m: &Manifest) -> String {
     if m.exec.contains('/') {
         format!("build it or fix the path (relative to {}), and chmod +x it", m.dir.display())
     } else {
-        "install it, or use a path (./main.py) relative to the manifest".into()
+        let how = match m.exec.as_str() {
+            "tsx" => " (npm install -g tsx)",
+            "node" => " (Node.js)",
+            "python3" | "python" => " (Python 3)",
+            "go" => " (the Go toolchain)",
+            _ => "",
+        };
+        format!("install {}{how} so that it is on PATH, or set \"exec\" to the program's path relative to the manifest", m.exec)
     }
 }

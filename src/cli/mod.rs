@@ -98,7 +98,7 @@ impl SessionArgs {
         for p in &self.ext_paths {
             crate::argpath::check("ext", p, crate::argpath::Expect::Extension)?;
         }
-        let home = Home::from_env().map_err(|e| e.to_string())?;
+        let home = home()?;
         let cwd = match &self.cwd {
             Some(dir) => resolve_dir(dir)?,
             None => current_dir()?,
@@ -193,9 +193,9 @@ where
             Err(e) => fail(&e),
         },
         Command::Ext { cwd, cmd } => {
-            let home = match Home::from_env() {
+            let home = match home() {
                 Ok(h) => h,
-                Err(e) => return fail(&e.to_string()),
+                Err(e) => return fail(&e),
             };
             let cwd = match cwd.as_deref().map(resolve_dir).transpose() {
                 Ok(c) => c,
@@ -217,10 +217,23 @@ where
             Ok(config) => crate::doctor::run(config, json),
             Err(e) => fail(&e),
         },
-        Command::Trust(cmd) => match Home::from_env() {
+        Command::Trust(cmd) => match home() {
             Ok(home) => crate::trust::run(cmd, &home),
-            Err(e) => fail(&e.to_string()),
+            Err(e) => fail(&e),
         },
+    }
+}
+
+/// The home from the environment; one that exists as something other than
+/// a directory is an error (it would read as a home with nothing in it).
+fn home() -> Result<Home, String> {
+    let home = Home::from_env().map_err(|e| e.to_string())?;
+    match std::fs::metadata(home.root()) {
+        Ok(m) if !m.is_dir() => {
+            let which = if env::var_os("ZOT_HOME").is_some_and(|v| !v.is_empty()) { "ZOT_HOME" } else { "the zot home" };
+            Err(format!("{which} {}: not a directory", home.root().display()))
+        }
+        _ => Ok(home),
     }
 }
 

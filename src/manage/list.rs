@@ -122,9 +122,9 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
     let trust_note = trust.map(|t| match t {
         Trust::Trusted => format!("project {} is trusted: its extensions run", show(&project)),
         _ => format!(
-            "project {} is {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
+            "project {} {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
             show(&project),
-            t.as_str()
+            if t == Trust::Changed { "has changed since it was trusted" } else { "is not trusted" }
         ),
     });
     print_table(&rows, trust_note)
