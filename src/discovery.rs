@@ -104,8 +104,15 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
         all.push(load_one(&dir, Source::Ext));
     }
     if !sources.no_ext {
-        all.extend(scan_dir(&project_extensions_dir(cwd), Source::Project));
-        all.extend(scan_dir(&home.extensions_dir(), Source::Global));
+        let (project, global) = (project_extensions_dir(cwd), home.extensions_dir());
+        // A project whose extensions folder is the home's own (zot run in
+        // the folder holding ZOT_HOME) has global extensions only, as
+        // `zot ext list` shows them.
+        let same = matches!((fs::canonicalize(&project), fs::canonicalize(&global)), (Ok(a), Ok(b)) if a == b);
+        if !same {
+            all.extend(scan_dir(&project, Source::Project));
+        }
+        all.extend(scan_dir(&global, Source::Global));
     }
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
