@@ -377,3 +377,22 @@ fn messages_say_what_is_true() {
     let want = format!("project extension lint not loaded: the project {proj_s} is not trusted (zot trust {proj_s} allows it)");
     assert!(text.lines().any(|l| l == want), "{text}");
 }
+
+#[test]
+fn a_project_folder_that_is_the_homes_own_holds_global_extensions() {
+    // ZOT_HOME=<proj>/.zot, run in <proj>: the one folder is listed and
+    // loaded once, as global (no trust asked, nothing shadowed).
+    let t = TempDir::new("nu-home-is-project");
+    let proj = t.path().join("proj");
+    let exts = proj.join(".zot/extensions");
+    std::fs::create_dir_all(&exts).expect("exts");
+    sh_ext(&exts, "x", "x", "sh_ext.sh", &["x"]);
+    let mut args = strings(&["ext", "doctor", "--json", "--cwd", &proj.display().to_string()]);
+    args.extend(strings(&FAST));
+    let out = Command::new(BIN).args(&args).env("ZOT_HOME", proj.join(".zot")).stdin(Stdio::null()).output().expect("zot");
+    let report: Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).expect("json");
+    let list = report["extensions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(list.len(), 1, "{report:#}");
+    assert_eq!((list[0]["source"].as_str(), list[0]["state"].as_str()), (Some("global"), Some("auto_ready")), "{report:#}");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+}
