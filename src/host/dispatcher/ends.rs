@@ -114,7 +114,7 @@ impl Dispatcher {
         match ext.life {
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
-                let restart_asked = !ext.restart_waiters.is_empty() && self.phase == Phase::Running;
+                let restart_asked = !ext.restart_waiters.is_empty() && matches!(self.phase, Phase::Running | Phase::Loading);
                 if !restart_asked {
                     self.registry.release(slot);
                 }
