@@ -13,18 +13,28 @@ use common::{fixture, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use zot_proc::{session_args, Zot, LINE_WAIT};
+use zot_proc::{session_args, Zot};
 
 /// `zot serve` and every frame it wrote so far.
 struct Serve {
     z: Zot,
     frames: Vec<Value>,
+    exts: usize,
 }
+
+/// The longest wait for anything observable: generous, for a loaded
+/// machine.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Python can take seconds to start on a loaded machine: the load is not
+/// what these tests are about.
+const SLOW_START: [&str; 4] = ["--hello-timeout", "60", "--ready-grace", "60"];
 
 impl Serve {
     fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
-        let args = session_args(t.path(), Some("serve"), exts, extra);
-        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new() }
+        let extra: Vec<&str> = SLOW_START.iter().copied().chain(extra.iter().copied()).collect();
+        let args = session_args(t.path(), Some("serve"), exts, &extra);
+        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), exts: exts.len() }
     }
 
     fn read(&mut self, limit: Duration) -> Option<usize> {
@@ -39,12 +49,12 @@ impl Serve {
         if let Some(i) = self.frames.iter().position(&pred) {
             return i;
         }
-        let end = Instant::now() + LINE_WAIT;
+        let end = Instant::now() + WAIT;
         loop {
             match self.read(end.saturating_duration_since(Instant::now())) {
                 Some(i) if pred(&self.frames[i]) => return i,
                 Some(_) => {}
-                None => panic!("no frame {what} within {LINE_WAIT:?}\n{}", self.z.context()),
+                None => panic!("no frame {what} within {WAIT:?}\n{}", self.z.context()),
             }
         }
     }
@@ -69,16 +79,19 @@ impl Serve {
         self.response(&id)
     }
 
+    /// Waits for `ready`, with every extension in it.
     fn ready(&mut self) {
-        self.find("ready", |f| f["type"] == "ready");
+        let i = self.find("ready", |f| f["type"] == "ready");
+        let n = self.frames[i]["extensions"].as_array().map_or(0, Vec::len);
+        assert_eq!(n, self.exts, "not every extension is ready\n{}", self.z.context());
     }
 
     fn finish(&mut self) -> i32 {
         self.z.close_stdin();
-        for line in self.z.read_to_end(LINE_WAIT) {
+        for line in self.z.read_to_end(WAIT) {
             self.frames.push(serde_json::from_str(&line).unwrap_or(Value::Null));
         }
-        self.z.exit_code(LINE_WAIT)
+        self.z.exit_code(WAIT)
     }
 }
 
@@ -111,7 +124,7 @@ fn read_lines(p: &Path) -> Vec<String> {
 
 /// Polls until extension `name` noted `line`.
 fn wait_seen(t: &TempDir, name: &str, line: &str) {
-    let ok = common::wait_until(LINE_WAIT, || seen(t, name).iter().any(|l| l == line));
+    let ok = common::wait_until(WAIT, || seen(t, name).iter().any(|l| l == line));
     assert!(ok, "{name} never noted {line:?}: {:?}", seen(t, name));
 }
 
@@ -292,9 +305,9 @@ fn interactive_calls_in_flight_are_cancelled_at_the_end_of_input() {
     wait_seen(&t, "b", "tool_call hold_ask");
     s.z.close_stdin();
     let started = Instant::now();
-    assert_eq!(s.z.exit_code(LINE_WAIT), 0);
+    assert_eq!(s.z.exit_code(WAIT), 0);
     eprintln!("exited {:?} after the end of input", started.elapsed());
-    for line in s.z.read_to_end(LINE_WAIT) {
+    for line in s.z.read_to_end(WAIT) {
         s.frames.push(serde_json::from_str(&line).unwrap_or(Value::Null));
     }
     let r = s.response("q");
@@ -351,12 +364,13 @@ fn the_readmes_serve_example_piped_in_one_go_gives_its_answers() {
     }
     let t = TempDir::new("calls-readme");
     let weather = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rust/weather");
-    let args = ["serve", "--no-ext", "--ext", &weather.display().to_string()].map(str::to_string);
+    let mut args = ["serve", "--no-ext", "--ext", &weather.display().to_string()].map(str::to_string).to_vec();
+    args.extend(SLOW_START.map(str::to_string));
     let mut z = Zot::spawn(t.path(), &args, &[]);
     z.write(input.as_bytes());
     z.close_stdin();
-    let got: Vec<Value> = z.read_to_end(LINE_WAIT).iter().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
-    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    let got: Vec<Value> = z.read_to_end(WAIT).iter().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
+    assert_eq!(z.exit_code(WAIT), 0);
     // Responses may come in any order; the shutdown response is last.
     let sorted = |v: &[Value]| {
         let mut s: Vec<String> = v.iter().map(Value::to_string).collect();
@@ -489,7 +503,7 @@ fn twenty_restarts_leave_no_zombie() {
         assert_eq!(r["ok"], true, "{r}");
     }
     let pid = s.z.pid;
-    let clean = common::wait_until(LINE_WAIT, || common::zombie_children(pid).is_empty());
+    let clean = common::wait_until(WAIT, || common::zombie_children(pid).is_empty());
     assert!(clean, "zombies of zot: {:?}", common::zombie_children(pid));
     assert_eq!(s.finish(), 0);
 }
@@ -514,7 +528,7 @@ fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
     let t = TempDir::new("calls-mcp-chain");
     let b = ext(&t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]}));
     let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000}));
-    let mut args: Vec<String> = ["mcp", "--no-ext"].map(str::to_string).to_vec();
+    let mut args: Vec<String> = ["mcp", "--no-ext"].iter().chain(SLOW_START.iter()).map(|s| s.to_string()).collect();
     for e in [&b, &g] {
         args.push("--ext".into());
         args.push(e.display().to_string());
@@ -523,7 +537,7 @@ fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
     let rpc = |z: &mut Zot, v: Value| {
         let id = v["id"].clone();
         z.send(&v.to_string());
-        let line = z.wait_line(&format!("the answer to {id}"), |l| {
+        let line = z.wait_line_within(WAIT, &format!("the answer to {id}"), |l| {
             serde_json::from_str::<Value>(l).is_ok_and(|v| v["id"] == id && v.get("method").is_none())
         });
         serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
@@ -542,6 +556,6 @@ fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
     let seen_b = seen(&t, "b");
     assert!(!seen_b.iter().any(|l| l.contains("target")), "the cancelled call reached b: {seen_b:?}");
     z.close_stdin();
-    z.read_to_end(LINE_WAIT);
-    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    z.read_to_end(WAIT);
+    assert_eq!(z.exit_code(WAIT), 0);
 }

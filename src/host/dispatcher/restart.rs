@@ -97,6 +97,11 @@ impl Dispatcher {
         };
         let ext = &mut self.exts[slot];
         ext.supervisor.reset();
+        if ext.found.manifest.is_static() {
+            // Nothing runs: it is as ready as it was.
+            let extension = ext.name().to_string();
+            return respond(done, Ok(Response::Restarted { extension, pid: None }));
+        }
         ext.restart_waiters.push(done);
         if ext.restart_waiters.len() > 1 {
             return; // a restart asked for already is under way
