@@ -1,8 +1,13 @@
 //! Where zot keeps things on disk: `ZOT_HOME` resolution, the paths under it,
-//! and the one rule every name must pass before it becomes part of a path.
+//! the one rule every name must pass before it becomes part of a path, and
+//! how zot creates what it writes: folders `0700`, files `0600` from the
+//! moment they exist, whatever the umask (PROTOCOL §1, File modes).
 
 use std::env;
 use std::fmt;
+use std::fs::{DirBuilder, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Longest extension name accepted, in bytes.
@@ -80,6 +85,20 @@ impl Home {
 /// `<cwd>/.zot/extensions`: project-local extensions.
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
+}
+
+/// Creates `dir` and every missing parent with mode `0700`.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Options that create a file with mode `0600` (the mode it has from the
+/// moment it exists: a file zot creates is never readable by others, even
+/// for an instant). The caller adds how it opens it.
+pub fn private_file() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.mode(0o600);
+    o
 }
 
 /// Why the zot home cannot be located.

@@ -412,19 +412,23 @@ fn project_extensions_run_only_in_a_trusted_project_and_a_changed_exec_voids_tru
 }
 
 #[test]
-fn a_bare_exec_on_path_fingerprints_its_script_arguments_inside_the_project() {
+fn every_file_of_an_extension_folder_and_its_manifest_json_are_fingerprinted() {
     let t = TempDir::new("trust-bare");
     let (proj, _) = project(t.path());
     assert_eq!(trust_cmd(t.path(), &["trust", s(&proj)]).code, 0);
-    // A file in the extension folder that nothing names: not fingerprinted.
+    // A file in the extension folder that nothing names: fingerprinted too.
     fs::write(proj.join(".zot/extensions/local/notes.txt"), "x").expect("write");
     let r = trust_cmd(t.path(), &["trust", "--list"]);
-    assert!(r.stdout.ends_with("  trusted\n"), "{}", r.stdout);
-    // The manifest itself is.
+    assert!(r.stdout.contains("changed since trusted"), "{}", r.stdout);
+    assert_eq!(trust_cmd(t.path(), &["trust", s(&proj)]).code, 0);
+    // The manifest by its JSON: layout alone changes nothing, a field does.
     let m = proj.join(".zot/extensions/local/extension.json");
     let mut text = fs::read_to_string(&m).expect("read");
     text.push('\n');
-    fs::write(&m, text).expect("write");
+    fs::write(&m, &text).expect("write");
+    let r = trust_cmd(t.path(), &["trust", "--list"]);
+    assert!(r.stdout.ends_with("  trusted\n"), "{}", r.stdout);
+    fs::write(&m, text.replacen("\"local\"", "\"local\", \"version\": \"2\"", 1)).expect("write");
     let r = trust_cmd(t.path(), &["trust", "--list"]);
     assert!(r.stdout.contains("changed since trusted"), "{}", r.stdout);
 }
