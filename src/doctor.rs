@@ -241,7 +241,7 @@ fn build(
         };
         e.commands = mark(&info.commands, &info.shadowed_commands, &cmd_owner, true);
         e.tools = mark(&info.tools, &info.shadowed_tools, &tool_owner, false);
-        diagnose(&mut e, grace);
+        diagnose(&mut e, grace, disc.trust_problem.as_deref());
         exts.push(e);
     }
     for (kind, pick) in [("command", 0), ("tool", 1)] {
@@ -393,7 +393,7 @@ const LOG_FINDINGS: [(&str, &str, &str); 6] = [
 
 /// Refines the host's state with the log of the load, and adds the
 /// finding it calls for.
-fn diagnose(e: &mut ExtReport, grace: Duration) {
+fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option<&str>) {
     let check = format!("zot ext check {}", e.dir);
     let logs = format!("zot ext logs {}", e.name);
     for (start, code, hint) in LOG_FINDINGS {
@@ -444,12 +444,16 @@ fn diagnose(e: &mut ExtReport, grace: Duration) {
             e.reason = Some(why.clone());
             e.findings.push(finding(Severity::Error, "exited", why, format!("see {logs}, or run {check}")));
         }
-        "untrusted" => e.findings.push(finding(
-            Severity::Error,
-            "untrusted",
-            "not loaded: the project is not trusted",
-            "zot trust (or --trust-project for one run)",
-        )),
+        "untrusted" => e.findings.push(match trust_problem {
+            // `zot trust` would fail: the fix is the file's.
+            Some(p) => finding(Severity::Error, "untrusted", "not loaded: trust cannot be checked (trust.json cannot be read)", p),
+            None => finding(
+                Severity::Error,
+                "untrusted",
+                "not loaded: the project is not trusted",
+                "zot trust (or --trust-project for one run)",
+            ),
+        }),
         "static" => {}
         other => {
             let other = other.to_string();

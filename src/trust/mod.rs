@@ -116,6 +116,12 @@ fn matches(home: &Home, file: &TrustFile, e: &Entry) -> Status {
     }
 }
 
+/// What is wrong with `trust.json`, with the fix, when it cannot be read;
+/// `None` when it can (or does not exist yet).
+pub fn file_problem(home: &Home) -> Option<String> {
+    read(home).err()
+}
+
 /// The fingerprint of the canonical project `dir`, through its cache in
 /// `$ZOT_HOME/cache`.
 fn compute(home: &Home, dir: &Path) -> Result<fingerprint::Print, String> {
@@ -254,14 +260,20 @@ pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
     Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
 }
 
-/// The one line front ends print for an untrusted project.
-pub fn not_loaded_line(dir: &str, names: &[String]) -> String {
-    crate::text::one_line(&format!(
-        "{} project extension{} not loaded ({}): run 'zot trust' in {dir} to allow them",
+/// The one line front ends print for an untrusted project; with
+/// `problem` (`trust.json` cannot be read), that and its fix instead of
+/// advice to run `zot trust`, which would fail.
+pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
+    let what = format!(
+        "{} project extension{} not loaded ({})",
         names.len(),
         if names.len() == 1 { "" } else { "s" },
         names.join(", ")
-    ))
+    );
+    crate::text::one_line(&match problem {
+        Some(p) => format!("{what}: trust cannot be checked: {p}"),
+        None => format!("{what}: run 'zot trust' in {dir} to allow them"),
+    })
 }
 
 /// `zot trust` / `zot untrust`; returns the exit code.
