@@ -101,6 +101,37 @@ pub fn private_file() -> OpenOptions {
     o
 }
 
+/// Opens `path` with `opts` (which should create it), creating it `0600`;
+/// a file that existed with group or other bits is made `0600` through the
+/// open descriptor before anything is written to it.
+pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::PermissionsExt;
+    let f = opts.mode(0o600).open(path)?;
+    if f.metadata()?.permissions().mode() & 0o077 != 0 {
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(f)
+}
+
+/// The warning for an existing home that group or others can write to,
+/// with the `chmod` that fixes it; `None` for a private (or missing) home.
+pub fn shared_home_warning(home: &Home) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.root()).ok()?.permissions().mode() & 0o7777;
+    if mode & 0o022 == 0 {
+        return None;
+    }
+    let shown = home.root().display().to_string();
+    let quoted = if shown.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        shown.clone()
+    } else {
+        format!("'{}'", shown.replace('\'', "'\\''"))
+    };
+    Some(format!(
+        "warning: the zot home {shown} is writable by other users (mode {mode:04o}): they could change what zot runs; fix it with: chmod 700 {quoted}"
+    ))
+}
+
 /// Why the zot home cannot be located.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeError {

@@ -32,7 +32,7 @@ impl Staging {
     fn create(root: &Path) -> Res<Staging> {
         for n in 0u32.. {
             let path = root.join(format!(".zot-install-{}-{n}", std::process::id()));
-            match fs::create_dir(&path) {
+            match std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700).create(&path) {
                 Ok(()) => return Ok(Staging { path, keep: false }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 10_000 => continue,
                 Err(e) => return Err(Fail::Msg(format!("cannot create {}: {e}", show(&path)))),
@@ -60,7 +60,7 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
     };
     let text = source.to_string_lossy();
     let root = home.extensions_dir();
-    fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", show(&root)))?;
+    crate::home::create_private_dir(&root).map_err(|e| format!("cannot create {}: {e}", show(&root)))?;
     let git = is_git_url(&text);
     if !git {
         precheck_local(Path::new(source), &root)?;
