@@ -322,6 +322,13 @@ fn build(
         ));
         exts.push(e);
     }
+    // Installed extensions' files, as StrictModes would check them.
+    for e in exts.iter_mut().filter(|e| e.source == "global") {
+        let dir = Path::new(&e.dir);
+        for (msg, fix) in crate::strict::describe(dir, &crate::strict::check(dir)) {
+            e.findings.push(finding(Severity::Warning, "file_modes", msg, fix));
+        }
+    }
     let flat: Vec<Flat> = exts
         .iter()
         .flat_map(|e| {

@@ -206,3 +206,73 @@ fn a_home_others_can_write_to_is_named_with_its_chmod_on_every_start() {
     let r = zot(t.path(), &home, &["trust", "--list"], &[]);
     assert!(!r.stderr.contains("warning"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------------------
+// zot ext install and doctor
+
+#[test]
+fn install_masks_modes_with_0755_and_refuses_fifos_leaving_nothing() {
+    let t = TempDir::new("sec-install");
+    let home = t.path().join("home");
+    let src = common::write_manifest(t.path(), "open", json!({"name": "open", "exec": "./bin/run.sh"}));
+    fs::create_dir(src.join("bin")).expect("mkdir");
+    write_exec(&src.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::write(src.join("data.txt"), "x").expect("write");
+    fs::set_permissions(src.join("bin/run.sh"), fs::Permissions::from_mode(0o4777)).expect("chmod");
+    fs::set_permissions(src.join("data.txt"), fs::Permissions::from_mode(0o666)).expect("chmod");
+    fs::set_permissions(src.join("bin"), fs::Permissions::from_mode(0o3777)).expect("chmod");
+    fs::set_permissions(&src, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let dest = home.join("extensions/open");
+    assert_eq!(mode(&dest), 0o755);
+    assert_eq!(mode(&dest.join("bin")), 0o755);
+    assert_eq!(mode(&dest.join("bin/run.sh")), 0o755, "setuid or group/other write kept");
+    assert_eq!(mode(&dest.join("data.txt")), 0o644);
+    assert_eq!(mode(&home.join("extensions")), 0o700);
+    // What it installed passes doctor's check of installed files.
+    let r = zot(t.path(), &home, &["ext", "doctor"], &[]);
+    assert!(!r.stdout.contains("file_modes"), "{}", r.stdout);
+
+    // A FIFO anywhere in the tree: refused, nothing left behind.
+    let src = common::write_manifest(t.path(), "fifo", json!({"name": "fifo", "exec": "./run.sh"}));
+    write_exec(&src.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::create_dir(src.join("deep")).expect("mkdir");
+    let fifo = src.join("deep/pipe");
+    let c = std::ffi::CString::new(s(&fifo)).expect("cstring");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    let before: Vec<_> = fs::read_dir(home.join("extensions")).expect("ls").flatten().map(|e| e.file_name()).collect();
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(&format!("{} is a FIFO", s(&fifo))), "{}", r.stderr);
+    let after: Vec<_> = fs::read_dir(home.join("extensions")).expect("ls").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(before, after, "something was left behind");
+}
+
+#[test]
+fn doctor_flags_installed_files_others_can_write_or_own() {
+    let t = TempDir::new("sec-doctor");
+    let home = t.path().join("home");
+    let src = common::write_manifest(t.path(), "x", json!({"name": "x", "exec": "./run.sh"}));
+    write_exec(&src.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run = home.join("extensions/x/run.sh");
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let r = zot(t.path(), &home, &["ext", "doctor", "--json"], &[]);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    let f = report["findings"].as_array().expect("findings").iter().find(|f| f["code"] == "file_modes").cloned();
+    let f = f.unwrap_or_else(|| panic!("no file_modes finding: {}", r.stdout));
+    assert!(f["message"].as_str().unwrap_or("").contains(&format!("{} (mode 0777)", s(&run))), "{f}");
+    assert_eq!(f["hint"], format!("chmod go-w {}", s(&run)));
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Another owner (only root can hand a file to someone else).
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::lchown(&run, Some(65534), None).expect("chown");
+        let r = zot(t.path(), &home, &["ext", "doctor"], &[]);
+        assert!(r.stdout.contains(&format!("installed files not owned by you, so their owner could change what runs: {} (uid 65534)", s(&run))), "{}", r.stdout);
+        assert!(r.stdout.contains(&format!("chown 0 {}", s(&run))), "{}", r.stdout);
+    }
+}

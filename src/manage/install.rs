@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::tree::{check_tree_links, copy_tree, remove_tree};
+use super::tree::{check_tree_links, copy_tree, mask_tree, remove_tree};
 use super::{sanitize, say, show, stdin_is_tty, Fail, Res};
 
 /// True when `source` names a git repository rather than a local folder:
@@ -69,6 +69,7 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
     if git {
         clone(source, &staging.path)?;
         check_tree_links(&staging.path)?;
+        mask_tree(&staging.path)?;
     } else {
         copy_tree(Path::new(source), &staging.path)?;
     }
