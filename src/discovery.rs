@@ -102,6 +102,9 @@ pub struct Discovery {
     /// Enabled project-local extensions not loaded because the project is
     /// not trusted, in load order.
     pub untrusted: Vec<Found>,
+    /// Why the project's trust could not be checked (`$ZOT_HOME/trust.json`
+    /// cannot be read), with the fix.
+    pub trust_problem: Option<String>,
 }
 
 /// What to look at.
@@ -182,8 +185,13 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
                     continue;
                 }
                 if found.source == Source::Project
-                    && !*trusted.get_or_insert_with(|| {
-                        crate::trust::status(home, cwd) == crate::trust::Status::Trusted
+                    && !*trusted.get_or_insert_with(|| match crate::trust::status(home, cwd) {
+                        crate::trust::Status::Trusted => true,
+                        crate::trust::Status::Unreadable => {
+                            out.trust_problem = crate::trust::file_problem(home);
+                            false
+                        }
+                        _ => false,
                     })
                 {
                     if found.manifest.enabled {

@@ -268,7 +268,7 @@ fn build(
         e.tools = mark(&info.tools, &info.shadowed_tools, &tool_owner, false);
         match &spec {
             Some(spec) => diagnose_server(&mut e, spec, listing),
-            None => diagnose(&mut e, grace),
+            None => diagnose(&mut e, grace, disc.trust_problem.as_deref()),
         }
         exts.push(e);
     }
@@ -395,6 +395,13 @@ fn build(
         e.findings.push(finding(Severity::Error, "manifest", message, hint));
         exts.push(e);
     }
+    // Installed extensions' files, as StrictModes would check them.
+    for e in exts.iter_mut().filter(|e| e.source == "global") {
+        let dir = Path::new(&e.dir);
+        for (msg, fix) in crate::strict::describe(dir, &crate::strict::check(dir)) {
+            e.findings.push(finding(Severity::Warning, "file_modes", msg, fix));
+        }
+    }
     let flat: Vec<Flat> = exts
         .iter()
         .flat_map(|e| {
@@ -470,7 +477,7 @@ const LOG_FINDINGS: [(&str, &str, &str); 6] = [
 
 /// Refines the host's state with the log of the load, and adds the
 /// finding it calls for.
-fn diagnose(e: &mut ExtReport, grace: Duration) {
+fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option<&str>) {
     let check = format!("zot ext check {}", e.dir);
     let logs = format!("zot ext logs {}", e.name);
     for (start, code, hint) in LOG_FINDINGS {
@@ -526,12 +533,16 @@ fn diagnose(e: &mut ExtReport, grace: Duration) {
             e.reason = Some(why.clone());
             e.findings.push(finding(Severity::Error, "exited", why, format!("see {logs}, or run {check}")));
         }
-        "untrusted" => e.findings.push(finding(
-            Severity::Error,
-            "untrusted",
-            "not loaded: the project is not trusted",
-            "zot trust (or --trust-project for one run)",
-        )),
+        "untrusted" => e.findings.push(match trust_problem {
+            // `zot trust` would fail: the fix is the file's.
+            Some(p) => finding(Severity::Error, "untrusted", "not loaded: trust cannot be checked (trust.json cannot be read)", p),
+            None => finding(
+                Severity::Error,
+                "untrusted",
+                "not loaded: the project is not trusted",
+                "zot trust (or --trust-project for one run)",
+            ),
+        }),
         "static" => {}
         other => {
             let other = other.to_string();

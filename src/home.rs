@@ -1,8 +1,13 @@
 //! Where zot keeps things on disk: `ZOT_HOME` resolution, the paths under it,
-//! and the one rule every name must pass before it becomes part of a path.
+//! the one rule every name must pass before it becomes part of a path, and
+//! how zot creates what it writes: folders `0700`, files `0600` from the
+//! moment they exist, whatever the umask (PROTOCOL §1, File modes).
 
 use std::env;
 use std::fmt;
+use std::fs::{DirBuilder, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Longest extension name accepted, in bytes.
@@ -80,6 +85,51 @@ impl Home {
 /// `<cwd>/.zot/extensions`: project-local extensions.
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
+}
+
+/// Creates `dir` and every missing parent with mode `0700`.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Options that create a file with mode `0600` (the mode it has from the
+/// moment it exists: a file zot creates is never readable by others, even
+/// for an instant). The caller adds how it opens it.
+pub fn private_file() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.mode(0o600);
+    o
+}
+
+/// Opens `path` with `opts` (which should create it), creating it `0600`;
+/// a file that existed with group or other bits is made `0600` through the
+/// open descriptor before anything is written to it.
+pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::PermissionsExt;
+    let f = opts.mode(0o600).open(path)?;
+    if f.metadata()?.permissions().mode() & 0o077 != 0 {
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(f)
+}
+
+/// The warning for an existing home that group or others can write to,
+/// with the `chmod` that fixes it; `None` for a private (or missing) home.
+pub fn shared_home_warning(home: &Home) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.root()).ok()?.permissions().mode() & 0o7777;
+    if mode & 0o022 == 0 {
+        return None;
+    }
+    let shown = home.root().display().to_string();
+    let quoted = if shown.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        shown.clone()
+    } else {
+        format!("'{}'", shown.replace('\'', "'\\''"))
+    };
+    Some(format!(
+        "warning: the zot home {shown} is writable by other users (mode {mode:04o}): they could change what zot runs; fix it with: chmod 700 {quoted}"
+    ))
 }
 
 /// Why the zot home cannot be located.

@@ -47,6 +47,7 @@ mod scaffold;
 mod serve;
 mod signals;
 mod stdio;
+mod strict;
 
 /// The `zot` command line, for the binary's `main`: runs it on the
 /// process's arguments and returns the exit code. Not part of the

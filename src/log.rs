@@ -73,9 +73,9 @@ impl Log {
     /// Opens (creating, appending) the log file at `path`.
     pub fn open(path: &Path) -> io::Result<Log> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::home::create_private_dir(dir)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        let file = crate::home::open_private(path, std::fs::OpenOptions::new().create(true).append(true))?;
         let start = file.metadata().map_or(0, |m| m.len());
         Ok(Log(Arc::new(LogFile { file, path: path.to_path_buf(), start })))
     }

@@ -427,17 +427,14 @@ pub fn set_enabled(path: &Path, enabled: bool) -> Result<(), ManifestError> {
         .map_err(|err| ManifestError::Write { path: path.to_path_buf(), err })
 }
 
-/// Writes `bytes` to `path` through a temporary sibling and a rename, keeping
-/// the original file's permissions.
+/// Writes `bytes` to `path` through a temporary sibling and a rename; the
+/// new file is `0600` from the moment it exists.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        if let Ok(meta) = fs::metadata(path) {
-            f.set_permissions(meta.permissions())?;
-        }
+        let mut f = crate::home::private_file().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)

@@ -120,7 +120,7 @@ impl Tracer {
     /// Creates (or truncates) the trace file at `path` and starts its
     /// writer thread; `t` counts from now.
     pub fn create(path: &Path) -> io::Result<Arc<Tracer>> {
-        let file = File::create(path)?;
+        let file = crate::home::open_private(path, File::options().write(true).create(true).truncate(true))?;
         let start = Instant::now();
         let (tx, rx) = bounded::<Rec>(QUEUE_RECORDS);
         let queued_bytes = Arc::new(AtomicUsize::new(0));

@@ -556,7 +556,8 @@ fn enable_disable_round_trip() {
         disabled,
         original.replace("\"enabled\": true,\n    \"aaa\"", "\"enabled\": false,\n    \"aaa\"")
     );
-    assert_eq!(mode(&manifest), 0o644);
+    // A rewritten manifest is a file zot created: 0600 (PROTOCOL §1).
+    assert_eq!(mode(&manifest), 0o600);
     let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
     assert_eq!(json[0]["enabled"], false);
     assert!(w.ok(&["ext", "list"]).lines().nth(1).expect("row").contains(" no "));

@@ -412,19 +412,23 @@ fn project_extensions_run_only_in_a_trusted_project_and_a_changed_exec_voids_tru
 }
 
 #[test]
-fn a_bare_exec_on_path_fingerprints_its_script_arguments_inside_the_project() {
+fn every_file_of_an_extension_folder_and_its_manifest_json_are_fingerprinted() {
     let t = TempDir::new("trust-bare");
     let (proj, _) = project(t.path());
     assert_eq!(trust_cmd(t.path(), &["trust", s(&proj)]).code, 0);
-    // A file in the extension folder that nothing names: not fingerprinted.
+    // A file in the extension folder that nothing names: fingerprinted too.
     fs::write(proj.join(".zot/extensions/local/notes.txt"), "x").expect("write");
     let r = trust_cmd(t.path(), &["trust", "--list"]);
-    assert!(r.stdout.ends_with("  trusted\n"), "{}", r.stdout);
-    // The manifest itself is.
+    assert!(r.stdout.contains("changed since trusted"), "{}", r.stdout);
+    assert_eq!(trust_cmd(t.path(), &["trust", s(&proj)]).code, 0);
+    // The manifest by its JSON: layout alone changes nothing, a field does.
     let m = proj.join(".zot/extensions/local/extension.json");
     let mut text = fs::read_to_string(&m).expect("read");
     text.push('\n');
-    fs::write(&m, text).expect("write");
+    fs::write(&m, &text).expect("write");
+    let r = trust_cmd(t.path(), &["trust", "--list"]);
+    assert!(r.stdout.ends_with("  trusted\n"), "{}", r.stdout);
+    fs::write(&m, text.replacen("\"local\"", "\"local\", \"version\": \"2\"", 1)).expect("write");
     let r = trust_cmd(t.path(), &["trust", "--list"]);
     assert!(r.stdout.contains("changed since trusted"), "{}", r.stdout);
 }
@@ -581,7 +585,8 @@ fn an_untrusted_project_extension_claims_no_name_and_static_ones_are_untrusted_t
         ev,
         Some(zot_host::host::HostEvent::UntrustedProject {
             dir: proj.display().to_string(),
-            extensions: vec!["dup".into(), "project-skills".into()]
+            extensions: vec!["dup".into(), "project-skills".into()],
+            error: None,
         })
     );
 
@@ -611,4 +616,46 @@ fn projects_are_recorded_by_canonical_path() {
     let r = trust_cmd(t.path(), &["untrust", s(&link)]);
     assert_eq!(r.stdout, format!("untrusted {}\n", proj.display()));
     assert_eq!(session(t.path(), &proj, &[]).2["state"], "untrusted");
+}
+
+#[test]
+fn a_broken_trust_json_is_named_with_its_fix_by_every_front_end() {
+    let t = TempDir::new("trust-broken");
+    let (proj, marker) = project(t.path());
+    let home = t.path().join("zot-home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let file = home.join("trust.json");
+    fs::write(&file, "{ not json").expect("write");
+    let named = |text: &str, what: &str| {
+        assert!(text.contains(&format!("{}: not a valid trust file", file.display())), "{what}: {text}");
+        assert!(text.contains(&format!("remove it (rm {})", file.display())), "{what}: {text}");
+        assert!(!text.contains("run 'zot trust'") && !text.contains("zot trust (or"), "{what} advises zot trust: {text}");
+    };
+    // The console.
+    let mut args = strings(&["--cwd", s(&proj)]);
+    args.extend(strings(&FAST));
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    z.close_stdin();
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    let all = format!("{}\n{}", out.join("\n"), z.stderr_text());
+    named(&all, "console");
+    assert!(all.contains("1 project extension not loaded (local): trust cannot be checked"), "{all}");
+    // serve's untrusted_project.
+    let (_, untrusted, local) = session(t.path(), &proj, &[]);
+    assert_eq!(local["state"], "untrusted");
+    assert_eq!(untrusted.len(), 1, "{untrusted:?}");
+    named(untrusted[0]["error"].as_str().unwrap_or(""), "serve");
+    // zot ext list, zot ext doctor, zot trust.
+    let env = [("ZOT_HOME", s(&home))];
+    let r = zot(&proj, &["ext", "list"], &env);
+    named(&r.stdout, "ext list");
+    let r = zot(&proj, &["ext", "doctor", "--ready-grace", "2"], &env);
+    assert_eq!(r.code, 1);
+    named(&r.stdout, "doctor");
+    let r = zot(&proj, &["trust"], &env);
+    assert_eq!(r.code, 1);
+    named(&r.stderr, "zot trust");
+    assert!(!marker.exists(), "an extension ran");
+    assert_eq!(fs::read_to_string(&file).expect("read"), "{ not json", "rewritten");
 }

@@ -77,3 +77,202 @@ fn a_bare_exec_is_never_found_through_a_relative_or_empty_path_entry() {
     assert!(!check.stdout.contains("not found on PATH"), "{}", check.stdout);
     assert!(marker.exists(), "the absolute PATH entry was not used");
 }
+
+// ---------------------------------------------------------------------------
+// File modes
+
+fn mode(p: &Path) -> u32 {
+    fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).permissions().mode() & 0o7777
+}
+
+/// `zot args...` in `cwd` under `umask`, with `ZOT_HOME=home`.
+fn zot_umask(umask: &str, cwd: &Path, home: &Path, args: &[&str], stdin: Stdio) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("ZOT_HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .stdin(stdin)
+        .output()
+        .expect("run zot")
+}
+
+/// An interactive session on a pseudo-terminal under `umask`: one line
+/// typed, then the session is ended once the history holds it.
+fn console_line(umask: &str, cwd: &Path, home: &Path, line: &str) {
+    use std::fs::File;
+    use std::io::Write;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut m, mut s) = (0, 0);
+    let size = libc::winsize { ws_row: 24, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: openpty fills two descriptors.
+    let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &size) };
+    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: fresh descriptors, owned from here on.
+    let (mut master, slave) = unsafe { (File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+    // SAFETY: only the test holds the master.
+    unsafe { libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC) };
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(["--no-ext"])
+        .current_dir(cwd)
+        .env("ZOT_HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .stdin(Stdio::from(slave.try_clone().expect("dup")))
+        .stdout(Stdio::from(slave.try_clone().expect("dup")))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn zot");
+    // Drain the screen so zot never blocks on output.
+    let mut reader = master.try_clone().expect("dup master");
+    std::thread::spawn(move || {
+        let mut b = [0u8; 4096];
+        while matches!(std::io::Read::read(&mut reader, &mut b), Ok(n) if n > 0) {}
+    });
+    let history = home.join("history");
+    let typed = common::wait_until(std::time::Duration::from_secs(30), || {
+        let _ = master.write_all(format!("{line}\r").as_bytes());
+        fs::read_to_string(&history).is_ok_and(|h| h.contains(line))
+    });
+    let _ = master.write_all(b"\x04");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(typed, "the typed line never reached {}", history.display());
+    drop(slave);
+}
+
+#[test]
+fn everything_zot_creates_is_private_whatever_the_umask() {
+    for umask in ["022", "000"] {
+        let t = TempDir::new(&format!("sec-modes-{umask}"));
+        let home = t.path().join("state/zot");
+        let proj = t.path().join("proj");
+        let d = common::write_manifest(&proj.join(".zot/extensions"), "p", json!({"name": "p", "exec": "./run.sh"}));
+        write_exec(&d.join("run.sh"), "#!/bin/sh\necho secret-token >&2\nexit 0\n");
+        let ok = |o: &std::process::Output, what: &str| {
+            assert!(o.status.success(), "umask {umask}, {what}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(!String::from_utf8_lossy(&o.stderr).contains("warning"), "umask {umask}, {what}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        // trust.json, its lock, the fingerprint cache; the home and its parent.
+        ok(&zot_umask(umask, &proj, &home, &["trust"], Stdio::null()), "zot trust");
+        // A rewritten manifest.
+        ok(&zot_umask(umask, &proj, &home, &["ext", "disable", "p"], Stdio::null()), "disable");
+        assert_eq!(mode(&d.join("extension.json")), 0o600, "umask {umask}: rewritten manifest");
+        ok(&zot_umask(umask, &proj, &home, &["ext", "enable", "p"], Stdio::null()), "enable");
+        // Logs and a --trace file outside the home.
+        let trace = t.path().join("trace.jsonl");
+        let o = zot_umask(umask, &proj, &home, &["serve", "--trace", s(&trace), "--hello-timeout", "2", "--ready-grace", "2"], Stdio::null());
+        assert!(o.status.success(), "umask {umask}: {}", String::from_utf8_lossy(&o.stderr));
+        // History.
+        console_line(umask, &proj, &home, "hello history");
+        // The extensions folder of an install.
+        let src = common::write_manifest(t.path(), "src", json!({"name": "inst", "exec": "./run.sh"}));
+        write_exec(&src.join("run.sh"), "#!/bin/sh\nexit 0\n");
+        ok(&zot_umask(umask, &proj, &home, &["ext", "install", s(&src)], Stdio::null()), "install");
+        for dir in [t.path().join("state"), home.clone(), home.join("logs"), home.join("cache"), home.join("extensions")] {
+            assert_eq!(mode(&dir), 0o700, "umask {umask}: {}", dir.display());
+        }
+        let cache = fs::read_dir(home.join("cache")).expect("cache").next().expect("a cache file").expect("entry").path();
+        let files = [home.join("trust.json"), home.join("trust.json.lock"), cache, home.join("logs/ext-p.log"), trace, home.join("history")];
+        for f in files {
+            assert_eq!(mode(&f), 0o600, "umask {umask}: {}", f.display());
+        }
+        assert!(fs::read_to_string(home.join("logs/ext-p.log")).expect("log").contains("secret-token"));
+    }
+}
+
+#[test]
+fn a_home_others_can_write_to_is_named_with_its_chmod_on_every_start() {
+    let t = TempDir::new("sec-shared");
+    let home = t.path().join("home");
+    fs::create_dir(&home).expect("mkdir");
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let want = format!("zot: warning: the zot home {} is writable by other users (mode 0777): they could change what zot runs; fix it with: chmod 700 {}", s(&home), s(&home));
+    for args in [&["trust", "--list"][..], &["ext", "list"], &["serve", "--no-ext"]] {
+        let r = zot(t.path(), &home, args, &[]);
+        let lines: Vec<&str> = r.stderr.lines().filter(|l| l.contains("warning")).collect();
+        assert_eq!(lines, [want.as_str()], "zot {args:?}: {}", r.stderr);
+    }
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let r = zot(t.path(), &home, &["trust", "--list"], &[]);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------
+// zot ext install and doctor
+
+#[test]
+fn install_masks_modes_with_0755_and_refuses_fifos_leaving_nothing() {
+    let t = TempDir::new("sec-install");
+    let home = t.path().join("home");
+    let src = common::write_manifest(t.path(), "open", json!({"name": "open", "exec": "./bin/run.sh"}));
+    fs::create_dir(src.join("bin")).expect("mkdir");
+    write_exec(&src.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::write(src.join("data.txt"), "x").expect("write");
+    fs::set_permissions(src.join("bin/run.sh"), fs::Permissions::from_mode(0o4777)).expect("chmod");
+    fs::set_permissions(src.join("data.txt"), fs::Permissions::from_mode(0o666)).expect("chmod");
+    fs::set_permissions(src.join("bin"), fs::Permissions::from_mode(0o3777)).expect("chmod");
+    fs::set_permissions(&src, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let dest = home.join("extensions/open");
+    assert_eq!(mode(&dest), 0o755);
+    assert_eq!(mode(&dest.join("bin")), 0o755);
+    assert_eq!(mode(&dest.join("bin/run.sh")), 0o755, "setuid or group/other write kept");
+    assert_eq!(mode(&dest.join("data.txt")), 0o644);
+    assert_eq!(mode(&home.join("extensions")), 0o700);
+    // What it installed passes doctor's check of installed files.
+    let r = zot(t.path(), &home, &["ext", "doctor"], &[]);
+    assert!(!r.stdout.contains("file_modes"), "{}", r.stdout);
+
+    // A FIFO anywhere in the tree: refused, nothing left behind.
+    let src = common::write_manifest(t.path(), "fifo", json!({"name": "fifo", "exec": "./run.sh"}));
+    write_exec(&src.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::create_dir(src.join("deep")).expect("mkdir");
+    let fifo = src.join("deep/pipe");
+    let c = std::ffi::CString::new(s(&fifo)).expect("cstring");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    let before: Vec<_> = fs::read_dir(home.join("extensions")).expect("ls").flatten().map(|e| e.file_name()).collect();
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(&format!("{} is a FIFO", s(&fifo))), "{}", r.stderr);
+    let after: Vec<_> = fs::read_dir(home.join("extensions")).expect("ls").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(before, after, "something was left behind");
+}
+
+#[test]
+fn doctor_flags_installed_files_others_can_write_or_own() {
+    let t = TempDir::new("sec-doctor");
+    let home = t.path().join("home");
+    let src = common::write_manifest(t.path(), "x", json!({"name": "x", "exec": "./run.sh"}));
+    write_exec(&src.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    let r = zot(t.path(), &home, &["ext", "install", s(&src)], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run = home.join("extensions/x/run.sh");
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let r = zot(t.path(), &home, &["ext", "doctor", "--json"], &[]);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    let f = report["findings"].as_array().expect("findings").iter().find(|f| f["code"] == "file_modes").cloned();
+    let f = f.unwrap_or_else(|| panic!("no file_modes finding: {}", r.stdout));
+    assert!(f["message"].as_str().unwrap_or("").contains(&format!("{} (mode 0777)", s(&run))), "{f}");
+    assert_eq!(f["hint"], format!("chmod go-w {}", s(&run)));
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Another owner (only root can hand a file to someone else).
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::lchown(&run, Some(65534), None).expect("chown");
+        let r = zot(t.path(), &home, &["ext", "doctor"], &[]);
+        assert!(r.stdout.contains(&format!("installed files not owned by you, so their owner could change what runs: {} (uid 65534)", s(&run))), "{}", r.stdout);
+        assert!(r.stdout.contains(&format!("chown 0 {}", s(&run))), "{}", r.stdout);
+    }
+}

@@ -32,7 +32,7 @@ impl Sandbox {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let dir = base.join(format!("zot-check-{}-{nanos}-{n}", std::process::id()));
-            match fs::create_dir(&dir) {
+            match std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700).create(&dir) {
                 Ok(()) => return Ok(Sandbox { dir }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(format!("cannot create a temporary directory in {}: {e}", base.display())),
@@ -87,7 +87,7 @@ pub(super) struct Proc {
 /// [`Proc`] ends it.
 pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox: &Sandbox) -> io::Result<Proc> {
     let home = sandbox.home();
-    fs::create_dir_all(&home)?;
+    crate::home::create_private_dir(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
     let env: Vec<(OsString, OsString)> = env
         .iter()

@@ -101,6 +101,7 @@ impl SessionArgs {
             crate::argpath::check("ext", p, crate::argpath::Expect::Extension)?;
         }
         let home = home()?;
+        warn_shared_home(&home);
         let cwd = match &self.cwd {
             Some(dir) => resolve_dir(dir)?,
             None => current_dir()?,
@@ -208,6 +209,7 @@ where
                 Ok(h) => h,
                 Err(e) => return fail(&e),
             };
+            warn_shared_home(&home);
             let cwd = match cwd.as_deref().map(resolve_dir).transpose() {
                 Ok(c) => c,
                 Err(e) => return fail(&e),
@@ -229,7 +231,10 @@ where
             Err(e) => fail(&e),
         },
         Command::Trust(cmd) => match home() {
-            Ok(home) => crate::trust::run(cmd, &home),
+            Ok(home) => {
+                warn_shared_home(&home);
+                crate::trust::run(cmd, &home)
+            }
             Err(e) => fail(&e),
         },
     }
@@ -276,4 +281,11 @@ fn current_dir() -> Result<PathBuf, String> {
 fn absolute(p: &Path) -> Result<PathBuf, String> {
     let joined = if p.is_absolute() { p.to_path_buf() } else { current_dir()?.join(p) };
     Ok(joined.components().filter(|c| *c != Component::CurDir).collect())
+}
+
+/// One line on stderr when the zot home is writable by other users.
+fn warn_shared_home(home: &Home) {
+    if let Some(w) = crate::home::shared_home_warning(home) {
+        eprintln!("zot: {}", crate::text::one_line(&w));
+    }
 }

@@ -23,7 +23,10 @@ impl History {
             if let Some(f) = &file {
                 let tmp = f.with_extension("tmp");
                 let body: String = entries.iter().map(|e| format!("{e}\n")).collect();
-                if fs::write(&tmp, body).is_ok() {
+                let _ = fs::remove_file(&tmp);
+                let written = crate::home::open_private(&tmp, fs::OpenOptions::new().write(true).create_new(true))
+                    .and_then(|mut t| t.write_all(body.as_bytes()));
+                if written.is_ok() {
                     let _ = fs::rename(&tmp, f);
                 }
             }
@@ -41,9 +44,9 @@ impl History {
         }
         if let Some(f) = &self.file {
             if let Some(dir) = f.parent() {
-                let _ = fs::create_dir_all(dir);
+                let _ = crate::home::create_private_dir(dir);
             }
-            let file = fs::OpenOptions::new().create(true).append(true).open(f);
+            let file = crate::home::open_private(f, fs::OpenOptions::new().create(true).append(true));
             if let Ok(mut file) = file {
                 let _ = writeln!(file, "{entry}");
             }

@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::tree::{check_tree_links, copy_tree, remove_tree};
+use super::tree::{check_tree_links, copy_tree, mask_tree, remove_tree};
 use super::{say, show, stdin_is_tty, Fail, Res};
 
 /// True when `source` names a git repository rather than a local folder:
@@ -32,7 +32,7 @@ impl Staging {
     fn create(root: &Path) -> Res<Staging> {
         for n in 0u32.. {
             let path = root.join(format!(".zot-install-{}-{n}", std::process::id()));
-            match fs::create_dir(&path) {
+            match std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700).create(&path) {
                 Ok(()) => return Ok(Staging { path, keep: false }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 10_000 => continue,
                 Err(e) => return Err(Fail::Msg(format!("cannot create {}: {e}", show(&path)))),
@@ -70,7 +70,7 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
     };
     let text = source.to_string_lossy();
     let root = home.extensions_dir();
-    fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", show(&root)))?;
+    crate::home::create_private_dir(&root).map_err(|e| format!("cannot create {}: {e}", show(&root)))?;
     let git = is_git_url(&text);
     if !git {
         precheck_local(Path::new(source), &root)?;
@@ -79,6 +79,7 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
     if git {
         clone(source, &staging.path)?;
         check_tree_links(&staging.path)?;
+        mask_tree(&staging.path)?;
     } else {
         copy_tree(Path::new(source), &staging.path)?;
     }

@@ -132,6 +132,11 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
     }
     let trust_note = trust.map(|t| match t {
         Trust::Trusted => format!("project {} is trusted: its extensions run", show(&project)),
+        Trust::Unreadable => format!(
+            "project {}: its extensions do not run, trust cannot be checked: {}",
+            show(&project),
+            crate::trust::file_problem(home).unwrap_or_else(|| "trust.json cannot be read".into())
+        ),
         _ => format!(
             "project {} {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
             show(&project),

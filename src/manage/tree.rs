@@ -1,6 +1,8 @@
-//! Directory trees on disk: copying an extension's folder (keeping modes,
-//! leaving out a top-level `.git`, `target/` and `node_modules/`), checking
-//! that its symbolic links stay inside it, and removing a tree.
+//! Directory trees on disk: copying an extension's folder (keeping modes
+//! masked with `0755`: no setuid, setgid or sticky bit, no group or other
+//! write; leaving out a top-level `.git`, `target/` and `node_modules/`),
+//! refusing device files, FIFOs and sockets, checking that its symbolic
+//! links stay inside it, and removing a tree.
 
 use crate::manifest::Manifest;
 use std::ffi::{OsStr, OsString};
@@ -11,8 +13,11 @@ use std::path::{Component, Path, PathBuf};
 
 use super::{sanitize, show, Fail, Res};
 
+/// The permission bits an installed file or folder keeps (PROTOCOL §1).
+const INSTALL_MASK: u32 = 0o755;
+
 /// Copies the contents of `src` into the existing directory `dst`, keeping
-/// modes, recreating internal symbolic links, following none.
+/// modes (masked), recreating internal symbolic links, following none.
 /// Top-level folders a local install leaves out (see the module header).
 const SKIPPED: [&str; 2] = ["target", "node_modules"];
 
@@ -39,7 +44,7 @@ pub(super) fn copy_tree(src: &Path, dst: &Path) -> Res {
         );
     }
     let mode = fs::metadata(src).map_err(|e| format!("{}: {e}", show(src)))?.permissions().mode();
-    fs::set_permissions(dst, fs::Permissions::from_mode((mode & 0o7777) | 0o700))
+    fs::set_permissions(dst, fs::Permissions::from_mode((mode & INSTALL_MASK) | 0o700))
         .map_err(|e| Fail::Msg(format!("cannot set the mode of {}: {e}", show(dst))))
 }
 
@@ -70,15 +75,12 @@ fn copy_dir(root: &Path, src: &Path, dst: &Path, top: bool) -> Res {
         } else if ft.is_dir() {
             fs::create_dir(&dp).map_err(|e| format!("cannot create {}: {e}", show(&dp)))?;
             copy_dir(root, &sp, &dp, false)?;
-            fs::set_permissions(&dp, meta.permissions())
+            fs::set_permissions(&dp, fs::Permissions::from_mode(meta.permissions().mode() & INSTALL_MASK))
                 .map_err(|e| format!("cannot set the mode of {}: {e}", show(&dp)))?;
         } else if ft.is_file() {
             copy_file(&sp, &dp)?;
         } else {
-            return Err(Fail::Msg(format!(
-                "refusing to install: {} is not a regular file, directory or symbolic link",
-                show(&sp)
-            )));
+            return Err(special(&sp, ft));
         }
     }
     Ok(())
@@ -129,7 +131,7 @@ fn copy_file(src: &Path, dst: &Path) -> Res {
         .map_err(|e| err("create", dst, e))?;
     io::copy(&mut input, &mut output).map_err(|e| err("copy", src, e))?;
     output
-        .set_permissions(fs::Permissions::from_mode(meta.permissions().mode() & 0o7777))
+        .set_permissions(fs::Permissions::from_mode(meta.permissions().mode() & INSTALL_MASK))
         .map_err(|e| err("set the mode of", dst, e))
 }
 
@@ -185,6 +187,52 @@ fn check_link(root: &Path, link: &Path) -> Res<PathBuf> {
         }
     }
     Ok(target)
+}
+
+/// The refusal of a device file, FIFO or socket at `p`.
+fn special(p: &Path, ft: fs::FileType) -> Fail {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device file"
+    } else {
+        "not a regular file, directory or symbolic link"
+    };
+    Fail::Msg(format!(
+        "refusing to install: {} is {kind} (an extension holds only files, folders and links); nothing was installed",
+        show(p)
+    ))
+}
+
+/// Masks the modes of everything in a cloned tree with `0755` and refuses
+/// device files, FIFOs and sockets, following no link.
+pub(super) fn mask_tree(root: &Path) -> Res {
+    fn walk(dir: &Path) -> Res {
+        for name in sorted_entries(dir)? {
+            let p = dir.join(&name);
+            let meta = fs::symlink_metadata(&p).map_err(|e| format!("cannot read {}: {e}", show(&p)))?;
+            let ft = meta.file_type();
+            if ft.is_symlink() {
+                continue;
+            }
+            if !ft.is_dir() && !ft.is_file() {
+                return Err(special(&p, ft));
+            }
+            let mode = meta.permissions().mode();
+            if mode & !INSTALL_MASK & 0o7777 != 0 {
+                fs::set_permissions(&p, fs::Permissions::from_mode(mode & INSTALL_MASK))
+                    .map_err(|e| format!("cannot set the mode of {}: {e}", show(&p)))?;
+            }
+            if ft.is_dir() {
+                walk(&p)?;
+            }
+        }
+        Ok(())
+    }
+    walk(root)
 }
 
 /// Runs [`check_link`] on every link in the tree (not following any),

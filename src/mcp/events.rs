@@ -111,8 +111,8 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
             }
         }
-        HostEvent::UntrustedProject { dir, extensions } => {
-            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions)));
+        HostEvent::UntrustedProject { dir, extensions, error } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions, error.as_deref())));
         }
         HostEvent::ToolProgress { id, progress, total, message, .. } => {
             let mut params = json!({"progressToken": id, "progress": progress});

@@ -78,7 +78,10 @@ impl Dispatcher {
             out.extensions.push(ExtInfo {
                 source: f.source.as_str(),
                 state: State::Untrusted,
-                error: Some("the project is not trusted: run 'zot trust' in it".into()),
+                error: Some(match &self.trust_problem {
+                    Some(p) => format!("trust cannot be checked: {p}"),
+                    None => "the project is not trusted: run 'zot trust' in it".into(),
+                }),
                 ..static_info(f)
             });
         }

@@ -202,6 +202,8 @@ struct Dispatcher {
     ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
     /// Project-local extensions of an untrusted project: listed, never started.
     untrusted: Vec<crate::discovery::Found>,
+    /// Why the project's trust could not be checked, if so (with the fix).
+    trust_problem: Option<String>,
     /// Extensions whose manifest could not be loaded: listed as failed,
     /// as (folder name, folder, source, why).
     broken: Vec<(String, String, &'static str, String)>,
@@ -273,6 +275,7 @@ impl Dispatcher {
             session_id: new_session_id(),
             sequence: 0,
             untrusted: Vec::new(),
+            trust_problem: None,
             broken: Vec::new(),
             progress_keys: HashMap::new(),
         }
@@ -394,9 +397,11 @@ impl Dispatcher {
         self.registry.clear();
         let disc = discover_with(&self.cfg.sources, &self.cfg.mcp_configs, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
         self.untrusted = disc.untrusted.clone();
+        self.trust_problem = disc.trust_problem.clone();
         if !self.untrusted.is_empty() {
             let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
-            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions });
+            let error = disc.trust_problem.clone();
+            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions, error });
         }
         self.broken.clear();
         for b in &disc.broken {

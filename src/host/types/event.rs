@@ -188,5 +188,9 @@ pub enum HostEvent {
         dir: String,
         /// Names of the project's extensions not loaded.
         extensions: Vec<String>,
+        /// Why trust could not be checked at all (`trust.json` cannot be
+        /// read), with the fix; `zot trust` would fail until it is fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }

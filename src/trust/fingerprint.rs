@@ -1,0 +1,430 @@
+//! The fingerprint of a project (PROTOCOL §7.3): one SHA-256 over
+//! everything under `.zot` that decides what runs, walked in a fixed order.
+//!
+//! What goes in, each item tagged and length-prefixed:
+//! - the format version ([`VERSION`]);
+//! - `.zot`, `.zot/mcp.json` and `.zot/extensions` as they are: absent, a
+//!   file (mode and content), a folder, or a link (its text, then what it
+//!   points to);
+//! - the names of the folders in `.zot/extensions` that discovery would
+//!   load (not hidden), in byte order;
+//! - for each: the folder itself (a link by its text), then every entry
+//!   under it in byte order, recursively, a top-level `.git` left out: a
+//!   folder by its relative path and mode, a file by path, mode and
+//!   content, a link by the text it holds and what it points to (a file by
+//!   its mode and content, a folder outside the extension walked like the
+//!   extension's own, once), anything else by its type; the manifest by
+//!   its JSON without the `enabled` field and without its mode (`zot ext
+//!   disable` rewrites it);
+//! - then its `exec` and each argument that names an existing file, by
+//!   canonical path and content, wherever they resolve, except a bare
+//!   `exec` found on `$PATH` outside the project (the system's `python3`:
+//!   only its name counts).
+//!
+//! A folder or link that resolves outside the project is named in
+//! [`Print::outside`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
+//! of content is refused rather than fingerprinted in part.
+//!
+//! File contents are hashed once per (device, inode, size, mtime, ctime):
+//! [`Cache`] remembers each file's digest under that key, so a warm check
+//! only stats the tree. ctime cannot be set back by a project's files, so a
+//! changed file never matches its old key. The extensions are walked on up
+//! to four threads, each into its own digest, fed in folder order: the
+//! result does not depend on the threads.
+
+use super::cache::{Cache, Key, Segment};
+use super::sha256::Sha256;
+use crate::manifest::{Manifest, MANIFEST_FILE};
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The fingerprint format. A record of another format reads as changed.
+pub const VERSION: u32 = 2;
+/// Most entries (files, folders, links) one fingerprint covers.
+pub const MAX_ENTRIES: usize = 20_000;
+/// Most bytes of content one fingerprint covers.
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A computed fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Print {
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// `.zot`, `.zot/extensions`, `.zot/mcp.json` or extension folders that
+    /// are links or resolve outside the project, as `path -> target`.
+    pub outside: Vec<String>,
+}
+
+/// Fingerprints `project` (canonical), hashing file contents through
+/// `cache`; returns the print and the files it hashed (for
+/// [`Cache::save`]).
+pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segment<'c>>), String> {
+    let counts = Counts::default();
+    let mut w = Walk::new(project, &counts, cache.segment(b""));
+    w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
+    let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    if let Some(zot) = w.top(".zot", &project.join(".zot"))? {
+        w.top(".zot/mcp.json", &zot.join("mcp.json"))?;
+        if let Some(exts) = w.top(".zot/extensions", &zot.join("extensions"))? {
+            for name in w.folders(&exts)? {
+                let rel = format!(".zot/extensions/{}", name.to_string_lossy());
+                let path = exts.join(&name);
+                if let Some(dir) = w.top(&rel, &path)? {
+                    jobs.push((rel, path, dir));
+                }
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(jobs.len());
+    let mut done: Vec<(usize, Walked<'c>)> = if threads <= 1 {
+        jobs.iter().enumerate().map(|(i, j)| (i, extension(project, &counts, cache, j))).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (jobs, counts) = (&jobs, &counts);
+                    s.spawn(move || {
+                        (t..jobs.len())
+                            .step_by(threads)
+                            .map(|i| (i, extension(project, counts, cache, &jobs[i])))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|_| vec![(0, Err("the fingerprint failed".to_string()))]))
+                .collect()
+        })
+    };
+    done.sort_by_key(|(i, _)| *i);
+    let mut segments = Vec::new();
+    for (_, r) in done {
+        let (digest, seg) = r?;
+        w.feed("extension", &digest);
+        segments.push(seg);
+    }
+    let (digest, seg, outside) = w.digest();
+    segments.insert(0, seg);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok((Print { digest: format!("sha256:{hex}"), outside }, segments))
+}
+
+/// An extension's digest and cache segment, or why it has none.
+type Walked<'c> = Result<([u8; 32], Segment<'c>), String>;
+
+/// One extension folder `dir` (reached as `path`): its tree, then what it
+/// runs, into a digest of its own.
+fn extension<'c>(project: &Path, counts: &Counts, cache: &'c Cache, job: &(String, PathBuf, PathBuf)) -> Walked<'c> {
+    let (rel, path, dir) = job;
+    let mut w = Walk::new(project, counts, cache.segment(rel.as_bytes()));
+    w.root = fs::canonicalize(dir).map_err(|e| read_err(dir, e))?;
+    w.tree(dir, "", true)?;
+    match Manifest::load(path) {
+        Ok(m) => w.runs(&m)?,
+        Err(_) => w.feed("invalid-manifest", rel.as_bytes()),
+    }
+    let (digest, seg, _) = w.digest();
+    Ok((digest, seg))
+}
+
+/// Entries and bytes counted so far, across threads.
+#[derive(Default)]
+struct Counts {
+    entries: AtomicUsize,
+    bytes: AtomicU64,
+}
+
+struct Walk<'a, 'c> {
+    h: Sha256,
+    buf: Vec<u8>,
+    project: &'a Path,
+    counts: &'a Counts,
+    seg: Segment<'c>,
+    outside: Vec<String>,
+    /// Canonical folders reached through links and walked already.
+    walked: HashSet<PathBuf>,
+    /// The canonical folder of the extension being walked.
+    root: PathBuf,
+}
+
+fn read_err(p: &Path, e: io::Error) -> String {
+    format!("cannot read {}: {e}", p.display())
+}
+
+impl<'a, 'c> Walk<'a, 'c> {
+    fn new(project: &'a Path, counts: &'a Counts, seg: Segment<'c>) -> Walk<'a, 'c> {
+        Walk {
+            h: Sha256::new(),
+            buf: Vec::with_capacity(32 * 1024),
+            project,
+            counts,
+            seg,
+            outside: Vec::new(),
+            walked: HashSet::new(),
+            root: PathBuf::new(),
+        }
+    }
+
+    /// One tagged, length-prefixed item, buffered on its way to the hash.
+    fn feed(&mut self, tag: &str, bytes: &[u8]) {
+        self.buf.push(tag.len() as u8);
+        self.buf.extend_from_slice(tag.as_bytes());
+        self.buf.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        self.raw(bytes);
+    }
+
+    /// Bytes of a fixed size, right after the item they belong to.
+    fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= 16 * 1024 {
+            self.h.update(&self.buf);
+            self.buf.clear();
+        }
+    }
+
+    fn digest(mut self) -> ([u8; 32], Segment<'c>, Vec<String>) {
+        self.h.update(&self.buf);
+        (self.h.finish(), self.seg, self.outside)
+    }
+
+    fn count(&mut self, size: u64) -> Result<(), String> {
+        let entries = self.counts.entries.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self.counts.bytes.fetch_add(size, Ordering::Relaxed) + size;
+        if entries > MAX_ENTRIES {
+            return Err(format!(
+                "{}: too large to fingerprint: more than {MAX_ENTRIES} files, folders and links under .zot (counting what its links point to)",
+                self.project.display()
+            ));
+        }
+        if bytes > MAX_BYTES {
+            return Err(format!(
+                "{}: too large to fingerprint: more than {} MiB of files under .zot (counting what its links point to)",
+                self.project.display(),
+                MAX_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// One of `.zot`, `.zot/mcp.json`, `.zot/extensions` or an extension
+    /// folder: fed as it is; returns the folder to go on with, if it is
+    /// one (through a link, the canonical target).
+    fn top(&mut self, rel: &str, path: &Path) -> Result<Option<PathBuf>, String> {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.feed("absent", rel.as_bytes());
+                return Ok(None);
+            }
+            Err(e) => return Err(read_err(path, e)),
+        };
+        let real = fs::canonicalize(path).ok();
+        if let Some(real) = &real {
+            let named = self.outside.iter().any(|o| o.split(" -> ").next().is_some_and(|p| rel.starts_with(p)));
+            if !real.starts_with(self.project) && !named {
+                self.outside.push(format!("{rel} -> {}", real.display()));
+            }
+        }
+        if meta.file_type().is_symlink() {
+            self.count(0)?;
+            let text = fs::read_link(path).map_err(|e| read_err(path, e))?;
+            self.feed("link", rel.as_bytes());
+            self.feed("text", text.as_os_str().as_bytes());
+            let Some(real) = real else {
+                self.feed("dangling", b"");
+                return Ok(None);
+            };
+            let target = fs::metadata(&real).map_err(|e| read_err(&real, e))?;
+            if target.is_dir() {
+                self.feed("to-dir", real.as_os_str().as_bytes());
+                return Ok(Some(real));
+            }
+            return self.leaf(rel, &real, &target).map(|()| None);
+        }
+        if meta.is_dir() {
+            self.count(0)?;
+            self.feed("dir", rel.as_bytes());
+            self.feed("mode", &(meta.mode() & 0o7777).to_be_bytes());
+            return Ok(Some(path.to_path_buf()));
+        }
+        self.leaf(rel, path, &meta).map(|()| None)
+    }
+
+    /// A file (mode and content) or a special file (its type), not a link
+    /// or folder.
+    fn leaf(&mut self, rel: &str, path: &Path, meta: &Metadata) -> Result<(), String> {
+        let ft = meta.file_type();
+        if ft.is_file() {
+            self.count(meta.len())?;
+            let digest = self.content(path, meta)?;
+            self.feed("file", rel.as_bytes());
+            self.raw(&(meta.mode() & 0o7777).to_le_bytes());
+            self.raw(&digest);
+        } else {
+            self.count(0)?;
+            let kind: &[u8] = if ft.is_fifo() {
+                b"fifo"
+            } else if ft.is_socket() {
+                b"socket"
+            } else if ft.is_block_device() || ft.is_char_device() {
+                b"device"
+            } else {
+                b"other"
+            };
+            self.feed("special", rel.as_bytes());
+            self.feed("kind", kind);
+        }
+        Ok(())
+    }
+
+    /// The SHA-256 of a regular file's content, from the cache when its
+    /// key still matches.
+    fn content(&mut self, path: &Path, meta: &Metadata) -> Result<[u8; 32], String> {
+        let key = Key::of(meta);
+        if let Some(d) = self.seg.get(path, &key) {
+            self.seg.put(path, &key, &d);
+            return Ok(d);
+        }
+        let mut f = File::open(path).map_err(|e| read_err(path, e))?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => h.update(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_err(path, e)),
+            }
+        }
+        let d = h.finish();
+        self.seg.put(path, &key, &d);
+        Ok(d)
+    }
+
+    /// The folders of `.zot/extensions` discovery would load, in byte
+    /// order, fed as a list.
+    fn folders(&mut self, exts: &Path) -> Result<Vec<OsString>, String> {
+        let rd = fs::read_dir(exts).map_err(|e| read_err(exts, e))?;
+        let mut names: Vec<OsString> = Vec::new();
+        for e in rd {
+            let e = e.map_err(|e| read_err(exts, e))?;
+            let name = e.file_name();
+            if !name.as_bytes().starts_with(b".") && e.path().is_dir() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        let list: Vec<u8> = names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect();
+        self.feed("folders", &list);
+        Ok(names)
+    }
+
+    /// Every entry under `dir`, in byte order, recursively.
+    fn tree(&mut self, dir: &Path, rel: &str, top: bool) -> Result<(), String> {
+        let rd = fs::read_dir(dir).map_err(|e| read_err(dir, e))?;
+        let mut entries: Vec<(OsString, Metadata)> = Vec::new();
+        for e in rd {
+            let e = e.map_err(|e| read_err(dir, e))?;
+            let name = e.file_name();
+            if top && name == ".git" {
+                continue;
+            }
+            let meta = e.metadata().map_err(|err| read_err(&e.path(), err))?;
+            entries.push((name, meta));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, meta) in entries {
+            let path = dir.join(&name);
+            let rel = format!("{rel}/{}", name.to_string_lossy());
+            let ft = meta.file_type();
+            if ft.is_symlink() {
+                self.count(0)?;
+                let text = fs::read_link(&path).map_err(|e| read_err(&path, e))?;
+                self.feed("link", rel.as_bytes());
+                self.feed("text", text.as_os_str().as_bytes());
+                self.pointee(&rel, &path)?;
+            } else if ft.is_dir() {
+                self.count(0)?;
+                self.feed("dir", rel.as_bytes());
+                self.feed("mode", &(meta.mode() & 0o7777).to_be_bytes());
+                self.tree(&path, &rel, false)?;
+            } else if top && name == MANIFEST_FILE && ft.is_file() {
+                self.count(meta.len())?;
+                let bytes = fs::read(&path).map_err(|e| read_err(&path, e))?;
+                self.feed("manifest", rel.as_bytes());
+                self.feed("content", &without_enabled(&bytes));
+            } else {
+                self.leaf(&rel, &path, &meta)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the link at `path` points to: a file by mode and content, a
+    /// folder outside the extension walked (once), nothing when dangling.
+    fn pointee(&mut self, rel: &str, path: &Path) -> Result<(), String> {
+        let Ok(real) = fs::canonicalize(path) else {
+            self.feed("dangling", b"");
+            return Ok(());
+        };
+        let meta = fs::metadata(&real).map_err(|e| read_err(&real, e))?;
+        if !meta.is_dir() {
+            return self.leaf(&format!("{rel}=>"), &real, &meta);
+        }
+        self.feed("to-dir", real.as_os_str().as_bytes());
+        if real.starts_with(&self.root) || !self.walked.insert(real.clone()) {
+            // Walked as part of the extension, or already through another link.
+            return Ok(());
+        }
+        self.feed("mode", &(meta.mode() & 0o7777).to_be_bytes());
+        self.tree(&real, &format!("{rel}=>"), false)
+    }
+
+    /// The `exec` and the arguments that name existing files.
+    fn runs(&mut self, m: &Manifest) -> Result<(), String> {
+        if !m.is_static() {
+            let bare = !m.exec.contains('/');
+            match m.resolve_exec().ok().and_then(|p| fs::canonicalize(p).ok()) {
+                Some(real) if bare && !real.starts_with(self.project) => {
+                    self.feed("exec-system", m.exec.as_bytes());
+                }
+                Some(real) => self.resolved("exec", &real)?,
+                None => self.feed("exec-missing", m.exec.as_bytes()),
+            }
+        }
+        for (i, arg) in m.args.iter().enumerate() {
+            let tag = format!("arg{i}");
+            let p = m.dir.join(arg);
+            match fs::canonicalize(&p) {
+                Ok(real) if !arg.is_empty() && real.is_file() => self.resolved(&tag, &real)?,
+                _ => self.feed(&tag, b""),
+            }
+        }
+        Ok(())
+    }
+
+    fn resolved(&mut self, tag: &str, real: &Path) -> Result<(), String> {
+        let meta = fs::metadata(real).map_err(|e| read_err(real, e))?;
+        self.feed(tag, real.as_os_str().as_bytes());
+        self.leaf(tag, real, &meta)
+    }
+}
+
+/// A manifest's bytes without its top-level `enabled` field, in one
+/// canonical form; bytes that are not a JSON object as they are.
+fn without_enabled(bytes: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(serde_json::Value::Object(mut o)) => {
+            o.remove("enabled");
+            serde_json::to_vec(&o).unwrap_or_else(|_| bytes.to_vec())
+        }
+        _ => bytes.to_vec(),
+    }
+}

@@ -1,0 +1,354 @@
+//! Trusted projects (PROTOCOL §7.3): the fingerprint of a project's
+//! `.zot/extensions`, the record of trusted projects in
+//! `$ZOT_HOME/trust.json`, and `zot trust` / `zot untrust`.
+//!
+//! Decisions where the protocol is silent:
+//! - What the fingerprint covers: see [`fingerprint`]. Its format version
+//!   is recorded with each project; a record of another version reads as
+//!   changed, never as trusted.
+//! - Projects are recorded by canonical path; `zot untrust` of a folder
+//!   that no longer exists removes it by its absolute path.
+//! - `trust.json` is rewritten through a temporary file and a rename
+//!   under an exclusive lock (`trust.json.lock`), so a crash leaves the
+//!   old file and two `zot trust` at once lose nothing. A `trust.json`
+//!   that cannot be parsed is never overwritten (the commands fail naming
+//!   it) and trusts nothing.
+
+mod cache;
+pub mod fingerprint;
+mod sha256;
+
+use crate::home::{project_extensions_dir, Home};
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// What `zot trust` / `zot untrust` were asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustCommand {
+    Trust(Option<PathBuf>),
+    Untrust(Option<PathBuf>),
+    List,
+}
+
+/// One trusted project as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub dir: PathBuf,
+    pub fingerprint: String,
+    /// The fingerprint format it was computed with; records from before
+    /// there was one are format 1.
+    #[serde(default = "format_one")]
+    pub fingerprint_version: u32,
+    /// Seconds since the Unix epoch.
+    #[serde(default)]
+    pub trusted_at: u64,
+}
+
+fn format_one() -> u32 {
+    1
+}
+
+/// The version of `trust.json` this host writes.
+const FILE_VERSION: u32 = 2;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct TrustFile {
+    #[serde(default)]
+    version: u32,
+    #[serde(default)]
+    projects: Vec<Entry>,
+}
+
+/// Whether a project may run its extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Trusted,
+    /// Never trusted (or untrusted since).
+    Untrusted,
+    /// Trusted once, but its extensions changed since (or the record is of
+    /// an older fingerprint format).
+    Changed,
+    /// `trust.json` cannot be read: nothing is trusted until it is fixed
+    /// ([`file_problem`] says how).
+    Unreadable,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Trusted => "trusted",
+            Status::Untrusted => "untrusted",
+            Status::Changed => "changed since trusted",
+            Status::Unreadable => "not trusted (trust.json cannot be read)",
+        }
+    }
+}
+
+/// The canonical form of a project directory, or `dir` itself when it
+/// cannot be resolved.
+pub fn canonical(dir: &Path) -> PathBuf {
+    fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// The trust status of the project at `dir`. A broken `trust.json` trusts
+/// nothing.
+pub fn status(home: &Home, dir: &Path) -> Status {
+    let dir = canonical(dir);
+    let file = match read(home) {
+        Ok(f) => f,
+        Err(_) => return Status::Unreadable,
+    };
+    let Some(e) = file.projects.iter().find(|e| e.dir == dir) else { return Status::Untrusted };
+    matches(home, &file, e)
+}
+
+/// Whether the record `e` still holds: same format, same fingerprint now.
+fn matches(home: &Home, file: &TrustFile, e: &Entry) -> Status {
+    if file.version < FILE_VERSION || e.fingerprint_version != fingerprint::VERSION {
+        return Status::Changed;
+    }
+    match compute(home, &e.dir) {
+        Ok(p) if p.digest == e.fingerprint => Status::Trusted,
+        _ => Status::Changed,
+    }
+}
+
+/// What is wrong with `trust.json`, with the fix, when it cannot be read;
+/// `None` when it can (or does not exist yet).
+pub fn file_problem(home: &Home) -> Option<String> {
+    read(home).err()
+}
+
+/// The fingerprint of the canonical project `dir`, through its cache in
+/// `$ZOT_HOME/cache`.
+fn compute(home: &Home, dir: &Path) -> Result<fingerprint::Print, String> {
+    let mut h = sha256::Sha256::new();
+    h.update(dir.as_os_str().as_encoded_bytes());
+    let name = format!("trust-{}", &h.hex()[..16]);
+    let cache = cache::Cache::load(home.root().join("cache").join(name));
+    let (print, segments) = fingerprint::compute(dir, &cache)?;
+    cache.save(&segments);
+    Ok(print)
+}
+
+/// `p` as a shell word.
+fn quote(p: &Path) -> String {
+    let t = p.display().to_string();
+    if t.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        t
+    } else {
+        format!("'{}'", t.replace('\'', "'\\''"))
+    }
+}
+
+fn read(home: &Home) -> Result<TrustFile, String> {
+    let path = home.trust_path();
+    match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "{}: not a valid trust file ({e}); no project is trusted until it is fixed: repair it, or remove it (rm {}) and trust your projects again",
+                path.display(),
+                quote(&path)
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(TrustFile::default()),
+        Err(e) => Err(format!(
+            "cannot read {}: {e}; no project is trusted until it can be read: fix its permissions (chmod 600 {}), or remove it and trust your projects again",
+            path.display(),
+            quote(&path)
+        )),
+    }
+}
+
+/// Writes `file` to `trust.json` atomically: a fresh temporary sibling,
+/// synced, then renamed over it.
+fn write(home: &Home, file: &TrustFile) -> Result<(), String> {
+    let path = home.trust_path();
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    let err = |e: io::Error| format!("cannot write {}: {e}", path.display());
+    let (tmp, mut f) = (0u32..1000)
+        .find_map(|n| {
+            let tmp = home.root().join(format!(".trust.json.{}.{n}.tmp", std::process::id()));
+            match crate::home::private_file().write(true).create_new(true).open(&tmp) {
+                Ok(f) => Some(Ok((tmp, f))),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(e)),
+            }
+        })
+        .unwrap_or_else(|| Err(io::Error::from(io::ErrorKind::AlreadyExists)))
+        .map_err(err)?;
+    let done = f.write_all(&bytes).and_then(|()| f.sync_all()).and_then(|()| fs::rename(&tmp, &path));
+    if let Err(e) = done {
+        let _ = fs::remove_file(&tmp);
+        return Err(err(e));
+    }
+    Ok(())
+}
+
+/// Holds `trust.json.lock` exclusively while alive.
+struct Lock(#[allow(dead_code)] File);
+
+fn lock(home: &Home) -> Result<Lock, String> {
+    crate::home::create_private_dir(home.root())
+        .map_err(|e| format!("cannot create {}: {e}", home.root().display()))?;
+    let path = home.root().join("trust.json.lock");
+    let f = crate::home::private_file()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    loop {
+        // SAFETY: flock only acts on the descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(Lock(f));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(format!("cannot lock {}: {e}", path.display()));
+        }
+    }
+}
+
+/// Records the project at `dir` as trusted with its current fingerprint;
+/// returns the record and what in it lies outside the project.
+pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
+    let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _lock = lock(home)?;
+    let mut file = read(home)?;
+    let print = compute(home, &dir).map_err(|e| format!("not trusted: {e}"))?;
+    file.version = FILE_VERSION;
+    let trusted_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let entry = Entry {
+        dir: dir.clone(),
+        fingerprint: print.digest,
+        fingerprint_version: fingerprint::VERSION,
+        trusted_at,
+    };
+    file.projects.retain(|e| e.dir != dir);
+    file.projects.push(entry.clone());
+    file.projects.sort_by(|a, b| a.dir.cmp(&b.dir));
+    write(home, &file)?;
+    Ok((entry, print.outside))
+}
+
+/// Forgets the project at `dir`; false when it was not recorded.
+pub fn untrust(home: &Home, dir: &Path) -> Result<bool, String> {
+    let dir = canonical(dir);
+    let _lock = lock(home)?;
+    let mut file = read(home)?;
+    let before = file.projects.len();
+    file.projects.retain(|e| e.dir != dir);
+    if file.projects.len() == before {
+        return Ok(false);
+    }
+    file.version = FILE_VERSION;
+    write(home, &file)?;
+    Ok(true)
+}
+
+/// Every recorded project with its status now.
+pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
+    let file = read(home)?;
+    Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
+}
+
+/// The one line front ends print for an untrusted project; with
+/// `problem` (`trust.json` cannot be read), that and its fix instead of
+/// advice to run `zot trust`, which would fail.
+pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
+    let what = match names {
+        [one] => format!("project extension {one} not loaded"),
+        _ => format!("{} project extensions not loaded ({})", names.len(), names.join(", ")),
+    };
+    crate::text::one_line(&match problem {
+        Some(p) => format!("{what}: trust cannot be checked: {p}"),
+        None => format!("{what}: the project {dir} is not trusted (zot trust {dir} allows {})", if names.len() == 1 { "it" } else { "them" }),
+    })
+}
+
+/// `zot trust` / `zot untrust`; returns the exit code.
+pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
+    let here = |d: Option<PathBuf>| match d {
+        Some(d) => Ok(d),
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot determine the current directory: {e}")),
+    };
+    let result = match cmd {
+        TrustCommand::Trust(d) => here(d).and_then(|d| {
+            if d.exists() && !d.is_dir() {
+                return Err(format!("{}: not a directory (zot trust takes the project's folder)", d.display()));
+            }
+            if !d.is_dir() {
+                return Err(format!("{}: no such directory", d.display()));
+            }
+            let (e, outside) = trust(home, &d)?;
+            let names: Vec<String> = crate::discovery::scan_dir(
+                &project_extensions_dir(&e.dir),
+                crate::discovery::Source::Project,
+            )
+            .into_iter()
+            .map(|r| match r {
+                Ok(f) => f.manifest.name,
+                Err(b) => b.label(),
+            })
+            .collect();
+            let what = if names.is_empty() {
+                "no project extensions yet".to_string()
+            } else {
+                format!("{} project extension(s): {}", names.len(), names.join(", "))
+            };
+            let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
+            if !outside.is_empty() {
+                lines.push(format!("links outside the project: {}", outside.join(", ")));
+            }
+            Ok(lines)
+        }),
+        TrustCommand::Untrust(d) => here(d).and_then(|d| {
+            let dir = canonical(&d);
+            Ok(vec![if untrust(home, &dir)? {
+                format!("untrusted {}", dir.display())
+            } else {
+                format!("{} was not trusted; nothing changed", dir.display())
+            }])
+        }),
+        TrustCommand::List => list(home).map(|all| {
+            if all.is_empty() {
+                return vec!["no trusted projects (trust one with: zot trust [DIR])".to_string()];
+            }
+            all.iter()
+                .map(|(e, s)| match s {
+                    Status::Trusted => format!("{}  trusted", e.dir.display()),
+                    _ => format!(
+                        "{}  {} (run 'zot trust {}' to allow it again)",
+                        e.dir.display(),
+                        s.as_str(),
+                        e.dir.display()
+                    ),
+                })
+                .collect()
+        }),
+    };
+    match result {
+        Ok(lines) => {
+            let mut out = io::stdout().lock();
+            for l in lines {
+                if writeln!(out, "{}", crate::text::one_line(&l)).is_err() {
+                    break;
+                }
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("zot: {}", crate::text::one_line(&e));
+            1
+        }
+    }
+}

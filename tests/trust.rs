@@ -1,0 +1,300 @@
+//! What the trust fingerprint covers (PROTOCOL §7.3), through the real
+//! binary: every change after `zot trust` that could change what runs makes
+//! the project ask again, `zot ext disable`/`enable` do not, old records and
+//! oversized projects are never trusted, and a warm check is fast. Every
+//! test has its own `ZOT_HOME` and project.
+
+mod common;
+
+use common::{write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zot");
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// One test's world: `<t>/home` as `ZOT_HOME`, `<t>/proj` as the project.
+struct World {
+    t: TempDir,
+}
+
+impl World {
+    fn new(tag: &str) -> World {
+        let t = TempDir::new(tag);
+        fs::create_dir_all(t.path().join("proj/.zot/extensions")).expect("mkdir");
+        World { t }
+    }
+    fn home(&self) -> PathBuf {
+        self.t.path().join("home")
+    }
+    fn proj(&self) -> PathBuf {
+        self.t.path().join("proj")
+    }
+    fn exts(&self) -> PathBuf {
+        self.proj().join(".zot/extensions")
+    }
+    fn zot(&self, args: &[&str]) -> Out {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(self.proj())
+            .env("ZOT_HOME", self.home())
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run zot");
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+    fn trust(&self) -> Out {
+        let r = self.zot(&["trust"]);
+        assert_eq!(r.code, 0, "zot trust: {}{}", r.stdout, r.stderr);
+        r
+    }
+    /// The state `zot trust --list` shows for the project.
+    fn state(&self) -> String {
+        let r = self.zot(&["trust", "--list"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let line = r.stdout.lines().find(|l| l.starts_with(s(&self.proj()))).unwrap_or("").to_string();
+        if line.ends_with("  trusted") {
+            "trusted".into()
+        } else if line.contains("changed since trusted") {
+            "changed".into()
+        } else {
+            format!("other: {}", r.stdout)
+        }
+    }
+    fn assert_asks_again(&self, what: &str) {
+        assert_eq!(self.state(), "changed", "{what}: still trusted");
+        self.trust();
+        assert_eq!(self.state(), "trusted", "{what}: trusting anew");
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn write_exec(p: &Path, text: &str) {
+    fs::write(p, text).expect("write");
+    fs::set_permissions(p, fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn retargeting_a_symlink_the_extension_runs_asks_again() {
+    let w = World::new("fp-link");
+    let d = write_manifest(&w.exts(), "x", json!({"name": "x", "exec": "./run"}));
+    symlink("/bin/echo", d.join("run")).expect("symlink");
+    w.trust();
+    assert_eq!(w.state(), "trusted");
+    fs::remove_file(d.join("run")).expect("rm");
+    symlink("/bin/sh", d.join("run")).expect("symlink");
+    w.assert_asks_again("run -> /bin/sh");
+    // A link elsewhere in the folder, to a file outside the project: its
+    // target's content counts too.
+    let outside = w.t.path().join("data.txt");
+    fs::write(&outside, "one").expect("write");
+    symlink(&outside, d.join("data")).expect("symlink");
+    w.assert_asks_again("a new link");
+    fs::write(&outside, "two").expect("write");
+    w.assert_asks_again("what the link points to");
+}
+
+#[test]
+fn a_zot_folder_linked_outside_the_project_is_named_and_its_content_counts() {
+    let w = World::new("fp-dotzot");
+    let real = w.t.path().join("elsewhere");
+    let d = write_manifest(&real.join("extensions"), "x", json!({"name": "x", "exec": "./run.sh"}));
+    write_exec(&d.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::remove_dir_all(w.proj().join(".zot")).expect("rm");
+    symlink(&real, w.proj().join(".zot")).expect("symlink");
+    let r = w.trust();
+    assert!(
+        r.stdout.contains(&format!("links outside the project: .zot -> {}", s(&real))),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(w.state(), "trusted");
+    write_exec(&d.join("run.sh"), "#!/bin/sh\necho changed >&2\nexit 0\n");
+    w.assert_asks_again("the script behind the linked .zot");
+    // An extension folder linked outside is named the same way.
+    fs::remove_file(w.proj().join(".zot")).expect("rm");
+    fs::create_dir_all(w.exts()).expect("mkdir");
+    symlink(&d, w.exts().join("x")).expect("symlink");
+    let r = w.trust();
+    assert!(r.stdout.contains(&format!(".zot/extensions/x -> {}", s(&d))), "{}", r.stdout);
+}
+
+#[test]
+fn editing_a_helper_module_or_a_data_file_asks_again() {
+    let w = World::new("fp-helper");
+    let d = write_manifest(&w.exts(), "py", json!({"name": "py", "exec": "python3", "args": ["main.py"]}));
+    fs::write(d.join("main.py"), "import helper\nhelper.run()\n").expect("write");
+    fs::write(d.join("helper.py"), "def run():\n    pass\n").expect("write");
+    fs::create_dir_all(d.join("data/deep")).expect("mkdir");
+    fs::write(d.join("data/deep/table.json"), "[1]").expect("write");
+    w.trust();
+    fs::write(d.join("helper.py"), "def run():\n    import os\n").expect("write");
+    w.assert_asks_again("helper.py");
+    fs::write(d.join("data/deep/table.json"), "[2]").expect("write");
+    w.assert_asks_again("data file");
+    fs::set_permissions(d.join("helper.py"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    w.assert_asks_again("mode of helper.py");
+    fs::create_dir_all(d.join("data/new")).expect("mkdir");
+    w.assert_asks_again("a new folder");
+    // .git/ is left out.
+    fs::create_dir_all(d.join(".git")).expect("mkdir");
+    fs::write(d.join(".git/HEAD"), "ref").expect("write");
+    assert_eq!(w.state(), "trusted", ".git/ counted");
+}
+
+#[test]
+fn a_new_extension_folder_or_mcp_json_after_trust_asks_again() {
+    let w = World::new("fp-new");
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "./run.sh"}));
+    write_exec(&d.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    w.trust();
+    let b = write_manifest(&w.exts(), "b", json!({"name": "b", "exec": "./run.sh"}));
+    write_exec(&b.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    w.assert_asks_again("a new extension folder");
+    fs::write(w.proj().join(".zot/mcp.json"), r#"{"mcpServers": {}}"#).expect("write");
+    w.assert_asks_again("a new .zot/mcp.json");
+    fs::write(w.proj().join(".zot/mcp.json"), r#"{"mcpServers": {"s": {"command": "sh"}}}"#).expect("write");
+    w.assert_asks_again("a server added to .zot/mcp.json");
+}
+
+#[test]
+fn disable_and_enable_keep_trust() {
+    let w = World::new("fp-enable");
+    for n in ["a", "b"] {
+        let d = write_manifest(&w.exts(), n, json!({"name": n, "exec": "./run.sh"}));
+        write_exec(&d.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    }
+    w.trust();
+    let r = w.zot(&["ext", "disable", "b"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.state(), "trusted", "after zot ext disable b");
+    let list = w.zot(&["ext", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&list.stdout).expect("json");
+    let a = rows.as_array().expect("array").iter().find(|r| r["name"] == "a").expect("a listed").clone();
+    assert_eq!((a["state"].as_str(), a["trusted"].as_bool()), (Some("enabled"), Some(true)), "{a}");
+    let r = w.zot(&["ext", "enable", "b"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.state(), "trusted", "after zot ext enable b");
+}
+
+#[test]
+fn a_record_of_an_older_fingerprint_format_asks_again() {
+    let w = World::new("fp-version");
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "./run.sh"}));
+    write_exec(&d.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    w.trust();
+    let path = w.home().join("trust.json");
+    let current: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
+    assert_eq!(current["projects"][0]["fingerprint_version"], 2, "{current}");
+    // The same fingerprint, recorded as format 1 (file and record): never trusted.
+    let mut old = current.clone();
+    old["version"] = json!(1);
+    old["projects"][0].as_object_mut().expect("object").remove("fingerprint_version");
+    fs::write(&path, serde_json::to_vec(&old).expect("json")).expect("write");
+    assert_eq!(w.state(), "changed");
+    let mut old = current.clone();
+    old["projects"][0]["fingerprint_version"] = json!(1);
+    fs::write(&path, serde_json::to_vec(&old).expect("json")).expect("write");
+    assert_eq!(w.state(), "changed");
+    // A session does not run it either.
+    let r = w.zot(&["ext", "list", "--json"]);
+    assert!(r.stdout.contains("\"trusted\": false"), "{}", r.stdout);
+    w.trust();
+    assert_eq!(w.state(), "trusted");
+}
+
+#[test]
+fn a_project_too_large_to_fingerprint_is_refused() {
+    let w = World::new("fp-size");
+    let d = write_manifest(&w.exts(), "big", json!({"name": "big", "exec": "./run.sh"}));
+    write_exec(&d.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    // More than 256 MiB (a sparse file: nothing needs reading to know).
+    let f = fs::File::create(d.join("blob")).expect("create");
+    f.set_len(257 << 20).expect("set_len");
+    let r = w.zot(&["trust"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("too large to fingerprint") && r.stderr.contains("256 MiB"), "{}", r.stderr);
+    assert!(!fs::read_to_string(w.home().join("trust.json")).unwrap_or_default().contains(s(&w.proj())), "recorded");
+    fs::remove_file(d.join("blob")).expect("rm");
+    // More than 20,000 entries.
+    for i in 0..41 {
+        let sub = d.join(format!("d{i}"));
+        fs::create_dir(&sub).expect("mkdir");
+        for j in 0..500 {
+            fs::write(sub.join(format!("{j}")), "").expect("write");
+        }
+    }
+    let r = w.zot(&["trust"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("too large to fingerprint") && r.stderr.contains("20000"), "{}", r.stderr);
+    assert!(w.state().starts_with("other"), "recorded");
+}
+
+/// The time `zot trust --list` takes for the project, less the time it
+/// takes for a trusted project with no extensions: the fingerprint check.
+fn check_time(w: &World, empty: &World, runs: usize) -> Duration {
+    let best = |w: &World| {
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                assert_eq!(w.zot(&["trust", "--list"]).code, 0);
+                t.elapsed()
+            })
+            .min()
+            .expect("runs")
+    };
+    best(w).saturating_sub(best(empty))
+}
+
+#[test]
+fn a_warm_check_of_five_extensions_of_2000_files_is_fast() {
+    let w = World::new("fp-speed");
+    for e in 0..5 {
+        let d = write_manifest(&w.exts(), &format!("e{e}"), json!({"name": format!("e{e}"), "exec": "python3", "args": ["main.py"]}));
+        for m in 0..20 {
+            let sub = d.join(format!("m{m}"));
+            fs::create_dir(&sub).expect("mkdir");
+            for f in 0..99 {
+                fs::write(sub.join(format!("f{f}.py")), format!("x = {m} + {f}\n")).expect("write");
+            }
+        }
+        fs::write(d.join("main.py"), "print(1)\n").expect("write");
+    }
+    let empty = World::new("fp-speed-empty");
+    w.trust();
+    empty.trust();
+    assert_eq!(w.state(), "trusted");
+    let t = check_time(&w, &empty, 5);
+    eprintln!("warm trust check, 5 extensions x 2000 files: {t:?}");
+    // The budget is 30 ms for an optimised build on an idle machine; this
+    // bound only catches a check that re-reads every file (a debug build on
+    // a loaded machine, generously).
+    assert!(t < Duration::from_secs(5), "warm check took {t:?}");
+    // And what it caches is private.
+    let cache = fs::read_dir(w.home().join("cache")).expect("cache dir").next().expect("a cache file").expect("entry");
+    assert_eq!(cache.metadata().expect("stat").permissions().mode() & 0o777, 0o600);
+    // A changed file is seen even when its size and mtime are put back.
+    let f = w.exts().join("e3/m7/f5.py");
+    let meta = fs::metadata(&f).expect("stat");
+    fs::write(&f, "y = 7 + 5\n").expect("write");
+    let mtime = meta.modified().expect("mtime");
+    fs::File::options().write(true).open(&f).expect("open").set_modified(mtime).expect("set mtime");
+    assert_eq!(w.state(), "changed", "an edit with the old size and mtime went unseen");
+}
