@@ -26,7 +26,7 @@
 //! `valgrind --tool=callgrind`: `floor`, `tool`, `command`, `chain` (N
 //! sequential calls), `load`, `load4` (a pipelined run), `start50` (N
 //! start-ups and shutdowns of 50 extensions), `serve` (the serve path
-//! against its relay floor, alone).
+//! against its relay floor, alone), `mcp` (the MCP path alone).
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::fs;
@@ -973,6 +973,15 @@ fn profile(kind: &str, n: u64) -> Res<()> {
                 host.shutdown();
                 eprintln!("start50: ready in {:.1} ms, stopped {:.1} ms later", us(ready) / 1000.0, us(t.elapsed() - ready) / 1000.0);
             }
+        }
+        "mcp" => {
+            let m = mcp::run(&env)?;
+            let (e, s) = (&m.ext_tool, &m.mcp_tool);
+            eprintln!("tool round trip p50 / p99: extension {:.1} / {:.1} µs, MCP server {:.1} / {:.1} µs ({:.2}×)", e.p50(), e.p99(), s.p50(), s.p99(), s.p50() / e.p50());
+            let (h, b) = (m.host_start.p50() / 1000.0, m.hand_start.p50() / 1000.0);
+            eprintln!("20 servers: host {h:.1} ms, by hand {b:.1} ms ({:.2}×)", h / b);
+            let per = (m.serve_hwm.1 as f64 - m.serve_hwm.0 as f64) / 20.0;
+            eprintln!("memory: zot serve VmHWM {} → {} KiB with 20 servers ({per:.0} KiB each); one server process {} KiB", m.serve_hwm.0, m.serve_hwm.1, m.server_rss);
         }
         "serve" => {
             for r in serve::run(&env)?.report().0 {

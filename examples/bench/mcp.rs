@@ -39,6 +39,13 @@ fn echo_main() -> Res<()> {
         }
         let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
         let id = &v["id"];
+        if v["method"] == "tools/call" {
+            // Made as the zot echo (`--echo`) makes its answer.
+            let text = Value::String(v["params"]["arguments"].to_string());
+            writeln!(w, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}]}}}}")?;
+            w.flush()?;
+            continue;
+        }
         let result = match v["method"].as_str() {
             Some("initialize") => json!({"protocolVersion": v["params"]["protocolVersion"], "capabilities": {"tools": {}},
                 "serverInfo": {"name": "echo", "version": "1"}}),
@@ -192,8 +199,13 @@ fn serve_hwm(env: &Env, args: &[&str]) -> Res<(u64, u64)> {
             .unwrap_or(0)
     };
     let hwm = field(child.id(), "VmHWM:");
-    let kid = fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id())).unwrap_or_default();
-    let first = kid.split_whitespace().next().and_then(|p| p.parse::<u32>().ok());
+    // The servers are children of the dispatcher thread, not of the main one.
+    let first = fs::read_dir(format!("/proc/{}/task", child.id()))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| fs::read_to_string(t.path().join("children")).ok())
+        .find_map(|k| k.split_whitespace().next().and_then(|p| p.parse::<u32>().ok()));
     let rss = first.map_or(0, |p| field(p, "VmRSS:"));
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     stdin.write_all(b"{\"id\":1,\"type\":\"shutdown\"}\n")?;
