@@ -780,6 +780,11 @@ fn zot_mcp_runs_the_intercept_chain_and_events_for_mcp_tools_and_forwards_progre
         .collect();
     assert_eq!(progress.len(), 3, "{:?}", z.seen);
     assert_eq!(progress[0]["params"], json!({"progressToken": "tok", "progress": 1, "total": 3, "message": "step 1"}));
+    // A server's new tool reaches the client as its own list_changed.
+    rpc(&mut z, 6, "tools/call", json!({"name": "mcp__fx__add", "arguments": {"name": "newt"}}));
+    z.wait_line("list_changed", |l| l.contains("notifications/tools/list_changed"));
+    let tools = rpc(&mut z, 7, "tools/list", json!({}));
+    assert!(tools["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__fx__newt"), "{tools}");
     z.close_stdin();
     assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
     let glog = std::fs::read_to_string(t.path().join("zot-home/logs/ext-guard.log")).unwrap();

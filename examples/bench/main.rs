@@ -12,6 +12,11 @@
 //! measured in interleaved rounds of the same run, so drift on a noisy
 //! machine hits both alike; ratios are of the pooled medians.
 //!
+//! The MCP path ([`mcp`]): a tool round trip through an MCP server against
+//! the same echo as a zot extension, 20 servers started in parallel
+//! against by hand, and memory per server; this binary is the MCP echo
+//! server of it (`--mcp-echo`).
+//!
 //! The serve path ([`serve`]): a client driving `zot serve` against a relay
 //! floor, in the same run; this binary is also the single-threaded echo
 //! extension (`--echo`), the relay (`--relay`) and the start-up floor
@@ -21,7 +26,7 @@
 //! `valgrind --tool=callgrind`: `floor`, `tool`, `command`, `chain` (N
 //! sequential calls), `load`, `load4` (a pipelined run), `start50` (N
 //! start-ups and shutdowns of 50 extensions), `serve` (the serve path
-//! against its relay floor, alone).
+//! against its relay floor, alone), `mcp` (the MCP path alone).
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::fs;
@@ -34,6 +39,7 @@ use zot_host::discovery::Sources;
 use zot_host::home::Home;
 use zot_host::host::{Config, Host, Request, Response};
 
+mod mcp;
 mod serve;
 mod trust;
 
@@ -55,7 +61,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(r) = serve::mode(&args) {
+    if let Some(r) = serve::mode(&args).or_else(|| mcp::mode(&args)) {
         if let Err(e) = r {
             eprintln!("bench {}: {e}", args[0]);
             std::process::exit(1);
@@ -973,6 +979,15 @@ fn profile(kind: &str, n: u64) -> Res<()> {
                 eprintln!("start50: ready in {:.1} ms, stopped {:.1} ms later", us(ready) / 1000.0, us(t.elapsed() - ready) / 1000.0);
             }
         }
+        "mcp" => {
+            let m = mcp::run(&env)?;
+            let (e, s) = (&m.ext_tool, &m.mcp_tool);
+            eprintln!("tool round trip p50 / p99: extension {:.1} / {:.1} µs, MCP server {:.1} / {:.1} µs ({:.2}×)", e.p50(), e.p99(), s.p50(), s.p99(), s.p50() / e.p50());
+            let (h, b) = (m.host_start.p50() / 1000.0, m.hand_start.p50() / 1000.0);
+            eprintln!("20 servers: host {h:.1} ms, by hand {b:.1} ms ({:.2}×)", h / b);
+            let per = (m.serve_hwm.1 as f64 - m.serve_hwm.0 as f64) / 20.0;
+            eprintln!("memory: zot serve VmHWM {} → {} KiB with 20 servers ({per:.0} KiB each); one server process {} KiB", m.serve_hwm.0, m.serve_hwm.1, m.server_rss);
+        }
         "serve" => {
             for r in serve::run(&env)?.report().0 {
                 eprintln!("{}: relay {} / serve {} {} {}", r.what, r.floor, r.serve, r.ratio, r.target);
@@ -1032,6 +1047,8 @@ fn run() -> Res<()> {
     let tr = trust::run(&env.zot, &env.tmp)?;
     eprintln!("bench: the serve path against a relay floor (interleaved)...");
     let sv = serve::run(&env)?;
+    eprintln!("bench: the MCP path (an MCP echo server against the same echo as a zot extension)...");
+    let mc = mcp::run(&env)?;
     let bin = fs::metadata(&env.zot)?.len();
     let total = t0.elapsed();
 
@@ -1212,6 +1229,43 @@ fn run() -> Res<()> {
         t.goal(&name, value, target, pass);
     }
     j.insert("serve".into(), sj);
+
+    // The MCP path.
+    let lt2 = |d: &Dist| format!("{:.1} / {:.1} µs", d.p50(), d.p99());
+    let rm = mc.mcp_tool.p50() / mc.ext_tool.p50();
+    t.row("mcp: tool round trip, the echo as a zot extension, p50 / p99", lt2(&mc.ext_tool), "", None);
+    t.row(
+        "mcp: tool round trip, the same echo as an MCP server, p50 / p99",
+        format!("{} ({rm:.2}× the extension)", lt2(&mc.mcp_tool)),
+        "p50 ≤ 1.1× the extension",
+        Some(rm <= 1.1),
+    );
+    t.goal("mcp_tool_round_trip_p50_ratio_to_extension", rm, "<= 1.1", rm <= 1.1);
+    let (hs, ms) = (mc.host_start.p50() / 1000.0, mc.hand_start.p50() / 1000.0);
+    let rs = hs / ms;
+    t.row(
+        "mcp: 20 servers, Host::start → wait_ready",
+        format!("{hs:.1} ms (by hand: spawn all, then each initialize + tools/list {ms:.1} ms, {rs:.2}×)"),
+        "≤ 1.2× by hand",
+        Some(rs <= 1.2),
+    );
+    t.goal("mcp_start_20_ratio_to_by_hand", rs, "<= 1.2", rs <= 1.2);
+    let per = (mc.serve_hwm.1 as f64 - mc.serve_hwm.0 as f64) / 20.0;
+    t.row(
+        "mcp: memory per server (`zot serve` peak RSS, 0 → 20 servers; one server process's own RSS)",
+        format!("{per:.0} KiB in zot; {} KiB the server process", mc.server_rss),
+        "",
+        None,
+    );
+    j.insert(
+        "mcp".into(),
+        json!({
+            "ext_tool": mc.ext_tool.json(), "mcp_tool": mc.mcp_tool.json(), "tool_ratio_p50": r2(rm),
+            "start_20_ms": r2(hs), "by_hand_20_ms": r2(ms), "start_ratio": r2(rs),
+            "serve_vm_hwm_kib": {"servers_0": mc.serve_hwm.0, "servers_20": mc.serve_hwm.1},
+            "per_server_kib": r2(per), "server_process_rss_kib": mc.server_rss,
+        }),
+    );
 
     let table = t.print();
     println!("{table}");

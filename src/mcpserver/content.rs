@@ -15,15 +15,15 @@ pub struct Mapped {
 
 /// Maps the `result` of a `tools/call`; `Err` when it is not a result
 /// object at all (a malformed reply).
-pub fn tool_result(result: &Value) -> Result<Mapped, String> {
-    let Value::Object(r) = result else { return Err("the result is not a JSON object".into()) };
-    let content = match r.get("content") {
+pub fn tool_result(result: Value) -> Result<Mapped, String> {
+    let Value::Object(mut r) = result else { return Err("the result is not a JSON object".into()) };
+    let content = match r.remove("content") {
         None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(blocks)) => blocks.iter().map(block).collect(),
+        Some(Value::Array(blocks)) => blocks.into_iter().map(owned_block).collect(),
         Some(_) => return Err("`content` is not an array".into()),
     };
     let is_error = r.get("isError").and_then(Value::as_bool).unwrap_or(false);
-    let structured = r.get("structuredContent").filter(|v| !v.is_null()).cloned();
+    let structured = r.remove("structuredContent").filter(|v| !v.is_null());
     // A result with structured content only still says something to a
     // reader of text (as MCP asks servers to do themselves).
     let content = if content.is_empty() {
@@ -35,6 +35,14 @@ pub fn tool_result(result: &Value) -> Result<Mapped, String> {
         content
     };
     Ok(Mapped { content, is_error, structured })
+}
+
+/// [`block`], keeping a text block as it is (no copy of its text).
+fn owned_block(b: Value) -> Value {
+    if str_of(&b, "type") == "text" && b.get("text").is_some_and(Value::is_string) {
+        return b;
+    }
+    block(&b)
 }
 
 fn text(t: String) -> Value {
@@ -113,7 +121,7 @@ mod tests {
             {"type": "resource_link", "uri": "file:///a", "name": "a"},
             {"type": "resource", "resource": {"uri": "file:///b", "mimeType": "text/plain", "text": "body"}}
         ], "isError": true, "structuredContent": {"ok": 1}});
-        let m = tool_result(&r).unwrap();
+        let m = tool_result(r).unwrap();
         assert!(m.is_error);
         assert_eq!(m.structured, Some(json!({"ok": 1})));
         assert_eq!(m.content[0], json!({"type": "text", "text": "hi"}));
@@ -121,8 +129,8 @@ mod tests {
         assert!(m.content[2]["text"].as_str().unwrap().starts_with("[audio audio/wav"));
         assert_eq!(m.content[3]["text"], "[resource link file:///a, name: a]");
         assert_eq!(m.content[4]["text"], "[resource file:///b, type: text/plain]\nbody");
-        assert!(tool_result(&json!([1])).is_err());
-        let only = tool_result(&json!({"content": [], "structuredContent": {"t": 2}})).unwrap();
+        assert!(tool_result(json!([1])).is_err());
+        let only = tool_result(json!({"content": [], "structuredContent": {"t": 2}})).unwrap();
         assert_eq!(only.content[0]["text"], "{\"t\":2}");
     }
 

@@ -170,17 +170,21 @@ impl Edge {
 
     /// One line of the server's stdout.
     pub fn incoming(&self, line: &[u8]) {
-        let v: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
+        let m: Message = match serde_json::from_slice(line) {
+            Ok(m) => m,
+            Err(_) if serde_json::from_slice::<Value>(line).is_ok() => return self.junk(line, "not a JSON-RPC object"),
             Err(_) => return self.junk(line, "not JSON"),
         };
-        let Value::Object(mut m) = v else { return self.junk(line, "not a JSON-RPC object") };
-        let method = m.get("method").and_then(Value::as_str).map(str::to_string);
-        let id = m.remove("id");
-        match (method, id) {
-            (Some(method), Some(id)) => self.server_request(&method, id, m.remove("params")),
-            (Some(method), None) => self.notification(&method, m.remove("params").unwrap_or(Value::Null)),
-            (None, Some(id)) if m.contains_key("result") || m.contains_key("error") => self.response(id, m),
+        match (m.method, m.id) {
+            (Some(method), Some(id)) => self.server_request(&method, id, m.params),
+            (Some(method), None) => self.notification(&method, m.params.unwrap_or(Value::Null)),
+            (None, Some(id)) if m.result.is_some() || m.error.is_some() => {
+                let result = match m.error {
+                    Some(e) => Err(e),
+                    None => Ok(m.result.unwrap_or(Value::Null)),
+                };
+                self.response(id, result)
+            }
             _ => self.junk(line, "neither a request, a notification nor a response"),
         }
     }
@@ -249,7 +253,7 @@ impl Edge {
         }
     }
 
-    fn response(&self, id: Value, mut m: Map<String, Value>) {
+    fn response(&self, id: Value, result: Result<Value, Value>) {
         let Some(n) = id.as_u64() else {
             return self.log.line(&format!("dropped a response for unknown request id {id}"));
         };
@@ -257,10 +261,6 @@ impl Edge {
         let Some(p) = st.pending.remove(&n) else {
             drop(st);
             return self.log.line(&format!("dropped a response for unknown request id {n}"));
-        };
-        let result = match m.remove("error") {
-            Some(e) => Err(e),
-            None => Ok(m.remove("result").unwrap_or(Value::Null)),
         };
         match p {
             Pending::Initialize => {
@@ -486,7 +486,7 @@ impl Edge {
                 structured_content: None,
                 activate_tools: Vec::new(),
             }),
-            Ok(r) => match content::tool_result(&r) {
+            Ok(r) => match content::tool_result(r) {
                 Ok(m) => ExtFrame::ToolResult(ToolResult {
                     id: host_id,
                     content: m.content,
@@ -511,6 +511,13 @@ impl Edge {
     /// argument) are handed to the dispatcher instead.
     pub fn outgoing(&self, frame: &[u8]) -> Vec<u8> {
         let text = frame.strip_suffix(b"\n").unwrap_or(frame);
+        // The calls, read with a struct of their own (the tagged enum's
+        // reader buffers every field first); the rest as frames.
+        if text.starts_with(br#"{"type":"tool_call","#) {
+            if let Ok(c) = serde_json::from_slice::<OutCall>(text) {
+                return self.tool_call(c.id, &c.name, c.args);
+            }
+        }
         let Ok(f) = serde_json::from_slice::<HostFrame>(text) else { return Vec::new() };
         match f {
             HostFrame::ToolCall { id, name, args, .. } => self.tool_call(id, &name, args),
@@ -538,11 +545,19 @@ impl Edge {
             self.send(ChildMsg::Frame(ExtFrame::ToolResult(r)));
             return Vec::new();
         };
-        let params = json!({"name": own, "arguments": args, "_meta": {"progressToken": id}});
-        let bytes = request(&mut st, Pending::Call { host_id: id.clone() }, "tools/call", params);
+        st.next += 1;
         let n = st.next;
+        st.pending.insert(n, Pending::Call { host_id: id.clone() });
+        // Written directly: the one request on every call's path.
+        let mut b = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"#).into_bytes();
+        let _ = serde_json::to_writer(&mut b, &own);
+        b.extend_from_slice(br#","arguments":"#);
+        let _ = serde_json::to_writer(&mut b, &args);
+        b.extend_from_slice(br#","_meta":{"progressToken":"#);
+        let _ = serde_json::to_writer(&mut b, &id);
+        b.extend_from_slice(b"}}}\n");
         st.calls.insert(id, n);
-        bytes
+        b
     }
 
     fn prompt_get(&self, id: String, name: &str, args: &str) -> Vec<u8> {
@@ -564,6 +579,30 @@ impl Edge {
             }
         }
     }
+}
+
+/// One JSON-RPC message from the server, read in one pass.
+#[derive(serde::Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// A `tool_call` frame of the host.
+#[derive(serde::Deserialize)]
+struct OutCall {
+    id: String,
+    name: String,
+    #[serde(default)]
+    args: Value,
 }
 
 /// A command's text as a prompt's arguments: split on spaces in declared
