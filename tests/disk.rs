@@ -640,7 +640,7 @@ fn a_broken_trust_json_is_named_with_its_fix_by_every_front_end() {
     assert_eq!(z.exit_code(LINE_WAIT), 0);
     let all = format!("{}\n{}", out.join("\n"), z.stderr_text());
     named(&all, "console");
-    assert!(all.contains("1 project extension not loaded (local): trust cannot be checked"), "{all}");
+    assert!(all.contains("project extension local not loaded: trust cannot be checked"), "{all}");
     // serve's untrusted_project.
     let (_, untrusted, local) = session(t.path(), &proj, &[]);
     assert_eq!(local["state"], "untrusted");
