@@ -256,8 +256,10 @@ fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
     let mut s = Serve::start(&t, &[a, b, g], &[]);
     s.ready();
     s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 1500}}));
+    let host_id = || seen(&t, "g").iter().find_map(|l| l.strip_prefix("tool_id ").map(str::to_string));
+    assert!(common::wait_until(WAIT, || host_id().is_some()), "g never saw the host's tool_id: {:?}", seen(&t, "g"));
+    let host_made = host_id().unwrap_or_default();
     wait_seen(&t, "b", "tool_call hold");
-    let host_made = seen(&t, "g").iter().find_map(|l| l.strip_prefix("tool_id ").map(str::to_string)).expect("the host's tool_id");
     assert!(host_made.starts_with("ext-call-"), "{host_made}");
     s.send(json!({"id": "mine", "type": "tool", "name": "hold2", "tool_id": host_made}));
     wait_seen(&t, "b", "tool_call hold2");
