@@ -246,22 +246,25 @@ fn a_callers_exit_while_the_chain_waits_means_the_target_never_runs() {
 
 #[test]
 fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
-    // PROTOCOL.md §6.1: separate namespaces. The host's call made for `a`
-    // is `ext-call-N`; an agent call with that id is not cancelled with it.
+    // PROTOCOL.md §6.1: separate namespaces. The agent makes a call with
+    // the very tool_id the host made for `a`'s call; `a` cancelling its
+    // own call does not cancel the agent's.
     let t = TempDir::new("calls-namespaces");
     let a = ext(&t, "a", json!({"tools": ["call"]}));
     let b = ext(&t, "b", json!({"tools": ["hold", "hold2"]}));
     let g = ext(&t, "g", json!({"events": ["tool_call"]}));
     let mut s = Serve::start(&t, &[a, b, g], &[]);
     s.ready();
-    s.send(json!({"id": "mine", "type": "tool", "name": "hold2", "tool_id": "ext-call-1"}));
+    s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 1500}}));
+    let host_id = || seen(&t, "g").iter().find_map(|l| l.strip_prefix("tool_id ").map(str::to_string));
+    assert!(common::wait_until(WAIT, || host_id().is_some()), "g never saw the host's tool_id: {:?}", seen(&t, "g"));
+    let host_made = host_id().unwrap_or_default();
+    wait_seen(&t, "b", "tool_call hold");
+    assert!(host_made.starts_with("ext-call-"), "{host_made}");
+    s.send(json!({"id": "mine", "type": "tool", "name": "hold2", "tool_id": host_made}));
     wait_seen(&t, "b", "tool_call hold2");
-    s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 200}}));
     let r = s.response("o");
     assert!(r["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("cancelled"), "{r}");
-    // The host-made id is in the event, and it is not the agent's.
-    let ev = seen(&t, "g");
-    assert!(ev.iter().any(|l| l == "event tool_call \"hold\""), "{ev:?}");
     // The agent's call is still in flight: only it is cancelled by its key.
     let r = s.request(json!({"id": "x", "type": "cancel", "target": "mine"}));
     assert_eq!(r["result"], json!({"cancelled": true}), "{r}");
