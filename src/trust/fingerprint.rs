@@ -41,7 +41,7 @@ use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
@@ -126,9 +126,11 @@ fn extension<'c>(project: &Path, counts: &Counts, cache: &'c Cache, job: &(Strin
     let mut w = Walk::new(project, counts, cache.segment(rel.as_bytes()));
     w.root = fs::canonicalize(dir).map_err(|e| read_err(dir, e))?;
     w.tree(dir, "", true)?;
-    match Manifest::load(path) {
-        Ok(m) => w.runs(&m)?,
-        Err(_) => w.feed("invalid-manifest", rel.as_bytes()),
+    // Only a regular manifest is read (a FIFO there would hang the read).
+    let regular = fs::metadata(path.join(MANIFEST_FILE)).is_ok_and(|m| m.is_file());
+    match regular.then(|| Manifest::load(path)) {
+        Some(Ok(m)) => w.runs(&m)?,
+        _ => w.feed("invalid-manifest", rel.as_bytes()),
     }
     let (digest, seg, _) = w.digest();
     Ok((digest, seg))
@@ -292,7 +294,16 @@ impl<'a, 'c> Walk<'a, 'c> {
             self.seg.put(path, &key, &d);
             return Ok(d);
         }
-        let mut f = File::open(path).map_err(|e| read_err(path, e))?;
+        // O_NONBLOCK and O_NOFOLLOW: a file swapped for a FIFO or a link
+        // since it was looked at neither hangs nor misleads the walk.
+        let mut f = File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| read_err(path, e))?;
+        if !f.metadata().map_err(|e| read_err(path, e))?.is_file() {
+            return Err(format!("{}: changed while it was read", path.display()));
+        }
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
