@@ -289,7 +289,7 @@ impl Child {
         let (tx, w) = (inbox, wrap);
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
-        let stdout = CancellableRead { file: stdout, cancel: cancel.clone() };
+        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024);
         let r = spawn_thread(
             "r",
             Box::new(move || {
