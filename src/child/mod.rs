@@ -327,7 +327,7 @@ impl Child {
         let (tx, w) = (inbox, wrap);
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
-        let stdout = CancellableRead { file: stdout, cancel: cancel.clone() };
+        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024);
         let redge = edge.clone();
         let r = spawn_thread(
             "r",

@@ -7,9 +7,9 @@ use crate::lines::{Line, LineBuf};
 use crate::mcpserver::edge::Edge;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::Tap;
-use std::io::{BufReader, Read};
+use super::cancel::CancellableRead;
 
-/// Splits `input` into lines of at most [`MAX_LINE`] bytes, records each
+/// Splits `reader`'s input into lines of at most [`MAX_LINE`] bytes, records each
 /// in `tap` (`--trace`) and hands it to `emit`: decoded into frames, junk
 /// logged and skipped ([`Reading::Frames`]), or as it is
 /// ([`Reading::Lines`]), or to an MCP server's edge (`mcp`), which
@@ -21,8 +21,8 @@ use std::io::{BufReader, Read};
 /// dispatcher need only be woken for the last of them. `wake` is called
 /// before waiting for input after an `emit` told of more lines, in case
 /// those were junk that emitted nothing.
-pub fn read_loop<R: Read>(
-    input: R,
+pub(super) fn read_loop(
+    mut reader: CancellableRead,
     log: &Log,
     tap: Option<&Tap>,
     reading: Reading,
@@ -30,9 +30,8 @@ pub fn read_loop<R: Read>(
     mut emit: impl FnMut(ChildMsg, bool) -> bool,
     mut wake: impl FnMut(),
 ) {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut lines = LineBuf::new(MAX_LINE);
-    let more = |r: &BufReader<R>| r.buffer().contains(&b'\n');
+    let more = |r: &CancellableRead| r.buffer().contains(&b'\n');
     let mut owed = false;
     loop {
         if owed && !more(&reader) {
