@@ -382,7 +382,7 @@ fn enabled_and_disabled_tools_filter_what_is_offered() {
         t.path(),
         "mcp.json",
         json!({
-            "only": fx(&[], json!({"enabledTools": ["echo", "env"]})),
+            "only": fx(&[], json!({"enabledTools": ["echo", "env"], "alwaysAllow": ["echo"]})),
             "but": fx(&[], json!({"disabledTools": ["crash"]})),
             "off": fx(&[], json!({"disabled": true})),
         }),
@@ -396,6 +396,9 @@ fn enabled_and_disabled_tools_filter_what_is_offered() {
     assert!(tools.contains(&"mcp__but__echo") && !tools.contains(&"mcp__but__crash"), "{tools:?}");
     assert_eq!(s.ext("off"), Value::Null, "a disabled server is not started");
     s.shutdown();
+    let log = s.log("only");
+    assert_eq!(log.matches("ignored unknown fields of its entry").count(), 1, "{log}");
+    assert!(log.contains("mcp.json: alwaysAllow"), "{log}");
 }
 
 #[test]

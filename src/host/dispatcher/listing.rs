@@ -88,6 +88,8 @@ impl Dispatcher {
         for (name, dir, source, error) in &self.broken {
             out.extensions.push(ExtInfo {
                 source,
+                // An MCP configuration file that could not be used.
+                kind: if dir.ends_with(".json") { "mcp" } else { "extension" },
                 state: State::Failed,
                 error: Some(error.clone()),
                 ..bare_info(name.clone(), String::new(), dir.clone())

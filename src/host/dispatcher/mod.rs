@@ -412,7 +412,7 @@ impl Dispatcher {
         }
         for (found, winner) in &disc.shadowed {
             let m = &found.manifest;
-            if let Ok(log) = Log::open(&self.cfg.home.log_path(&m.name)) {
+            if let Ok(log) = Log::open(&found.log_path(&self.cfg.home)) {
                 log.line(&format!(
                     "skipped {} ({}): extension {:?} is already loaded from {}",
                     m.dir.display(),
