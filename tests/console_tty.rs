@@ -590,6 +590,18 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     at = z.wait_for("zot> ", at);
     z.typed("/echo end\r");
     at = z.wait_for("[todo] shown:end\r\n", at);
+
+    // The panels of an extension that exits go with it; the prompt has the keys.
+    z.typed("/todo\r");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("\x0f/crash\r");
+    at = z.wait_for("[todo] exited (", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("/help\r");
+    at = z.wait_for("built-in commands:", at);
+    at = z.wait_for("zot> ", at);
+    let screen = rows(&Vt::of(&z.text(), 120));
+    assert!(!screen.iter().any(|r| r.starts_with("┌─ Todos")), "{screen:#?}");
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
     z.assert_cooked();

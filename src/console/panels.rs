@@ -49,6 +49,16 @@ impl PanelMap {
             newest
         })
     }
+    /// Closes the panels of `extension`; whether one was the newest, or
+    /// none when it had none open.
+    fn close_all_of(&self, extension: &str) -> Option<bool> {
+        self.with(|m| {
+            let newest = m.last().is_some_and(|o| o.extension == extension);
+            let before = m.len();
+            m.retain(|o| o.extension != extension);
+            (m.len() < before).then_some(newest)
+        })
+    }
     /// Keeps what panel `id` now shows; whether it is open and the newest,
     /// or none when it is not open.
     fn render(&self, panel: &Panel) -> Option<bool> {
@@ -97,7 +107,8 @@ pub(super) fn show_newest(panels: &PanelMap, screen: &Screen, style: Style, focu
 }
 
 /// Shows a panel event in place on the terminal; gives back any other
-/// event, and a redraw of a panel that is not open, to be printed.
+/// event, and a redraw of a panel that is not open, to be printed. The
+/// panels of an extension that exited go with it.
 pub(super) fn in_place(ev: HostEvent, panels: &PanelMap, screen: &Screen, style: Style) -> Option<HostEvent> {
     match ev {
         HostEvent::OpenPanel { extension, panel } => {
@@ -120,6 +131,12 @@ pub(super) fn in_place(ev: HostEvent, panels: &PanelMap, screen: &Screen, style:
         HostEvent::PanelClose { extension, panel_id } => {
             closed(panels, screen, style, &extension, &panel_id);
             None
+        }
+        HostEvent::Exited { ref extension, .. } => {
+            if let Some(newest) = panels.close_all_of(extension) {
+                show_newest(panels, screen, style, newest.then_some(false));
+            }
+            Some(ev)
         }
         other => Some(other),
     }
