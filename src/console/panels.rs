@@ -88,8 +88,9 @@ impl PanelMap {
         self.with(|m| {
             let Some(o) = m.last() else { return Vec::new() };
             let mut p = o.panel.clone();
-            // The tag, the frame (three rows, four with a footer) and the
-            // prompt row must fit, so that the panel can be drawn again in place.
+            // The tag and the frame (three rows, five with a footer), the
+            // prompt row and one more must fit the terminal: rows that
+            // scrolled away could not be drawn again in place.
             let frame = if one_line(&p.footer).is_empty() { 3 } else { 5 };
             p.lines.truncate(rows.saturating_sub(frame + 2).max(1));
             let block = draw_panel(&p.title, &p.lines, &p.footer, &p.id, cols.saturating_sub(5).clamp(1, BLOCK_WIDTH));
