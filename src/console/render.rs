@@ -153,3 +153,18 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::draw_panel;
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn a_panel_is_framed_by_display_width_and_cut_to_its_room() {
+        let lines = ["日本語".to_string(), "x".repeat(50)];
+        let block = draw_panel("T", &lines, "foot", "p", 20);
+        let widths: Vec<usize> = block.lines().map(UnicodeWidthStr::width).collect();
+        assert_eq!(widths, [24; 6], "{block}");
+        assert!(block.contains(&format!("│ 日本語{} │", " ".repeat(14))), "{block}");
+    }
+}
