@@ -556,6 +556,15 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     let echoed = screen.iter().position(|r| r == "[todo] shown:hi").expect("echo shown");
     assert_eq!(tops.len(), 1, "{screen:#?}");
     assert!(echoed < tops[0] && screen.last().is_some_and(|r| r.starts_with("zot> ")), "{screen:#?}");
+    // A half-typed line waits while the panel has the keys.
+    z.typed("/echo half\x0f");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("x");
+    at = z.wait_for("[ ] buy milk  <", at);
+    z.typed("\x0f");
+    at = z.wait_for("zot> /echo half", at);
+    z.typed("\r");
+    at = z.wait_for("[todo] shown:half\r\n", at);
     z.typed("\x0f");
     at = z.wait_for("Ctrl-O: the prompt", at);
 
@@ -606,6 +615,6 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
     z.assert_cooked();
     let mut want: Vec<String> = "abuy milkk".chars().map(|c| format!("todos-main:rune:{c}")).collect();
-    want.extend(["todos-main:backspace", "todos-main:enter", "todos-main:rune:x", "todos-main:esc", "close:todos-main", "popup:esc", "todos-main:esc"].map(String::from));
+    want.extend(["todos-main:backspace", "todos-main:enter", "todos-main:rune:x", "todos-main:rune:x", "todos-main:esc", "close:todos-main", "popup:esc", "todos-main:esc"].map(String::from));
     assert_eq!(panel_frames(&t), want);
 }
