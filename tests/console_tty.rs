@@ -1,8 +1,8 @@
 //! The interactive session on a pseudo-terminal (`openpty`): the line
 //! editor's keys, the history in `$ZOT_HOME/history`, Tab completion, a
 //! note arriving while a line is half typed, Ctrl-C cancelling a tool call
-//! in flight, the ways out (two Ctrl-C, Ctrl-D), and the terminal mode
-//! restored afterwards. The test types bytes into the master side and reads
+//! in flight, the ways out (two Ctrl-C, Ctrl-D), the terminal mode
+//! restored afterwards, and panels drawn in place that take the keys. The test types bytes into the master side and reads
 //! the screen bytes back.
 
 mod common;
@@ -159,7 +159,7 @@ impl Drop for Term {
 /// A minimal terminal: what `bytes` leave on the screen and where the
 /// cursor ends, for printable text (by display width, wrapping at the
 /// right edge as a terminal does), CR, LF and the cursor moves and erase
-/// the line editor writes (CSI C, D, K; other sequences are ignored).
+/// the line editor writes (CSI A, C, D, J, K; other sequences are ignored).
 struct Vt {
     /// The cells of each row; the second cell of a wide character is `\0`.
     rows: Vec<Vec<char>>,
@@ -195,6 +195,11 @@ impl Vt {
                         'C' => vt.col = (vt.col + n).min(cols - 1),
                         'D' => vt.col = vt.col.min(cols - 1).saturating_sub(n),
                         'K' => vt.rows[vt.row].truncate(vt.col),
+                        'A' => vt.row = vt.row.saturating_sub(n),
+                        'J' => {
+                            vt.rows[vt.row].truncate(vt.col);
+                            vt.rows.truncate(vt.row + 1);
+                        }
                         _ => {}
                     }
                 }
@@ -479,4 +484,137 @@ fn tab_completion_ignores_case_as_commands_do() {
     z.wait_for("[tty] shown:case\r\n", at);
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", z.text());
+}
+
+fn todo_ext(t: &TempDir) -> PathBuf {
+    let frames = t.path().join("frames.jsonl");
+    common::write_manifest(
+        &t.path().join("exts"),
+        "todo",
+        serde_json::json!({"name": "todo", "exec": "python3", "args": [common::fixture("todo_panel.py"), frames]}),
+    )
+}
+
+/// The `panel_key` and `panel_close` frames the todo fixture got, as
+/// `key` or `key:text`, and `close:ID`.
+fn panel_frames(t: &TempDir) -> Vec<String> {
+    let text = std::fs::read_to_string(t.path().join("frames.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|f| match f["type"].as_str() {
+            Some("panel_key") => Some(match f["text"].as_str() {
+                Some(text) => format!("{}:{}:{text}", f["panel_id"].as_str().unwrap_or(""), f["key"].as_str().unwrap_or("")),
+                None => format!("{}:{}", f["panel_id"].as_str().unwrap_or(""), f["key"].as_str().unwrap_or("")),
+            }),
+            Some("panel_close") => Some(format!("close:{}", f["panel_id"].as_str().unwrap_or(""))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The rows of the screen as `vt` holds them.
+fn rows(vt: &Vt) -> Vec<String> {
+    (0..vt.rows.len()).map(|r| vt.row_text(r)).collect()
+}
+
+#[test]
+fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
+    let t = TempDir::new("tty-todo");
+    let mut z = Term::spawn(&t, &[todo_ext(&t)]);
+    let mut at = z.wait_for("zot> ", 0);
+    z.typed("/todo\r");
+    at = z.wait_for("┌─ Todos (todos-main)", at);
+    at = z.wait_for("(keys go to the panel; Ctrl-O: the prompt, Ctrl-C: close it)", at);
+    // Typed keys go to the panel: `a`, the text, Enter adds an item; `x`
+    // toggles it. Nothing reaches the prompt.
+    z.typed("a");
+    at = z.wait_for("new: _", at);
+    z.typed("buy milkk\x7f");
+    at = z.wait_for("new: buy milk_", at);
+    z.typed("\r");
+    at = z.wait_for("[ ] buy milk  <", at);
+    z.typed("x");
+    at = z.wait_for("[x] buy milk  <", at);
+    // One panel on screen, redrawn in place; the note above it.
+    let vt = Vt::of(&z.text(), 120);
+    let screen = rows(&vt);
+    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ Todos")).collect();
+    assert_eq!(tops.len(), 1, "{screen:#?}");
+    let note = screen.iter().position(|r| r == "[todo] added buy milk").unwrap_or_else(|| panic!("no note: {screen:#?}"));
+    assert!(note < tops[0], "{screen:#?}");
+    assert!(screen.iter().any(|r| r.starts_with("│ [x] buy milk  <")), "{screen:#?}");
+    assert!(!screen.iter().any(|r| r.contains("→ model")), "{screen:#?}");
+
+    // Ctrl-O: the prompt has the keys, the panel stays; back again.
+    z.typed("\x0f");
+    at = z.wait_for("zot> ", at);
+    z.typed("/echo hi\r");
+    at = z.wait_for("[todo] shown:hi\r\n", at);
+    at = z.wait_for("zot> ", at);
+    let screen = rows(&Vt::of(&z.text(), 120));
+    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ Todos")).collect();
+    let echoed = screen.iter().position(|r| r == "[todo] shown:hi").expect("echo shown");
+    assert_eq!(tops.len(), 1, "{screen:#?}");
+    assert!(echoed < tops[0] && screen.last().is_some_and(|r| r.starts_with("zot> ")), "{screen:#?}");
+    // A half-typed line waits while the panel has the keys.
+    z.typed("/echo half\x0f");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("x");
+    at = z.wait_for("[ ] buy milk  <", at);
+    z.typed("\x0f");
+    at = z.wait_for("zot> /echo half", at);
+    z.typed("\r");
+    at = z.wait_for("[todo] shown:half\r\n", at);
+    z.typed("\x0f");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+
+    // Esc goes to the extension, which closes the panel: the prompt is back.
+    z.typed("\x1b");
+    at = z.wait_for("[todo] (panel todos-main closed)", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("/echo back\r");
+    at = z.wait_for("[todo] shown:back\r\n", at);
+    let screen = rows(&Vt::of(&z.text(), 120));
+    assert!(!screen.iter().any(|r| r.starts_with("┌─ Todos")), "{screen:#?}");
+
+    // The user closes it (Ctrl-C): the extension is told with panel_close.
+    z.typed("/todo\r");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("\x03");
+    at = z.wait_for("[todo] (panel todos-main closed)", at);
+    at = z.wait_for("zot> ", at);
+
+    // Two open panels: the newest (an extension's own open_panel) has the
+    // keys; when it closes the prompt has them, and Ctrl-O reaches the older.
+    z.typed("/todo\r");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("\x0f/popup\r");
+    at = z.wait_for("┌─ Popup (popup)", at);
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("\x1b");
+    at = z.wait_for("[todo] (panel popup closed)", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("\x0f\x1b");
+    at = z.wait_for("[todo] (panel todos-main closed)", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("/echo end\r");
+    at = z.wait_for("[todo] shown:end\r\n", at);
+
+    // The panels of an extension that exits go with it; the prompt has the keys.
+    z.typed("/todo\r");
+    at = z.wait_for("Ctrl-O: the prompt", at);
+    z.typed("\x0f/crash\r");
+    at = z.wait_for("[todo] exited (", at);
+    at = z.wait_for("zot> ", at);
+    z.typed("/help\r");
+    at = z.wait_for("built-in commands:", at);
+    at = z.wait_for("zot> ", at);
+    let screen = rows(&Vt::of(&z.text(), 120));
+    assert!(!screen.iter().any(|r| r.starts_with("┌─ Todos")), "{screen:#?}");
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+    z.assert_cooked();
+    let mut want: Vec<String> = "abuy milkk".chars().map(|c| format!("todos-main:rune:{c}")).collect();
+    want.extend(["todos-main:backspace", "todos-main:enter", "todos-main:rune:x", "todos-main:rune:x", "todos-main:esc", "close:todos-main", "popup:esc", "todos-main:esc"].map(String::from));
+    assert_eq!(panel_frames(&t), want);
 }

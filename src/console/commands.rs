@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::input::InFlight;
 use super::print::Held;
+use super::panels::BLOCK_WIDTH;
 use super::render::draw_panel;
 use super::{Console, BUILTINS};
 
@@ -136,9 +137,11 @@ impl Console {
             "insert" => format!("{tag} {} {}", self.style.dim("→ insert:"), strip_controls(r.insert.as_deref().unwrap_or(""))),
             "display" => format!("{tag} {}", strip_controls(r.display.as_deref().unwrap_or(""))),
             "open_panel" => match &r.open_panel {
+                // On a terminal it is drawn in place, below what is printed.
+                Some(p) if self.editor.is_some() => return held.open_panel(String::new(), &r.extension, p.clone()),
                 Some(p) => {
-                    self.panels.open(&p.id, &r.extension);
-                    format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id))
+                    self.panels.open(&r.extension, p);
+                    format!("{tag}\n{}", draw_panel(&p.title, &p.lines, &p.footer, &p.id, BLOCK_WIDTH))
                 }
                 None => format!("{tag} (open_panel without a panel)"),
             },

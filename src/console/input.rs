@@ -15,17 +15,20 @@
 //! `/key` lines before it are carried out (or, when no panel opens, after
 //! [`PANEL_GRACE`]). On a terminal, keys typed during an interactive tool's
 //! call go to its extension's open panel, Ctrl-C cancels a tool call, and
-//! keys typed during other calls are kept for the next prompt.
+//! keys typed during other calls are kept for the next prompt. At the
+//! prompt, while an open panel has the keys (see `panels`), they go to it
+//! by the same way, [`panels::press`].
 
 use crate::host::{HostError, Request, Response, ToolReply};
 use crate::lineedit::{Read, WaitKey};
-use crate::text::{one_line, strip_controls};
+use crate::text::strip_controls;
 use crossbeam_channel::{never, select, Receiver, Sender};
 use serde_json::Value;
 use std::io::{self, BufRead, Write};
 
 use super::commands::{completions, split_word};
-use super::print::Held;
+use super::panels;
+use super::print::{Held, Job, PanelOp};
 use super::Console;
 
 /// How long `/key` lines read before the end of input wait for the
@@ -116,6 +119,10 @@ impl Console {
                     (text.is_empty() || self.line(text)) && self.run_submitted()
                 }
                 Read::Woken(s) => self.run_one(s),
+                Read::Panel(k) => {
+                    self.panel_key(k);
+                    true
+                }
             };
             if !go_on {
                 break;
@@ -123,6 +130,26 @@ impl Console {
         }
         if let Some(editor) = self.editor.as_mut() {
             editor.close_line();
+        }
+    }
+
+    /// A key typed while the panel drawn in place has the keys: to the
+    /// newest open panel, as an interactive tool's keys go to its panel;
+    /// Ctrl-C closes it (the extension is told, `panel_close`).
+    fn panel_key(&mut self, key: WaitKey) {
+        let Some((id, ext)) = self.panels.newest() else { return };
+        let Some(screen) = self.editor.as_ref().map(|e| e.screen()) else { return };
+        match key {
+            WaitKey::Panel(key, text) => panels::press(&self.host, &screen, self.style, &ext, &id, key, text),
+            WaitKey::Interrupt => {
+                if let Err(e) = self.host.panel_close(&ext, &id) {
+                    self.error(&e.to_string());
+                }
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let op = Some(PanelOp::Close(ext, id));
+                let _ = self.out.send(Job { text: String::new(), ack: Some(tx), release: None, panel: op });
+                let _ = rx.recv();
+            }
         }
     }
 
@@ -259,8 +286,8 @@ impl Console {
         });
         let (rx, held) = self.submit_held(req);
         let host = self.host.clone();
-        let panels = self.panels.clone();
-        let red = self.style;
+        let open = self.panels.clone();
+        let style = self.style;
         let outcome = match (self.editor.as_mut(), call.interactive) {
             (Some(editor), Some(ext)) => {
                 let screen = editor.screen();
@@ -269,10 +296,8 @@ impl Console {
                         let _ = host.cancel_tool(tool_id);
                     }
                     WaitKey::Panel(key, text) => {
-                        let Some(panel) = panels.last_of(ext) else { return };
-                        if let Err(e) = host.panel_key(ext, &panel, key, text) {
-                            screen.print(&red.red(&format!("error: {}", one_line(&e.to_string()))));
-                        }
+                        let Some(panel) = open.last_of(ext) else { return };
+                        panels::press(&host, &screen, style, ext, &panel, key, text);
                     }
                 })
             }

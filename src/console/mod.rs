@@ -11,12 +11,14 @@
 //!
 //! The rooms: `commands` holds the built-in commands and tab completion,
 //! `input` where lines come from, what extensions submit and how a call is
-//! waited for, `print` the printer thread that keeps replies in their
-//! place among the host's events, `render` how events and panels look;
-//! this file the session and one line's handling.
+//! waited for, `panels` the open panels and the one drawn in place,
+//! `print` the printer thread that keeps replies in their place among the
+//! host's events, `render` how events and panels look; this file the
+//! session and one line's handling.
 
 mod commands;
 mod input;
+mod panels;
 mod print;
 mod render;
 
@@ -33,8 +35,9 @@ use std::thread;
 
 use commands::split_word;
 use input::{Input, Submitted, MAX_SLASHES};
-use print::{print_loop, Job, Printed};
-use render::{Panels, Style};
+use print::{print_loop, Job, PassedOn, Printed};
+use panels::Panels;
+use render::Style;
 
 /// Commands the console answers itself; extensions cannot take them.
 pub const BUILTINS: [(&str, &str); 12] = [
@@ -100,6 +103,8 @@ pub fn run(mut config: Config) -> i32 {
         raw = None;
     }
     let panels: Panels = Arc::default();
+    // On a terminal a panel is drawn in place and takes the keys.
+    let in_place = editor.is_some();
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
     let (submit_tx, submitted) = unbounded::<Submitted>();
     let (opened_tx, panel_opened) = unbounded::<()>();
@@ -109,7 +114,10 @@ pub fn run(mut config: Config) -> i32 {
             .name("zot-console-out".into())
             .spawn({
                 let screen = screen.clone();
-                move || print_loop(events, jobs_rx, style, panels, screen, submit_tx, opened_tx)
+                move || {
+                    let passed_on = PassedOn { submitted: submit_tx, opened: opened_tx };
+                    print_loop(events, jobs_rx, style, panels, screen, passed_on, in_place)
+                }
             })
     };
     if printer.is_err() {
@@ -230,7 +238,7 @@ impl Console {
     /// Prints `text` after every host event already received.
     fn say(&self, text: String) {
         let (tx, rx) = bounded(1);
-        let _ = self.out.send(Job { text, ack: Some(tx), release: None });
+        let _ = self.out.send(Job { text, ack: Some(tx), release: None, panel: None });
         let _ = rx.recv();
     }
 

@@ -2,7 +2,9 @@
 //! and a reply keeps its place among the host's events (`Printed::Hold`
 //! marks it, a `Held` releases it once printed). What extensions submit
 //! (`submit_slash`, `submit`) and each panel opened are passed on to the
-//! session once shown.
+//! session once shown. On a terminal it alone draws the panel in place
+//! (`panels`), so that a panel opened by a reply, its redraws and its
+//! close keep the host's order.
 
 use crate::host::HostEvent;
 use crate::lineedit::Screen;
@@ -10,7 +12,8 @@ use crossbeam_channel::{bounded, select, Receiver, Sender};
 use std::sync::Arc;
 
 use super::input::Submitted;
-use super::render::{render_event, Panels, Style};
+use super::panels::{self, Panels};
+use super::render::{render_event, Style};
 
 /// A block of text for the printer; `ack` is signalled once it is out.
 pub(super) struct Job {
@@ -18,6 +21,16 @@ pub(super) struct Job {
     pub(super) ack: Option<Sender<()>>,
     /// The reply whose place in the host's order [`Printed::Hold`] marked.
     pub(super) release: Option<u64>,
+    /// What it does to the panels once printed.
+    pub(super) panel: Option<PanelOp>,
+}
+
+/// A change to the panels that the session makes (on a terminal).
+pub(super) enum PanelOp {
+    /// A command's `open_panel` reply: shown in place with the keys.
+    Open(String, crate::protocol::Panel),
+    /// The user closed the panel: `(extension, panel_id)`.
+    Close(String, String),
 }
 
 /// What the host hands the printer, on its dispatcher thread and so in the
@@ -41,7 +54,16 @@ impl Held {
     pub(super) fn say(mut self, text: String) {
         let (tx, rx) = bounded(1);
         self.done = true;
-        let _ = self.out.send(Job { text, ack: Some(tx), release: Some(self.n) });
+        let _ = self.out.send(Job { text, ack: Some(tx), release: Some(self.n), panel: None });
+        let _ = rx.recv();
+    }
+
+    /// As [`Held::say`], then opens `panel` in place.
+    pub(super) fn open_panel(mut self, text: String, extension: &str, panel: crate::protocol::Panel) {
+        let (tx, rx) = bounded(1);
+        self.done = true;
+        let op = Some(PanelOp::Open(extension.to_string(), panel));
+        let _ = self.out.send(Job { text, ack: Some(tx), release: Some(self.n), panel: op });
         let _ = rx.recv();
     }
 }
@@ -49,9 +71,16 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if !self.done {
-            let _ = self.out.send(Job { text: String::new(), ack: None, release: Some(self.n) });
+            let _ = self.out.send(Job { text: String::new(), ack: None, release: Some(self.n), panel: None });
         }
     }
+}
+
+/// Where what the session runs or waits for is passed on once shown: what
+/// extensions submit, and a note for each panel an extension opened.
+pub(super) struct PassedOn {
+    pub(super) submitted: Sender<Submitted>,
+    pub(super) opened: Sender<()>,
 }
 
 pub(super) fn print_loop(
@@ -60,9 +89,10 @@ pub(super) fn print_loop(
     style: Style,
     panels: Panels,
     screen: Arc<Screen>,
-    submitted: Sender<Submitted>,
-    opened: Sender<()>,
+    passed_on: PassedOn,
+    in_place: bool,
 ) {
+    let PassedOn { submitted, opened } = passed_on;
     let print = |s: &str| {
         if !s.is_empty() {
             screen.print(s);
@@ -76,7 +106,10 @@ pub(super) fn print_loop(
             _ => None,
         };
         let panel = matches!(ev, HostEvent::OpenPanel { .. });
-        print(&render_event(ev, style, &panels));
+        let rest = if in_place { panels::in_place(ev, &panels, &screen, style) } else { Some(ev) };
+        if let Some(ev) = rest {
+            print(&render_event(ev, style, &panels));
+        }
         if let Some(s) = then {
             let _ = submitted.send(s);
         }
@@ -89,6 +122,14 @@ pub(super) fn print_loop(
     let mut holding: Option<u64> = None;
     let finish = |job: Job| {
         print(&job.text);
+        match job.panel {
+            Some(PanelOp::Open(ext, p)) => {
+                panels.open(&ext, &p);
+                panels::show_newest(&panels, &screen, style, Some(true));
+            }
+            Some(PanelOp::Close(ext, id)) => panels::closed(&panels, &screen, style, &ext, &id),
+            None => {}
+        }
         if let Some(a) = job.ack {
             let _ = a.send(());
         }

@@ -4,39 +4,9 @@
 use crate::host::HostEvent;
 use crate::protocol::Panel;
 use crate::text::{one_line, strip_controls};
+use unicode_width::UnicodeWidthChar;
 
-use std::sync::Mutex;
-
-/// The panels open now, in the order they were opened, each with the
-/// extension that owns it.
-#[derive(Default)]
-pub(super) struct PanelMap(Mutex<Vec<(String, String)>>);
-
-impl PanelMap {
-    fn with<R>(&self, f: impl FnOnce(&mut Vec<(String, String)>) -> R) -> R {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut m)
-    }
-    pub(super) fn open(&self, id: &str, extension: &str) {
-        self.with(|m| {
-            m.retain(|(i, _)| i != id);
-            m.push((id.to_string(), extension.to_string()));
-        });
-    }
-    fn close(&self, id: &str) {
-        self.with(|m| m.retain(|(i, _)| i != id));
-    }
-    /// The extension that owns panel `id`.
-    pub(super) fn owner(&self, id: &str) -> Option<String> {
-        self.with(|m| m.iter().find(|(i, _)| i == id).map(|(_, e)| e.clone()))
-    }
-    /// The panel `extension` opened last and has open.
-    pub(super) fn last_of(&self, extension: &str) -> Option<String> {
-        self.with(|m| m.iter().rev().find(|(_, e)| e == extension).map(|(i, _)| i.clone()))
-    }
-}
-
-pub(super) type Panels = std::sync::Arc<PanelMap>;
+use super::panels::{Panels, BLOCK_WIDTH};
 
 #[derive(Clone, Copy)]
 pub(super) struct Style {
@@ -70,24 +40,30 @@ impl Style {
     }
 }
 
-/// A panel as a framed block.
-pub(super) fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str) -> String {
+/// A panel as a framed block, its text at most `max` columns wide.
+pub(super) fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str, max: usize) -> String {
     let title = format!("{} ({})", one_line(title), one_line(id));
     let lines: Vec<String> = lines.iter().map(|l| one_line(l)).collect();
     let footer = one_line(footer);
-    let width = lines
-        .iter()
-        .map(|l| l.chars().count())
-        .chain([title.chars().count() + 2, footer.chars().count()])
-        .max()
-        .unwrap_or(0)
-        .min(200);
+    let cols = |s: &str| s.chars().map(|c| c.width().unwrap_or(0)).sum::<usize>();
+    let width = lines.iter().map(|l| cols(l)).chain([cols(&title) + 2, cols(&footer)]).max().unwrap_or(0).min(max);
+    // The first `n` columns of `s`.
+    let cut = |s: &str, n: usize| {
+        let mut used = 0;
+        s.chars()
+            .take_while(|c| {
+                used += c.width().unwrap_or(0);
+                used <= n
+            })
+            .collect::<String>()
+    };
     let pad = |s: &str| {
-        let s: String = s.chars().take(width).collect();
-        let n = width - s.chars().count();
+        let s = cut(s, width);
+        let n = width - cols(&s);
         format!("│ {s}{} │", " ".repeat(n))
     };
-    let mut out = format!("┌─ {title} {}┐\n", "─".repeat(width.saturating_sub(title.chars().count() + 1)));
+    let title = cut(&title, width.saturating_sub(2));
+    let mut out = format!("┌─ {title} {}┐\n", "─".repeat(width.saturating_sub(cols(&title) + 1)));
     for l in &lines {
         out.push_str(&pad(l));
         out.push('\n');
@@ -133,12 +109,12 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             format!("{} {} {}", tag(&extension), st.dim("→ submit:"), strip_controls(&text))
         }
         HostEvent::OpenPanel { extension, panel } => {
+            panels.open(&extension, &panel);
             let Panel { id, title, lines, footer } = panel;
-            panels.open(&id, &extension);
-            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id))
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id, BLOCK_WIDTH))
         }
         HostEvent::PanelRender { extension, panel_id, title, lines, footer } => {
-            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id))
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id, BLOCK_WIDTH))
         }
         HostEvent::PanelClose { extension, panel_id } => {
             panels.close(&panel_id);
@@ -175,5 +151,20 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             }
             format!("{} {}", tag(&extension), st.dim(&s))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draw_panel;
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn a_panel_is_framed_by_display_width_and_cut_to_its_room() {
+        let lines = ["日本語".to_string(), "x".repeat(50)];
+        let block = draw_panel("T", &lines, "foot", "p", 20);
+        let widths: Vec<usize> = block.lines().map(UnicodeWidthStr::width).collect();
+        assert_eq!(widths, [24; 6], "{block}");
+        assert!(block.contains(&format!("│ 日本語{} │", " ".repeat(14))), "{block}");
     }
 }

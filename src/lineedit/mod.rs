@@ -110,6 +110,19 @@ struct Line {
     offset: usize,
     /// Columns drawn right of the cursor, for [`Editor::finish`].
     after: usize,
+    /// The panel shown in place below the output, above the cursor row.
+    panel: Live,
+}
+
+/// A panel drawn in place: its rows stay at the bottom of the screen,
+/// above the cursor row, and are drawn again (not appended) when they
+/// change; what is printed meanwhile goes above them.
+#[derive(Default)]
+struct Live {
+    rows: Vec<String>,
+    /// The keys go to the panel, not the prompt; the cursor row shows `hint`.
+    focus: bool,
+    hint: String,
 }
 
 /// Everything the console writes to stdout, so that output and the line
@@ -133,11 +146,16 @@ impl Screen {
         self.line.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Prints `text` and a newline; above the prompt when one is showing.
+    /// Prints `text` and a newline; above the prompt (and the panel in
+    /// place) when one is showing.
     pub fn print(&self, text: &str) {
         let mut line = self.lock();
         let mut out = io::stdout().lock();
-        if line.active {
+        if !line.panel.rows.is_empty() {
+            erase_live(&mut out, &line);
+            let _ = writeln!(out, "{text}");
+            draw_live(&mut out, &mut line);
+        } else if line.active {
             let _ = write!(out, "\r\x1b[K{text}\n");
             draw(&mut out, &mut line);
         } else {
@@ -146,23 +164,99 @@ impl Screen {
         let _ = out.flush();
     }
 
+    /// Shows `rows` in place of the panel shown so far (none: no panel);
+    /// `focus`, when given, says whether the keys go to it. `hint` is the
+    /// cursor row while they do.
+    pub fn show_panel(&self, rows: Vec<String>, focus: Option<bool>, hint: &str) {
+        let mut line = self.lock();
+        let mut out = io::stdout().lock();
+        erase_live(&mut out, &line);
+        line.panel.rows = rows;
+        if let Some(f) = focus {
+            line.panel.focus = f;
+        }
+        line.panel.hint = hint.to_string();
+        draw_live(&mut out, &mut line);
+        let _ = out.flush();
+    }
+
+    /// The keys go to the panel shown in place.
+    pub fn panel_focused(&self) -> bool {
+        let line = self.lock();
+        line.panel.focus && !line.panel.rows.is_empty()
+    }
+
+    /// Moves the keys between the prompt and the panel shown (Ctrl-O).
+    fn toggle_focus(&self) {
+        let mut line = self.lock();
+        if line.panel.rows.is_empty() {
+            return;
+        }
+        line.panel.focus = !line.panel.focus;
+        let mut out = io::stdout().lock();
+        draw_cursor_row(&mut out, &mut line);
+        let _ = out.flush();
+    }
+
     fn edit(&self, f: impl FnOnce(&mut Line)) {
         let mut line = self.lock();
         f(&mut line);
         let mut out = io::stdout().lock();
-        draw(&mut out, &mut line);
+        draw_cursor_row(&mut out, &mut line);
         let _ = out.flush();
     }
 
-    /// Writes `s` as it is, then the prompt again if one is showing.
+    /// Writes `s` after what the cursor row shows, then the prompt again
+    /// if one is showing; with a panel in place, the row and `s` go above it.
     fn raw(&self, s: &str) {
         let mut line = self.lock();
         let mut out = io::stdout().lock();
-        let _ = out.write_all(s.as_bytes());
-        if line.active {
-            draw(&mut out, &mut line);
+        if !line.panel.rows.is_empty() {
+            erase_live(&mut out, &line);
+            if line.active {
+                let typed: String = line.buf.iter().collect();
+                let _ = write!(out, "{}{typed}", line.prompt);
+            }
+            let _ = out.write_all(s.as_bytes());
+            draw_live(&mut out, &mut line);
+        } else {
+            let _ = out.write_all(s.as_bytes());
+            if line.active {
+                draw(&mut out, &mut line);
+            }
         }
         let _ = out.flush();
+    }
+}
+
+/// From the cursor row, to the top of the panel in place; erases both.
+fn erase_live(out: &mut impl Write, line: &Line) {
+    let _ = out.write_all(b"\r");
+    if !line.panel.rows.is_empty() {
+        let _ = write!(out, "\x1b[{}A", line.panel.rows.len());
+    }
+    let _ = out.write_all(b"\x1b[J");
+}
+
+/// The panel in place, then the cursor row, from the start of a row.
+fn draw_live(out: &mut impl Write, line: &mut Line) {
+    for r in &line.panel.rows {
+        let _ = writeln!(out, "{r}\x1b[K");
+    }
+    draw_cursor_row(out, line);
+}
+
+/// The prompt and the line, or the hint while a panel has the keys, or
+/// nothing.
+fn draw_cursor_row(out: &mut impl Write, line: &mut Line) {
+    if line.panel.focus && !line.panel.rows.is_empty() {
+        let _ = write!(out, "\r{}\x1b[K", line.panel.hint);
+        line.after = 0;
+    } else if line.active {
+        draw(out, line);
+    } else {
+        let _ = out.write_all(b"\r\x1b[K");
+        line.after = 0;
     }
 }
 
@@ -178,14 +272,17 @@ fn width(cs: &[char]) -> usize {
 
 /// The terminal's width in columns (80 when it cannot be read).
 fn term_cols() -> usize {
+    term_size().0
+}
+
+/// The terminal's columns and rows (80 by 24 when they cannot be read).
+pub fn term_size() -> (usize, usize) {
     // SAFETY: TIOCGWINSZ fills the zeroed struct for a terminal descriptor.
     let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_col > 0 {
-        ws.ws_col as usize
-    } else {
-        80
-    }
+    let cols = if ok && ws.ws_col > 0 { ws.ws_col as usize } else { 80 };
+    let rows = if ok && ws.ws_row > 0 { ws.ws_row as usize } else { 24 };
+    (cols, rows)
 }
 
 /// Draws the prompt and the part of the line in view, on one row: the
@@ -242,6 +339,9 @@ pub enum Read<T> {
     End,
     /// Something arrived on the wake channel before the line was done.
     Woken(T),
+    /// A key typed while the panel in place has the keys (Ctrl-C as
+    /// [`WaitKey::Interrupt`]); the line is left to edit on, as for `Woken`.
+    Panel(WaitKey),
 }
 
 /// A key typed while [`Editor::wait_keys`] waits.
@@ -406,7 +506,8 @@ impl Editor {
                 l.active = true;
                 l.prompt = prompt.to_string();
             } else {
-                *l = Line { active: true, prompt: prompt.to_string(), ..Line::default() };
+                let panel = std::mem::take(&mut l.panel);
+                *l = Line { active: true, prompt: prompt.to_string(), panel, ..Line::default() };
             }
         });
         let mut recall = self.history.entries.len();
@@ -426,6 +527,21 @@ impl Editor {
             };
             if key != Key::Ctrl(b'C') {
                 interrupted = false;
+            }
+            if key == Key::Ctrl(b'O') {
+                self.screen.toggle_focus();
+                continue;
+            }
+            if self.screen.panel_focused() {
+                let to_panel = match key {
+                    Key::Ctrl(b'C') => Some(WaitKey::Interrupt),
+                    k => k.panel_name().map(|(name, text)| WaitKey::Panel(name, text)),
+                };
+                if let Some(k) = to_panel {
+                    self.suspended = true;
+                    return Read::Panel(k);
+                }
+                continue;
             }
             match key {
                 Key::Enter => {
@@ -515,11 +631,21 @@ impl Editor {
         }
     }
 
-    /// Ends the prompt: writes `tail` after the line, nothing is redrawn.
+    /// Ends the prompt: writes `tail` after the line, nothing is redrawn
+    /// (but a panel in place, below them).
     fn finish(&self, tail: &str) {
         let mut line = self.screen.lock();
-        line.active = false;
         let mut out = io::stdout().lock();
+        if !line.panel.rows.is_empty() {
+            erase_live(&mut out, &line);
+            let typed: String = line.buf.iter().collect();
+            let _ = write!(out, "{}{typed}{tail}", line.prompt);
+            line.active = false;
+            draw_live(&mut out, &mut line);
+            let _ = out.flush();
+            return;
+        }
+        line.active = false;
         if line.after > 0 {
             let _ = write!(out, "\x1b[{}C", line.after);
         }
