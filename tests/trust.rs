@@ -175,6 +175,34 @@ fn a_new_extension_folder_or_mcp_json_after_trust_asks_again() {
 }
 
 #[test]
+fn editing_what_a_project_mcp_server_runs_asks_again() {
+    let w = World::new("fp-mcp-run");
+    let zot = w.proj().join(".zot");
+    fs::write(zot.join("srv.py"), "import helper\n").expect("write");
+    fs::write(zot.join("helper.py"), "pass\n").expect("write");
+    let outside = w.t.path().join("outside.py");
+    fs::write(&outside, "pass\n").expect("write");
+    let config = json!({"mcpServers": {
+        "s": {"command": "python3", "args": ["srv.py"]},
+        "o": {"command": "python3", "args": [s(&outside)]},
+        "x": {"command": "./bin/run.sh"}
+    }});
+    fs::write(zot.join("mcp.json"), config.to_string()).expect("write");
+    fs::create_dir_all(zot.join("bin")).expect("mkdir");
+    write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
+    w.trust();
+    assert_eq!(w.state(), "trusted");
+    fs::write(zot.join("srv.py"), "import helper\nimport os\n").expect("write");
+    w.assert_asks_again("the script of a server");
+    fs::write(zot.join("helper.py"), "import os\n").expect("write");
+    w.assert_asks_again("a helper module beside the script");
+    fs::write(&outside, "import os\n").expect("write");
+    w.assert_asks_again("a server's script outside the project");
+    write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\necho x\n");
+    w.assert_asks_again("a server's command");
+}
+
+#[test]
 fn disable_and_enable_keep_trust() {
     let w = World::new("fp-enable");
     for n in ["a", "b"] {
@@ -202,7 +230,7 @@ fn a_record_of_an_older_fingerprint_format_asks_again() {
     w.trust();
     let path = w.home().join("trust.json");
     let current: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
-    assert_eq!(current["projects"][0]["fingerprint_version"], 2, "{current}");
+    assert_eq!(current["projects"][0]["fingerprint_version"], 3, "{current}");
     // The same fingerprint, recorded as format 1 (file and record): never trusted.
     let mut old = current.clone();
     old["version"] = json!(1);

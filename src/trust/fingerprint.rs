@@ -19,7 +19,10 @@
 //! - then its `exec` and each argument that names an existing file, by
 //!   canonical path and content, wherever they resolve, except a bare
 //!   `exec` found on `$PATH` outside the project (the system's `python3`:
-//!   only its name counts).
+//!   only its name counts);
+//! - then, for each server of `.zot/mcp.json`, its command and arguments
+//!   the same way (resolved against its folder), and every entry under
+//!   that folder when it is inside `.zot` (`.zot/extensions` left out).
 //!
 //! A folder or link that resolves outside the project is named in
 //! [`Print::outside`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
@@ -45,7 +48,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Most entries (files, folders, links) one fingerprint covers.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Most bytes of content one fingerprint covers.
@@ -69,8 +72,10 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     let mut w = Walk::new(project, &counts, cache.segment(b""));
     w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
     let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    let mut mcp: Option<PathBuf> = None;
     if let Some(zot) = w.top(".zot", &project.join(".zot"))? {
         w.top(".zot/mcp.json", &zot.join("mcp.json"))?;
+        mcp = Some(zot.clone());
         if let Some(exts) = w.top(".zot/extensions", &zot.join("extensions"))? {
             for name in w.folders(&exts)? {
                 let rel = format!(".zot/extensions/{}", name.to_string_lossy());
@@ -109,6 +114,9 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
         let (digest, seg) = r?;
         w.feed("extension", &digest);
         segments.push(seg);
+    }
+    if let Some(zot) = mcp {
+        w.servers(&zot)?;
     }
     let (digest, seg, outside) = w.digest();
     segments.insert(0, seg);
@@ -154,6 +162,8 @@ struct Walk<'a, 'c> {
     walked: HashSet<PathBuf>,
     /// The canonical folder of the extension being walked.
     root: PathBuf,
+    /// A folder the walk leaves out (walked on its own already).
+    skip: Option<PathBuf>,
 }
 
 fn read_err(p: &Path, e: io::Error) -> String {
@@ -171,6 +181,7 @@ impl<'a, 'c> Walk<'a, 'c> {
             outside: Vec::new(),
             walked: HashSet::new(),
             root: PathBuf::new(),
+            skip: None,
         }
     }
 
@@ -344,7 +355,7 @@ impl<'a, 'c> Walk<'a, 'c> {
         for e in rd {
             let e = e.map_err(|e| read_err(dir, e))?;
             let name = e.file_name();
-            if top && name == ".git" {
+            if (top && name == ".git") || self.skip.as_ref().is_some_and(|s| e.path() == *s) {
                 continue;
             }
             let meta = e.metadata().map_err(|err| read_err(&e.path(), err))?;
@@ -416,6 +427,36 @@ impl<'a, 'c> Walk<'a, 'c> {
             match fs::canonicalize(&p) {
                 Ok(real) if !arg.is_empty() && real.is_file() => self.resolved(&tag, &real)?,
                 _ => self.feed(&tag, b""),
+            }
+        }
+        Ok(())
+    }
+
+    /// What the servers of `.zot/mcp.json` run: each one's command and
+    /// arguments as an extension's `exec` and `args`, and the files of its
+    /// folder when that is inside `.zot` (its helper modules), the
+    /// extensions folder left out (walked already).
+    fn servers(&mut self, zot: &Path) -> Result<(), String> {
+        let file = zot.join("mcp.json");
+        if !fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        let Ok(Some(config)) = crate::mcpserver::config::read_file(&file) else {
+            return Ok(());
+        };
+        let Ok(zot_real) = fs::canonicalize(zot) else {
+            return Ok(());
+        };
+        self.root = zot_real.clone();
+        self.skip = Some(zot_real.join("extensions"));
+        for spec in &config.servers {
+            self.feed("server", spec.name.as_bytes());
+            self.runs(&spec.manifest())?;
+            if let Ok(cwd) = fs::canonicalize(&spec.cwd) {
+                if cwd.starts_with(&zot_real) && self.walked.insert(cwd.clone()) {
+                    self.feed("server-dir", cwd.as_os_str().as_bytes());
+                    self.tree(&cwd, &format!("server:{}", spec.name), false)?;
+                }
             }
         }
         Ok(())
