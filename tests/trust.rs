@@ -203,6 +203,24 @@ fn editing_what_a_project_mcp_server_runs_asks_again() {
 }
 
 #[test]
+fn a_module_an_extension_loads_from_beside_its_folder_asks_again() {
+    // node looks for node_modules in every folder above the script, .zot's
+    // own among them.
+    let w = World::new("fp-beside");
+    let d = write_manifest(&w.exts(), "js", json!({"name": "js", "exec": "node", "args": ["main.js"]}));
+    fs::write(d.join("main.js"), "require('helper');\n").expect("write");
+    let helper = w.proj().join(".zot/node_modules/helper");
+    fs::create_dir_all(&helper).expect("mkdir");
+    fs::write(helper.join("index.js"), "module.exports = 1;\n").expect("write");
+    w.trust();
+    assert_eq!(w.state(), "trusted");
+    fs::write(helper.join("index.js"), "require('fs');\n").expect("write");
+    w.assert_asks_again("a module in .zot/node_modules");
+    fs::write(w.proj().join(".zot/lib.js"), "").expect("write");
+    w.assert_asks_again("a new file in .zot");
+}
+
+#[test]
 fn disable_and_enable_keep_trust() {
     let w = World::new("fp-enable");
     for n in ["a", "b"] {

@@ -20,9 +20,11 @@
 //!   canonical path and content, wherever they resolve, except a bare
 //!   `exec` found on `$PATH` outside the project (the system's `python3`:
 //!   only its name counts);
-//! - then, for each server of `.zot/mcp.json`, its command and arguments
-//!   the same way (resolved against its folder), and every entry under
-//!   that folder when it is inside `.zot` (`.zot/extensions` left out).
+//! - then every other entry under `.zot`, walked the same way (what an
+//!   extension or server loads from beside its folder: `.zot/node_modules`,
+//!   a server's helper modules), and, for each server of `.zot/mcp.json`,
+//!   its command and arguments as an extension's `exec` and `args`
+//!   (resolved against the server's folder).
 //!
 //! A folder or link that resolves outside the project is named in
 //! [`Print::outside`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
@@ -72,10 +74,10 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     let mut w = Walk::new(project, &counts, cache.segment(b""));
     w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
     let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
-    let mut mcp: Option<PathBuf> = None;
+    let mut zot_dir: Option<PathBuf> = None;
     if let Some(zot) = w.top(".zot", &project.join(".zot"))? {
         w.top(".zot/mcp.json", &zot.join("mcp.json"))?;
-        mcp = Some(zot.clone());
+        zot_dir = Some(zot.clone());
         if let Some(exts) = w.top(".zot/extensions", &zot.join("extensions"))? {
             for name in w.folders(&exts)? {
                 let rel = format!(".zot/extensions/{}", name.to_string_lossy());
@@ -115,8 +117,8 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
         w.feed("extension", &digest);
         segments.push(seg);
     }
-    if let Some(zot) = mcp {
-        w.servers(&zot)?;
+    if let Some(zot) = zot_dir {
+        w.rest(&zot)?;
     }
     let (digest, seg, outside) = w.digest();
     segments.insert(0, seg);
@@ -432,11 +434,16 @@ impl<'a, 'c> Walk<'a, 'c> {
         Ok(())
     }
 
-    /// What the servers of `.zot/mcp.json` run: each one's command and
-    /// arguments as an extension's `exec` and `args`, and the files of its
-    /// folder when that is inside `.zot` (its helper modules), the
-    /// extensions folder left out (walked already).
-    fn servers(&mut self, zot: &Path) -> Result<(), String> {
+    /// Everything else under `.zot` (`.zot/extensions` was walked per
+    /// extension): what an extension or server loads from beside its own
+    /// folder (`.zot/node_modules`, a server's helper modules); then what
+    /// the servers of `.zot/mcp.json` run, each one's command and arguments
+    /// as an extension's `exec` and `args`.
+    fn rest(&mut self, zot: &Path) -> Result<(), String> {
+        self.root = fs::canonicalize(zot).map_err(|e| read_err(zot, e))?;
+        self.skip = Some(zot.join("extensions"));
+        self.tree(zot, ".zot", false)?;
+        self.skip = None;
         let file = zot.join("mcp.json");
         if !fs::metadata(&file).is_ok_and(|m| m.is_file()) {
             return Ok(());
@@ -444,20 +451,9 @@ impl<'a, 'c> Walk<'a, 'c> {
         let Ok(Some(config)) = crate::mcpserver::config::read_file(&file) else {
             return Ok(());
         };
-        let Ok(zot_real) = fs::canonicalize(zot) else {
-            return Ok(());
-        };
-        self.root = zot_real.clone();
-        self.skip = Some(zot_real.join("extensions"));
         for spec in &config.servers {
             self.feed("server", spec.name.as_bytes());
             self.runs(&spec.manifest())?;
-            if let Ok(cwd) = fs::canonicalize(&spec.cwd) {
-                if cwd.starts_with(&zot_real) && self.walked.insert(cwd.clone()) {
-                    self.feed("server-dir", cwd.as_os_str().as_bytes());
-                    self.tree(&cwd, &format!("server:{}", spec.name), false)?;
-                }
-            }
         }
         Ok(())
     }
