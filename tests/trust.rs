@@ -5,6 +5,8 @@
 //! test has its own `ZOT_HOME` and project.
 
 mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
 
 use common::{write_manifest, TempDir};
 use serde_json::{json, Value};
@@ -218,6 +220,49 @@ fn a_module_an_extension_loads_from_beside_its_folder_asks_again() {
     w.assert_asks_again("a module in .zot/node_modules");
     fs::write(w.proj().join(".zot/lib.js"), "").expect("write");
     w.assert_asks_again("a new file in .zot");
+}
+
+/// A project extension that says hello and waits for its shutdown.
+const WAITER: &str = r#"#!/bin/sh
+printf '{"type":"hello","name":"w","version":"1","capabilities":["tools"]}\n'
+IFS= read -r _ack
+printf '{"type":"ready"}\n'
+while IFS= read -r line; do case $line in *shutdown*) printf '{"type":"shutdown_ack"}\n'; exit 0;; esac; done
+"#;
+
+#[test]
+fn a_project_extension_changed_while_running_is_not_started_again() {
+    let w = World::new("fp-restart");
+    let d = write_manifest(&w.exts(), "w", json!({"name": "w", "exec": "./run.sh", "restart": "on-failure"}));
+    write_exec(&d.join("run.sh"), WAITER);
+    w.trust();
+    let mut args = zot_proc::strings(&["serve", "--cwd", s(&w.proj())]);
+    args.extend(zot_proc::strings(&zot_proc::FAST));
+    let home = w.home();
+    let mut z = zot_proc::Zot::spawn(w.t.path(), &args, &[("ZOT_HOME", s(&home))]);
+    z.wait_line("w ready", |l| l.contains(r#""type":"extension_ready""#) && l.contains(r#""extension":"w""#));
+    z.send(r#"{"type":"list","id":1}"#);
+    let list = z.wait_line("list", |l| l.contains(r#""id":1"#));
+    let v: Value = serde_json::from_str(&list).expect("json");
+    let pid = v["result"]["extensions"][0]["pid"].as_i64().unwrap_or_else(|| panic!("no pid: {list}"));
+    // What it runs changes after zot trust, then it crashes.
+    let marker = w.t.path().join("ran-after-edit");
+    write_exec(&d.join("run.sh"), &format!("#!/bin/sh\ntouch '{}'\n{}", s(&marker), &WAITER["#!/bin/sh\n".len()..]));
+    // SAFETY: kill has no memory effects.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0, "kill");
+    let err = z.wait_line("the restart refused", |l| l.contains(r#""type":"extension_error""#));
+    assert!(err.contains("has changed since it was trusted"), "{err}");
+    // Asked for by name: refused the same way.
+    z.send(r#"{"type":"restart","id":2,"name":"w"}"#);
+    let r = z.wait_line("restart answer", |l| l.contains(r#""id":2"#));
+    assert!(r.contains(r#""ok":false"#) && r.contains("has changed since it was trusted"), "{r}");
+    assert!(!marker.exists(), "the changed script ran without a new zot trust");
+    // Trusted anew, it starts again.
+    w.trust();
+    z.send(r#"{"type":"restart","id":3,"name":"w"}"#);
+    let r = z.wait_line("restart answer", |l| l.contains(r#""id":3"#));
+    assert!(r.contains(r#""ok":true"#), "{r}");
+    assert!(marker.exists(), "not started after zot trust");
 }
 
 #[test]
