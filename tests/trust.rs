@@ -192,7 +192,8 @@ fn editing_what_a_project_mcp_server_runs_asks_again() {
     fs::write(zot.join("mcp.json"), config.to_string()).expect("write");
     fs::create_dir_all(zot.join("bin")).expect("mkdir");
     write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
-    w.trust();
+    let r = w.trust();
+    assert!(r.stdout.contains("3 project extension(s): o, s, x"), "servers not named: {}", r.stdout);
     assert_eq!(w.state(), "trusted");
     fs::write(zot.join("srv.py"), "import helper\nimport os\n").expect("write");
     w.assert_asks_again("the script of a server");
