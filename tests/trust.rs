@@ -267,6 +267,35 @@ fn a_project_extension_changed_while_running_is_not_started_again() {
 }
 
 #[test]
+fn a_fifo_as_the_project_mcp_json_hangs_nothing() {
+    let w = World::new("fp-fifo-mcp");
+    let fifo = w.proj().join(".zot/mcp.json");
+    let c = std::ffi::CString::new(s(&fifo)).expect("cstring");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    for args in [&["ext", "list"][..], &["trust"], &["serve", "--trust-project"]] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(w.proj())
+            .env("ZOT_HOME", w.home())
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run zot");
+        let exited = common::wait_until(Duration::from_secs(30), || child.try_wait().is_ok_and(|s| s.is_some()));
+        if !exited {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().expect("wait");
+        assert!(exited, "zot {args:?} hung on a FIFO at .zot/mcp.json");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(args[0] == "trust" || text.contains("not a regular file"), "zot {args:?}: {text}");
+    }
+}
+
+#[test]
 fn disable_and_enable_keep_trust() {
     let w = World::new("fp-enable");
     for n in ["a", "b"] {
