@@ -221,6 +221,15 @@ fn a_module_an_extension_loads_from_beside_its_folder_asks_again() {
     w.assert_asks_again("a module in .zot/node_modules");
     fs::write(w.proj().join(".zot/lib.js"), "").expect("write");
     w.assert_asks_again("a new file in .zot");
+    // Beside the extension folders: a loose file and a hidden folder
+    // (require('../common.js'), require('../.shared/x.js')).
+    fs::write(w.exts().join("common.js"), "").expect("write");
+    w.assert_asks_again("a file in .zot/extensions");
+    fs::create_dir_all(w.exts().join(".shared")).expect("mkdir");
+    fs::write(w.exts().join(".shared/x.js"), "").expect("write");
+    w.assert_asks_again("a hidden folder in .zot/extensions");
+    fs::write(w.exts().join(".shared/x.js"), "require('fs');\n").expect("write");
+    w.assert_asks_again("a file in a hidden folder in .zot/extensions");
 }
 
 /// A project extension that says hello and waits for its shutdown.

@@ -22,7 +22,8 @@
 //!   only its name counts);
 //! - then every other entry under `.zot`, walked the same way (what an
 //!   extension or server loads from beside its folder: `.zot/node_modules`,
-//!   a server's helper modules), and, for each server of `.zot/mcp.json`,
+//!   hidden folders and loose files in `.zot/extensions`, a server's helper
+//!   modules), and, for each server of `.zot/mcp.json`,
 //!   its command and arguments as an extension's `exec` and `args`
 //!   (resolved against the server's folder).
 //!
@@ -118,7 +119,8 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
         segments.push(seg);
     }
     if let Some(zot) = zot_dir {
-        w.rest(&zot)?;
+        let walked: Vec<PathBuf> = jobs.iter().map(|(_, path, _)| path.clone()).collect();
+        w.rest(&zot, walked)?;
     }
     let (digest, seg, outside) = w.digest();
     segments.insert(0, seg);
@@ -164,8 +166,8 @@ struct Walk<'a, 'c> {
     walked: HashSet<PathBuf>,
     /// The canonical folder of the extension being walked.
     root: PathBuf,
-    /// A folder the walk leaves out (walked on its own already).
-    skip: Option<PathBuf>,
+    /// Folders the walk leaves out (walked on their own already).
+    skip: Vec<PathBuf>,
 }
 
 fn read_err(p: &Path, e: io::Error) -> String {
@@ -183,7 +185,7 @@ impl<'a, 'c> Walk<'a, 'c> {
             outside: Vec::new(),
             walked: HashSet::new(),
             root: PathBuf::new(),
-            skip: None,
+            skip: Vec::new(),
         }
     }
 
@@ -357,7 +359,7 @@ impl<'a, 'c> Walk<'a, 'c> {
         for e in rd {
             let e = e.map_err(|e| read_err(dir, e))?;
             let name = e.file_name();
-            if (top && name == ".git") || self.skip.as_ref().is_some_and(|s| e.path() == *s) {
+            if (top && name == ".git") || self.skip.iter().any(|s| e.path() == *s) {
                 continue;
             }
             let meta = e.metadata().map_err(|err| read_err(&e.path(), err))?;
@@ -434,16 +436,17 @@ impl<'a, 'c> Walk<'a, 'c> {
         Ok(())
     }
 
-    /// Everything else under `.zot` (`.zot/extensions` was walked per
-    /// extension): what an extension or server loads from beside its own
-    /// folder (`.zot/node_modules`, a server's helper modules); then what
+    /// Everything else under `.zot` (the extension folders, `walked`, were
+    /// walked on their own): what an extension or server loads from beside
+    /// its own folder (`.zot/node_modules`, a hidden folder or a loose file
+    /// in `.zot/extensions`, a server's helper modules); then what
     /// the servers of `.zot/mcp.json` run, each one's command and arguments
     /// as an extension's `exec` and `args`.
-    fn rest(&mut self, zot: &Path) -> Result<(), String> {
+    fn rest(&mut self, zot: &Path, walked: Vec<PathBuf>) -> Result<(), String> {
         self.root = fs::canonicalize(zot).map_err(|e| read_err(zot, e))?;
-        self.skip = Some(zot.join("extensions"));
+        self.skip = walked;
         self.tree(zot, ".zot", false)?;
-        self.skip = None;
+        self.skip.clear();
         let file = zot.join("mcp.json");
         if !fs::metadata(&file).is_ok_and(|m| m.is_file()) {
             return Ok(());
