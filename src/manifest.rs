@@ -166,7 +166,7 @@ impl Manifest {
     /// Reads and validates `<dir>/extension.json`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = fs::read(&path).map_err(|err| ManifestError::Read { path: path.clone(), err })?;
+        let text = read_regular(&path).map_err(|err| ManifestError::Read { path: path.clone(), err })?;
         let dir = fs::canonicalize(dir)
             .map_err(|err| ManifestError::Read { path: dir.to_path_buf(), err })?;
         Manifest::parse(&text, dir, &path)
@@ -544,6 +544,22 @@ fn skip_value(b: &[u8], i: usize) -> usize {
             j
         }
     }
+}
+
+
+/// The bytes of the regular file `path`. Opened non-blocking: a FIFO in
+/// a manifest's place (a project's, listed even when untrusted) must not
+/// hang the host.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -251,6 +251,24 @@ fn install_masks_modes_with_0755_and_refuses_fifos_leaving_nothing() {
 }
 
 #[test]
+fn install_under_umask_000_leaves_no_folder_others_can_write_on_the_way_to_what_runs() {
+    // The exec lives in target/, which is not copied but for that file: its
+    // folders are made by install itself, not copied with their modes.
+    let t = TempDir::new("sec-install-umask");
+    let home = t.path().join("home");
+    let src = common::write_manifest(t.path(), "rs", json!({"name": "rs", "exec": "./target/release/rs"}));
+    fs::create_dir_all(src.join("target/release")).expect("mkdir");
+    write_exec(&src.join("target/release/rs"), "#!/bin/sh\nexit 0\n");
+    let o = zot_umask("000", t.path(), &home, &["ext", "install", s(&src)], Stdio::null());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dest = home.join("extensions/rs");
+    assert_eq!(mode(&dest.join("target/release/rs")), 0o755);
+    for dir in [dest.clone(), dest.join("target"), dest.join("target/release")] {
+        assert_eq!(mode(&dir) & 0o022, 0, "{} is mode {:o}", dir.display(), mode(&dir));
+    }
+}
+
+#[test]
 fn doctor_flags_installed_files_others_can_write_or_own() {
     let t = TempDir::new("sec-doctor");
     let home = t.path().join("home");

@@ -5,6 +5,8 @@
 //! test has its own `ZOT_HOME` and project.
 
 mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
 
 use common::{write_manifest, TempDir};
 use serde_json::{json, Value};
@@ -175,6 +177,137 @@ fn a_new_extension_folder_or_mcp_json_after_trust_asks_again() {
 }
 
 #[test]
+fn editing_what_a_project_mcp_server_runs_asks_again() {
+    let w = World::new("fp-mcp-run");
+    let zot = w.proj().join(".zot");
+    fs::write(zot.join("srv.py"), "import helper\n").expect("write");
+    fs::write(zot.join("helper.py"), "pass\n").expect("write");
+    let outside = w.t.path().join("outside.py");
+    fs::write(&outside, "pass\n").expect("write");
+    let config = json!({"mcpServers": {
+        "s": {"command": "python3", "args": ["srv.py"]},
+        "o": {"command": "python3", "args": [s(&outside)]},
+        "x": {"command": "./bin/run.sh"}
+    }});
+    fs::write(zot.join("mcp.json"), config.to_string()).expect("write");
+    fs::create_dir_all(zot.join("bin")).expect("mkdir");
+    write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
+    let r = w.trust();
+    assert!(r.stdout.contains("3 project extension(s): o, s, x"), "servers not named: {}", r.stdout);
+    assert_eq!(w.state(), "trusted");
+    fs::write(zot.join("srv.py"), "import helper\nimport os\n").expect("write");
+    w.assert_asks_again("the script of a server");
+    fs::write(zot.join("helper.py"), "import os\n").expect("write");
+    w.assert_asks_again("a helper module beside the script");
+    fs::write(&outside, "import os\n").expect("write");
+    w.assert_asks_again("a server's script outside the project");
+    write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\necho x\n");
+    w.assert_asks_again("a server's command");
+}
+
+#[test]
+fn a_module_an_extension_loads_from_beside_its_folder_asks_again() {
+    // node looks for node_modules in every folder above the script, .zot's
+    // own among them.
+    let w = World::new("fp-beside");
+    let d = write_manifest(&w.exts(), "js", json!({"name": "js", "exec": "node", "args": ["main.js"]}));
+    fs::write(d.join("main.js"), "require('helper');\n").expect("write");
+    let helper = w.proj().join(".zot/node_modules/helper");
+    fs::create_dir_all(&helper).expect("mkdir");
+    fs::write(helper.join("index.js"), "module.exports = 1;\n").expect("write");
+    w.trust();
+    assert_eq!(w.state(), "trusted");
+    fs::write(helper.join("index.js"), "require('fs');\n").expect("write");
+    w.assert_asks_again("a module in .zot/node_modules");
+    fs::write(w.proj().join(".zot/lib.js"), "").expect("write");
+    w.assert_asks_again("a new file in .zot");
+    // Beside the extension folders: a loose file and a hidden folder
+    // (require('../common.js'), require('../.shared/x.js')).
+    fs::write(w.exts().join("common.js"), "").expect("write");
+    w.assert_asks_again("a file in .zot/extensions");
+    fs::create_dir_all(w.exts().join(".shared")).expect("mkdir");
+    fs::write(w.exts().join(".shared/x.js"), "").expect("write");
+    w.assert_asks_again("a hidden folder in .zot/extensions");
+    fs::write(w.exts().join(".shared/x.js"), "require('fs');\n").expect("write");
+    w.assert_asks_again("a file in a hidden folder in .zot/extensions");
+}
+
+/// A project extension that says hello and waits for its shutdown.
+const WAITER: &str = r#"#!/bin/sh
+printf '{"type":"hello","name":"w","version":"1","capabilities":["tools"]}\n'
+IFS= read -r _ack
+printf '{"type":"ready"}\n'
+while IFS= read -r line; do case $line in *shutdown*) printf '{"type":"shutdown_ack"}\n'; exit 0;; esac; done
+"#;
+
+#[test]
+fn a_project_extension_changed_while_running_is_not_started_again() {
+    let w = World::new("fp-restart");
+    let d = write_manifest(&w.exts(), "w", json!({"name": "w", "exec": "./run.sh", "restart": "on-failure"}));
+    write_exec(&d.join("run.sh"), WAITER);
+    w.trust();
+    let mut args = zot_proc::strings(&["serve", "--cwd", s(&w.proj())]);
+    args.extend(zot_proc::strings(&zot_proc::FAST));
+    let home = w.home();
+    let mut z = zot_proc::Zot::spawn(w.t.path(), &args, &[("ZOT_HOME", s(&home))]);
+    z.wait_line("w ready", |l| l.contains(r#""type":"extension_ready""#) && l.contains(r#""extension":"w""#));
+    z.send(r#"{"type":"list","id":1}"#);
+    let list = z.wait_line("list", |l| l.contains(r#""id":1"#));
+    let v: Value = serde_json::from_str(&list).expect("json");
+    let pid = v["result"]["extensions"][0]["pid"].as_i64().unwrap_or_else(|| panic!("no pid: {list}"));
+    // What it runs changes after zot trust, then it crashes.
+    let marker = w.t.path().join("ran-after-edit");
+    write_exec(&d.join("run.sh"), &format!("#!/bin/sh\ntouch '{}'\n{}", s(&marker), &WAITER["#!/bin/sh\n".len()..]));
+    // SAFETY: kill has no memory effects.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0, "kill");
+    let err = z.wait_line("the restart refused", |l| l.contains(r#""type":"extension_error""#));
+    assert!(err.contains("has changed since it was trusted"), "{err}");
+    // Asked for by name: refused the same way.
+    z.send(r#"{"type":"restart","id":2,"name":"w"}"#);
+    let r = z.wait_line("restart answer", |l| l.contains(r#""id":2"#));
+    assert!(r.contains(r#""ok":false"#) && r.contains("has changed since it was trusted"), "{r}");
+    assert!(!marker.exists(), "the changed script ran without a new zot trust");
+    // Trusted anew, it starts again.
+    w.trust();
+    z.send(r#"{"type":"restart","id":3,"name":"w"}"#);
+    let r = z.wait_line("restart answer", |l| l.contains(r#""id":3"#));
+    assert!(r.contains(r#""ok":true"#), "{r}");
+    assert!(marker.exists(), "not started after zot trust");
+}
+
+#[test]
+fn a_fifo_as_the_project_mcp_json_or_a_manifest_hangs_nothing() {
+    let w = World::new("fp-fifo-mcp");
+    fs::create_dir_all(w.exts().join("a")).expect("mkdir");
+    for fifo in [w.proj().join(".zot/mcp.json"), w.exts().join("a/extension.json")] {
+        let c = std::ffi::CString::new(s(&fifo)).expect("cstring");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    }
+    for args in [&["ext", "list"][..], &["trust"], &["serve", "--trust-project"]] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(w.proj())
+            .env("ZOT_HOME", w.home())
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run zot");
+        let exited = common::wait_until(Duration::from_secs(30), || child.try_wait().is_ok_and(|s| s.is_some()));
+        if !exited {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().expect("wait");
+        assert!(exited, "zot {args:?} hung on a FIFO");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let refused = text.matches("not a regular file").count();
+        assert!(args[0] == "trust" || refused == 2, "zot {args:?}: {text}");
+    }
+}
+
+#[test]
 fn disable_and_enable_keep_trust() {
     let w = World::new("fp-enable");
     for n in ["a", "b"] {
@@ -202,7 +335,7 @@ fn a_record_of_an_older_fingerprint_format_asks_again() {
     w.trust();
     let path = w.home().join("trust.json");
     let current: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
-    assert_eq!(current["projects"][0]["fingerprint_version"], 2, "{current}");
+    assert_eq!(current["projects"][0]["fingerprint_version"], 3, "{current}");
     // The same fingerprint, recorded as format 1 (file and record): never trusted.
     let mut old = current.clone();
     old["version"] = json!(1);

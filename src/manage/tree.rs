@@ -104,7 +104,9 @@ fn copy_needed(src: &Path, dst: &Path, rel: &str) -> Res {
         return Ok(());
     }
     if let Some(parent) = dp.parent() {
-        fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", show(parent)))?;
+        // 0700, not the umask's: a folder others could write to would let
+        // them swap the file the manifest runs.
+        crate::home::create_private_dir(parent).map_err(|e| format!("cannot create {}: {e}", show(parent)))?;
     }
     copy_file(&sp, &dp)
 }

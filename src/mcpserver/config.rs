@@ -160,11 +160,23 @@ pub struct ConfigFile {
 /// Reads `path`: `Ok(None)` when it does not exist, `Err` when it cannot be
 /// read or is not a configuration file.
 pub fn read_file(path: &Path) -> Result<Option<ConfigFile>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO put where the file belongs (a project's
+    // .zot/mcp.json) must not hang every start in that folder.
+    let opened = std::fs::File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path);
+    let mut f = match opened {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read: {e}")),
     };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("cannot read: not a regular file".to_string());
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = f.read_to_end(&mut bytes) {
+        return Err(format!("cannot read: {e}"));
+    }
     parse(&bytes, path).map(Some)
 }
 

@@ -19,7 +19,13 @@
 //! - then its `exec` and each argument that names an existing file, by
 //!   canonical path and content, wherever they resolve, except a bare
 //!   `exec` found on `$PATH` outside the project (the system's `python3`:
-//!   only its name counts).
+//!   only its name counts);
+//! - then every other entry under `.zot`, walked the same way (what an
+//!   extension or server loads from beside its folder: `.zot/node_modules`,
+//!   hidden folders and loose files in `.zot/extensions`, a server's helper
+//!   modules), and, for each server of `.zot/mcp.json`,
+//!   its command and arguments as an extension's `exec` and `args`
+//!   (resolved against the server's folder).
 //!
 //! A folder or link that resolves outside the project is named in
 //! [`Print::outside`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
@@ -45,7 +51,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Most entries (files, folders, links) one fingerprint covers.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Most bytes of content one fingerprint covers.
@@ -69,8 +75,10 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     let mut w = Walk::new(project, &counts, cache.segment(b""));
     w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
     let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    let mut zot_dir: Option<PathBuf> = None;
     if let Some(zot) = w.top(".zot", &project.join(".zot"))? {
         w.top(".zot/mcp.json", &zot.join("mcp.json"))?;
+        zot_dir = Some(zot.clone());
         if let Some(exts) = w.top(".zot/extensions", &zot.join("extensions"))? {
             for name in w.folders(&exts)? {
                 let rel = format!(".zot/extensions/{}", name.to_string_lossy());
@@ -109,6 +117,10 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
         let (digest, seg) = r?;
         w.feed("extension", &digest);
         segments.push(seg);
+    }
+    if let Some(zot) = zot_dir {
+        let walked: Vec<PathBuf> = jobs.iter().map(|(_, path, _)| path.clone()).collect();
+        w.rest(&zot, walked)?;
     }
     let (digest, seg, outside) = w.digest();
     segments.insert(0, seg);
@@ -154,6 +166,8 @@ struct Walk<'a, 'c> {
     walked: HashSet<PathBuf>,
     /// The canonical folder of the extension being walked.
     root: PathBuf,
+    /// Folders the walk leaves out (walked on their own already).
+    skip: Vec<PathBuf>,
 }
 
 fn read_err(p: &Path, e: io::Error) -> String {
@@ -171,6 +185,7 @@ impl<'a, 'c> Walk<'a, 'c> {
             outside: Vec::new(),
             walked: HashSet::new(),
             root: PathBuf::new(),
+            skip: Vec::new(),
         }
     }
 
@@ -344,7 +359,7 @@ impl<'a, 'c> Walk<'a, 'c> {
         for e in rd {
             let e = e.map_err(|e| read_err(dir, e))?;
             let name = e.file_name();
-            if top && name == ".git" {
+            if (top && name == ".git") || self.skip.iter().any(|s| e.path() == *s) {
                 continue;
             }
             let meta = e.metadata().map_err(|err| read_err(&e.path(), err))?;
@@ -417,6 +432,31 @@ impl<'a, 'c> Walk<'a, 'c> {
                 Ok(real) if !arg.is_empty() && real.is_file() => self.resolved(&tag, &real)?,
                 _ => self.feed(&tag, b""),
             }
+        }
+        Ok(())
+    }
+
+    /// Everything else under `.zot` (the extension folders, `walked`, were
+    /// walked on their own): what an extension or server loads from beside
+    /// its own folder (`.zot/node_modules`, a hidden folder or a loose file
+    /// in `.zot/extensions`, a server's helper modules); then what
+    /// the servers of `.zot/mcp.json` run, each one's command and arguments
+    /// as an extension's `exec` and `args`.
+    fn rest(&mut self, zot: &Path, walked: Vec<PathBuf>) -> Result<(), String> {
+        self.root = fs::canonicalize(zot).map_err(|e| read_err(zot, e))?;
+        self.skip = walked;
+        self.tree(zot, ".zot", false)?;
+        self.skip.clear();
+        let file = zot.join("mcp.json");
+        if !fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        let Ok(Some(config)) = crate::mcpserver::config::read_file(&file) else {
+            return Ok(());
+        };
+        for spec in &config.servers {
+            self.feed("server", spec.name.as_bytes());
+            self.runs(&spec.manifest())?;
         }
         Ok(())
     }

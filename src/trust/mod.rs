@@ -295,6 +295,9 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
                 crate::discovery::Source::Project,
             )
             .into_iter()
+            // Its MCP servers run too: a project with only those is not one
+            // with nothing to run.
+            .chain(crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false))
             .map(|r| match r {
                 Ok(f) => f.manifest.name,
                 Err(b) => b.label(),

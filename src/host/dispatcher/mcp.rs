@@ -139,6 +139,9 @@ impl Dispatcher {
         ext.life = Life::Spawned;
         ext.proc = None;
         ext.error = None;
+        if let Some(why) = self.untrusted_since(slot) {
+            return self.fail(slot, why);
+        }
         self.start_ext(slot);
     }
 

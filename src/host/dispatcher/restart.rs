@@ -129,7 +129,32 @@ impl Dispatcher {
         ext.capabilities.clear();
         ext.panels.clear();
         ext.error = None;
+        if let Some(why) = self.untrusted_since(slot) {
+            return self.fail(slot, why);
+        }
         self.start_ext(slot);
+    }
+
+    /// Why a project extension (or server) in `slot` must not be started
+    /// again: its project no longer matches what `zot trust` recorded
+    /// (PROTOCOL.md §7.3), so its files changed since this run loaded it.
+    /// `None` for others, and with `--trust-project`.
+    pub(super) fn untrusted_since(&self, slot: usize) -> Option<String> {
+        use crate::trust::Status;
+        if !matches!(self.exts[slot].found.source, crate::discovery::Source::Project) || self.cfg.trust_project {
+            return None;
+        }
+        let dir = self.cfg.cwd.display();
+        match crate::trust::status(&self.cfg.home, &self.cfg.cwd) {
+            Status::Trusted => None,
+            Status::Unreadable => Some(format!(
+                "not started again: trust cannot be checked: {}",
+                crate::trust::file_problem(&self.cfg.home).unwrap_or_default()
+            )),
+            _ => Some(format!(
+                "not started again: the project {dir} has changed since it was trusted (zot trust {dir} allows it again)"
+            )),
+        }
     }
 
     /// A `restart` request could not be carried out: its waiters and the
