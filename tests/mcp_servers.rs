@@ -292,6 +292,8 @@ fn a_call_past_its_request_timeout_is_cancelled_at_the_server() {
     s.note("ready");
     let r = s.req("tool", json!({"name": "mcp__fx__slow", "args": {"secs": 30}}));
     assert_eq!(r["error"]["code"], "timeout", "{r}");
+    // The message names the server's deadline, not the host's tool timeout.
+    assert!(r["error"]["message"].as_str().unwrap_or("").ends_with("within 500ms"), "{r}");
     let log = s.wait_log("fx", "fixture: cancelled");
     assert!(log.contains("notifications/cancelled"), "{log}");
     // Still serving.

@@ -190,7 +190,7 @@ impl Dispatcher {
         let extension = ext.name().to_string();
         let (what, after) = match &req {
             Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),
-            Request::ToolCall(c) => (format!("tool {}", c.name), self.cfg.timeouts.tool),
+            Request::ToolCall(c) => (format!("tool {}", c.name), super::mcp::tool_timeout(ext, self.cfg.timeouts.tool)),
             _ => ("request".into(), self.cfg.timeouts.tool),
         };
         ext.log(&format!("{what} timed out waiting for the restart"));

@@ -93,12 +93,13 @@ impl Dispatcher {
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
             CallKind::Tool(ToolStage { name, done, .. }) => {
-                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(t.tool)));
+                let tool = super::mcp::tool_timeout(ext, t.tool);
+                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(tool)));
                 if ext.can("tool_cancel") {
                     let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
                 }
                 let what = format!("tool {name}");
-                respond(done, Err(HostError::Timeout { extension, what, after: t.tool }));
+                respond(done, Err(HostError::Timeout { extension, what, after: tool }));
             }
             CallKind::Intercept { chain } => {
                 let why = format!("timed out after {}", fmt_duration(t.intercept));
