@@ -119,7 +119,8 @@ impl Dispatcher {
                 if !restart_asked {
                     self.registry.release(slot);
                 }
-                self.lose(slot, self.stop_detail());
+                let why = if restart_asked { "stopped for restart" } else { self.stop_detail() };
+                self.lose(slot, why);
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
                 if restart_asked {
                     return self.start_again(slot);
