@@ -638,6 +638,20 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
 }
 
 #[test]
+fn doctor_flags_a_server_tool_refused_for_its_schema() {
+    // PROTOCOL.md §8.3: doctor checks a server's schemas as an extension's;
+    // a tool refused at registration is not listed, so the log says which.
+    let t = TempDir::new("mcp-doctor-schema");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--bad-schema"], json!({}))}));
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let f: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "mcp_schema").collect();
+    assert_eq!(f.len(), 1, "{report}");
+    assert!(f[0]["message"].as_str().unwrap().contains("mcp__fx__shapeless"), "{}", f[0]);
+    assert_eq!(f[0]["extension"], "fx", "{}", f[0]);
+}
+
+#[test]
 fn the_console_lists_servers_and_shows_progress_as_status_lines() {
     let t = TempDir::new("mcp-console");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({}))}));
