@@ -332,10 +332,14 @@ fn handshake_failures_fail_that_server_only() {
             "web": {"url": "https://example.com/mcp"},
             "sse": {"transport": "sse", "command": "x"},
             "ok": fx(&[], json!({})),
+            "gone": {"command": "python3", "args": ["-c", "import sys; sys.exit(4)"], "restart": "never"},
         }),
     );
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
+    // A server is named by what it failed to do: answer initialize.
+    let gone = s.wait_state("gone", "failed");
+    assert!(gone["error"].as_str().unwrap_or("").starts_with("exited before answering initialize (exit code 4)"), "{gone}");
     let mute = s.wait_state("mute", "failed");
     assert_eq!(mute["error"], "no answer to initialize within 500ms (connectTimeout)", "{mute}");
     let old = s.wait_state("old", "failed");
