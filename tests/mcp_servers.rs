@@ -531,6 +531,24 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
 }
 
 #[test]
+fn restarting_an_idle_server_is_announced_as_a_restart() {
+    // PROTOCOL.md §4 `restart` of a server that sleeps: its tools were
+    // offered all along, so its return is a restart, not a new listing.
+    let t = TempDir::new("mcp-idle-restart");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({"idleTimeout": 0.5}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("fx", "idle");
+    let r = s.ok("restart", json!({"name": "fx"}));
+    assert_eq!(r["extension"], "fx", "{r}");
+    let n = s.note("tools_changed");
+    assert_eq!(n["reason"], "restarted", "{n}");
+    assert!(n["tools"].as_array().is_some_and(|a| a.contains(&json!("mcp__fx__echo"))), "{n}");
+    assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 2}))), r#"{"w": 2}"#);
+    s.shutdown();
+}
+
+#[test]
 fn tool_names_are_sanitised_bounded_and_duplicates_shadowed() {
     let t = TempDir::new("mcp-dupes");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--dupes"], json!({}))}));

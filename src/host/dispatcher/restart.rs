@@ -107,7 +107,9 @@ impl Dispatcher {
             return; // a restart asked for already is under way
         }
         ext.log("restart asked for");
-        if ext.life.running() {
+        // An idle server's tools are still offered: they are held as a
+        // running one's are, and its return is announced as a restart.
+        if ext.life.running() || ext.life == Life::Idle {
             self.hold_names(slot);
         }
         let ext = &self.exts[slot];
