@@ -627,6 +627,15 @@ fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpe
             format!("check \"enabledTools\" and \"disabledTools\" in {file}, and the server's own options"),
         ));
     }
+    // A tool refused at registration is not listed: the log line says which.
+    for line in e.log_lines.iter().filter(|l| l.starts_with("refused tool ")) {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_schema",
+            format!("the host logged: {line}"),
+            "fix the tool's inputSchema in the server: the tool is not offered until it is a JSON object",
+        ));
+    }
     for t in listing.tools.iter().filter(|t| t.extension == e.name) {
         let ok = t.schema.get("type").and_then(serde_json::Value::as_str) == Some("object");
         if !ok {

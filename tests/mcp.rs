@@ -671,6 +671,27 @@ fn sdk_cancel() {
 }
 
 #[test]
+fn raw_an_interactive_tool_is_refused_before_any_interceptor_or_event_sees_it() {
+    // PROTOCOL.md §6.2: zot mcp has no interactive support; the refusal
+    // comes before the chain and the events, so a watcher sees no trace of
+    // the call: no tool_call intercept or event, and no tool_result event.
+    let t = TempDir::new("mcp-interactive-refusal");
+    let rich = py_ext(t.path(), "rich", "rich", &["--rich-tools"]);
+    let watch = py_ext(t.path(), "watch", "watch", &["--tools", "events", "--events", "tool_call,tool_result", "--intercepts", "tool_call"]);
+    let mut z = spawn(t.path(), &[rich.display().to_string(), watch.display().to_string()], &[]);
+    initialize(&mut z);
+    let r = rpc(&mut z, json!(1), "tools/call", json!({"name": "asks", "arguments": {}}));
+    assert_eq!(r["result"]["content"][0]["text"], "interactive extension tools require an interactive host", "{r}");
+    // A call after it: its own events are seen, so the watcher is listening.
+    let r = rpc(&mut z, json!(2), "tools/call", json!({"name": "events", "arguments": {}}));
+    let seen: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap_or("")).unwrap_or_default();
+    let seen = seen.as_array().cloned().unwrap_or_else(|| panic!("no events list: {r}"));
+    assert!(seen.iter().any(|e| e["tool_name"] == "events"), "{seen:?}");
+    assert!(!seen.iter().any(|e| e["tool_name"] == "asks"), "the refused call was seen: {seen:?}");
+    finish(&mut z);
+}
+
+#[test]
 fn raw_the_current_revisions_tools_and_prompts() {
     // PROTOCOL.md §6 through zot mcp: outputSchema and structuredContent,
     // deferred tools hidden until activated (then list_changed), interactive

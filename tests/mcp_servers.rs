@@ -292,7 +292,8 @@ fn a_call_past_its_request_timeout_is_cancelled_at_the_server() {
     s.note("ready");
     let r = s.req("tool", json!({"name": "mcp__fx__slow", "args": {"secs": 30}}));
     assert_eq!(r["error"]["code"], "timeout", "{r}");
-    assert!(r["error"]["message"].as_str().unwrap_or("").contains("500ms"), "the server's requestTimeout is named: {r}");
+    // The message names the server's deadline, not the host's tool timeout.
+    assert!(r["error"]["message"].as_str().unwrap_or("").ends_with("within 500ms"), "{r}");
     let log = s.wait_log("fx", "fixture: cancelled");
     assert!(log.contains("notifications/cancelled"), "{log}");
     // Still serving.
@@ -331,10 +332,14 @@ fn handshake_failures_fail_that_server_only() {
             "web": {"url": "https://example.com/mcp"},
             "sse": {"transport": "sse", "command": "x"},
             "ok": fx(&[], json!({})),
+            "gone": {"command": "python3", "args": ["-c", "import sys; sys.exit(4)"], "restart": "never"},
         }),
     );
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
+    // A server is named by what it failed to do: answer initialize.
+    let gone = s.wait_state("gone", "failed");
+    assert!(gone["error"].as_str().unwrap_or("").starts_with("exited before answering initialize (exit code 4)"), "{gone}");
     let mute = s.wait_state("mute", "failed");
     assert_eq!(mute["error"], "no answer to initialize within 500ms (connectTimeout)", "{mute}");
     let old = s.wait_state("old", "failed");
@@ -529,6 +534,24 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
 }
 
 #[test]
+fn restarting_an_idle_server_is_announced_as_a_restart() {
+    // PROTOCOL.md §4 `restart` of a server that sleeps: its tools were
+    // offered all along, so its return is a restart, not a new listing.
+    let t = TempDir::new("mcp-idle-restart");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({"idleTimeout": 0.5}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("fx", "idle");
+    let r = s.ok("restart", json!({"name": "fx"}));
+    assert_eq!(r["extension"], "fx", "{r}");
+    let n = s.note("tools_changed");
+    assert_eq!(n["reason"], "restarted", "{n}");
+    assert!(n["tools"].as_array().is_some_and(|a| a.contains(&json!("mcp__fx__echo"))), "{n}");
+    assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 2}))), r#"{"w": 2}"#);
+    s.shutdown();
+}
+
+#[test]
 fn tool_names_are_sanitised_bounded_and_duplicates_shadowed() {
     let t = TempDir::new("mcp-dupes");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--dupes"], json!({}))}));
@@ -637,6 +660,20 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
     assert!(mute["hint"].as_str().unwrap().contains("connectTimeout") && mute["hint"].as_str().unwrap().contains("mcp_server.py --never-init"), "{mute}");
     let web = f.iter().find(|f| f["extension"] == "web").unwrap();
     assert!(web["message"].as_str().unwrap().contains("not supported (stdio only)"), "{web}");
+}
+
+#[test]
+fn doctor_flags_a_server_tool_refused_for_its_schema() {
+    // PROTOCOL.md §8.3: doctor checks a server's schemas as an extension's;
+    // a tool refused at registration is not listed, so the log says which.
+    let t = TempDir::new("mcp-doctor-schema");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--bad-schema"], json!({}))}));
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let f: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "mcp_schema").collect();
+    assert_eq!(f.len(), 1, "{report}");
+    assert!(f[0]["message"].as_str().unwrap().contains("mcp__fx__shapeless"), "{}", f[0]);
+    assert_eq!(f[0]["extension"], "fx", "{}", f[0]);
 }
 
 #[test]

@@ -471,14 +471,20 @@ fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
 fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
     // PROTOCOL.md §4 `restart`.
     let t = TempDir::new("calls-restart-request");
-    let a = ext(&t, "a", json!({"tools": ["echo"]}));
+    let a = ext(&t, "a", json!({"tools": ["echo", "hold"]}));
     let b = ext(&t, "b", json!({"tools": ["other"]}));
     let mut s = Serve::start(&t, &[a, b], &["--tool-timeout", "60"]);
     s.ready();
     let before = list_entry(&mut s, "a")["pid"].clone();
     let other_before = list_entry(&mut s, "b")["pid"].clone();
+    s.send(json!({"id": "held", "type": "tool", "name": "hold"}));
+    assert!(common::wait_until(WAIT, || seen(&t, "a").iter().any(|l| l == "tool_call hold")), "{:?}", seen(&t, "a"));
     s.send(json!({"id": "r", "type": "restart", "name": "a"}));
     s.send(json!({"id": "during", "type": "tool", "name": "echo"}));
+    // The call in flight to the old process fails, saying why.
+    let held = s.response("held");
+    assert_eq!(code(&held), "extension_exited", "{held}");
+    assert!(held["error"]["message"].as_str().unwrap_or("").contains("stopped for restart"), "{held}");
     let r = s.response("r");
     assert_eq!(r["result"]["extension"], "a", "{r}");
     assert!(r["result"]["pid"].is_u64() && r["result"]["pid"] != before, "a new process: {r}");

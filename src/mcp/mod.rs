@@ -333,6 +333,9 @@ impl Server {
                 ev.insert("tool_args".into(), call.args.clone().unwrap_or_else(|| json!({})));
                 self.shared.start_tool(&key, &tool_id, || {
                     self.host.submit(Request::ToolCall(call), move |r: Result<Response, HostError>| {
+                        // Refused before any interceptor or event saw it
+                        // (PROTOCOL.md §6.2): no `tool_result` event either.
+                        let refused = matches!(&r, Ok(Response::Tool(t)) if t.refused);
                         let (status, executed, result) = match &r {
                             Ok(Response::Tool(t)) if t.blocked.is_some() => ("blocked", false, json!({"content": t.content, "is_error": true})),
                             Ok(Response::Tool(t)) => (if t.is_error { "failed" } else { "completed" }, true, json!({"content": t.content, "is_error": t.is_error})),
@@ -360,6 +363,9 @@ impl Server {
                         ev.insert("status".into(), json!(status));
                         ev.insert("executed".into(), json!(executed));
                         ev.insert("result".into(), result);
+                        if refused {
+                            return;
+                        }
                         if let Some(h) = host.upgrade() {
                             h.submit(Request::Event { event: "tool_result".into(), payload: ev }, |_| {});
                         }

@@ -63,7 +63,10 @@ impl Dispatcher {
         ext.log("stdout closed while the process runs on");
         let id = ext.id;
         match ext.life {
-            Life::Spawned => return self.fail(slot, "closed its stdout before saying hello".into()),
+            Life::Spawned => {
+                let why = format!("closed its stdout before {}", handshake_of(ext));
+                return self.fail(slot, why);
+            }
             Life::Registering => return self.fail(slot, "closed its stdout during start-up".into()),
             _ => {}
         }
@@ -119,7 +122,8 @@ impl Dispatcher {
                 if !restart_asked {
                     self.registry.release(slot);
                 }
-                self.lose(slot, self.stop_detail());
+                let why = if restart_asked { "stopped for restart" } else { self.stop_detail() };
+                self.lose(slot, why);
                 self.exts[slot].life = if failed { Life::Failed } else { Life::Stopped };
                 if restart_asked {
                     return self.start_again(slot);
@@ -139,7 +143,10 @@ impl Dispatcher {
                 }
             }
             Life::Failed | Life::Stopped | Life::Restarting | Life::CrashLoop | Life::Idle => ext.log(&format!("exited ({how})")),
-            Life::Spawned => self.fail(slot, format!("exited before saying hello ({how})")),
+            Life::Spawned => {
+                let why = format!("exited before {} ({how})", handshake_of(ext));
+                self.fail(slot, why)
+            }
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {
                 ext.log(&format!("exited ({how})"));
@@ -193,4 +200,10 @@ impl Dispatcher {
             self.emit(HostEvent::ToolsChanged { extension: ext.name().to_string(), reason: "exited".into(), tools });
         }
     }
+}
+
+/// What an extension in [`Life::Spawned`] has yet to do: a server answers
+/// `initialize` (PROTOCOL.md §8.2), an extension says `hello`.
+fn handshake_of(ext: &super::Ext) -> &'static str {
+    if ext.found.mcp.is_some() { "answering initialize" } else { "saying hello" }
 }

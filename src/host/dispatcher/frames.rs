@@ -385,6 +385,7 @@ impl Dispatcher {
                 structured_content: r.structured_content,
                 activate_tools: activated.clone(),
                 blocked: None,
+                refused: false,
             };
             respond(done, Ok(Response::Tool(reply)));
             // The answer first, then what it changed.

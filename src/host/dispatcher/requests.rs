@@ -290,7 +290,7 @@ impl Dispatcher {
         }
         let text = "interactive extension tools require an interactive host";
         let content = vec![serde_json::json!({"type": "text", "text": text})];
-        Some(ToolReply { extension: ext.name().to_string(), content, is_error: true, ..Default::default() })
+        Some(ToolReply { extension: ext.name().to_string(), content, is_error: true, refused: true, ..Default::default() })
     }
 
     /// The payload of an `event` or `event_intercept` frame with its

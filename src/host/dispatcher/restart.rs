@@ -107,7 +107,9 @@ impl Dispatcher {
             return; // a restart asked for already is under way
         }
         ext.log("restart asked for");
-        if ext.life.running() {
+        // An idle server's tools are still offered: they are held as a
+        // running one's are, and its return is announced as a restart.
+        if ext.life.running() || ext.life == Life::Idle {
             self.hold_names(slot);
         }
         let ext = &self.exts[slot];
@@ -215,7 +217,7 @@ impl Dispatcher {
         let extension = ext.name().to_string();
         let (what, after) = match &req {
             Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),
-            Request::ToolCall(c) => (format!("tool {}", c.name), self.cfg.timeouts.tool),
+            Request::ToolCall(c) => (format!("tool {}", c.name), super::mcp::tool_timeout(ext, self.cfg.timeouts.tool)),
             _ => ("request".into(), self.cfg.timeouts.tool),
         };
         ext.log(&format!("{what} timed out waiting for the restart"));

@@ -93,14 +93,13 @@ impl Dispatcher {
                 respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
             }
             CallKind::Tool(ToolStage { name, done, .. }) => {
-                // An MCP server's own `requestTimeout` (PROTOCOL.md §8.1).
-                let after = super::mcp::tool_timeout(ext, t.tool);
-                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(after)));
+                let tool = super::mcp::tool_timeout(ext, t.tool);
+                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(tool)));
                 if ext.can("tool_cancel") {
                     let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
                 }
                 let what = format!("tool {name}");
-                respond(done, Err(HostError::Timeout { extension, what, after }));
+                respond(done, Err(HostError::Timeout { extension, what, after: tool }));
             }
             CallKind::Intercept { chain } => {
                 let why = format!("timed out after {}", fmt_duration(t.intercept));

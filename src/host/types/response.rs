@@ -164,6 +164,10 @@ pub struct ToolReply {
     /// chain blocked: the reason. The tool did not run.
     #[serde(skip)]
     pub blocked: Option<String>,
+    /// A call refused before anything saw it (an interactive tool on a host
+    /// without interactive support): no event is sent for it.
+    #[serde(skip)]
+    pub refused: bool,
 }
 
 /// The verdict of an intercept chain.
