@@ -8,7 +8,7 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{fixture, write_manifest, TempDir};
+use common::{fixture, write_manifest, Out, TempDir};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,30 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `zot args...` in `cwd` with exactly the given zot-related variables.
 fn zot(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(cwd)
-        .env_remove("ZOT_HOME")
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("LOCALAPPDATA")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run zot");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::run_zot(BIN, cwd, None, args, env)
 }
 
 fn s(p: &Path) -> &str {

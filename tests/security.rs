@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::TempDir;
+use common::{Out, TempDir};
 use serde_json::json;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -14,29 +14,9 @@ use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zot");
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `zot args...` in `cwd` with `ZOT_HOME=home` and the extra `env`.
 fn zot(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(cwd)
-        .env("ZOT_HOME", home)
-        .env_remove("XDG_STATE_HOME")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run zot");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::run_zot(BIN, cwd, Some(home), args, env)
 }
 
 fn s(p: &Path) -> &str {

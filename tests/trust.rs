@@ -8,7 +8,7 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{write_manifest, TempDir};
+use common::{write_manifest, Out, TempDir};
 use serde_json::{json, Value};
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -17,12 +17,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zot");
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// One test's world: `<t>/home` as `ZOT_HOME`, `<t>/proj` as the project.
 struct World {
@@ -45,19 +39,7 @@ impl World {
         self.proj().join(".zot/extensions")
     }
     fn zot(&self, args: &[&str]) -> Out {
-        let out = Command::new(BIN)
-            .args(args)
-            .current_dir(self.proj())
-            .env("ZOT_HOME", self.home())
-            .env_remove("XDG_STATE_HOME")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run zot");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        common::run_zot(BIN, &self.proj(), Some(&self.home()), args, &[])
     }
     fn trust(&self) -> Out {
         let r = self.zot(&["trust"]);

@@ -255,3 +255,31 @@ pub fn proc_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit(')').next()?.split_whitespace().nth(19)?.parse().ok()
 }
+
+/// What a finished `zot` process left: its exit code and its output.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the `zot` binary `bin` with `args` in `cwd`, stdin closed, with no
+/// `XDG_STATE_HOME`, `ZOT_HOME` set to `home` (or removed when `None`), and
+/// the extra `env`, and waits for it.
+pub fn run_zot(bin: &str, cwd: &Path, home: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = std::process::Command::new(bin);
+    c.args(args).current_dir(cwd).env_remove("XDG_STATE_HOME").stdin(std::process::Stdio::null());
+    match home {
+        Some(h) => c.env("ZOT_HOME", h),
+        None => c.env_remove("ZOT_HOME").env_remove("LOCALAPPDATA"),
+    };
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run zot");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
