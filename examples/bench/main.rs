@@ -830,20 +830,10 @@ struct Mem {
     rows: Vec<(usize, u64, u64, u64, f64)>,
 }
 
-/// Runs `zot serve` with `dirs`, waits for `ready`, reads its memory, stops it.
-fn serve_memory(env: &Env, dirs: &[PathBuf]) -> Res<(u64, u64, u64, f64)> {
-    let mut cmd = Command::new(&env.zot);
-    cmd.arg("serve").arg("--no-ext").arg("--cwd").arg(&env.tmp);
-    for d in dirs {
-        cmd.arg("--ext").arg(d);
-    }
-    let started = Instant::now();
-    let mut child = cmd
-        .env("ZOT_HOME", &env.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+/// Starts `cmd` (a `zot serve`) in the bench's home and reads its output
+/// up to the `ready` notification.
+fn serve_until_ready(mut cmd: Command, env: &Env) -> Res<(std::process::Child, BufReader<std::process::ChildStdout>)> {
+    let mut child = cmd.env("ZOT_HOME", &env.home).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
     let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let mut line = String::new();
     loop {
@@ -852,10 +842,22 @@ fn serve_memory(env: &Env, dirs: &[PathBuf]) -> Res<(u64, u64, u64, f64)> {
             return Err("zot serve ended before ready".into());
         }
         if line.starts_with(r#"{"type":"ready""#) {
-            break;
+            return Ok((child, out));
         }
     }
+}
+
+/// Runs `zot serve` with `dirs`, waits for `ready`, reads its memory, stops it.
+fn serve_memory(env: &Env, dirs: &[PathBuf]) -> Res<(u64, u64, u64, f64)> {
+    let mut cmd = Command::new(&env.zot);
+    cmd.arg("serve").arg("--no-ext").arg("--cwd").arg(&env.tmp);
+    for d in dirs {
+        cmd.arg("--ext").arg(d);
+    }
+    let started = Instant::now();
+    let (mut child, mut out) = serve_until_ready(cmd, env)?;
     let ready = us(started.elapsed());
+    let mut line = String::new();
     let status = fs::read_to_string(format!("/proc/{}/status", child.id()))?;
     let field = |k: &str| {
         status

@@ -170,27 +170,10 @@ fn by_hand(exe: &Path, n: usize) -> Res<Vec<Hand>> {
 /// `zot serve` with `args`: its VmHWM (KiB) once `ready`, and the RSS
 /// (KiB) of its first child.
 fn serve_hwm(env: &Env, args: &[&str]) -> Res<(u64, u64)> {
-    let mut child = Command::new(&env.zot)
-        .arg("serve")
-        .args(["--no-ext", "--cwd"])
-        .arg(&env.tmp)
-        .args(args)
-        .env("ZOT_HOME", &env.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut cmd = Command::new(&env.zot);
+    cmd.arg("serve").args(["--no-ext", "--cwd"]).arg(&env.tmp).args(args);
+    let (mut child, mut out) = super::serve_until_ready(cmd, env)?;
     let mut line = String::new();
-    loop {
-        line.clear();
-        if out.read_line(&mut line)? == 0 {
-            return Err("zot serve ended before ready".into());
-        }
-        if line.starts_with(r#"{"type":"ready""#) {
-            break;
-        }
-    }
     let field = |pid: u32, k: &str| {
         fs::read_to_string(format!("/proc/{pid}/status"))
             .unwrap_or_default()
