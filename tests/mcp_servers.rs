@@ -341,7 +341,8 @@ fn handshake_failures_fail_that_server_only() {
     let gone = s.wait_state("gone", "failed");
     assert!(gone["error"].as_str().unwrap_or("").starts_with("exited before answering initialize (exit code 4)"), "{gone}");
     let mute = s.wait_state("mute", "failed");
-    assert_eq!(mute["error"], "no answer to initialize within 500ms (connectTimeout)", "{mute}");
+    // What the server wrote on stderr may follow, as for any failed start.
+    assert!(mute["error"].as_str().unwrap_or("").starts_with("no answer to initialize within 500ms (connectTimeout)"), "{mute}");
     let old = s.wait_state("old", "failed");
     assert!(old["error"].as_str().unwrap().contains("\"1999-01-01\""), "the version is named: {old}");
     assert_eq!(s.ext("web")["error"], "transport streamable-http is not supported (stdio only)");
