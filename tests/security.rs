@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Out, TempDir};
+use common::{write_exec, Out, TempDir};
 use serde_json::json;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -21,11 +21,6 @@ fn zot(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-fn write_exec(p: &Path, text: &str) {
-    fs::write(p, text).expect("write");
-    fs::set_permissions(p, fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 // ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{write_manifest, Out, TempDir};
+use common::{write_exec, write_manifest, Out, TempDir};
 use serde_json::{json, Value};
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -68,11 +68,6 @@ impl World {
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-fn write_exec(p: &Path, text: &str) {
-    fs::write(p, text).expect("write");
-    fs::set_permissions(p, fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 #[test]

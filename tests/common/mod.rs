@@ -283,3 +283,10 @@ pub fn run_zot(bin: &str, cwd: &Path, home: Option<&Path>, args: &[&str], env: &
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// Writes an executable file (mode `0755`) at `p`.
+pub fn write_exec(p: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(p, text).expect("write");
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
