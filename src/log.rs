@@ -168,14 +168,20 @@ impl LogFile {
 
     /// The child keeps writing through its own append-mode descriptor,
     /// which continues at the new end; lines it writes between the copy and
-    /// the truncation are lost.
+    /// the truncation are lost. The copy is written beside `<path>.1` and
+    /// renamed over it, so `<path>.1` is always a whole earlier log.
     fn rotate_if_over(&self, max: u64) -> io::Result<bool> {
         if self.file.metadata()?.len() <= max {
             return Ok(false);
         }
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
-        std::fs::copy(&self.path, &old)?;
+        let mut partial = old.clone();
+        partial.push(".partial");
+        if let Err(e) = std::fs::copy(&self.path, &partial).and_then(|_| std::fs::rename(&partial, &old)) {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
         self.file.set_len(0)?;
         let note = format!("log rotated past {max} bytes; older lines are in {}", Path::new(&old).display());
         self.write(&format_line(&note));
