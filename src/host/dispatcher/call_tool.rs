@@ -6,7 +6,7 @@
 
 use super::{Call, Dispatcher, ExtId, Inbox, Origin, Timer, after, blocks, respond};
 use super::calls::{CallKind, ToolStage};
-use super::cancel::{Pick, Why};
+use super::ending::{Pick, Why};
 use crate::host::{CallKey, HostError, HostEvent, Responder, Response, ToolCall, ToolReply};
 use crate::protocol::{HostFrame, encode};
 use serde_json::Value;
@@ -157,11 +157,7 @@ impl Dispatcher {
     }
 
     pub(super) fn on_agent_call_timeout(&mut self, n: u64) {
-        let Some(id) = self.table.agent.iter().find(|(_, c)| c.n == n).map(|(id, _)| id.clone()) else { return };
-        let Some(c) = self.table.agent.remove(&id) else { return };
-        self.emit(HostEvent::CallToolCancel { call_id: id });
-        let after = self.cfg.timeouts.tool;
-        respond(c.done, Err(HostError::Timeout { extension: "the agent".into(), what: format!("tool {}", c.name), after }));
+        self.time_out(Pick::AgentCall(n));
     }
 
     fn answer_call_tool(&mut self, slot: usize, id: &str, name: &str, content: Vec<Value>, is_error: bool, structured: Option<Value>) {

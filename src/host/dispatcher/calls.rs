@@ -84,6 +84,11 @@ impl InFlight {
 
     /// The ids of the calls that `pred` picks.
     pub fn ids_where(&self, pred: impl Fn(&Call) -> bool) -> Vec<u64> {
-        self.calls.iter().filter(|(_, c)| pred(c)).map(|(id, _)| *id).collect()
+        self.ids_where_id(|_, c| pred(c))
+    }
+
+    /// The ids of the calls that `pred` picks, by id and call.
+    pub fn ids_where_id(&self, pred: impl Fn(u64, &Call) -> bool) -> Vec<u64> {
+        self.calls.iter().filter(|(id, c)| pred(**id, c)).map(|(id, _)| *id).collect()
     }
 }

@@ -4,34 +4,19 @@
 //! a grandchild holds stdout), and the notice before the failures it
 //! explains.
 
-use super::{CallKind, Dispatcher, EOF_GRACE, Life, Phase, Timer, after, respond};
-use super::calls::ToolStage;
+use super::{Dispatcher, EOF_GRACE, Life, Phase, Timer, after};
 use crate::child::{EXIT_GRACE, describe_status};
-use crate::host::{HostError, HostEvent};
+use crate::host::HostEvent;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 impl Dispatcher {
-    /// Fails every call in flight to the extension (its names are the
-    /// caller's to release or hold).
+    /// Fails every call in flight to the extension, and cancels the calls
+    /// it made (its names are the caller's to release or hold).
     pub(super) fn lose(&mut self, slot: usize, detail: &str) {
         let id = self.exts[slot].id;
         self.cancel_calls_of(id);
-        let extension = self.exts[slot].name().to_string();
-        for cid in self.table.sent.ids_where(|c| c.ext == id) {
-            let Some(call) = self.table.sent.remove(&cid) else { continue };
-            let err = || {
-                if self.phase == (Phase::Stopping { exit: true }) {
-                    HostError::ShuttingDown
-                } else {
-                    HostError::Exited { extension: extension.clone(), detail: detail.to_string() }
-                }
-            };
-            match call.kind {
-                CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => respond(done, Err(err())),
-                CallKind::Intercept { chain } => self.chain_failed(chain, slot, &format!("exited ({detail})")),
-            }
-        }
+        self.target_gone(slot, detail);
     }
 
     /// Stdout reached its end. An exit already seen ends the extension now;
@@ -180,9 +165,7 @@ impl Dispatcher {
     pub(super) fn give_up_names(&mut self, slot: usize) {
         self.registry.release(slot);
         self.exts[slot].restart_names = None;
-        for p in self.table.take_parked(slot) {
-            self.on_request(p.req, p.done);
-        }
+        self.route_parked(slot);
     }
 
     pub(super) fn emit_exited(&self, slot: usize, status: Option<ExitStatus>, restart_follows: bool) {

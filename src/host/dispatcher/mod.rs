@@ -16,7 +16,7 @@
 mod blocks;
 mod call_tool;
 mod calls;
-mod cancel;
+mod ending;
 mod chain;
 mod ends;
 mod ext;
@@ -141,7 +141,7 @@ enum Timer {
     /// Start an extension again (PROTOCOL.md §7.1).
     Restart(ExtId),
     /// A request waiting for a restart reaches its own timeout.
-    Parked(usize, u64),
+    Parked(u64),
     /// A call of an agent tool reaches the tool timeout.
     AgentCall(u64),
     /// An MCP server's `idleTimeout` may be over.

@@ -5,7 +5,7 @@
 
 use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, Waiter, after, blocks, chain, respond};
 use super::calls::ToolStage;
-use super::cancel::{Pick, Why};
+use super::ending::{Pick, Why};
 use crate::host::{CallKey, HostError, InterceptOutcome, Request, Responder, Response, ToolCall, ToolReply};
 use crate::protocol::{HostFrame, Payload, encode};
 use serde_json::Value;
@@ -107,9 +107,6 @@ impl Dispatcher {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 for d in std::mem::take(&mut self.reload_after_load) {
-                    respond(d, Err(HostError::ShuttingDown));
-                }
-                for (_, d) in std::mem::take(&mut self.table.waiting) {
                     respond(d, Err(HostError::ShuttingDown));
                 }
                 self.begin_stop_all(true);
@@ -215,6 +212,10 @@ impl Dispatcher {
             let content = vec![serde_json::json!({"type": "text", "text": format!("tool call blocked: {reason}")})];
             let reply = ToolReply { content, is_error: true, blocked: Some(reason), ..Default::default() };
             return respond(done, Ok(Response::Tool(reply)));
+        }
+        // Allowed while the host stops: there is nobody left to call.
+        if self.phase == (Phase::Stopping { exit: true }) {
+            return respond(done, Err(HostError::ShuttingDown));
         }
         let args = payload.remove("tool_args").unwrap_or_else(|| Value::Object(Default::default()));
         let mut ev = Payload::new();

@@ -186,9 +186,7 @@ impl Dispatcher {
         tools.extend(old_tools.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)));
         let extension = ext.name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "restarted".into(), tools });
-        for p in self.table.take_parked(slot) {
-            self.on_request(p.req, p.done);
-        }
+        self.route_parked(slot);
     }
 
     /// The slot of an extension being restarted that command (or tool)
@@ -207,20 +205,10 @@ impl Dispatcher {
         let key = self.next();
         let deadline = after(timeout);
         self.table.parked.push(Parked { slot, req, done, key });
-        self.at(deadline, Timer::Parked(slot, key));
+        self.at(deadline, Timer::Parked(key));
     }
 
-    pub(super) fn on_parked_timer(&mut self, slot: usize, key: u64) {
-        let Some(i) = self.table.parked.iter().position(|p| p.key == key) else { return };
-        let Parked { req, done, .. } = self.table.parked.remove(i);
-        let Some(ext) = self.exts.get(slot) else { return };
-        let extension = ext.name().to_string();
-        let (what, after) = match &req {
-            Request::Command { name, .. } => (format!("command /{name}"), self.cfg.timeouts.command),
-            Request::ToolCall(c) => (format!("tool {}", c.name), super::mcp::tool_timeout(ext, self.cfg.timeouts.tool)),
-            _ => ("request".into(), self.cfg.timeouts.tool),
-        };
-        ext.log(&format!("{what} timed out waiting for the restart"));
-        respond(done, Err(HostError::Timeout { extension, what, after }));
+    pub(super) fn on_parked_timer(&mut self, key: u64) {
+        self.time_out(super::ending::Pick::ParkedKey(key));
     }
 }

@@ -74,6 +74,7 @@ impl Dispatcher {
                 self.exts.iter().filter(|e| e.life.running()).map(|e| (e.name().to_string(), e.tool_names())).collect();
         }
         self.phase = Phase::Stopping { exit };
+        self.shutdown_calls(exit);
         self.stopped_count = 0;
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
         let when = after(self.cfg.timeouts.shutdown_grace);
@@ -86,20 +87,10 @@ impl Dispatcher {
             if ext.proc.is_some() {
                 self.stopped_count += 1;
             }
-            let waiting = self.table.take_parked(slot);
-            let ext = &mut self.exts[slot];
             if matches!(ext.life, Life::Restarting | Life::CrashLoop | Life::Idle) {
                 ext.life = Life::Stopped;
             }
             ext.restart_names = None;
-            for super::table::Parked { req, done, .. } in waiting {
-                if exit {
-                    respond(done, Err(HostError::ShuttingDown));
-                } else {
-                    self.table.waiting.push((req, done));
-                }
-            }
-            let ext = &mut self.exts[slot];
             if ext.ended() {
                 self.lose(slot, self.stop_detail());
                 continue;

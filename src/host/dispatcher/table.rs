@@ -10,12 +10,14 @@
 //!
 //! [`CallTable::take`] is the one lookup over every stage: it takes out
 //! the calls a [`Pick`] names, wherever they are, for the dispatcher to end
-//! them as their stage needs (`cancel.rs`). A new stage is a new field
-//! here and a new arm of [`Taken`], which every ending must then handle.
+//! them as their stage needs (`ending.rs`). A new stage is a new field
+//! here, a new arm of [`Taken`] and of `At`, which every pick and every
+//! ending must then handle.
 
 use super::call_tool::AgentCall;
 use super::calls::{Call, CallKind, InFlight};
 use super::chain::{Chains, Then};
+use super::ext::ExtId;
 use crate::host::{CallKey, Request, Responder};
 use std::collections::HashMap;
 
@@ -28,7 +30,9 @@ pub(super) struct Parked {
     pub key: u64,
 }
 
-/// Which calls to take.
+/// Which calls to take. Each pick judges a call at every stage
+/// ([`Pick::picks`] matches every pick against every stage), so a new
+/// stage cannot be forgotten by one of them.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Pick<'a> {
     /// The one request submitted with this key.
@@ -38,6 +42,18 @@ pub(super) enum Pick<'a> {
     ToolId(&'a str),
     /// Every interactive call waiting for its user.
     Interactive,
+    /// The call sent with this correlation id (an interceptor's step too).
+    Sent(u64),
+    /// The request parked with this key.
+    ParkedKey(u64),
+    /// The agent's call with this number.
+    AgentCall(u64),
+    /// Every call sent to this extension (its interceptor steps too).
+    SentTo(ExtId),
+    /// Every request parked for the extension in this slot.
+    ParkedOn(usize),
+    /// Every call not yet dispatched: waiting for a load, or parked.
+    Queued,
 }
 
 /// A call taken out of the table, with its stage.
@@ -50,50 +66,58 @@ pub(super) enum Taken {
     Agent(String, AgentCall),
 }
 
-/// What a stage knows of a call, for a [`Pick`] to judge.
-struct Seen<'a> {
-    key: Option<CallKey>,
-    /// The embedder's `tool_id`, for a call the embedder made.
-    tool_id: Option<&'a str>,
-    interactive: bool,
+/// A call where it is, for a [`Pick`] to judge.
+enum At<'a> {
+    Waiting(&'a Request, &'a Responder),
+    Parked(&'a Parked),
+    Chain(&'a Then),
+    Sent(u64, &'a Call),
+    Agent(&'a AgentCall),
+}
+
+/// What the caller knows of a call: the key it was submitted with, and
+/// the agent's `tool_id` when the embedder made it.
+fn caller_view<'a>(at: &At<'a>) -> (Option<CallKey>, Option<&'a str>) {
+    match at {
+        At::Waiting(req, done) => (done.key(), tool_id_of(req)),
+        At::Parked(p) => (p.done.key(), tool_id_of(&p.req)),
+        At::Chain(Then::Answer(done)) => (done.key(), None),
+        At::Chain(Then::Tool(m)) => (m.done.key(), if m.origin.is_none() { m.call.tool_id.as_deref() } else { None }),
+        At::Sent(_, call) => match &call.kind {
+            CallKind::Command { done, .. } => (done.key(), None),
+            CallKind::Tool(t) => (t.done.key(), t.agent_tool_id.as_deref()),
+            // An interceptor's step is its chain's, never the caller's own.
+            CallKind::Intercept { .. } => (None, None),
+        },
+        At::Agent(c) => (c.done.key(), None),
+    }
+}
+
+fn tool_id_of(req: &Request) -> Option<&str> {
+    match req {
+        Request::Tool { tool_id, .. } => tool_id.as_deref(),
+        Request::ToolCall(c) => c.tool_id.as_deref(),
+        _ => None,
+    }
 }
 
 impl Pick<'_> {
-    fn picks(&self, s: Seen) -> bool {
-        match self {
-            Pick::Key(k) => s.key == Some(*k),
-            Pick::ToolId(t) => s.tool_id == Some(*t),
-            Pick::Interactive => s.interactive,
-        }
-    }
-
-    fn picks_request(&self, req: &Request, done: &Responder) -> bool {
-        let tool_id = match req {
-            Request::Tool { tool_id, .. } => tool_id.as_deref(),
-            Request::ToolCall(c) => c.tool_id.as_deref(),
-            _ => None,
-        };
-        self.picks(Seen { key: done.key(), tool_id, interactive: false })
-    }
-
-    fn picks_chain(&self, then: &Then) -> bool {
-        match then {
-            Then::Answer(done) => self.picks(Seen { key: done.key(), tool_id: None, interactive: false }),
-            Then::Tool(m) => {
-                let tool_id = if m.origin.is_none() { m.call.tool_id.as_deref() } else { None };
-                self.picks(Seen { key: m.done.key(), tool_id, interactive: false })
-            }
-        }
-    }
-
-    fn picks_sent(&self, call: &Call) -> bool {
-        match &call.kind {
-            CallKind::Command { done, .. } => self.picks(Seen { key: done.key(), tool_id: None, interactive: false }),
-            CallKind::Tool(t) => {
-                self.picks(Seen { key: t.done.key(), tool_id: t.agent_tool_id.as_deref(), interactive: t.interactive })
-            }
-            // An interceptor's step goes with its chain.
-            CallKind::Intercept { .. } => false,
+    fn picks(&self, at: &At) -> bool {
+        match (self, at) {
+            (Pick::Key(k), at) => caller_view(at).0 == Some(*k),
+            (Pick::ToolId(t), at) => caller_view(at).1 == Some(*t),
+            (Pick::Interactive, At::Sent(_, Call { kind: CallKind::Tool(t), .. })) => t.interactive,
+            (Pick::Interactive, At::Waiting(..) | At::Parked(_) | At::Chain(_) | At::Sent(..) | At::Agent(_)) => false,
+            (Pick::Sent(id), At::Sent(n, _)) => id == n,
+            (Pick::SentTo(ext), At::Sent(_, call)) => call.ext == *ext,
+            (Pick::Sent(_) | Pick::SentTo(_), At::Waiting(..) | At::Parked(_) | At::Chain(_) | At::Agent(_)) => false,
+            (Pick::ParkedKey(key), At::Parked(p)) => p.key == *key,
+            (Pick::ParkedOn(slot), At::Parked(p)) => p.slot == *slot,
+            (Pick::ParkedKey(_) | Pick::ParkedOn(_), At::Waiting(..) | At::Chain(_) | At::Sent(..) | At::Agent(_)) => false,
+            (Pick::AgentCall(n), At::Agent(c)) => c.n == *n,
+            (Pick::AgentCall(_), At::Waiting(..) | At::Parked(_) | At::Chain(_) | At::Sent(..)) => false,
+            (Pick::Queued, At::Waiting(..) | At::Parked(_)) => true,
+            (Pick::Queued, At::Chain(_) | At::Sent(..) | At::Agent(_)) => false,
         }
     }
 }
@@ -109,20 +133,22 @@ pub(super) struct CallTable {
 
 impl CallTable {
     /// Takes out every call `pick` names, at every stage, in the order
-    /// they came (within a stage).
+    /// they came (within a stage). A chain leaves with the step its
+    /// interceptor has; a step picked alone leaves its chain behind.
     pub(super) fn take(&mut self, pick: Pick) -> Vec<Taken> {
         let mut out = Vec::new();
         let (gone, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.waiting).into_iter().partition(|(req, done)| pick.picks_request(req, done));
+            std::mem::take(&mut self.waiting).into_iter().partition(|(req, done)| pick.picks(&At::Waiting(req, done)));
         self.waiting = kept;
         out.extend(gone.into_iter().map(|(r, d)| Taken::Waiting(r, d)));
 
-        let (gone, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.parked).into_iter().partition(|p| pick.picks_request(&p.req, &p.done));
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked).into_iter().partition(|p| pick.picks(&At::Parked(p)));
         self.parked = kept;
         out.extend(gone.into_iter().map(Taken::Parked));
 
-        for id in self.chains.ids_where(|then| pick.picks_chain(then)) {
+        let mut ids = self.chains.ids_where(|then| pick.picks(&At::Chain(then)));
+        ids.sort_unstable();
+        for id in ids {
             let Some((then, _)) = self.chains.remove(id) else { continue };
             let mut asked = Vec::new();
             for cid in self.sent.ids_where(|c| matches!(c.kind, CallKind::Intercept { chain } if chain == id)) {
@@ -133,7 +159,7 @@ impl CallTable {
             out.push(Taken::Chain { then, asked });
         }
 
-        let mut ids = self.sent.ids_where(|c| pick.picks_sent(c));
+        let mut ids = self.sent.ids_where_id(|id, c| pick.picks(&At::Sent(id, c)));
         ids.sort_unstable();
         for id in ids {
             if let Some(call) = self.sent.remove(&id) {
@@ -141,8 +167,7 @@ impl CallTable {
             }
         }
 
-        let mut ids: Vec<String> =
-            self.agent.iter().filter(|(_, c)| pick.picks(Seen { key: c.done.key(), tool_id: None, interactive: false })).map(|(id, _)| id.clone()).collect();
+        let mut ids: Vec<String> = self.agent.iter().filter(|(_, c)| pick.picks(&At::Agent(c))).map(|(id, _)| id.clone()).collect();
         ids.sort_unstable();
         for id in ids {
             if let Some(c) = self.agent.remove(&id) {

@@ -1,14 +1,12 @@
 //! What the dispatcher does when a deadline comes: hello, the quiet spell
 //! that counts as ready, the ready grace, the ends of stdout and of the
 //! process, log rotation, stop stages, restarts, waiting requests, and
-//! calls that timed out; plus a reply line over the cap, which fails its
+//! calls that timed out (ended in `ending.rs`); plus a reply line over the cap, which fails its
 //! call at once.
 
 use super::{CallKind, Dispatcher, ExtId, LOG_CHECK, Life, Phase, Timer, after, respond};
 use super::calls::ToolStage;
-use crate::host::{HostError, fmt_duration};
-use crate::protocol::{HostFrame, encode};
-use std::sync::Arc;
+use crate::host::HostError;
 use std::time::Instant;
 
 impl Dispatcher {
@@ -74,38 +72,14 @@ impl Dispatcher {
             }
             Timer::Stop(id, stage) => self.on_stop_timer(id, stage),
             Timer::Restart(id) => self.on_restart_timer(id),
-            Timer::Parked(slot, key) => self.on_parked_timer(slot, key),
+            Timer::Parked(key) => self.on_parked_timer(key),
             Timer::AgentCall(n) => self.on_agent_call_timeout(n),
             Timer::Idle(id) => self.on_idle_timer(id, now),
         }
     }
 
     pub(super) fn on_call_timeout(&mut self, id: u64) {
-        let Some(call) = self.table.sent.remove(&id) else { return };
-        let t = self.cfg.timeouts;
-        let slot = call.ext.slot;
-        let ext = &self.exts[slot];
-        let extension = ext.name().to_string();
-        match call.kind {
-            CallKind::Command { name, done } => {
-                ext.log(&format!("command /{name} (request {id}) timed out after {}", fmt_duration(t.command)));
-                let what = format!("command /{name}");
-                respond(done, Err(HostError::Timeout { extension, what, after: t.command }));
-            }
-            CallKind::Tool(ToolStage { name, done, .. }) => {
-                let tool = super::mcp::tool_timeout(ext, t.tool);
-                ext.log(&format!("tool {name} (request {id}) timed out after {}", fmt_duration(tool)));
-                if ext.can("tool_cancel") {
-                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
-                }
-                let what = format!("tool {name}");
-                respond(done, Err(HostError::Timeout { extension, what, after: tool }));
-            }
-            CallKind::Intercept { chain } => {
-                let why = format!("timed out after {}", fmt_duration(t.intercept));
-                self.chain_failed(chain, slot, &why);
-            }
-        }
+        self.time_out(super::ending::Pick::Sent(id));
     }
 
     /// A reply line over the cap: the call it answers fails at once.
