@@ -250,3 +250,212 @@ impl Dispatcher {
         respond(done, Err(err));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::calls::{Call, CallKind, ToolStage};
+    use super::super::call_tool::AgentCall;
+    use super::super::chain::{Chain, Then};
+    use super::super::ext::{Ext, ExtId};
+    use super::super::table::Parked;
+    use super::super::{Dispatcher, Phase};
+    use super::{End, Pick, Why};
+    use crate::host::{CallKey, Config, HostError, HostEvent, Request, Responder, Response, ToolCall};
+    use crate::protocol::Payload;
+    use crossbeam_channel::{unbounded, Receiver, Sender};
+    use std::time::{Duration, Instant};
+
+    const EXT: ExtId = ExtId { slot: 0, gen: 1 };
+    type Answer = Result<Response, HostError>;
+
+    /// A dispatcher with one extension (slot 0) and nothing running.
+    fn dispatcher() -> (Dispatcher, Receiver<HostEvent>) {
+        let dir = std::env::temp_dir();
+        let cfg = Config::new(crate::home::Home::at(dir.join("zot-ending-unit")), dir.clone());
+        let (tx, _rx) = crate::wake::channel();
+        let (etx, erx) = unbounded();
+        let mut d = Dispatcher::new(cfg, tx, Box::new(move |e| drop(etx.send(e))), Box::new(|| ()));
+        let manifest = crate::manifest::Manifest {
+            name: "a".into(),
+            version: String::new(),
+            exec: "a".into(),
+            args: Vec::new(),
+            language: String::new(),
+            description: String::new(),
+            enabled: true,
+            skills: Vec::new(),
+            theme: None,
+            env: Vec::new(),
+            restart: Default::default(),
+            dir: dir.clone(),
+        };
+        let found = crate::discovery::Found { manifest, source: crate::discovery::Source::Ext, mcp: None };
+        d.exts.push(Ext::new(EXT, found, super::super::limits::Bucket::new(1)));
+        (d, erx)
+    }
+
+    fn answer_to(tx: &Sender<(u64, Answer)>, key: u64) -> Responder {
+        let tx = tx.clone();
+        Responder::new(move |r| drop(tx.send((key, r)))).with_key(key)
+    }
+
+    fn tool_call(name: &str) -> ToolCall {
+        ToolCall { name: name.into(), tool_id: Some(format!("id-{name}")), ..Default::default() }
+    }
+
+    fn sent(kind: CallKind) -> Call {
+        Call { ext: EXT, kind, deadline: Instant::now() + Duration::from_secs(60) }
+    }
+
+    fn tool_stage(done: Responder) -> ToolStage {
+        ToolStage { name: "t".into(), done, agent_tool_id: None, root_tool_id: None, parents: Vec::new(), interactive: false }
+    }
+
+    /// The stages, one call each, keyed 1..=7; what [`put`] puts where.
+    const STAGES: [(u64, &str); 7] = [
+        (1, "waiting"),
+        (2, "parked"),
+        (3, "chain"),
+        (4, "sent tool"),
+        (5, "sent command"),
+        (6, "sent step"),
+        (7, "agent"),
+    ];
+
+    /// Puts the call of stage `key` in the table; returns the pick that
+    /// names it alone.
+    fn put(d: &mut Dispatcher, key: u64, tx: &Sender<(u64, Answer)>) -> Pick<'static> {
+        let done = answer_to(tx, key);
+        let t = &mut d.table;
+        match key {
+            1 => {
+                t.waiting.push((Request::ToolCall(tool_call("w")), done));
+                Pick::Key(CallKey::Caller(1))
+            }
+            2 => {
+                t.parked.push(Parked { slot: 0, req: Request::ToolCall(tool_call("p")), done, key: 20 });
+                Pick::ParkedKey(20)
+            }
+            3 => {
+                t.chains.insert(30, Chain::new("turn_start".into(), Payload::new(), Then::Answer(done), 1, |_, _| true));
+                t.sent.insert(300, sent(CallKind::Intercept { chain: 30 }));
+                Pick::Key(CallKey::Caller(3))
+            }
+            4 => {
+                t.sent.insert(40, sent(CallKind::Tool(tool_stage(done))));
+                Pick::Sent(40)
+            }
+            5 => {
+                t.sent.insert(50, sent(CallKind::Command { name: "c".into(), done }));
+                Pick::Sent(50)
+            }
+            6 => {
+                // A chain whose step is ended alone: the chain goes on.
+                t.chains.insert(60, Chain::new("turn_start".into(), Payload::new(), Then::Answer(done), 1, |_, _| true));
+                t.sent.insert(600, sent(CallKind::Intercept { chain: 60 }));
+                Pick::Sent(600)
+            }
+            _ => {
+                t.agent.insert("c70".into(), AgentCall { n: 70, name: "a".into(), done });
+                Pick::AgentCall(70)
+            }
+        }
+    }
+
+    fn outcome(a: &Answer) -> String {
+        match a {
+            Ok(Response::Intercept(o)) => format!("intercept block={}", o.block),
+            Ok(other) => format!("ok {other:?}"),
+            Err(e) => e.code().to_string(),
+        }
+    }
+
+    /// Every reason ends the call of every stage the way the module's
+    /// table says, and answers it exactly once (or keeps it waiting).
+    #[test]
+    fn every_reason_ends_every_stage_once() {
+        let reasons: [(&str, End); 6] = [
+            ("cancel", End::Cancel(Why::Caller)),
+            ("end of input", End::Cancel(Why::EndOfInput)),
+            ("timeout", End::Timeout),
+            ("target gone", End::TargetGone("exited (code 1)")),
+            ("shutdown", End::Shutdown { exit: true }),
+            ("reload", End::Shutdown { exit: false }),
+        ];
+        // Per reason, what each stage (in STAGES order) gets.
+        let want: [[&str; 7]; 6] = [
+            ["cancelled", "cancelled", "cancelled", "cancelled", "cancelled", "intercept block=false", "cancelled"],
+            ["cancelled", "cancelled", "cancelled", "cancelled", "cancelled", "intercept block=false", "cancelled"],
+            ["timeout", "timeout", "timeout", "timeout", "timeout", "intercept block=false", "timeout"],
+            ["waits", "unknown_tool", "extension_exited", "extension_exited", "extension_exited", "intercept block=false", "extension_exited"],
+            ["shutting_down", "shutting_down", "shutting_down", "shutting_down", "shutting_down", "intercept block=false", "shutting_down"],
+            ["waits", "waits", "shutting_down", "shutting_down", "shutting_down", "intercept block=false", "shutting_down"],
+        ];
+        for ((label, end), want) in reasons.into_iter().zip(want) {
+            for ((key, stage), want) in STAGES.into_iter().zip(want) {
+                let (mut d, _events) = dispatcher();
+                d.phase = Phase::Running;
+                let (tx, rx) = unbounded();
+                let pick = put(&mut d, key, &tx);
+                drop(tx);
+                assert_eq!(d.end(pick, end), 1, "{label} × {stage}: taken");
+                let answers: Vec<(u64, Answer)> = rx.try_iter().collect();
+                if want == "waits" {
+                    assert!(answers.is_empty(), "{label} × {stage}: no answer while it waits");
+                    assert_eq!(d.table.waiting.len(), 1, "{label} × {stage}: back waiting");
+                    continue;
+                }
+                assert_eq!(answers.len(), 1, "{label} × {stage}: one answer, got {}", answers.len());
+                assert_eq!(answers[0].0, key);
+                assert_eq!(outcome(&answers[0].1), want, "{label} × {stage}");
+                assert!(d.table.sent.get(&300).is_none() && d.table.sent.get(&600).is_none(), "{label} × {stage}: no step left");
+                assert!(d.table.waiting.is_empty() && d.table.parked.is_empty() && d.table.agent.is_empty());
+            }
+        }
+    }
+
+    /// The picks each reason's function uses take what it says and leave
+    /// the rest.
+    #[test]
+    fn each_reason_takes_its_stages_and_leaves_the_rest() {
+        let taken_by = |f: &dyn Fn(&mut Dispatcher)| -> Vec<u64> {
+            let (mut d, _events) = dispatcher();
+            d.phase = Phase::Running;
+            let (tx, rx) = unbounded();
+            for (key, _) in STAGES {
+                put(&mut d, key, &tx);
+            }
+            drop(tx);
+            f(&mut d);
+            let mut keys: Vec<u64> = rx.try_iter().map(|(k, _)| k).collect();
+            keys.sort_unstable();
+            keys
+        };
+        // Shutdown: only what is not dispatched; the rest runs on.
+        assert_eq!(taken_by(&|d| d.shutdown_calls(true)), [1, 2]);
+        // Reload: nothing answered, the parked request waits for the load.
+        assert!(taken_by(&|d| d.shutdown_calls(false)).is_empty());
+        // The target's exit: what was sent to it (the chain whose step was
+        // at it goes on, and ends with nobody left to ask).
+        assert_eq!(taken_by(&|d| d.target_gone(0, "exited")), [3, 4, 5, 6]);
+        // Not coming back: the parked request is routed again.
+        assert_eq!(taken_by(&|d| d.route_parked(0)), [2]);
+        // The end of input: interactive calls only (none here).
+        assert!(taken_by(&|d| {
+            d.cancel(Pick::Interactive, Why::EndOfInput);
+        })
+        .is_empty());
+    }
+
+    /// A tool cancelled or timed out gets `tool_cancel` once it opted in;
+    /// an agent's call tells the agent.
+    #[test]
+    fn the_agent_hears_of_a_call_given_up_on() {
+        let (mut d, events) = dispatcher();
+        let (tx, _rx) = unbounded();
+        let pick = put(&mut d, 7, &tx);
+        d.time_out(pick);
+        let ev: Vec<HostEvent> = events.try_iter().collect();
+        assert!(matches!(ev.as_slice(), [HostEvent::CallToolCancel { call_id }] if call_id == "c70"), "{ev:?}");
+    }
+}
