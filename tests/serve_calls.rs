@@ -437,6 +437,27 @@ fn a_restarting_extensions_names_are_not_taken_by_a_shadowed_one() {
 }
 
 #[test]
+fn an_extensions_call_tool_to_a_restarting_extension_waits_for_it() {
+    // PROTOCOL.md §6.1 and §7.1: a `call_tool` is routed like a model's
+    // call, so while its target restarts it waits for it (not
+    // `unknown tool`), and the restarted process answers.
+    let t = TempDir::new("calls-call-tool-restart");
+    let once = t.path().join("once");
+    let a = ext(&t, "a", json!({"tools": ["call"]}));
+    let r0 = ext(&t, "r0", json!({"tools": ["shared", "crash"], "restart": "on-failure", "once": once.display().to_string()}));
+    let mut s = Serve::start(&t, &[a, r0], &["--tool-timeout", "60"]);
+    s.ready();
+    let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
+    assert_eq!(code(&r), "extension_exited", "{r}");
+    let r = s.request(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "shared"}}));
+    let by = answer_of(&r);
+    assert_eq!(by["by"], "r0", "answered through a by the restarted r0: {r}");
+    let ready = s.frames.iter().filter(|f| f["type"] == "extension_ready" && f["extension"] == "r0").count();
+    assert_eq!(ready, 2, "r0 was ready again before it answered");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
 fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
     // Not registered again after the restart: r1 takes `shared` then; and
     // with policy `never`, at once.

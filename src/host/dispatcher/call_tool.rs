@@ -84,7 +84,8 @@ impl Dispatcher {
         if parents.len() >= MAX_DEPTH {
             return refuse(self, "tool call depth limit reached".into());
         }
-        if self.registry.tool_owner(&name).is_none() && !self.agent_tools.iter().any(|t| t.name == name) {
+        let known = self.registry.tool_owner(&name).is_some() || self.restarting_owner(&name, true).is_some();
+        if !known && !self.agent_tools.iter().any(|t| t.name == name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }
         let key = self.next();

@@ -203,7 +203,10 @@ impl Dispatcher {
                 ext.log(&format!("{what} timed out waiting for the restart"));
                 respond(p.done, Err(HostError::Timeout { extension: ext.name().to_string(), what, after }));
             }
-            End::TargetGone(_) => self.on_request(p.req, p.done),
+            End::TargetGone(_) => match (p.req, p.origin) {
+                (Request::ToolCall(call), Some(origin)) => self.start_tool(call, Some(origin), p.done),
+                (req, _) => self.on_request(req, p.done),
+            },
             End::Shutdown { exit: true } => respond(p.done, Err(HostError::ShuttingDown)),
             End::Shutdown { exit: false } => self.table.waiting.push((p.req, p.done)),
         }
@@ -333,7 +336,7 @@ mod tests {
                 Pick::Key(CallKey::Caller(1))
             }
             2 => {
-                t.parked.push(Parked { slot: 0, req: Request::ToolCall(tool_call("p")), done, key: 20 });
+                t.parked.push(Parked { slot: 0, req: Request::ToolCall(tool_call("p")), origin: None, done, key: 20 });
                 Pick::ParkedKey(20)
             }
             3 => {

@@ -179,9 +179,9 @@ impl Dispatcher {
         };
         let agent_tool = origin.is_some() && self.agent_tools.iter().any(|t| t.name == call.name);
         if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
-            if let (Some(r), None) = (self.restarting_owner(&call.name, true), &origin) {
+            if let Some(r) = self.restarting_owner(&call.name, true) {
                 let timeout = self.cfg.timeouts.tool;
-                return self.park(r, Request::ToolCall(call), done, timeout);
+                return self.park_call(r, Request::ToolCall(call), origin, done, timeout);
             }
             return respond(done, Err(HostError::UnknownTool(call.name)));
         }
@@ -230,6 +230,13 @@ impl Dispatcher {
         }
         self.deliver_event("tool_call", ev);
         if self.registry.tool_owner(&call.name).is_none() {
+            // Its extension began a restart while the chain ran: the call
+            // waits for it, its chain and event done.
+            if let Some(r) = self.restarting_owner(&call.name, true) {
+                let timeout = self.cfg.timeouts.tool;
+                let call = ToolCall { args: Some(args), as_model: false, ..call };
+                return self.park_call(r, Request::ToolCall(call), origin, done, timeout);
+            }
             if let Some(o) = origin.filter(|_| self.agent_tools.iter().any(|t| t.name == call.name)) {
                 return self.call_agent_tool(call, args, o, done);
             }

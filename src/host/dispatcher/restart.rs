@@ -5,7 +5,7 @@
 //!
 //! [`Supervisor`]: super::supervisor::Supervisor
 
-use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
+use super::{Dispatcher, ExtId, Life, Origin, Phase, Timer, after, respond};
 use super::supervisor::{MAX_RESTARTS, RESET_AFTER, Verdict};
 use super::table::Parked;
 use crate::child::describe_status;
@@ -202,9 +202,14 @@ impl Dispatcher {
     /// Keeps a request for an extension being restarted, until it is ready
     /// or the request's own timeout.
     pub(super) fn park(&mut self, slot: usize, req: Request, done: Responder, timeout: Duration) {
+        self.park_call(slot, req, None, done, timeout);
+    }
+
+    /// [`Dispatcher::park`], for a call an extension made with `call_tool`.
+    pub(super) fn park_call(&mut self, slot: usize, req: Request, origin: Option<Origin>, done: Responder, timeout: Duration) {
         let key = self.next();
         let deadline = after(timeout);
-        self.table.parked.push(Parked { slot, req, done, key });
+        self.table.parked.push(Parked { slot, req, origin, done, key });
         self.at(deadline, Timer::Parked(key));
     }
 

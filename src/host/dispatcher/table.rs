@@ -17,6 +17,7 @@
 use super::call_tool::AgentCall;
 use super::calls::{Call, CallKind, InFlight};
 use super::chain::{Chains, Then};
+use super::Origin;
 use super::ext::ExtId;
 use crate::host::{CallKey, Request, Responder};
 use std::collections::HashMap;
@@ -26,6 +27,8 @@ use std::collections::HashMap;
 pub(super) struct Parked {
     pub slot: usize,
     pub req: Request,
+    /// The extension whose `call_tool` it is, when it is one.
+    pub origin: Option<Origin>,
     pub done: Responder,
     pub key: u64,
 }
@@ -240,8 +243,8 @@ mod tests {
         let mut t = CallTable::default();
         t.waiting.push((tool_request("t-10"), done(Some(10))));
         t.waiting.push((Request::Command { name: "c".into(), args: String::new() }, done(Some(11))));
-        t.parked.push(Parked { slot: 0, req: tool_request("t-20"), done: done(Some(20)), key: 1 });
-        t.parked.push(Parked { slot: 1, req: Request::Command { name: "c".into(), args: String::new() }, done: done(Some(21)), key: 2 });
+        t.parked.push(Parked { slot: 0, req: tool_request("t-20"), origin: None, done: done(Some(20)), key: 1 });
+        t.parked.push(Parked { slot: 1, req: Request::Command { name: "c".into(), args: String::new() }, origin: None, done: done(Some(21)), key: 2 });
         t.chains.insert(30, model_chain(done(Some(30)), "t-30", false));
         // The host's call for an extension, with the agent's spelling of an id.
         t.chains.insert(31, model_chain(host_done(99), "t-31", true));
