@@ -522,6 +522,8 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     let l = s.ok("list", json!({}));
     assert!(tool_names(&l).contains(&"mcp__fx__echo".to_string()), "its tools stay offered while idle: {l}");
     assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 1}))), r#"{"w": 1}"#, "the call wakes it");
+    // Announced before the answer, had the listing changed.
+    assert!(!s.frames.iter().any(|f| f["type"] == "tools_changed"), "the same tools listed again change nothing: {:?}", s.frames);
     let e = s.ext("fx");
     assert_eq!(e["state"], "ready");
     assert_ne!(e["pid"].as_u64().unwrap() as u32, pid);
@@ -532,6 +534,34 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     s.shutdown();
     let log = s.log("fx");
     assert!(log.contains("(idleTimeout): stopping") && log.contains("called while idle"), "{log}");
+}
+
+#[test]
+fn a_woken_server_offers_what_it_lists_then() {
+    // PROTOCOL.md §8.1 idleTimeout: a call starts the server again as a
+    // restart would; what it lists then replaces what it offered asleep,
+    // the difference announced as for a list_changed (§8.3).
+    let t = TempDir::new("mcp-idle-relist");
+    let change = t.path().join("change.json");
+    let flags = ["--tools-file", change.to_str().unwrap()];
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&flags, json!({"idleTimeout": 0.5}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("fx", "idle");
+    std::fs::write(&change, r#"{"drop": ["slow"], "add": ["newt"]}"#).unwrap();
+    assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 1}))), r#"{"w": 1}"#);
+    let answered = s.frames.len() - 1;
+    let n = s.note("tools_changed");
+    assert_eq!((n["reason"].clone(), n["tools"].clone()), (json!("listed"), json!(["mcp__fx__newt", "mcp__fx__slow"])), "{n}");
+    let at = s.frames.iter().position(|f| f["type"] == "tools_changed");
+    assert!(at < Some(answered), "announced before the answer to the call that woke it");
+    let l = s.ok("list", json!({}));
+    assert!(tool_names(&l).contains(&"mcp__fx__newt".to_string()) && !tool_names(&l).contains(&"mcp__fx__slow".to_string()), "{l}");
+    let r = s.req("tool", json!({"name": "mcp__fx__slow"}));
+    assert_eq!(r["error"]["code"], "unknown_tool", "a tool it no longer lists is gone: {r}");
+    assert_eq!(text(&s.tool("mcp__fx__newt", json!({}))), "ran newt");
+    s.shutdown();
+    assert!(s.log("fx").contains("tools listed on waking; changed: mcp__fx__newt, mcp__fx__slow"), "{}", s.log("fx"));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! that have no zot frame (bytes to write back, a failed handshake, a new
 //! tool list, progress of a call), and their per-server call deadline.
 
+use super::ext::ToolEntry;
 use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Phase, StopStage, Timer};
 use crate::child::Log;
 use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder};
@@ -58,6 +59,9 @@ pub(super) struct IdleState {
     pub waking: bool,
     /// When it was last called.
     pub last_used: Option<Instant>,
+    /// The tools it offered when it was woken, to announce what its new
+    /// listing changed once it is ready.
+    pub slept_with: Vec<(String, Value)>,
 }
 
 impl IdleState {
@@ -76,10 +80,25 @@ impl Dispatcher {
         ext.idle.last_used = Some(Instant::now());
         let id = ext.id;
         self.at(after(d), Timer::Idle(id));
-        if std::mem::take(&mut self.exts[slot].idle.waking) {
-            for p in self.table.take_parked(slot) {
-                self.on_request(p.req, p.done);
-            }
+        // A restart asked for meanwhile announces itself and sends the
+        // calls on (`restarted`).
+        if std::mem::take(&mut self.exts[slot].idle.waking) && self.exts[slot].restart_names.is_none() {
+            self.woke(slot);
+        }
+    }
+
+    /// Woken and ready: what it lists now is what it offers (names it no
+    /// longer lists are given up), the difference from what it offered
+    /// asleep is announced (`listed`), and the calls that woke it go to it.
+    fn woke(&mut self, slot: usize) {
+        let ext = &self.exts[slot];
+        let (commands, tools) = (ext.command_names(), ext.tool_names());
+        self.registry.keep_only(slot, &commands, &tools);
+        let before = std::mem::take(&mut self.exts[slot].idle.slept_with);
+        let changed = changed_tools(&before, &tool_keys(&self.exts[slot].tools));
+        self.announce_listed(slot, changed, "tools listed on waking");
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 
@@ -132,17 +151,14 @@ impl Dispatcher {
         }
     }
 
+    /// Started again as a restart starts it; its names stay in force for it
+    /// (calls for them wait, as while it slept) until it is ready.
     fn wake(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
         ext.log("called while idle: starting it again");
         ext.idle.waking = true;
-        ext.life = Life::Spawned;
-        ext.proc = None;
-        ext.error = None;
-        if let Some(why) = self.untrusted_since(slot) {
-            return self.fail(slot, why);
-        }
-        self.start_ext(slot);
+        ext.idle.slept_with = tool_keys(&ext.tools);
+        self.start_again(slot);
     }
 
     pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
@@ -169,8 +185,7 @@ impl Dispatcher {
         if !self.exts[slot].life.running() {
             return;
         }
-        let before: Vec<(String, Value)> =
-            self.exts[slot].tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        let before = tool_keys(&self.exts[slot].tools);
         let after_: Vec<(String, Value)> = tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
         for (name, _) in &before {
             if !after_.iter().any(|(n, _)| n == name) {
@@ -181,17 +196,15 @@ impl Dispatcher {
         for t in tools {
             self.register_tool(slot, t.name, t.description, t.schema, t.more);
         }
-        let mut changed: Vec<String> = Vec::new();
-        for (name, key) in &after_ {
-            if !before.iter().any(|(n, k)| n == name && k == key) {
-                changed.push(name.clone());
-            }
-        }
-        changed.extend(before.into_iter().filter(|(n, _)| !after_.iter().any(|(m, _)| m == n)).map(|(n, _)| n));
+        self.announce_listed(slot, changed_tools(&before, &after_), "tools listed again");
+    }
+
+    /// `tools_changed` (`listed`) for the tools in `changed`, if any.
+    fn announce_listed(&mut self, slot: usize, changed: Vec<String>, what: &str) {
         if changed.is_empty() {
             return;
         }
-        self.exts[slot].log(&format!("tools listed again; changed: {}", changed.join(", ")));
+        self.exts[slot].log(&format!("{what}; changed: {}", changed.join(", ")));
         let extension = self.exts[slot].name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools: changed });
     }
@@ -226,6 +239,20 @@ impl Dispatcher {
         }
         self.progress_keys.insert(id, key);
     }
+}
+
+/// Each tool's name with what of it counts as a change.
+fn tool_keys(tools: &[ToolEntry]) -> Vec<(String, Value)> {
+    tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect()
+}
+
+/// The names of the tools new or different in `after`, then those gone
+/// from it.
+fn changed_tools(before: &[(String, Value)], after: &[(String, Value)]) -> Vec<String> {
+    let mut changed: Vec<String> =
+        after.iter().filter(|(n, k)| !before.iter().any(|(m, j)| m == n && j == k)).map(|(n, _)| n.clone()).collect();
+    changed.extend(before.iter().filter(|(n, _)| !after.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()));
+    changed
 }
 
 /// What of a tool counts as a change when it is listed again.
