@@ -792,7 +792,8 @@ for line in sys.stdin:
             a = dict(m.get("tool_args") or {}); a["guarded"] = True
             out({"type": "event_intercept_response", "id": m["id"], "modified_args": a})
     elif m.get("type") == "event":
-        sys.stderr.write("event " + m["event"] + " " + m.get("tool_name", "") + " " + str(m.get("status", "")) + "\n"); sys.stderr.flush()
+        args = json.dumps(m.get("tool_args"), sort_keys=True)
+        sys.stderr.write("event " + m["event"] + " " + m.get("tool_name", "") + " " + str(m.get("status", "")) + " " + args + "\n"); sys.stderr.flush()
     elif m.get("type") == "shutdown":
         out({"type": "shutdown_ack"}); break
 "#;
@@ -861,7 +862,12 @@ fn zot_mcp_runs_the_intercept_chain_and_events_for_mcp_tools_and_forwards_progre
     assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
     let glog = std::fs::read_to_string(t.path().join("zot-home/logs/ext-guard.log")).unwrap();
     assert!(glog.contains("event tool_call mcp__fx__echo"), "{glog}");
-    assert!(glog.contains("event tool_result mcp__fx__echo completed"), "{glog}");
+    assert!(glog.contains(r#"event tool_call mcp__fx__echo  {"guarded": true, "text": "x"}"#), "{glog}");
+    assert!(
+        glog.contains(r#"event tool_result mcp__fx__echo completed {"guarded": true, "text": "x"}"#),
+        "the tool_result event names the arguments the server got: {glog}"
+    );
+    assert!(glog.contains("event tool_result mcp__fx__crash blocked {}"), "{glog}");
     let flog = std::fs::read_to_string(t.path().join("zot-home/logs/mcp-fx.log")).unwrap();
     assert!(!flog.contains("\"name\": \"crash\""), "a blocked call never reaches the server: {flog}");
 }
