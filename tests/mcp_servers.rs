@@ -255,8 +255,8 @@ fn progress_is_passed_on_with_the_request_id() {
     assert_eq!(text(&resp["result"]), "done");
     let notes: Vec<Value> = s.frames.iter().filter(|f| f["type"] == "tool_progress").cloned().collect();
     assert_eq!(notes.len(), 3, "{:?}", s.frames);
-    assert_eq!(notes[0]["id"], "p1");
-    assert_eq!(notes[0]["tool_id"], "T9");
+    // Exactly the fields PROTOCOL.md §4 lists for it.
+    assert_eq!(notes[0], json!({"type": "tool_progress", "id": "p1", "tool_id": "T9", "progress": 1, "total": 3, "message": "step 1"}));
     assert_eq!((notes[2]["progress"].clone(), notes[2]["total"].clone(), notes[2]["message"].clone()), (json!(3), json!(3), json!("step 3")));
     let log = s.log("fx");
     assert!(log.contains("progressToken"), "{log}");
