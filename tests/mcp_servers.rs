@@ -285,6 +285,32 @@ fn list_changed_adds_and_removes_tools_live() {
 }
 
 #[test]
+fn prompts_list_changed_updates_the_commands_live() {
+    // PROTOCOL.md §8.3: prompts are commands; a server's new prompt list
+    // is in force at once, as its tools' is (no event names commands).
+    let t = TempDir::new("mcp-prompts-changed");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let commands = |s: &mut Serve| -> Vec<String> {
+        let l = s.ok("list", json!({}));
+        l["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(commands(&mut s), ["mcp__fx__greet"]);
+    s.tool("mcp__fx__add", json!({"prompt": "wave"}));
+    s.wait_log("fx", "prompts listed again; changed commands: mcp__fx__wave");
+    let r = s.ok("command", json!({"name": "mcp__fx__wave"}));
+    assert_eq!((r["action"].as_str(), r["prompt"].as_str()), (Some("prompt"), Some("prompt wave")), "{r}");
+    assert_eq!(s.ext("fx")["commands"], json!(["mcp__fx__greet", "mcp__fx__wave"]));
+    s.tool("mcp__fx__remove", json!({"prompt": "greet"}));
+    s.wait_log("fx", "prompts listed again; changed commands: mcp__fx__greet");
+    assert_eq!(commands(&mut s), ["mcp__fx__wave"]);
+    let r = s.req("command", json!({"name": "mcp__fx__greet", "args": "ann"}));
+    assert_eq!(r["error"]["code"], "unknown_command", "{r}");
+    s.shutdown();
+}
+
+#[test]
 fn a_call_past_its_request_timeout_is_cancelled_at_the_server() {
     let t = TempDir::new("mcp-cancel");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({"requestTimeout": 0.5}))}));

@@ -1,7 +1,8 @@
 //! What only MCP servers need of the dispatcher (PROTOCOL.md §8): their
 //! command resolved and their edge made at start, the messages of the edge
 //! that have no zot frame (bytes to write back, a failed handshake, a new
-//! tool list, progress of a call), and their per-server call deadline.
+//! tool or prompt list, progress of a call), their sleep and waking, and
+//! their per-server call deadline.
 
 use super::ext::ToolEntry;
 use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Phase, StopStage, Timer};
@@ -175,6 +176,7 @@ impl Dispatcher {
                 }
             }
             McpMsg::Tools(tools) => self.replace_tools(slot, tools),
+            McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
         }
     }
@@ -197,6 +199,30 @@ impl Dispatcher {
             self.register_tool(slot, t.name, t.description, t.schema, t.more);
         }
         self.announce_listed(slot, changed_tools(&before, &after_), "tools listed again");
+    }
+
+    /// The server listed its prompts again: the new set of commands
+    /// replaces the old in the registry (no event names commands; the next
+    /// listing shows them).
+    fn replace_commands(&mut self, slot: usize, commands: Vec<(String, String)>) {
+        let ext = &self.exts[slot];
+        // Held for a restart under way, the names wait for that instead.
+        if !ext.life.running() || ext.restart_names.is_some() {
+            return;
+        }
+        let before = ext.commands.clone();
+        let names: Vec<String> = commands.iter().map(|(n, _)| n.clone()).collect();
+        self.registry.keep_only(slot, &names, &ext.tool_names());
+        self.exts[slot].commands.clear();
+        for (name, description) in commands {
+            self.register_command(slot, name, description);
+        }
+        let now = &self.exts[slot].commands;
+        let mut changed: Vec<String> = now.iter().filter(|c| !before.contains(c)).map(|(n, _)| n.clone()).collect();
+        changed.extend(before.iter().filter(|(n, _)| !now.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()));
+        if !changed.is_empty() {
+            self.exts[slot].log(&format!("prompts listed again; changed commands: {}", changed.join(", ")));
+        }
     }
 
     /// `tools_changed` (`listed`) for the tools in `changed`, if any.
