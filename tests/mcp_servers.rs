@@ -538,7 +538,7 @@ fn names_follow_the_rule_and_an_extension_of_the_same_name_wins() {
 #[test]
 fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     let t = TempDir::new("mcp-idle");
-    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5}))}));
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5, "autoApprove": []}))}));
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     let pid = s.ext("fx")["pid"].as_u64().unwrap() as u32;
@@ -560,6 +560,7 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     s.shutdown();
     let log = s.log("fx");
     assert!(log.contains("(idleTimeout): stopping") && log.contains("called while idle"), "{log}");
+    assert_eq!(log.matches("ignored unknown fields of its entry").count(), 1, "logged once, not at each wake: {log}");
 }
 
 #[test]
@@ -717,6 +718,43 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
     assert!(mute["hint"].as_str().unwrap().contains("connectTimeout") && mute["hint"].as_str().unwrap().contains("mcp_server.py --never-init"), "{mute}");
     let web = f.iter().find(|f| f["extension"] == "web").unwrap();
     assert!(web["message"].as_str().unwrap().contains("not supported (stdio only)"), "{web}");
+}
+
+#[test]
+fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_started() {
+    // PROTOCOL.md §8.3: doctor checks a server's names; §8.1: unknown
+    // fields are logged, also for an entry that fails before it runs.
+    let t = TempDir::new("mcp-doctor-names");
+    let cfg = write_config(
+        t.path(),
+        "mcp.json",
+        json!({
+            "fx": fx(&["--dupes"], json!({})),
+            "gone": {"command": "./no-such-server", "enviroment": {"A": "1"}, "timeout": 3},
+        }),
+    );
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let findings = |ext: &str, code: &str| -> Vec<Value> {
+        report["findings"].as_array().unwrap().iter().filter(|f| f["extension"] == ext && f["code"] == code).cloned().collect()
+    };
+    let long = "x".repeat(70);
+    let cut = findings("fx", "mcp_name");
+    let cut: Vec<&Value> = cut.iter().filter(|f| f["message"].as_str().unwrap().contains("cut the name of tool")).collect();
+    assert_eq!(cut.len(), 1, "{report}");
+    let msg = cut[0]["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("mcp__fx__{long} is offered as mcp__fx__xxx")), "the full name and the one used: {msg}");
+    let used = msg.rsplit(' ').next().unwrap();
+    assert_eq!(used.len(), 64, "{msg}");
+    let fx = report["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "fx").unwrap();
+    assert!(fx["tools"].as_array().unwrap().iter().any(|n| n["name"] == used), "the name used is the one offered: {fx}");
+    let unknown = findings("gone", "mcp_unknown_field");
+    assert_eq!(unknown.len(), 1, "{report}");
+    assert!(unknown[0]["message"].as_str().unwrap().ends_with("enviroment, timeout"), "{}", unknown[0]);
+    assert_eq!(findings("gone", "mcp_handshake").len(), 1, "it failed before it was spawned: {report}");
+    let log = std::fs::read_to_string(t.path().join("zot-home/logs/mcp-gone.log")).unwrap();
+    assert!(log.contains("ignored unknown fields of its entry in") && log.contains("failed to load"), "{log}");
 }
 
 #[test]

@@ -384,7 +384,7 @@ impl Edge {
             return list_tools(st, Some(c.to_string()));
         }
         let listed = st.gathering.take().unwrap_or_default();
-        st.tools = self.offer(listed);
+        st.tools = self.offer(listed, st.ready);
         let mut out = Vec::new();
         if st.ready {
             let tools = st.tools.iter().map(|(t, _)| t.clone()).collect();
@@ -419,7 +419,7 @@ impl Edge {
         let mut commands: Vec<(String, String)> = Vec::new();
         for p in st.prompt_pages.take().unwrap_or_default() {
             let Some(own) = p.get("name").and_then(Value::as_str) else { continue };
-            let offered = names::offered(&self.spec.name, own);
+            let offered = self.offered("prompt", own, st.ready);
             if prompts.iter().any(|q| q.offered == offered) {
                 self.log.line(&format!("prompt {own:?} is shadowed: its name {offered} is taken by an earlier prompt of this server"));
                 continue;
@@ -471,9 +471,21 @@ impl Edge {
         self.maybe_ready(&mut st);
     }
 
+    /// The name `own` (a `tool` or `prompt` of the server) is offered by; a
+    /// name cut to its limit is logged with the full one, at the first
+    /// listing (`again`: a later one).
+    fn offered(&self, what: &str, own: &str, again: bool) -> String {
+        let name = names::offered(&self.spec.name, own);
+        let full = names::full(&self.spec.name, own);
+        if full != name && !again {
+            self.log.line(&format!("cut the name of {what} {own:?} to {} bytes: {full} is offered as {name}", names::MAX_NAME));
+        }
+        name
+    }
+
     /// The tools listed, filtered by `enabledTools`/`disabledTools`, under
     /// their offered names; the first of two that end up with one name wins.
-    fn offer(&self, listed: Vec<Value>) -> Vec<(Tool, String)> {
+    fn offer(&self, listed: Vec<Value>, again: bool) -> Vec<(Tool, String)> {
         let mut out: Vec<(Tool, String)> = Vec::new();
         for t in listed {
             let Some(own) = t.get("name").and_then(Value::as_str).map(str::to_string) else {
@@ -483,7 +495,7 @@ impl Edge {
             if !self.spec.offers(&own) {
                 continue;
             }
-            let name = names::offered(&self.spec.name, &own);
+            let name = self.offered("tool", &own, again);
             if let Some((_, first)) = out.iter().find(|(o, _)| o.name == name) {
                 self.log.line(&format!("tool {own:?} is shadowed by tool {first:?} of the same server: both are offered as {name}"));
                 continue;

@@ -26,12 +26,18 @@ pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String
     }
 }
 
-/// The edge of a new process of server `spec`; `first`: the first start of
-/// this load, when its unknown fields are logged.
-pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId, first: bool) -> Arc<Edge> {
-    if first && !spec.unknown.is_empty() {
+/// Logs the unknown fields of a server's entry (PROTOCOL.md §8.1: once),
+/// at its first start of the load, before anything can fail it.
+/// `logged`: they were logged already.
+pub(super) fn log_unknown(found: &crate::discovery::Found, logged: &mut bool, log: &Log) {
+    let Some(spec) = found.mcp.as_ref().filter(|s| !s.unknown.is_empty()) else { return };
+    if !std::mem::replace(logged, true) {
         log.line(&format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), spec.unknown.join(", ")));
     }
+}
+
+/// The edge of a new process of server `spec`.
+pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId) -> Arc<Edge> {
     let emit = Box::new(move |m| {
         let _ = inbox.send(Inbox::Child(id, m));
     });
