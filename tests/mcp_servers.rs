@@ -347,6 +347,36 @@ fn a_crash_mid_call_fails_it_at_once_and_the_server_restarts() {
 }
 
 #[test]
+fn a_crash_looped_server_is_listed_as_a_crash_looped_extension_is() {
+    // PROTOCOL.md §7.1 and §8.2: a server is supervised as an extension
+    // is; crash-looped, it gives its names up for good (none in force, a
+    // call is unknown_tool), and its own entry reads as an extension's.
+    let t = TempDir::new("mcp-crashloop");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--exit-after-list", "3"], json!({}))}));
+    let ext = common::py_ext(t.path(), "exts/a", "a", &["--tools", "echo", "--exit-after-ready", "4"]);
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext", "--ext", ext.to_str().unwrap(), "--restart", "always"]);
+    for name in ["fx", "a"] {
+        let end = Instant::now() + Duration::from_secs(90);
+        while !s.frames.iter().any(|f| f["type"] == "extension_crash_loop" && f["extension"] == name) {
+            assert!(s.read(end.saturating_duration_since(Instant::now())).is_some(), "{name} never crash-looped\n{}", s.z.context());
+        }
+    }
+    let l = s.ok("list", json!({}));
+    assert!(tool_names(&l).is_empty(), "no name is in force for either: {l}");
+    let (fx, a) = (s.ext("fx"), s.ext("a"));
+    for e in [&fx, &a] {
+        assert_eq!((e["state"].as_str(), e["restarts"].as_u64(), e["pid"].as_u64()), (Some("crash_loop"), Some(5), None), "{e}");
+    }
+    assert_eq!(a["tools"], json!(["echo"]), "an extension's entry names what it last registered: {a}");
+    assert!(fx["tools"].as_array().unwrap().contains(&json!("mcp__fx__echo")), "and so does a server's: {fx}");
+    let gone = s.wait("fx's tools gone", |f| f["type"] == "tools_changed" && f["extension"] == "fx" && f["reason"] == "exited");
+    assert!(gone["tools"].as_array().unwrap().contains(&json!("mcp__fx__echo")), "{gone}");
+    let r = s.req("tool", json!({"name": "mcp__fx__echo"}));
+    assert_eq!(r["error"]["code"], "unknown_tool", "{r}");
+    s.shutdown();
+}
+
+#[test]
 fn handshake_failures_fail_that_server_only() {
     let t = TempDir::new("mcp-handshake");
     let cfg = write_config(
