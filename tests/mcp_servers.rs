@@ -605,9 +605,18 @@ fn a_woken_server_offers_what_it_lists_then() {
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     s.wait_state("fx", "idle");
-    std::fs::write(&change, r#"{"drop": ["slow"], "add": ["newt"]}"#).unwrap();
-    assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 1}))), r#"{"w": 1}"#);
-    let answered = s.frames.len() - 1;
+    let gate = t.path().join("gate");
+    std::fs::write(&change, json!({"drop": ["slow"], "add": ["newt"], "wait_for": gate}).to_string()).unwrap();
+    s.z.send(r#"{"id":"wake","type":"tool","name":"mcp__fx__echo","args":{"w":1}}"#);
+    // While it starts, what it offered asleep stays offered.
+    let l = s.ok("list", json!({}));
+    let e = l["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "fx").unwrap();
+    assert_eq!(e["state"], "starting", "{e}");
+    assert!(tool_names(&l).contains(&"mcp__fx__slow".to_string()) && e["tools"].as_array().unwrap().contains(&json!("mcp__fx__slow")), "{l}");
+    std::fs::write(&gate, "").unwrap();
+    let r = s.wait("the call that woke it", |f| f["type"] == "response" && f["id"] == "wake");
+    assert_eq!(text(&r["result"]), r#"{"w": 1}"#, "{r}");
+    let answered = s.frames.iter().position(|f| f["id"] == "wake").unwrap();
     let n = s.note("tools_changed");
     assert_eq!((n["reason"].clone(), n["tools"].clone()), (json!("listed"), json!(["mcp__fx__newt", "mcp__fx__slow"])), "{n}");
     let at = s.frames.iter().position(|f| f["type"] == "tools_changed");

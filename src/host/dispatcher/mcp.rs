@@ -58,7 +58,7 @@ pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
 }
 
 /// Where an MCP server with an `idleTimeout` is in its sleep.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct IdleState {
     /// Stopped for being idle; its end makes it [`Life::Idle`].
     pub stopping: bool,
@@ -66,10 +66,14 @@ pub(super) struct IdleState {
     pub waking: bool,
     /// When it was last called.
     pub last_used: Option<Instant>,
-    /// The tools it offered when it was woken, to announce what its new
-    /// listing changed once it is ready.
-    pub slept_with: Vec<(String, Value)>,
+    /// While it wakes: the commands and tools it offered asleep. They stay
+    /// listed until it is ready, and what it lists then is compared with
+    /// them.
+    pub slept_with: Option<Offered>,
 }
+
+/// Commands (name, description) and tools, as an extension registered them.
+pub(super) type Offered = (Vec<(String, String)>, Vec<ToolEntry>);
 
 impl IdleState {
     /// Calls wait (and wake it): idle, going idle, or waking.
@@ -101,7 +105,7 @@ impl Dispatcher {
         let ext = &self.exts[slot];
         let (commands, tools) = (ext.command_names(), ext.tool_names());
         self.registry.keep_only(slot, &commands, &tools);
-        let before = std::mem::take(&mut self.exts[slot].idle.slept_with);
+        let before = self.exts[slot].idle.slept_with.take().map(|(_, t)| tool_keys(&t)).unwrap_or_default();
         let changed = changed_tools(&before, &tool_keys(&self.exts[slot].tools));
         self.announce_listed(slot, changed, "tools listed on waking");
         for p in self.table.take_parked(slot) {
@@ -164,7 +168,7 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         ext.log("called while idle: starting it again");
         ext.idle.waking = true;
-        ext.idle.slept_with = tool_keys(&ext.tools);
+        ext.idle.slept_with = Some((std::mem::take(&mut ext.commands), std::mem::take(&mut ext.tools)));
         self.start_again(slot);
     }
 
@@ -270,6 +274,17 @@ impl Dispatcher {
             self.progress_keys.retain(|k, _| sent.get(k).is_some());
         }
         self.progress_keys.insert(id, key);
+    }
+}
+
+impl Ext {
+    /// The commands and tools it offers as listings show them: while it
+    /// wakes, those it offered asleep (PROTOCOL.md §8.1: they stay offered).
+    pub(super) fn offered(&self) -> (&[(String, String)], &[ToolEntry]) {
+        match &self.idle.slept_with {
+            Some((commands, tools)) if self.idle.waking => (commands, tools),
+            _ => (&self.commands, &self.tools),
+        }
     }
 }
 

@@ -516,6 +516,7 @@ impl Dispatcher {
         self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
         // Calls that woke an idle server fail with it.
         if std::mem::take(&mut self.exts[slot].idle.waking) {
+            self.exts[slot].idle.slept_with = None;
             let extension = self.exts[slot].name().to_string();
             self.unpark_failed(slot, HostError::Exited { extension, detail: "it failed to start again after being idle".into() });
         }
