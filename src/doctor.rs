@@ -571,6 +571,22 @@ fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpe
         let msg = format!("the host logged: {l}");
         e.findings.push(finding(Severity::Warning, "not_json_rpc", msg, "the server's stdout is for JSON-RPC only: print logs to stderr"));
     }
+    for l in e.log_lines.iter().filter(|l| l.starts_with("ignored unknown fields of its entry")) {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_unknown_field",
+            format!("the host logged: {l}"),
+            format!("correct the spelling of those fields of {:?} in {file}, or remove them: they change nothing", e.name),
+        ));
+    }
+    for l in e.log_lines.iter().filter(|l| l.starts_with("cut the name of ")) {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_name",
+            format!("the host logged: {l}"),
+            "a name over 64 bytes is offered cut, ending in a hash: give the tool (or prompt) a shorter name in the server, or the server a shorter name",
+        ));
+    }
     for l in e.log_lines.iter().filter(|l| l.contains("is shadowed by tool")) {
         e.findings.push(finding(
             Severity::Warning,

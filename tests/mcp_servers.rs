@@ -255,8 +255,8 @@ fn progress_is_passed_on_with_the_request_id() {
     assert_eq!(text(&resp["result"]), "done");
     let notes: Vec<Value> = s.frames.iter().filter(|f| f["type"] == "tool_progress").cloned().collect();
     assert_eq!(notes.len(), 3, "{:?}", s.frames);
-    assert_eq!(notes[0]["id"], "p1");
-    assert_eq!(notes[0]["tool_id"], "T9");
+    // Exactly the fields PROTOCOL.md §4 lists for it.
+    assert_eq!(notes[0], json!({"type": "tool_progress", "id": "p1", "tool_id": "T9", "progress": 1, "total": 3, "message": "step 1"}));
     assert_eq!((notes[2]["progress"].clone(), notes[2]["total"].clone(), notes[2]["message"].clone()), (json!(3), json!(3), json!("step 3")));
     let log = s.log("fx");
     assert!(log.contains("progressToken"), "{log}");
@@ -281,6 +281,32 @@ fn list_changed_adds_and_removes_tools_live() {
     assert!(!tool_names(&l).contains(&"mcp__fx__echo".to_string()) && tool_names(&l).contains(&"mcp__fx__newt".to_string()));
     let r = s.req("tool", json!({"name": "mcp__fx__echo"}));
     assert_eq!(r["error"]["code"], "unknown_tool");
+    s.shutdown();
+}
+
+#[test]
+fn prompts_list_changed_updates_the_commands_live() {
+    // PROTOCOL.md §8.3: prompts are commands; a server's new prompt list
+    // is in force at once, as its tools' is (no event names commands).
+    let t = TempDir::new("mcp-prompts-changed");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let commands = |s: &mut Serve| -> Vec<String> {
+        let l = s.ok("list", json!({}));
+        l["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(commands(&mut s), ["mcp__fx__greet"]);
+    s.tool("mcp__fx__add", json!({"prompt": "wave"}));
+    s.wait_log("fx", "prompts listed again; changed commands: mcp__fx__wave");
+    let r = s.ok("command", json!({"name": "mcp__fx__wave"}));
+    assert_eq!((r["action"].as_str(), r["prompt"].as_str()), (Some("prompt"), Some("prompt wave")), "{r}");
+    assert_eq!(s.ext("fx")["commands"], json!(["mcp__fx__greet", "mcp__fx__wave"]));
+    s.tool("mcp__fx__remove", json!({"prompt": "greet"}));
+    s.wait_log("fx", "prompts listed again; changed commands: mcp__fx__greet");
+    assert_eq!(commands(&mut s), ["mcp__fx__wave"]);
+    let r = s.req("command", json!({"name": "mcp__fx__greet", "args": "ann"}));
+    assert_eq!(r["error"]["code"], "unknown_command", "{r}");
     s.shutdown();
 }
 
@@ -317,6 +343,36 @@ fn a_crash_mid_call_fails_it_at_once_and_the_server_restarts() {
     assert_ne!(e["pid"].as_u64().unwrap(), pid);
     assert_eq!(e["restarts"], 1);
     assert_eq!(text(&s.tool("mcp__fx__echo", json!({"a": 1}))), r#"{"a": 1}"#);
+    s.shutdown();
+}
+
+#[test]
+fn a_crash_looped_server_is_listed_as_a_crash_looped_extension_is() {
+    // PROTOCOL.md §7.1 and §8.2: a server is supervised as an extension
+    // is; crash-looped, it gives its names up for good (none in force, a
+    // call is unknown_tool), and its own entry reads as an extension's.
+    let t = TempDir::new("mcp-crashloop");
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--exit-after-list", "3"], json!({}))}));
+    let ext = common::py_ext(t.path(), "exts/a", "a", &["--tools", "echo", "--exit-after-ready", "4"]);
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext", "--ext", ext.to_str().unwrap(), "--restart", "always"]);
+    for name in ["fx", "a"] {
+        let end = Instant::now() + Duration::from_secs(90);
+        while !s.frames.iter().any(|f| f["type"] == "extension_crash_loop" && f["extension"] == name) {
+            assert!(s.read(end.saturating_duration_since(Instant::now())).is_some(), "{name} never crash-looped\n{}", s.z.context());
+        }
+    }
+    let l = s.ok("list", json!({}));
+    assert!(tool_names(&l).is_empty(), "no name is in force for either: {l}");
+    let (fx, a) = (s.ext("fx"), s.ext("a"));
+    for e in [&fx, &a] {
+        assert_eq!((e["state"].as_str(), e["restarts"].as_u64(), e["pid"].as_u64()), (Some("crash_loop"), Some(5), None), "{e}");
+    }
+    assert_eq!(a["tools"], json!(["echo"]), "an extension's entry names what it last registered: {a}");
+    assert!(fx["tools"].as_array().unwrap().contains(&json!("mcp__fx__echo")), "and so does a server's: {fx}");
+    let gone = s.wait("fx's tools gone", |f| f["type"] == "tools_changed" && f["extension"] == "fx" && f["reason"] == "exited");
+    assert!(gone["tools"].as_array().unwrap().contains(&json!("mcp__fx__echo")), "{gone}");
+    let r = s.req("tool", json!({"name": "mcp__fx__echo"}));
+    assert_eq!(r["error"]["code"], "unknown_tool", "{r}");
     s.shutdown();
 }
 
@@ -512,7 +568,7 @@ fn names_follow_the_rule_and_an_extension_of_the_same_name_wins() {
 #[test]
 fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     let t = TempDir::new("mcp-idle");
-    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5}))}));
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5, "autoApprove": []}))}));
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     let pid = s.ext("fx")["pid"].as_u64().unwrap() as u32;
@@ -522,6 +578,8 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     let l = s.ok("list", json!({}));
     assert!(tool_names(&l).contains(&"mcp__fx__echo".to_string()), "its tools stay offered while idle: {l}");
     assert_eq!(text(&s.tool("mcp__fx__echo", json!({"w": 1}))), r#"{"w": 1}"#, "the call wakes it");
+    // Announced before the answer, had the listing changed.
+    assert!(!s.frames.iter().any(|f| f["type"] == "tools_changed"), "the same tools listed again change nothing: {:?}", s.frames);
     let e = s.ext("fx");
     assert_eq!(e["state"], "ready");
     assert_ne!(e["pid"].as_u64().unwrap() as u32, pid);
@@ -532,6 +590,44 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     s.shutdown();
     let log = s.log("fx");
     assert!(log.contains("(idleTimeout): stopping") && log.contains("called while idle"), "{log}");
+    assert_eq!(log.matches("ignored unknown fields of its entry").count(), 1, "logged once, not at each wake: {log}");
+}
+
+#[test]
+fn a_woken_server_offers_what_it_lists_then() {
+    // PROTOCOL.md §8.1 idleTimeout: a call starts the server again as a
+    // restart would; what it lists then replaces what it offered asleep,
+    // the difference announced as for a list_changed (§8.3).
+    let t = TempDir::new("mcp-idle-relist");
+    let change = t.path().join("change.json");
+    let flags = ["--tools-file", change.to_str().unwrap()];
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&flags, json!({"idleTimeout": 0.5}))}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("fx", "idle");
+    let gate = t.path().join("gate");
+    std::fs::write(&change, json!({"drop": ["slow"], "add": ["newt"], "wait_for": gate}).to_string()).unwrap();
+    s.z.send(r#"{"id":"wake","type":"tool","name":"mcp__fx__echo","args":{"w":1}}"#);
+    // While it starts, what it offered asleep stays offered.
+    let l = s.ok("list", json!({}));
+    let e = l["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "fx").unwrap();
+    assert_eq!(e["state"], "starting", "{e}");
+    assert!(tool_names(&l).contains(&"mcp__fx__slow".to_string()) && e["tools"].as_array().unwrap().contains(&json!("mcp__fx__slow")), "{l}");
+    std::fs::write(&gate, "").unwrap();
+    let r = s.wait("the call that woke it", |f| f["type"] == "response" && f["id"] == "wake");
+    assert_eq!(text(&r["result"]), r#"{"w": 1}"#, "{r}");
+    let answered = s.frames.iter().position(|f| f["id"] == "wake").unwrap();
+    let n = s.note("tools_changed");
+    assert_eq!((n["reason"].clone(), n["tools"].clone()), (json!("listed"), json!(["mcp__fx__newt", "mcp__fx__slow"])), "{n}");
+    let at = s.frames.iter().position(|f| f["type"] == "tools_changed");
+    assert!(at < Some(answered), "announced before the answer to the call that woke it");
+    let l = s.ok("list", json!({}));
+    assert!(tool_names(&l).contains(&"mcp__fx__newt".to_string()) && !tool_names(&l).contains(&"mcp__fx__slow".to_string()), "{l}");
+    let r = s.req("tool", json!({"name": "mcp__fx__slow"}));
+    assert_eq!(r["error"]["code"], "unknown_tool", "a tool it no longer lists is gone: {r}");
+    assert_eq!(text(&s.tool("mcp__fx__newt", json!({}))), "ran newt");
+    s.shutdown();
+    assert!(s.log("fx").contains("tools listed on waking; changed: mcp__fx__newt, mcp__fx__slow"), "{}", s.log("fx"));
 }
 
 #[test]
@@ -664,6 +760,43 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
 }
 
 #[test]
+fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_started() {
+    // PROTOCOL.md §8.3: doctor checks a server's names; §8.1: unknown
+    // fields are logged, also for an entry that fails before it runs.
+    let t = TempDir::new("mcp-doctor-names");
+    let cfg = write_config(
+        t.path(),
+        "mcp.json",
+        json!({
+            "fx": fx(&["--dupes"], json!({})),
+            "gone": {"command": "./no-such-server", "enviroment": {"A": "1"}, "timeout": 3},
+        }),
+    );
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let findings = |ext: &str, code: &str| -> Vec<Value> {
+        report["findings"].as_array().unwrap().iter().filter(|f| f["extension"] == ext && f["code"] == code).cloned().collect()
+    };
+    let long = "x".repeat(70);
+    let cut = findings("fx", "mcp_name");
+    let cut: Vec<&Value> = cut.iter().filter(|f| f["message"].as_str().unwrap().contains("cut the name of tool")).collect();
+    assert_eq!(cut.len(), 1, "{report}");
+    let msg = cut[0]["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("mcp__fx__{long} is offered as mcp__fx__xxx")), "the full name and the one used: {msg}");
+    let used = msg.rsplit(' ').next().unwrap();
+    assert_eq!(used.len(), 64, "{msg}");
+    let fx = report["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "fx").unwrap();
+    assert!(fx["tools"].as_array().unwrap().iter().any(|n| n["name"] == used), "the name used is the one offered: {fx}");
+    let unknown = findings("gone", "mcp_unknown_field");
+    assert_eq!(unknown.len(), 1, "{report}");
+    assert!(unknown[0]["message"].as_str().unwrap().ends_with("enviroment, timeout"), "{}", unknown[0]);
+    assert_eq!(findings("gone", "mcp_handshake").len(), 1, "it failed before it was spawned: {report}");
+    let log = std::fs::read_to_string(t.path().join("zot-home/logs/mcp-gone.log")).unwrap();
+    assert!(log.contains("ignored unknown fields of its entry in") && log.contains("failed to load"), "{log}");
+}
+
+#[test]
 fn doctor_flags_a_server_tool_refused_for_its_schema() {
     // PROTOCOL.md §8.3: doctor checks a server's schemas as an extension's;
     // a tool refused at registration is not listed, so the log says which.
@@ -762,7 +895,8 @@ for line in sys.stdin:
             a = dict(m.get("tool_args") or {}); a["guarded"] = True
             out({"type": "event_intercept_response", "id": m["id"], "modified_args": a})
     elif m.get("type") == "event":
-        sys.stderr.write("event " + m["event"] + " " + m.get("tool_name", "") + " " + str(m.get("status", "")) + "\n"); sys.stderr.flush()
+        args = json.dumps(m.get("tool_args"), sort_keys=True)
+        sys.stderr.write("event " + m["event"] + " " + m.get("tool_name", "") + " " + str(m.get("status", "")) + " " + args + "\n"); sys.stderr.flush()
     elif m.get("type") == "shutdown":
         out({"type": "shutdown_ack"}); break
 "#;
@@ -831,7 +965,12 @@ fn zot_mcp_runs_the_intercept_chain_and_events_for_mcp_tools_and_forwards_progre
     assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
     let glog = std::fs::read_to_string(t.path().join("zot-home/logs/ext-guard.log")).unwrap();
     assert!(glog.contains("event tool_call mcp__fx__echo"), "{glog}");
-    assert!(glog.contains("event tool_result mcp__fx__echo completed"), "{glog}");
+    assert!(glog.contains(r#"event tool_call mcp__fx__echo  {"guarded": true, "text": "x"}"#), "{glog}");
+    assert!(
+        glog.contains(r#"event tool_result mcp__fx__echo completed {"guarded": true, "text": "x"}"#),
+        "the tool_result event names the arguments the server got: {glog}"
+    );
+    assert!(glog.contains("event tool_result mcp__fx__crash blocked {}"), "{glog}");
     let flog = std::fs::read_to_string(t.path().join("zot-home/logs/mcp-fx.log")).unwrap();
     assert!(!flog.contains("\"name\": \"crash\""), "a blocked call never reaches the server: {flog}");
 }

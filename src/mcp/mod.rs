@@ -32,7 +32,7 @@ mod reply;
 mod results;
 
 
-use crate::host::{Config, Host, HostError, Request, Response, ToolCall};
+use crate::host::{Config, Host, HostError, Request, Responder, Response, ToolCall};
 use crate::stdio::{self, Line, Lines, Out, Pending};
 use crate::text::strip_controls;
 use serde_json::{json, Map, Value};
@@ -330,9 +330,13 @@ impl Server {
                 let mut ev = crate::protocol::Payload::new();
                 ev.insert("tool_id".into(), json!(tool_id));
                 ev.insert("tool_name".into(), json!(name));
-                ev.insert("tool_args".into(), call.args.clone().unwrap_or_else(|| json!({})));
+                let sent_args = call.args.clone().unwrap_or_else(|| json!({}));
+                // The event names the arguments the chain left (PROTOCOL.md
+                // §8.3: `modified_args` reach the server), the client's own
+                // when the chain never ended.
+                let (args_tx, args_rx) = crossbeam_channel::bounded(1);
                 self.shared.start_tool(&key, &tool_id, || {
-                    self.host.submit(Request::ToolCall(call), move |r: Result<Response, HostError>| {
+                    let done = Responder::new(move |r: Result<Response, HostError>| {
                         // Refused before any interceptor or event saw it
                         // (PROTOCOL.md §6.2): no `tool_result` event either.
                         let refused = matches!(&r, Ok(Response::Tool(t)) if t.refused);
@@ -360,6 +364,7 @@ impl Server {
                             Err(HostError::UnknownTool(_)) => return bad_params(reply, &format!("unknown tool {name:?}")),
                             Err(e) => reply.ok(error_result(&e.to_string())),
                         }
+                        ev.insert("tool_args".into(), args_rx.try_recv().unwrap_or(sent_args));
                         ev.insert("status".into(), json!(status));
                         ev.insert("executed".into(), json!(executed));
                         ev.insert("result".into(), result);
@@ -370,6 +375,7 @@ impl Server {
                             h.submit(Request::Event { event: "tool_result".into(), payload: ev }, |_| {});
                         }
                     });
+                    self.host.submit_responder(Request::ToolCall(call), done.with_chain_args(args_tx));
                 });
             }
             "prompts/get" => {

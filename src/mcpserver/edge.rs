@@ -7,8 +7,9 @@
 //! become `register_tool` and `register_command`, the end of the first
 //! listing `ready`, a `tools/call` answer `tool_result`, a `prompts/get`
 //! answer `command_response`; a later listing replaces the tools
-//! ([`McpMsg::Tools`]), progress is [`McpMsg::Progress`]. Its own
-//! requests are answered here (`ping`, `roots/list`, refusals).
+//! ([`McpMsg::Tools`]) or the prompts ([`McpMsg::Prompts`]), progress is
+//! [`McpMsg::Progress`]. Its own requests are answered here (`ping`,
+//! `roots/list`, refusals).
 //!
 //! To the server (the dispatcher's sends, [`Edge::outgoing`]): `tool_call`
 //! becomes `tools/call` with a `progressToken`, `tool_cancel`
@@ -46,6 +47,9 @@ pub enum McpMsg {
     Fail(String),
     /// The server listed its tools again: the whole new set.
     Tools(Vec<Tool>),
+    /// The server listed its prompts again: the whole new set of commands,
+    /// each with its description.
+    Prompts(Vec<(String, String)>),
     /// `notifications/progress` for the tool call with host id `id`.
     Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
 }
@@ -94,7 +98,10 @@ struct State {
     /// A `list_changed` came while a listing was under way.
     list_again: bool,
     prompts: Vec<Prompt>,
-    prompt_pages: Vec<Value>,
+    /// Prompts gathered over the pages of a listing under way.
+    prompt_pages: Option<Vec<Value>>,
+    /// A prompts `list_changed` came while a listing was under way.
+    prompts_again: bool,
     /// Tool calls in flight: host id → request id.
     calls: HashMap<String, u64>,
 }
@@ -238,6 +245,16 @@ impl Edge {
                 drop(st);
                 self.write(bytes);
             }
+            "notifications/prompts/list_changed" => {
+                let mut st = self.state();
+                if !st.ready || st.prompt_pages.is_some() {
+                    st.prompts_again = true;
+                    return;
+                }
+                let bytes = list_prompts(&mut st, None);
+                drop(st);
+                self.write(bytes);
+            }
             "notifications/message" => {
                 let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
                 let logger = params.get("logger").and_then(Value::as_str).map(|l| format!(" {l}:")).unwrap_or_default();
@@ -331,7 +348,7 @@ impl Edge {
         }
         if has_prompts {
             st.outstanding += 1;
-            out.extend(request(&mut st, Pending::Prompts, "prompts/list", json!({})));
+            out.extend(list_prompts(&mut st, None));
         }
         let done = st.outstanding == 0;
         drop(st);
@@ -367,7 +384,7 @@ impl Edge {
             return list_tools(st, Some(c.to_string()));
         }
         let listed = st.gathering.take().unwrap_or_default();
-        st.tools = self.offer(listed);
+        st.tools = self.offer(listed, st.ready);
         let mut out = Vec::new();
         if st.ready {
             let tools = st.tools.iter().map(|(t, _)| t.clone()).collect();
@@ -393,15 +410,16 @@ impl Edge {
             }
         };
         if let Some(Value::Array(p)) = page.get("prompts") {
-            st.prompt_pages.extend(p.iter().cloned());
+            st.prompt_pages.get_or_insert_with(Vec::new).extend(p.iter().cloned());
         }
         if let Some(c) = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()) {
-            return request(st, Pending::Prompts, "prompts/list", json!({"cursor": c}));
+            return list_prompts(st, Some(c.to_string()));
         }
         let mut prompts: Vec<Prompt> = Vec::new();
-        for p in std::mem::take(&mut st.prompt_pages) {
+        let mut commands: Vec<(String, String)> = Vec::new();
+        for p in st.prompt_pages.take().unwrap_or_default() {
             let Some(own) = p.get("name").and_then(Value::as_str) else { continue };
-            let offered = names::offered(&self.spec.name, own);
+            let offered = self.offered("prompt", own, st.ready);
             if prompts.iter().any(|q| q.offered == offered) {
                 self.log.line(&format!("prompt {own:?} is shadowed: its name {offered} is taken by an earlier prompt of this server"));
                 continue;
@@ -417,15 +435,21 @@ impl Edge {
                 _ => Vec::new(),
             };
             let description = p.get("description").and_then(Value::as_str).unwrap_or("").to_string();
-            if !st.ready {
-                self.send(ChildMsg::Frame(ExtFrame::RegisterCommand { name: offered.clone(), description }));
-            }
+            commands.push((offered.clone(), description));
             prompts.push(Prompt { offered, own: own.to_string(), args });
         }
-        if !st.ready {
-            st.prompts = prompts;
+        st.prompts = prompts;
+        if st.ready {
+            self.send(ChildMsg::Mcp(McpMsg::Prompts(commands)));
+        } else {
+            for (name, description) in commands {
+                self.send(ChildMsg::Frame(ExtFrame::RegisterCommand { name, description }));
+            }
             st.outstanding = st.outstanding.saturating_sub(1);
             self.maybe_ready(st);
+        }
+        if std::mem::take(&mut st.prompts_again) {
+            return list_prompts(st, None);
         }
         Vec::new()
     }
@@ -447,9 +471,21 @@ impl Edge {
         self.maybe_ready(&mut st);
     }
 
+    /// The name `own` (a `tool` or `prompt` of the server) is offered by; a
+    /// name cut to its limit is logged with the full one, at the first
+    /// listing (`again`: a later one).
+    fn offered(&self, what: &str, own: &str, again: bool) -> String {
+        let name = names::offered(&self.spec.name, own);
+        let full = names::full(&self.spec.name, own);
+        if full != name && !again {
+            self.log.line(&format!("cut the name of {what} {own:?} to {} bytes: {full} is offered as {name}", names::MAX_NAME));
+        }
+        name
+    }
+
     /// The tools listed, filtered by `enabledTools`/`disabledTools`, under
     /// their offered names; the first of two that end up with one name wins.
-    fn offer(&self, listed: Vec<Value>) -> Vec<(Tool, String)> {
+    fn offer(&self, listed: Vec<Value>, again: bool) -> Vec<(Tool, String)> {
         let mut out: Vec<(Tool, String)> = Vec::new();
         for t in listed {
             let Some(own) = t.get("name").and_then(Value::as_str).map(str::to_string) else {
@@ -459,7 +495,7 @@ impl Edge {
             if !self.spec.offers(&own) {
                 continue;
             }
-            let name = names::offered(&self.spec.name, &own);
+            let name = self.offered("tool", &own, again);
             if let Some((_, first)) = out.iter().find(|(o, _)| o.name == name) {
                 self.log.line(&format!("tool {own:?} is shadowed by tool {first:?} of the same server: both are offered as {name}"));
                 continue;
@@ -636,6 +672,15 @@ fn list_tools(st: &mut State, cursor: Option<String>) -> Vec<u8> {
         None => json!({}),
     };
     request(st, Pending::Tools, "tools/list", params)
+}
+
+fn list_prompts(st: &mut State, cursor: Option<String>) -> Vec<u8> {
+    st.prompt_pages.get_or_insert_with(Vec::new);
+    let params = match cursor {
+        Some(c) => json!({"cursor": c}),
+        None => json!({}),
+    };
+    request(st, Pending::Prompts, "prompts/list", params)
 }
 
 /// A request line with the next id; what it asks is remembered.

@@ -9,13 +9,18 @@ pub const MAX_NAME: usize = 64;
 
 /// The name a server's tool (or prompt) `item` is offered by.
 pub fn offered(server: &str, item: &str) -> String {
-    let full = format!("mcp__{}__{}", sanitize(server), sanitize(item));
+    let full = full(server, item);
     if full.len() <= MAX_NAME {
         return full;
     }
     let tail = format!("_{:08x}", fnv1a(format!("{server}\0{item}").as_bytes()));
     // Every byte is ASCII after sanitising, so any cut is on a boundary.
     format!("{}{tail}", &full[..MAX_NAME - tail.len()])
+}
+
+/// The name before it is cut to [`MAX_NAME`] bytes.
+pub fn full(server: &str, item: &str) -> String {
+    format!("mcp__{}__{}", sanitize(server), sanitize(item))
 }
 
 /// `s` with every character outside `[A-Za-z0-9_-]` replaced by `_`.

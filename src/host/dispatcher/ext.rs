@@ -133,6 +133,8 @@ pub(super) struct Ext {
     pub restart_waiters: Vec<crate::host::Responder>,
     /// An MCP server's idle stop and wake (PROTOCOL.md §8.1).
     pub idle: super::mcp::IdleState,
+    /// An MCP server's unknown entry fields are logged, once a load.
+    pub unknown_logged: bool,
 }
 
 impl Ext {
@@ -158,6 +160,7 @@ impl Ext {
             restart_names: None,
             restart_waiters: Vec::new(),
             idle: Default::default(),
+            unknown_logged: false,
         }
     }
 

@@ -124,7 +124,12 @@ impl Dispatcher {
     pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {
         match self.table.chains.remove(id) {
             Some((Then::Answer(done), _)) => respond(done, Ok(Response::Intercept(outcome))),
-            Some((Then::Tool(m), payload)) => self.after_tool_chain(*m, payload, outcome),
+            Some((Then::Tool(m), payload)) => {
+                if let Some(args) = payload.get("tool_args") {
+                    m.done.chain_args(args);
+                }
+                self.after_tool_chain(*m, payload, outcome)
+            }
             None => {}
         }
     }

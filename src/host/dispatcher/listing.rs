@@ -13,12 +13,13 @@ impl Dispatcher {
             let m = &e.found.manifest;
             let owns_cmd = |n: &str| self.registry.command_owner(n) == Some(slot);
             let owns_tool = |n: &str| self.registry.tool_owner(n) == Some(slot);
-            for (n, d) in &e.commands {
+            let (commands, tools) = e.offered();
+            for (n, d) in commands {
                 if owns_cmd(n) && e.command_spelled(n) == Some(n.as_str()) {
                     out.commands.push(CommandInfo { name: n.clone(), description: d.clone(), extension: m.name.clone() });
                 }
             }
-            for t in &e.tools {
+            for t in tools {
                 if owns_tool(&t.name) {
                     let opt = |s: &String| (!s.is_empty()).then(|| s.clone());
                     out.tools.push(ToolInfo {
@@ -51,14 +52,14 @@ impl Dispatcher {
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
                 restarts: e.supervisor.restarts(),
-                commands: e.command_names(),
-                tools: e.tool_names(),
+                commands: commands.iter().map(|c| c.0.clone()).collect(),
+                tools: tools.iter().map(|t| t.name.clone()).collect(),
                 events: e.events.clone(),
                 intercepts: e.intercepts.clone(),
                 error: e.error.clone(),
                 shadowed_commands: if e.life.running() {
                     // A second spelling of its own command is shadowed by the first.
-                    e.commands
+                    commands
                         .iter()
                         .filter(|c| !owns_cmd(&c.0) || e.command_spelled(&c.0) != Some(c.0.as_str()))
                         .map(|c| c.0.clone())
@@ -67,7 +68,7 @@ impl Dispatcher {
                     Vec::new()
                 },
                 shadowed_tools: if e.life.running() {
-                    e.tools.iter().filter(|t| !owns_tool(&t.name)).map(|t| t.name.clone()).collect()
+                    tools.iter().filter(|t| !owns_tool(&t.name)).map(|t| t.name.clone()).collect()
                 } else {
                     Vec::new()
                 },

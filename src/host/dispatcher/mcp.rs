@@ -1,8 +1,10 @@
 //! What only MCP servers need of the dispatcher (PROTOCOL.md §8): their
 //! command resolved and their edge made at start, the messages of the edge
 //! that have no zot frame (bytes to write back, a failed handshake, a new
-//! tool list, progress of a call), and their per-server call deadline.
+//! tool or prompt list, progress of a call), their sleep and waking, and
+//! their per-server call deadline.
 
+use super::ext::ToolEntry;
 use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Phase, StopStage, Timer};
 use crate::child::Log;
 use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder};
@@ -24,12 +26,18 @@ pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String
     }
 }
 
-/// The edge of a new process of server `spec`; `first`: the first start of
-/// this load, when its unknown fields are logged.
-pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId, first: bool) -> Arc<Edge> {
-    if first && !spec.unknown.is_empty() {
+/// Logs the unknown fields of a server's entry (PROTOCOL.md §8.1: once),
+/// at its first start of the load, before anything can fail it.
+/// `logged`: they were logged already.
+pub(super) fn log_unknown(found: &crate::discovery::Found, logged: &mut bool, log: &Log) {
+    let Some(spec) = found.mcp.as_ref().filter(|s| !s.unknown.is_empty()) else { return };
+    if !std::mem::replace(logged, true) {
         log.line(&format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), spec.unknown.join(", ")));
     }
+}
+
+/// The edge of a new process of server `spec`.
+pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId) -> Arc<Edge> {
     let emit = Box::new(move |m| {
         let _ = inbox.send(Inbox::Child(id, m));
     });
@@ -50,7 +58,7 @@ pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
 }
 
 /// Where an MCP server with an `idleTimeout` is in its sleep.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct IdleState {
     /// Stopped for being idle; its end makes it [`Life::Idle`].
     pub stopping: bool,
@@ -58,7 +66,14 @@ pub(super) struct IdleState {
     pub waking: bool,
     /// When it was last called.
     pub last_used: Option<Instant>,
+    /// While it wakes: the commands and tools it offered asleep. They stay
+    /// listed until it is ready, and what it lists then is compared with
+    /// them.
+    pub slept_with: Option<Offered>,
 }
+
+/// Commands (name, description) and tools, as an extension registered them.
+pub(super) type Offered = (Vec<(String, String)>, Vec<ToolEntry>);
 
 impl IdleState {
     /// Calls wait (and wake it): idle, going idle, or waking.
@@ -76,10 +91,25 @@ impl Dispatcher {
         ext.idle.last_used = Some(Instant::now());
         let id = ext.id;
         self.at(after(d), Timer::Idle(id));
-        if std::mem::take(&mut self.exts[slot].idle.waking) {
-            for p in self.table.take_parked(slot) {
-                self.on_request(p.req, p.done);
-            }
+        // A restart asked for meanwhile announces itself and sends the
+        // calls on (`restarted`).
+        if std::mem::take(&mut self.exts[slot].idle.waking) && self.exts[slot].restart_names.is_none() {
+            self.woke(slot);
+        }
+    }
+
+    /// Woken and ready: what it lists now is what it offers (names it no
+    /// longer lists are given up), the difference from what it offered
+    /// asleep is announced (`listed`), and the calls that woke it go to it.
+    fn woke(&mut self, slot: usize) {
+        let ext = &self.exts[slot];
+        let (commands, tools) = (ext.command_names(), ext.tool_names());
+        self.registry.keep_only(slot, &commands, &tools);
+        let before = self.exts[slot].idle.slept_with.take().map(|(_, t)| tool_keys(&t)).unwrap_or_default();
+        let changed = changed_tools(&before, &tool_keys(&self.exts[slot].tools));
+        self.announce_listed(slot, changed, "tools listed on waking");
+        for p in self.table.take_parked(slot) {
+            self.on_request(p.req, p.done);
         }
     }
 
@@ -132,17 +162,14 @@ impl Dispatcher {
         }
     }
 
+    /// Started again as a restart starts it; its names stay in force for it
+    /// (calls for them wait, as while it slept) until it is ready.
     fn wake(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
         ext.log("called while idle: starting it again");
         ext.idle.waking = true;
-        ext.life = Life::Spawned;
-        ext.proc = None;
-        ext.error = None;
-        if let Some(why) = self.untrusted_since(slot) {
-            return self.fail(slot, why);
-        }
-        self.start_ext(slot);
+        ext.idle.slept_with = Some((std::mem::take(&mut ext.commands), std::mem::take(&mut ext.tools)));
+        self.start_again(slot);
     }
 
     pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
@@ -159,6 +186,7 @@ impl Dispatcher {
                 }
             }
             McpMsg::Tools(tools) => self.replace_tools(slot, tools),
+            McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
         }
     }
@@ -169,8 +197,7 @@ impl Dispatcher {
         if !self.exts[slot].life.running() {
             return;
         }
-        let before: Vec<(String, Value)> =
-            self.exts[slot].tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
+        let before = tool_keys(&self.exts[slot].tools);
         let after_: Vec<(String, Value)> = tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect();
         for (name, _) in &before {
             if !after_.iter().any(|(n, _)| n == name) {
@@ -181,17 +208,39 @@ impl Dispatcher {
         for t in tools {
             self.register_tool(slot, t.name, t.description, t.schema, t.more);
         }
-        let mut changed: Vec<String> = Vec::new();
-        for (name, key) in &after_ {
-            if !before.iter().any(|(n, k)| n == name && k == key) {
-                changed.push(name.clone());
-            }
+        self.announce_listed(slot, changed_tools(&before, &after_), "tools listed again");
+    }
+
+    /// The server listed its prompts again: the new set of commands
+    /// replaces the old in the registry (no event names commands; the next
+    /// listing shows them).
+    fn replace_commands(&mut self, slot: usize, commands: Vec<(String, String)>) {
+        let ext = &self.exts[slot];
+        // Held for a restart under way, the names wait for that instead.
+        if !ext.life.running() || ext.restart_names.is_some() {
+            return;
         }
-        changed.extend(before.into_iter().filter(|(n, _)| !after_.iter().any(|(m, _)| m == n)).map(|(n, _)| n));
+        let before = ext.commands.clone();
+        let names: Vec<String> = commands.iter().map(|(n, _)| n.clone()).collect();
+        self.registry.keep_only(slot, &names, &ext.tool_names());
+        self.exts[slot].commands.clear();
+        for (name, description) in commands {
+            self.register_command(slot, name, description);
+        }
+        let now = &self.exts[slot].commands;
+        let mut changed: Vec<String> = now.iter().filter(|c| !before.contains(c)).map(|(n, _)| n.clone()).collect();
+        changed.extend(before.iter().filter(|(n, _)| !now.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()));
+        if !changed.is_empty() {
+            self.exts[slot].log(&format!("prompts listed again; changed commands: {}", changed.join(", ")));
+        }
+    }
+
+    /// `tools_changed` (`listed`) for the tools in `changed`, if any.
+    fn announce_listed(&mut self, slot: usize, changed: Vec<String>, what: &str) {
         if changed.is_empty() {
             return;
         }
-        self.exts[slot].log(&format!("tools listed again; changed: {}", changed.join(", ")));
+        self.exts[slot].log(&format!("{what}; changed: {}", changed.join(", ")));
         let extension = self.exts[slot].name().to_string();
         self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools: changed });
     }
@@ -226,6 +275,31 @@ impl Dispatcher {
         }
         self.progress_keys.insert(id, key);
     }
+}
+
+impl Ext {
+    /// The commands and tools it offers as listings show them: while it
+    /// wakes, those it offered asleep (PROTOCOL.md §8.1: they stay offered).
+    pub(super) fn offered(&self) -> (&[(String, String)], &[ToolEntry]) {
+        match &self.idle.slept_with {
+            Some((commands, tools)) if self.idle.waking => (commands, tools),
+            _ => (&self.commands, &self.tools),
+        }
+    }
+}
+
+/// Each tool's name with what of it counts as a change.
+fn tool_keys(tools: &[ToolEntry]) -> Vec<(String, Value)> {
+    tools.iter().map(|t| (t.name.clone(), tool_key(&t.description, &t.schema, &t.more))).collect()
+}
+
+/// The names of the tools new or different in `after`, then those gone
+/// from it.
+fn changed_tools(before: &[(String, Value)], after: &[(String, Value)]) -> Vec<String> {
+    let mut changed: Vec<String> =
+        after.iter().filter(|(n, k)| !before.iter().any(|(m, j)| m == n && j == k)).map(|(n, _)| n.clone()).collect();
+    changed.extend(before.iter().filter(|(n, _)| !after.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()));
+    changed
 }
 
 /// What of a tool counts as a change when it is listed again.

@@ -463,6 +463,7 @@ impl Dispatcher {
                 return self.fail(slot, why);
             }
         };
+        mcp::log_unknown(&ext.found, &mut ext.unknown_logged, &log);
         let exec = match mcp::resolve(&ext.found) {
             Ok(p) => p,
             Err(e) => {
@@ -481,7 +482,7 @@ impl Dispatcher {
         let wrap = move |msg| Inbox::Child(id, msg);
         let (spawned, hello_at) = match &ext.found.mcp {
             Some(spec) => {
-                let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id, ext.supervisor.restarts() == 0);
+                let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id);
                 let at = after(spec.connect_timeout);
                 (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, inbox, wrap), at)
             }
@@ -515,6 +516,7 @@ impl Dispatcher {
         self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
         // Calls that woke an idle server fail with it.
         if std::mem::take(&mut self.exts[slot].idle.waking) {
+            self.exts[slot].idle.slept_with = None;
             let extension = self.exts[slot].name().to_string();
             self.unpark_failed(slot, HostError::Exited { extension, detail: "it failed to start again after being idle".into() });
         }

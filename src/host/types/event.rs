@@ -62,7 +62,9 @@ pub enum HostEvent {
         /// The caller's `tool_id` for the call, when it gave one.
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_id: Option<String>,
-        /// The server that runs the tool.
+        /// The server that runs the tool. Not part of the wire frame,
+        /// whose fields PROTOCOL.md §4 lists.
+        #[serde(skip)]
         extension: String,
         /// How far along, as the server says.
         progress: Value,

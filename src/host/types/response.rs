@@ -51,6 +51,7 @@ pub enum Response {
 pub struct Responder {
     f: Option<AnswerFn>,
     key: Option<CallKey>,
+    chain_args: Option<crossbeam_channel::Sender<Value>>,
 }
 
 type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
@@ -70,7 +71,7 @@ pub(crate) enum CallKey {
 impl Responder {
     /// A responder that calls `f` with the outcome.
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
-        Responder { f: Some(Box::new(f)), key: None }
+        Responder { f: Some(Box::new(f)), key: None, chain_args: None }
     }
 
     /// The request this answers gets the caller's own `key`, by which
@@ -81,6 +82,25 @@ impl Responder {
     pub fn with_key(mut self, key: u64) -> Responder {
         self.key = Some(CallKey::Caller(key));
         self
+    }
+
+    /// For a tool call run as the model's ([`ToolCall::as_model`]): once its
+    /// `tool_call` intercept chain is over, and before the answer, the
+    /// arguments the chain ended with (every `modified_args` applied; those
+    /// the tool is called with unless the chain blocked) are sent to `tx`,
+    /// so that what the caller reports after the call (the `tool_result`
+    /// event) names them. Nothing is sent for a call that never finished
+    /// its chain.
+    pub fn with_chain_args(mut self, tx: crossbeam_channel::Sender<Value>) -> Responder {
+        self.chain_args = Some(tx);
+        self
+    }
+
+    /// Hands `args` to the sender given to [`Responder::with_chain_args`].
+    pub(crate) fn chain_args(&self, args: &Value) {
+        if let Some(tx) = &self.chain_args {
+            let _ = tx.try_send(args.clone());
+        }
     }
 
     pub(crate) fn with_host_key(mut self, key: u64) -> Responder {
