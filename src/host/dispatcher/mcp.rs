@@ -108,9 +108,7 @@ impl Dispatcher {
         let before = self.exts[slot].idle.slept_with.take().map(|(_, t)| tool_keys(&t)).unwrap_or_default();
         let changed = changed_tools(&before, &tool_keys(&self.exts[slot].tools));
         self.announce_listed(slot, changed, "tools listed on waking");
-        for p in self.table.take_parked(slot) {
-            self.on_request(p.req, p.done);
-        }
+        self.route_parked(slot);
     }
 
     pub(super) fn on_idle_timer(&mut self, id: ExtId, now: Instant) {
