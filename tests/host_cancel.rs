@@ -42,3 +42,64 @@ fn cancel_tool_answers_the_caller_and_tells_the_extension() {
     let r = host.call(zot_host::host::Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 1})), tool_id: Some("k2".into()) });
     assert!(matches!(r, Ok(Response::Tool(_))), "{r:?}");
 }
+
+/// An extension running tests/fixtures/calls.py with `cfg`.
+fn calls_ext(t: &TempDir, name: &str, mut cfg: Value, restart: Option<&str>) -> std::path::PathBuf {
+    cfg["name"] = json!(name);
+    cfg["log"] = json!(t.path().join(format!("{name}.seen")).display().to_string());
+    let mut m = json!({"name": name, "version": "1.0.0", "exec": "python3",
+        "args": [common::fixture("calls.py").display().to_string(), cfg.to_string()]});
+    if let Some(r) = restart {
+        m["restart"] = json!(r);
+    }
+    common::write_manifest(&t.path().join("exts"), name, m)
+}
+
+#[test]
+fn a_tool_id_never_cancels_a_call_the_host_made_for_an_extension_while_it_is_parked() {
+    // PROTOCOL.md §6.1: the embedder's `tool_id`s and the host's own ids
+    // are separate namespaces. An extension's `call_tool` to a restarting
+    // extension waits for it (§7.1), carrying its host-made `tool_id`
+    // (`ext-call-N`); no `cancel_tool` of the embedder reaches it there.
+    let t = TempDir::new("host-cancel-parked-ns");
+    let once = t.path().join("once");
+    let a = calls_ext(&t, "a", json!({"tools": ["call"]}), None);
+    let cfg = json!({"tools": ["shared", "crash"], "once": once.display().to_string(), "later_hello_ms": 3000});
+    let r = calls_ext(&t, "r", cfg, Some("on-failure"));
+    let (host, events) = start_host(host_config(t.path(), vec![a, r]));
+    host.wait_ready().expect("ready");
+    assert!(host.tool("crash", None).is_err(), "r crashed");
+    let restarting = common::wait_event(&events, Duration::from_secs(60), |e| {
+        matches!(e, zot_host::host::HostEvent::ExtensionRestarting { extension, .. } if extension == "r")
+    });
+    assert!(restarting.is_some(), "r restarts");
+
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    host.submit_tool("call", Some(json!({"to": "shared"})), "outer", move |r| {
+        let _ = tx.send(r);
+    });
+    let seen = t.path().join("a.seen");
+    let called = common::wait_until(Duration::from_secs(60), || {
+        std::fs::read_to_string(&seen).unwrap_or_default().lines().any(|l| l == "tool_call call")
+    });
+    assert!(called, "a got its tool call");
+    // Every spelling the host could have given the parked call.
+    let mut hits = Vec::new();
+    while rx.is_empty() {
+        for n in 1..=300 {
+            let id = format!("ext-call-{n}");
+            if host.cancel_tool(&id).is_ok() {
+                hits.push(id);
+            }
+        }
+        if !hits.is_empty() {
+            break;
+        }
+    }
+    assert!(hits.is_empty(), "the embedder's tool_id cancelled the host's call: {hits:?}");
+    // The restarted r answered the call, through a.
+    match rx.recv_timeout(Duration::from_secs(60)).expect("an answer") {
+        Ok(Response::Tool(reply)) => assert_eq!(common::echo_of(&reply.content)["by"], "r", "{reply:?}"),
+        other => panic!("expected r's answer through a, got {other:?}"),
+    }
+}

@@ -345,6 +345,44 @@ fn requests_piped_before_shutdown_get_real_answers() {
 }
 
 #[test]
+fn an_intercept_its_interceptors_never_answered_before_shutdown_is_answered_shutting_down() {
+    // PROTOCOL.md §4 Shutdown: a request still in flight is answered with
+    // the extension's answer if it came before its exit, else
+    // `shutting_down`; never with a verdict nobody gave (an allow, or a
+    // fail-closed block, for an interceptor that only exited).
+    // The intercept timeout is longer than the stop: the interceptor's end
+    // comes first.
+    let long = ["--intercept-timeout", "60"];
+    for extra in [&long[..], &["--intercept-timeout", "60", "--fail-closed"][..]] {
+        let t = TempDir::new("calls-intercept-shutdown");
+        let i = ext(&t, "i", json!({"intercepts": ["turn_start"], "intercept_ms": 60000}));
+        let mut s = Serve::start(&t, &[i], extra);
+        s.ready();
+        s.send(json!({"id": "i", "type": "intercept", "event": "turn_start", "step": 1}));
+        wait_seen(&t, "i", "intercept turn_start null");
+        s.send(json!({"id": "sd", "type": "shutdown"}));
+        let r = s.response("i");
+        assert_eq!(code(&r), "shutting_down", "{extra:?}: {r}");
+        assert!(s.at("i") < s.at("sd"), "the shutdown response is last");
+        assert_eq!(s.finish(), 0);
+    }
+    // The first interceptor answers after the shutdown began; the second,
+    // stopped by then, is never asked: its verdict is nobody's.
+    let t = TempDir::new("calls-intercept-shutdown-next");
+    let i1 = ext(&t, "i1", json!({"intercepts": ["turn_start"], "intercept_ms": 1500}));
+    let i2 = ext(&t, "i2", json!({"intercepts": ["turn_start"]}));
+    let mut s = Serve::start(&t, &[i1, i2], &long);
+    s.ready();
+    s.send(json!({"id": "i", "type": "intercept", "event": "turn_start", "step": 1}));
+    wait_seen(&t, "i1", "intercept turn_start null");
+    s.send(json!({"id": "sd", "type": "shutdown"}));
+    let r = s.response("i");
+    assert_eq!(code(&r), "shutting_down", "{r}");
+    assert!(!seen(&t, "i2").iter().any(|l| l.starts_with("intercept")), "{:?}", seen(&t, "i2"));
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
 fn the_readmes_serve_example_piped_in_one_go_gives_its_answers() {
     // The README's `zot serve` example, its `→` lines written at once
     // (`shutdown` included), answers as the README shows: every request

@@ -165,6 +165,11 @@ impl Chain {
         }
     }
 
+    /// Whether an interceptor in the chain's order is still to be asked.
+    pub(super) fn has_next(&self) -> bool {
+        self.pos < self.order.len()
+    }
+
     /// Where the chain leads, and the payload as it ended.
     pub(super) fn end(self) -> (Then, Payload) {
         (self.then, self.payload)

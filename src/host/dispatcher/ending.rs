@@ -17,10 +17,10 @@
 //! |---|---|---|---|---|
 //! | waiting for a load | never runs | — | — | `shutting_down` (waits on) |
 //! | parked for a restart | never runs | `timeout` | routed again: to it when ready, else the next owner of the name, or unknown | `shutting_down` (waits for the reload) |
-//! | in its intercept chain | the step's reply is dropped: the tool is never called, no `tool_call` event | — | — | runs on; ends `shutting_down` unless blocked |
+//! | in its intercept chain | the step's reply is dropped: the tool is never called, no `tool_call` event | — | — | runs on; ends `shutting_down` unless an interceptor blocks first, or when an interceptor is left to ask |
 //! | sent: a tool | `tool_cancel` (if it opted in) | `tool_cancel` (if it opted in), `timeout` | `extension_exited` (`shutting_down` at shutdown) | its answer, or at its exit |
 //! | sent: a command | given up on | `timeout` | as a tool | as a tool |
-//! | sent: an interceptor's step | with its chain | the interceptor failed: the chain goes on | the interceptor failed | as a tool |
+//! | sent: an interceptor's step | with its chain | the interceptor failed: the chain goes on | the interceptor failed (at shutdown: its chain ends `shutting_down`) | as a tool |
 //! | waiting on the agent | `call_tool_cancel` to the agent | `call_tool_cancel`, `timeout` | — | runs on; cancelled at its caller's exit |
 //!
 //! A dash is a pair no pick makes; the call is still answered, with the
@@ -228,6 +228,12 @@ impl Dispatcher {
                 (format!("tool {name}"), done, super::mcp::tool_timeout(ext, t.tool), note)
             }
             CallKind::Intercept { chain } => {
+                // The host stops and the interceptor ended without its
+                // answer: the request is answered `shutting_down` (PROTOCOL.md
+                // §4), not with a failed interceptor's allow or block.
+                if matches!(end, End::TargetGone(_)) && self.phase == (Phase::Stopping { exit: true }) {
+                    return self.end_chain(chain, HostError::ShuttingDown);
+                }
                 let why = match end {
                     End::Cancel(why) => why.text().to_string(),
                     End::Timeout => format!("timed out after {}", fmt_duration(t.intercept)),
@@ -448,6 +454,24 @@ mod tests {
             d.cancel(Pick::Interactive, Why::EndOfInput);
         })
         .is_empty());
+    }
+
+    /// An interceptor that ends without its answer while the host stops
+    /// leaves no verdict: its chain is answered `shutting_down`.
+    #[test]
+    fn an_interceptor_gone_at_shutdown_ends_its_chain_shutting_down() {
+        for (key, pick) in [(3, Pick::SentTo(EXT)), (6, Pick::Sent(600))] {
+            let (mut d, _events) = dispatcher();
+            d.phase = Phase::Stopping { exit: true };
+            let (tx, rx) = unbounded();
+            put(&mut d, key, &tx);
+            drop(tx);
+            d.end(pick, End::TargetGone("the host is shutting down"));
+            let answers: Vec<(u64, Answer)> = rx.try_iter().collect();
+            assert_eq!(answers.len(), 1, "stage {key}: one answer");
+            assert_eq!(outcome(&answers[0].1), "shutting_down", "stage {key}");
+            assert!(d.table.sent.get(&300).is_none() && d.table.sent.get(&600).is_none(), "no step left");
+        }
     }
 
     /// A tool cancelled or timed out gets `tool_cancel` once it opted in;

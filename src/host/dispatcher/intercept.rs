@@ -5,7 +5,7 @@
 //! interceptor as allow (or as block when the host is fail-closed), and
 //! finishes with what the chain leads to ([`Then`]).
 
-use super::{Dispatcher, Ext, INTERCEPTABLE, after, respond};
+use super::{Dispatcher, Ext, INTERCEPTABLE, Phase, after, respond};
 use super::calls::{Call, CallKind};
 use super::chain::{self, Chain, Reply, Step, Then};
 use super::requests::capped;
@@ -56,6 +56,11 @@ impl Dispatcher {
         loop {
             let exts = &self.exts;
             let Some(chain) = self.table.chains.get_mut(id) else { return };
+            // The host stops: the interceptors left are stopping, never to
+            // be asked; a verdict without them would be nobody's.
+            if self.phase == (Phase::Stopping { exit: true }) && chain.has_next() {
+                return self.end_chain(id, HostError::ShuttingDown);
+            }
             let (slot, event, payload) = match chain.step(|s, e| asks(&exts[s], e)) {
                 Step::Ask { slot, event, payload } => (slot, event, payload),
                 Step::Done(outcome) => return self.finish_chain(id, outcome),
@@ -119,6 +124,15 @@ impl Dispatcher {
             }
         }
         self.step_chain(id);
+    }
+
+    /// Ends chain `id` without a verdict: what it leads to fails with `e`.
+    pub(super) fn end_chain(&mut self, id: u64, e: HostError) {
+        match self.table.chains.remove(id) {
+            Some((Then::Answer(done), _)) => respond(done, Err(e)),
+            Some((Then::Tool(m), _)) => respond(m.done, Err(e)),
+            None => {}
+        }
     }
 
     pub(super) fn finish_chain(&mut self, id: u64, outcome: InterceptOutcome) {

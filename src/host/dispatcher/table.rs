@@ -79,9 +79,11 @@ enum At<'a> {
 }
 
 /// What the caller knows of a call: the key it was submitted with, and
-/// the agent's `tool_id` when the embedder made it.
+/// the agent's `tool_id` when the embedder made it. A call the host made
+/// (for an extension's `call_tool`) has no `tool_id` of the embedder's at
+/// any stage, whatever its request spells.
 fn caller_view<'a>(at: &At<'a>) -> (Option<CallKey>, Option<&'a str>) {
-    match at {
+    let (key, tool_id) = match at {
         At::Waiting(req, done) => (done.key(), tool_id_of(req)),
         At::Parked(p) => (p.done.key(), tool_id_of(&p.req)),
         At::Chain(Then::Answer(done)) => (done.key(), None),
@@ -93,7 +95,8 @@ fn caller_view<'a>(at: &At<'a>) -> (Option<CallKey>, Option<&'a str>) {
             CallKind::Intercept { .. } => (None, None),
         },
         At::Agent(c) => (c.done.key(), None),
-    }
+    };
+    (key, tool_id.filter(|_| !matches!(key, Some(CallKey::Host(_)))))
 }
 
 fn tool_id_of(req: &Request) -> Option<&str> {
@@ -314,9 +317,22 @@ mod tests {
             let mut t = table();
             assert_eq!(take(&mut t, Pick::ToolId(id)), [want], "{id}");
         }
-        // t-31 is the id of a call the host made for an extension.
+        // t-31, t-22, t-23 and t-12 are ids of calls the host made for an
+        // extension: in a chain; parked for a restart (with its origin, and
+        // without it as an idle server's wake keeps it); back waiting for a
+        // reload.
+        let host_calls = |t: &mut CallTable| {
+            let origin = Some(Origin { name: "a".into(), parents: Vec::new(), parent_tool_id: None });
+            t.parked.push(Parked { slot: 0, req: tool_request("t-22"), origin, done: host_done(96), key: 3 });
+            t.parked.push(Parked { slot: 0, req: tool_request("t-23"), origin: None, done: host_done(95), key: 4 });
+            t.waiting.push((tool_request("t-12"), host_done(94)));
+        };
+        for id in ["t-31", "t-22", "t-23", "t-12"] {
+            let mut t = table();
+            host_calls(&mut t);
+            assert!(take(&mut t, Pick::ToolId(id)).is_empty(), "{id}");
+        }
         let mut t = table();
-        assert!(take(&mut t, Pick::ToolId("t-31")).is_empty());
         assert!(take(&mut t, Pick::ToolId("nope")).is_empty());
     }
 
