@@ -5,7 +5,7 @@
 //! their per-server call deadline.
 
 use super::ext::ToolEntry;
-use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Phase, StopStage, Timer};
+use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Origin, Phase, StopStage, Timer};
 use crate::child::Log;
 use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder};
 use serde_json::Value;
@@ -149,12 +149,12 @@ impl Dispatcher {
 
     /// A call for a server that is idle (or on its way there, or waking):
     /// it waits for the server, which is started if it sleeps.
-    pub(super) fn wake_for(&mut self, slot: usize, req: Request, done: Responder) {
+    pub(super) fn wake_for(&mut self, slot: usize, req: Request, origin: Option<Origin>, done: Responder) {
         let timeout = match &req {
             Request::Command { .. } => self.cfg.timeouts.command,
             _ => tool_timeout(&self.exts[slot], self.cfg.timeouts.tool),
         };
-        self.park(slot, req, done, timeout);
+        self.park_call(slot, req, origin, done, timeout);
         if self.exts[slot].life == Life::Idle {
             self.wake(slot);
         }

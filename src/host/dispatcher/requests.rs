@@ -151,7 +151,7 @@ impl Dispatcher {
             return respond(done, Err(HostError::UnknownCommand(name)));
         };
         if self.exts[slot].idle.asleep(self.exts[slot].life) {
-            return self.wake_for(slot, Request::Command { name, args }, done);
+            return self.wake_for(slot, Request::Command { name, args }, None, done);
         }
         if let Err(e) = self.has_room(slot) {
             return respond(done, Err(e));
@@ -255,7 +255,7 @@ impl Dispatcher {
         }
         if self.exts[slot].idle.asleep(self.exts[slot].life) {
             let call = ToolCall { name, args: Some(args), tool_id, operation_key, reconcile, progress_key, as_model: false };
-            return self.wake_for(slot, Request::ToolCall(call), done);
+            return self.wake_for(slot, Request::ToolCall(call), origin, done);
         }
         // Reached through `call_tool`, an interactive tool keeps the tool
         // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
