@@ -100,6 +100,23 @@ fn subcommand_help() {
     assert!(zot(&["serve", "--help"]).stdout.contains("--tool-timeout SECS"));
 }
 
+/// `zot serve --help` names every method of the host protocol (PROTOCOL.md
+/// §4's method table), so a user reading it finds `cancel` and `restart` too.
+#[test]
+fn serve_help_names_every_method() {
+    let help = zot(&["serve", "--help"]).stdout;
+    let start = help.find("methods:").expect("a methods list");
+    let end = start + help[start..].find('.').expect("the list ends with a period");
+    let listed: Vec<&str> = help[start + "methods:".len()..end].split(',').map(str::trim).collect();
+    let methods = [
+        "ping", "list", "command", "tool", "intercept", "agent_tools", "call_tool_result", "event", "panel_key",
+        "panel_close", "cancel", "reload", "restart", "shutdown",
+    ];
+    for m in methods {
+        assert!(listed.contains(&m), "serve --help does not name method {m}: {listed:?}");
+    }
+}
+
 #[test]
 fn unknown_flags_and_arguments() {
     assert_eq!(usage_error(&["--bogus"]), "zot: unexpected argument '--bogus' (see 'zot --help')");

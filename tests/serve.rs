@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, session_args, Zot, LINE_WAIT};
 
-const NOTIFICATIONS: [&str; 17] = [
+const NOTIFICATIONS: [&str; 18] = [
     "ready",
+    "tool_progress",
     "call_tool",
     "call_tool_cancel",
     "extension_restarting",

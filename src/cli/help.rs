@@ -37,8 +37,8 @@ pub fn about(name: &str) -> &'static str {
 agent in any language can use it as its extension subsystem. Requests are
 {\"id\":..,\"type\":<method>,...}; methods: ping, list, command, tool,
 intercept, event, agent_tools, call_tool_result, panel_key, panel_close,
-reload, shutdown. Diagnostics go to stderr. End of stdin shuts the host
-down. Options may come before or after the word 'serve'.
+cancel, reload, restart, shutdown. Diagnostics go to stderr. End of stdin
+shuts the host down. Options may come before or after the word 'serve'.
 ",
         "mcp" => "Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
 message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and
