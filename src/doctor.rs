@@ -258,8 +258,9 @@ fn build(
                 })
                 .collect::<Vec<_>>()
         };
-        // A manifest whose exec cannot start is broken, and says why.
-        let found = disc.load.iter().find(|f| f.manifest.dir.display().to_string() == info.dir);
+        // A manifest whose exec cannot start is broken, and says why (a
+        // server's own error says what is wrong with its entry).
+        let found = disc.load.iter().find(|f| f.manifest.dir.display().to_string() == info.dir && f.mcp.is_none());
         if let (true, Some(why)) = (e.state == "failed", found.and_then(|f| crate::manage::exec_problem(&f.manifest))) {
             e.state = "broken".into();
             e.reason = Some(why);

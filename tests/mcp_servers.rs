@@ -757,6 +757,12 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
     assert!(mute["hint"].as_str().unwrap().contains("connectTimeout") && mute["hint"].as_str().unwrap().contains("mcp_server.py --never-init"), "{mute}");
     let web = f.iter().find(|f| f["extension"] == "web").unwrap();
     assert!(web["message"].as_str().unwrap().contains("not supported (stdio only)"), "{web}");
+    // Each entry is shown with its own error, not as an exec not found.
+    let cfg = write_config(t.path(), "alone.json", json!({"nocmd": {}, "web": {"url": "https://x/mcp"}}));
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert!(out.contains("web (MCP server) [failed: transport streamable-http is not supported (stdio only)]"), "{out}{err}");
+    assert!(out.contains("nocmd (MCP server) [failed: field `command` is required]"), "{out}{err}");
+    assert!(!out.contains("(no command)"), "{out}");
 }
 
 #[test]

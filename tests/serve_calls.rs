@@ -429,7 +429,9 @@ fn answer_of(r: &Value) -> Value {
 }
 
 fn list_entry(s: &mut Serve, name: &str) -> Value {
-    let l = s.request(json!({"id": "list", "type": "list"}));
+    // An id of its own each time: `request` finds the first response to it.
+    let id = format!("list-{}", s.frames.len());
+    let l = s.request(json!({"id": id, "type": "list"}));
     let exts = l["result"]["extensions"].as_array().cloned().unwrap_or_default();
     exts.into_iter().find(|e| e["extension"] == name || e["name"] == name).unwrap_or(Value::Null)
 }
@@ -557,6 +559,27 @@ fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
     assert_eq!(code(&r), "unknown_extension", "{r}");
     let r = s.request(json!({"id": "m", "type": "restart"}));
     assert_eq!(code(&r), "bad_request", "{r}");
+    assert_eq!(s.finish(), 0);
+}
+
+#[test]
+fn an_extension_stopped_by_a_restart_request_is_listed_restarting() {
+    // PROTOCOL.md §4 `restart`, §7.1: coming back, it is `restarting`
+    // while its old process stops, not `exited`.
+    let t = TempDir::new("calls-restart-state");
+    let go = t.path().join("go");
+    let once = t.path().join("once");
+    let a = ext(&t, "a", json!({"tools": ["echo"], "hold_shutdown": go.display().to_string(), "once": once.display().to_string()}));
+    let mut s = Serve::start(&t, &[a], &[]);
+    s.ready();
+    s.send(json!({"id": "r", "type": "restart", "name": "a"}));
+    wait_seen(&t, "a", "shutdown");
+    let e = list_entry(&mut s, "a");
+    assert_eq!(e["state"], "restarting", "{e}");
+    std::fs::write(&go, "").expect("let it go");
+    let r = s.response("r");
+    assert_eq!(r["result"]["extension"], "a", "{r}");
+    assert_eq!(list_entry(&mut s, "a")["state"], "ready");
     assert_eq!(s.finish(), 0);
 }
 

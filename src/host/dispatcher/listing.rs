@@ -3,7 +3,7 @@
 //! not be loaded (failed, named by their folder), and the commands and
 //! tools in effect.
 
-use super::Dispatcher;
+use super::{Dispatcher, Life};
 use crate::host::{CommandInfo, ExtInfo, Listing, State, ToolInfo};
 
 impl Dispatcher {
@@ -48,7 +48,12 @@ impl Dispatcher {
                 version: if m.version.is_empty() { e.hello_version.clone() } else { m.version.clone() },
                 dir: m.dir.display().to_string(),
                 source: e.found.source.as_str(),
-                state: e.life.state(),
+                // Stopped by a `restart` request, it is coming back.
+                state: if matches!(e.life, Life::Stopping { .. }) && !e.restart_waiters.is_empty() {
+                    State::Restarting
+                } else {
+                    e.life.state()
+                },
                 pid: e.pid(),
                 capabilities: e.capabilities.clone(),
                 restarts: e.supervisor.restarts(),
