@@ -19,6 +19,8 @@ use zot_proc::{session_args, Zot};
 struct Serve {
     z: Zot,
     frames: Vec<Value>,
+    /// The responses claimed so far: an id used again means a new answer.
+    claimed: Vec<usize>,
     exts: usize,
 }
 
@@ -34,7 +36,7 @@ impl Serve {
     fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
         let extra: Vec<&str> = SLOW_START.iter().copied().chain(extra.iter().copied()).collect();
         let args = session_args(t.path(), Some("serve"), exts, &extra);
-        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), exts: exts.len() }
+        Serve { z: Zot::spawn(t.path(), &args, &[]), frames: Vec::new(), claimed: Vec::new(), exts: exts.len() }
     }
 
     fn read(&mut self, limit: Duration) -> Option<usize> {
@@ -60,8 +62,21 @@ impl Serve {
     }
 
     /// The index of the response to `id`.
+    /// The index of the first response to `id` not claimed by a
+    /// [`Serve::request`] before.
     fn at(&mut self, id: &str) -> usize {
-        self.find(&format!("response {id}"), |f| f["type"] == "response" && f["id"] == id)
+        let is = |f: &Value| f["type"] == "response" && f["id"] == id;
+        if let Some(i) = (0..self.frames.len()).find(|i| !self.claimed.contains(i) && is(&self.frames[*i])) {
+            return i;
+        }
+        let end = Instant::now() + WAIT;
+        loop {
+            match self.read(end.saturating_duration_since(Instant::now())) {
+                Some(i) if is(&self.frames[i]) => return i,
+                Some(_) => {}
+                None => panic!("no response {id} within {WAIT:?}\n{}", self.z.context()),
+            }
+        }
     }
 
     fn response(&mut self, id: &str) -> Value {
@@ -73,10 +88,14 @@ impl Serve {
         self.z.send(&v.to_string());
     }
 
+    /// Sends `v` and claims its answer, so an id used again waits for a
+    /// new one.
     fn request(&mut self, v: Value) -> Value {
         let id = v["id"].as_str().expect("string id").to_string();
         self.send(v);
-        self.response(&id)
+        let i = self.at(&id);
+        self.claimed.push(i);
+        self.frames[i].clone()
     }
 
     /// Waits for `ready`, with every extension in it.
@@ -149,10 +168,11 @@ fn cancel_answers_a_tool_a_command_and_an_intercept_wherever_they_are() {
     wait_seen(&t, "b", "intercept turn_start null");
     for target in ["t", "c", "i"] {
         let id = format!("x-{target}");
-        let r = s.request(json!({"id": id, "type": "cancel", "target": target}));
-        assert_eq!(r["result"], json!({"cancelled": true}), "{r}");
+        s.send(json!({"id": id, "type": "cancel", "target": target}));
+        let cancel = s.at(&id);
+        assert_eq!(s.frames[cancel]["result"], json!({"cancelled": true}), "{}", s.frames[cancel]);
         let answer = s.at(target);
-        assert!(answer < s.at(&id), "the target's answer comes first");
+        assert!(answer < cancel, "the target's answer comes first");
         assert_eq!(code(&s.frames[answer]), "cancelled", "{}", s.frames[answer]);
     }
     // The tool's extension was told.
