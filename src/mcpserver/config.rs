@@ -325,7 +325,8 @@ fn strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, S
 /// A duration in seconds: a positive number up to 86400 (`zero_is_none`:
 /// 0 means "never").
 fn secs(obj: &Map<String, Value>, key: &str, zero_is_none: bool) -> Result<Option<Duration>, String> {
-    let bad = || format!("field `{key}` must be a number of seconds (more than 0, at most 86400)");
+    let least = if zero_is_none { "0 for never" } else { "more than 0" };
+    let bad = || format!("field `{key}` must be a number of seconds ({least}, at most 86400)");
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => {

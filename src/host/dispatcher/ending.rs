@@ -224,7 +224,11 @@ impl Dispatcher {
                 if opted_in && matches!(end, End::Cancel(_) | End::Timeout) {
                     let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
                 }
-                let note = if opted_in { "; sending tool_cancel" } else { " (it takes no tool_cancel)" };
+                let note = match (opted_in, ext.found.mcp.is_some()) {
+                    (true, true) => "; sending notifications/cancelled",
+                    (true, false) => "; sending tool_cancel",
+                    (false, _) => " (it takes no tool_cancel)",
+                };
                 (format!("tool {name}"), done, super::mcp::tool_timeout(ext, t.tool), note)
             }
             CallKind::Intercept { chain } => {
