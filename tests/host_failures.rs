@@ -17,7 +17,7 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     let mut cfg = host_config(t.path(), vec![mute, good]);
     // Long enough for the good one to start and answer before it runs out,
     // however loaded the machine is.
-    cfg.timeouts.hello = Duration::from_secs(10);
+    cfg.timeouts.hello = Duration::from_secs(15);
     cfg.timeouts.ready_grace = Duration::from_secs(60);
     let started = Instant::now();
     let (host, ev) = start_host(cfg);
@@ -28,7 +28,7 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     let r = host.tool("g_tool", None).unwrap();
     assert_eq!(r.extension, "good");
     // Answered while the mute one still starts: it delayed nothing (its
-    // failure, at 10 s, is still to come).
+    // failure, at 15 s, is still to come).
     let usable = started.elapsed();
     assert_eq!(ext_info(&host, "mute").state, State::Starting, "usable at {usable:?}");
 
@@ -37,16 +37,16 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     let Some(HostEvent::LoadFailed { extension, message, .. }) = failed else { panic!("no load failure") };
     assert_eq!(extension, "mute");
     // With the end of what it wrote to its stderr meanwhile.
-    assert_eq!(message, "no hello within 10s; its stderr: [mute] not saying hello");
-    assert!(failed_at >= Duration::from_secs(10), "{failed_at:?}");
+    assert_eq!(message, "no hello within 15s; its stderr: [mute] not saying hello");
+    assert!(failed_at >= Duration::from_secs(15), "{failed_at:?}");
 
     let report = host.wait_ready().unwrap();
     assert_eq!(report.ready, vec!["good".to_string()]);
-    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 10s; its stderr: [mute] not saying hello".to_string()]);
+    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 15s; its stderr: [mute] not saying hello".to_string()]);
     let info = ext_info(&host, "mute");
     assert_eq!(info.state, State::Failed);
-    assert_eq!(info.error.as_deref(), Some("no hello within 10s; its stderr: [mute] not saying hello"));
-    assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 10s"));
+    assert_eq!(info.error.as_deref(), Some("no hello within 15s; its stderr: [mute] not saying hello"));
+    assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 15s"));
     // Its process is gone.
     let pid_gone = |h: &zot_host::host::Host| ext_info(h, "mute").pid.is_none();
     assert!(wait_until(Duration::from_secs(30), || pid_gone(&host)));
