@@ -110,7 +110,7 @@ fn through_the_library_a_setsid_descendant_is_gone_after_a_restart_and_after_shu
     let t = TempDir::new("esc-lib");
     let (crash, crash_pids) = escape_ext(&t, "lcrash", &["crash", "hold"], json!({"restart": "always"}));
     let (calm, calm_pids) = escape_ext(&t, "lcalm", &["hold", "stubborn"], json!({}));
-    let (host, events) = start_host(config(t.path(), vec![crash, calm]));
+    let (host, events) = start_host(host_config(t.path(), vec![crash, calm]));
     host.wait_ready().unwrap();
     let calm_pid = escapees(&calm_pids, 1)[0];
     assert_escaped(calm_pid);
@@ -129,7 +129,7 @@ fn the_hosts_own_commands_keep_their_exit_status_while_the_reaper_works() {
     let t = TempDir::new("esc-commands");
     // Crashes, restarts and orphans keep the reaper busy meanwhile.
     let (storm, storm_pids) = escape_ext(&t, "storm", &["crash"], json!({"restart": "always"}));
-    let (host, _events) = start_host(config(t.path(), vec![storm]));
+    let (host, _events) = start_host(host_config(t.path(), vec![storm]));
     host.wait_ready().unwrap();
     for i in 0..40 {
         let code = i % 5 + 1;

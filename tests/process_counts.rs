@@ -48,7 +48,7 @@ fn threads_and_fds_are_back_after_20_restarts_while_descendants_hold_stdout() {
     // not ended when its extension stops (only when the host exits) and
     // keeps the extension's stdout open throughout.
     let (dir, pidfile) = escape_ext(&t, "holder", &["anon", "hold"]);
-    let (host, _events) = start_host(config(t.path(), vec![dir]));
+    let (host, _events) = start_host(host_config(t.path(), vec![dir]));
     host.wait_ready().unwrap();
     assert!(wait_until(WAIT, || pids(&pidfile).len() == 1), "no descendant");
     let (threads, fds) = (task_count(), open_fd_count());
