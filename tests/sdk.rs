@@ -214,10 +214,10 @@ fn slow_tools_do_not_block_fast_ones() {
 fn tool_cancel_reaches_the_handler() {
     let mut e = Ext::start("rust/echo");
     e.handshake("/p");
-    // The call is running once its `started` note is out; a 30 s sleep
-    // that ends well inside the 10 s wait ended by its cancel.
-    e.send(json!({"type": "tool_call", "id": "s1", "name": "slow", "args": {"ms": 30000, "note": true}}));
-    e.wait_for("the slow call's start note", |f| f["type"] == "notify" && f["message"] == "slow 30000 ms started");
+    // The call is running once its `started` note is out; a 120 s sleep
+    // that ends well inside the 30 s wait ended by its cancel.
+    e.send(json!({"type": "tool_call", "id": "s1", "name": "slow", "args": {"ms": 120000, "note": true}}));
+    e.wait_for("the slow call's start note", |f| f["type"] == "notify" && f["message"] == "slow 120000 ms started");
     e.send(json!({"type": "tool_cancel", "id": "s1"}));
     e.send(json!({"type": "tool_cancel", "id": "no-such-call"}));
     let r = e.reply("tool_result", "s1");
