@@ -33,10 +33,13 @@ fn escape_ext(t: &TempDir, name: &str, modes: &[&str], extra: Value) -> (PathBuf
     (write_manifest(&t.path().join("exts"), name, m), pidfile)
 }
 
-/// The pids the escaped descendants wrote, once there are `n`.
+/// The pids the escaped descendants wrote, once there are `n`. A line
+/// counts once its newline is there, so a pid read while it is being
+/// written is not taken whole.
 fn escapees(pidfile: &Path, n: usize) -> Vec<u32> {
     let read = || -> Vec<u32> {
-        std::fs::read_to_string(pidfile).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+        text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')?.trim().parse().ok()).collect()
     };
     assert!(wait_until(WAIT, || read().len() >= n), "{} escaped descendants, not {n}", read().len());
     read()

@@ -32,8 +32,11 @@ fn escape_ext(t: &TempDir, name: &str, modes: &[&str]) -> (PathBuf, PathBuf) {
     (write_manifest(&t.path().join("exts"), name, json!({"name": name, "exec": "sh", "args": args})), pidfile)
 }
 
+/// The pids the descendants wrote so far: a line counts once its newline
+/// is there, so a pid read while it is being written is not taken whole.
 fn pids(pidfile: &Path) -> Vec<u32> {
-    std::fs::read_to_string(pidfile).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+    let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+    text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')?.trim().parse().ok()).collect()
 }
 
 fn task_count() -> usize {
