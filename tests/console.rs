@@ -26,7 +26,7 @@ fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str], env: &[(&str, &str)]) ->
 }
 
 fn assert_gone(pids: &[u32]) {
-    assert_gone_within(pids, Duration::from_secs(5), "");
+    assert_gone_within(pids, LINE_WAIT, "");
 }
 
 /// What one scripted session printed.
@@ -689,7 +689,7 @@ fn restarts_and_a_crash_loop_are_one_line_each() {
     let t = TempDir::new("console-restart");
     let a = ext(&t, "a", &["--tools", "echo", "--exit-after-ready", "4"]);
     let mut z = start(&t, &[a], &["--restart", "always", "--hello-timeout", "30"], &[]);
-    let verdict = z.wait_line_within(std::time::Duration::from_secs(90), "the crash-loop verdict", |l| l.contains("crash loop"));
+    let verdict = z.wait_line_within(Duration::from_secs(90), "the crash-loop verdict", |l| l.contains("crash loop"));
     assert_eq!(verdict, "[a] gave up after 5 restarts (crash loop); see 'zot ext logs a'");
     let restarts: Vec<String> = z.seen.iter().filter(|l| l.contains("; restart ")).cloned().collect();
     assert_eq!(restarts.len(), 5, "{restarts:?}");

@@ -68,7 +68,7 @@ fn assert_none_left(report: &Value) {
         .map(|a| a.iter().filter_map(|e| e["pid"].as_u64()).map(|p| p as u32).collect())
         .unwrap_or_default();
     assert!(!pids.is_empty(), "no pids in {report:#}");
-    assert_gone_within(&pids, Duration::from_secs(5), &report.to_string());
+    assert_gone_within(&pids, Duration::from_secs(30), &report.to_string());
 }
 
 #[test]
@@ -143,8 +143,9 @@ fn a_mute_extension_fails_named_with_its_reason() {
     let good = py_ext(t.path(), "good", "good", &["--tools", "echo"]);
     let mute = py_ext(t.path(), "mute", "mute", &["--no-hello"]);
     let mut args = ext_args(&[&good, &mute]);
-    // Long enough for a Python start on a loaded machine, short for the test.
-    args.extend(strings(&["--hello-timeout", "4"]));
+    // Every extension's: long enough for the good one's Python start on a
+    // loaded machine (one took over 4 s), short for the test.
+    args.extend(strings(&["--hello-timeout", "10"]));
     let mut json_args = args.clone();
     json_args.push("--json".into());
     let r = doctor(&t, &json_args);
@@ -154,7 +155,7 @@ fn a_mute_extension_fails_named_with_its_reason() {
     assert_eq!(entry(&report, "good")["state"], "ready");
     let m = entry(&report, "mute");
     assert_eq!(m["state"], "failed", "{m:#}");
-    assert!(m["reason"].as_str().is_some_and(|r| r.contains("no hello within 4s")), "{m:#}");
+    assert!(m["reason"].as_str().is_some_and(|r| r.contains("no hello within 10s")), "{m:#}");
     let f = report["findings"].as_array().expect("findings").iter().find(|f| f["extension"] == "mute").expect("a finding");
     assert_eq!(f["severity"], "error");
     assert!(f["message"].as_str().is_some_and(|s| s.contains("no hello")), "{f}");
@@ -169,9 +170,9 @@ fn a_mute_extension_fails_named_with_its_reason() {
     let r = doctor(&t, &args);
     assert_eq!(r.code, 1, "{}", r.stdout);
     let line = r.stdout.lines().find(|l| l.starts_with("error") && l.contains("mute")).unwrap_or_else(|| panic!("{}", r.stdout));
-    assert!(line.contains("no hello within 4s") && line.contains("(fix: "), "{line}");
+    assert!(line.contains("no hello within 10s") && line.contains("(fix: "), "{line}");
     // With what the extension wrote to its stderr meanwhile.
-    assert!(r.stdout.contains("mute 1.0.0 [failed: no hello within 4s; its stderr: [mute] not saying hello]"), "{}", r.stdout);
+    assert!(r.stdout.contains("mute 1.0.0 [failed: no hello within 10s; its stderr: [mute] not saying hello]"), "{}", r.stdout);
     assert!(r.stdout.trim_end().ends_with("FAILED: 1 error, 0 warnings, 0 infos"), "{}", r.stdout);
 }
 

@@ -33,10 +33,13 @@ fn escape_ext(t: &TempDir, name: &str, modes: &[&str], extra: Value) -> (PathBuf
     (write_manifest(&t.path().join("exts"), name, m), pidfile)
 }
 
-/// The pids the escaped descendants wrote, once there are `n`.
+/// The pids the escaped descendants wrote, once there are `n`. A line
+/// counts once its newline is there, so a pid read while it is being
+/// written is not taken whole.
 fn escapees(pidfile: &Path, n: usize) -> Vec<u32> {
     let read = || -> Vec<u32> {
-        std::fs::read_to_string(pidfile).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+        text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')?.trim().parse().ok()).collect()
     };
     assert!(wait_until(WAIT, || read().len() >= n), "{} escaped descendants, not {n}", read().len());
     read()
@@ -110,7 +113,7 @@ fn through_the_library_a_setsid_descendant_is_gone_after_a_restart_and_after_shu
     let t = TempDir::new("esc-lib");
     let (crash, crash_pids) = escape_ext(&t, "lcrash", &["crash", "hold"], json!({"restart": "always"}));
     let (calm, calm_pids) = escape_ext(&t, "lcalm", &["hold", "stubborn"], json!({}));
-    let (host, events) = start_host(config(t.path(), vec![crash, calm]));
+    let (host, events) = start_host(host_config(t.path(), vec![crash, calm]));
     host.wait_ready().unwrap();
     let calm_pid = escapees(&calm_pids, 1)[0];
     assert_escaped(calm_pid);
@@ -129,7 +132,7 @@ fn the_hosts_own_commands_keep_their_exit_status_while_the_reaper_works() {
     let t = TempDir::new("esc-commands");
     // Crashes, restarts and orphans keep the reaper busy meanwhile.
     let (storm, storm_pids) = escape_ext(&t, "storm", &["crash"], json!({"restart": "always"}));
-    let (host, _events) = start_host(config(t.path(), vec![storm]));
+    let (host, _events) = start_host(host_config(t.path(), vec![storm]));
     host.wait_ready().unwrap();
     for i in 0..40 {
         let code = i % 5 + 1;

@@ -139,7 +139,7 @@ fn notes_submit_and_panels_reach_the_host_attributed() {
 
     let mut got = Vec::new();
     while got.len() < 6 {
-        match wait_event(&ev, Duration::from_secs(5), |e| !matches!(e, HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. })) {
+        match wait_event(&ev, Duration::from_secs(30), |e| !matches!(e, HostEvent::Ready { .. } | HostEvent::ExtensionReady { .. })) {
             Some(e) => got.push(e),
             None => panic!("only {got:?}"),
         }
@@ -213,7 +213,6 @@ fn twelve_hundred_concurrent_calls_answered_out_of_order_are_all_correlated() {
     host.wait_ready().unwrap();
 
     let (tx, rx) = unbounded();
-    let started = Instant::now();
     for n in 0..N {
         let (name, ext) = if n % 2 == 0 { ("echo@a", "ra") } else { ("echo@b", "rb") };
         let tx = tx.clone();
@@ -235,7 +234,6 @@ fn twelve_hundred_concurrent_calls_answered_out_of_order_are_all_correlated() {
         order.push(n);
     }
     assert_eq!(done.len(), N);
-    assert!(started.elapsed() < Duration::from_secs(20));
     // The fixture really did answer out of order.
     let a_order: Vec<usize> = order.iter().copied().filter(|n| n % 2 == 0).collect();
     assert!(a_order.windows(2).any(|w| w[0] > w[1]), "answers came in order; the test proves nothing");
@@ -246,25 +244,28 @@ fn a_tool_timeout_cancels_the_call_in_the_extension() {
     let t = TempDir::new("calls-cancel");
     let d = py_ext(t.path(), "sleepy", "sleepy", &["--tools", "sleep,cancelled,echo"]);
     let mut cfg = host_config(t.path(), vec![d]);
-    cfg.timeouts.tool = Duration::from_millis(400);
+    // The timeout is every call's: the fast calls below must be answered
+    // within it on a loaded machine too.
+    cfg.timeouts.tool = Duration::from_secs(3);
     let (host, _ev) = start_host(cfg);
     host.wait_ready().unwrap();
 
     let started = Instant::now();
-    match host.tool("sleep", Some(json!({"ms": 1500}))) {
+    // Sleeps well past the timeout, then logs whether it was cancelled.
+    match host.tool("sleep", Some(json!({"ms": 8000}))) {
         Err(HostError::Timeout { extension, what, after }) => {
             assert_eq!(extension, "sleepy");
             assert_eq!(what, "tool sleep");
-            assert_eq!(after, Duration::from_millis(400));
+            assert_eq!(after, Duration::from_secs(3));
         }
         other => panic!("{other:?}"),
     }
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(14), "{took:?}");
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(20), "{took:?}");
 
     // The extension was told which call the host gave up on.
     let mut ids: Vec<String> = Vec::new();
-    assert!(wait_until(Duration::from_secs(3), || {
+    assert!(wait_until(Duration::from_secs(30), || {
         let r = host.tool("cancelled", None).unwrap();
         ids = serde_json::from_str(&text_of(&r.content)).unwrap();
         !ids.is_empty()
@@ -272,7 +273,7 @@ fn a_tool_timeout_cancels_the_call_in_the_extension() {
     assert_eq!(ids.len(), 1, "{ids:?}");
     // And its sleeping handler saw it was cancelled, for that very id.
     let needle = format!("tool call {} was cancelled", ids[0]);
-    assert!(log_contains(t.path(), "sleepy", &needle, Duration::from_secs(3)), "{}", read_log(t.path(), "sleepy"));
+    assert!(log_contains(t.path(), "sleepy", &needle, Duration::from_secs(30)), "{}", read_log(t.path(), "sleepy"));
     assert!(read_log(t.path(), "sleepy").contains("[zot] tool sleep (request"));
     // A fast call afterwards is fine.
     assert_eq!(echo_of(&host.tool("echo", None).unwrap().content)["from"], "sleepy");

@@ -15,37 +15,41 @@ fn no_hello_fails_after_the_hello_timeout_without_delaying_the_others() {
     let mute = py_ext(t.path(), "mute", "mute", &["--no-hello"]);
     let good = py_ext(t.path(), "good", "good", &["--tools", "g_tool"]);
     let mut cfg = host_config(t.path(), vec![mute, good]);
-    cfg.timeouts.hello = Duration::from_millis(4000);
+    // Long enough for the good one to start and answer before it runs out,
+    // however loaded the machine is.
+    cfg.timeouts.hello = Duration::from_secs(15);
+    cfg.timeouts.ready_grace = Duration::from_secs(60);
     let started = Instant::now();
     let (host, ev) = start_host(cfg);
 
     // The good one is ready and answering while the mute one still starts.
-    assert!(wait_until(Duration::from_secs(10), || ext_info(&host, "good").state == State::Ready));
+    let ready = wait_until(Duration::from_secs(60), || ext_info(&host, "good").state == State::Ready);
+    assert!(ready, "{:?}\n{}", ext_info(&host, "good"), read_log(t.path(), "good"));
     let r = host.tool("g_tool", None).unwrap();
     assert_eq!(r.extension, "good");
     // Answered while the mute one still starts: it delayed nothing (its
-    // failure, at 4 s, is still to come).
+    // failure, at 15 s, is still to come).
     let usable = started.elapsed();
     assert_eq!(ext_info(&host, "mute").state, State::Starting, "usable at {usable:?}");
 
-    let failed = wait_event(&ev, Duration::from_secs(8), |e| matches!(e, HostEvent::LoadFailed { .. }));
+    let failed = wait_event(&ev, Duration::from_secs(60), |e| matches!(e, HostEvent::LoadFailed { .. }));
     let failed_at = started.elapsed();
     let Some(HostEvent::LoadFailed { extension, message, .. }) = failed else { panic!("no load failure") };
     assert_eq!(extension, "mute");
     // With the end of what it wrote to its stderr meanwhile.
-    assert_eq!(message, "no hello within 4s; its stderr: [mute] not saying hello");
-    assert!(failed_at >= Duration::from_millis(4000), "{failed_at:?}");
+    assert_eq!(message, "no hello within 15s; its stderr: [mute] not saying hello");
+    assert!(failed_at >= Duration::from_secs(15), "{failed_at:?}");
 
     let report = host.wait_ready().unwrap();
     assert_eq!(report.ready, vec!["good".to_string()]);
-    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 4s; its stderr: [mute] not saying hello".to_string()]);
+    assert_eq!(report.errors, vec!["extension \"mute\" failed to load: no hello within 15s; its stderr: [mute] not saying hello".to_string()]);
     let info = ext_info(&host, "mute");
     assert_eq!(info.state, State::Failed);
-    assert_eq!(info.error.as_deref(), Some("no hello within 4s; its stderr: [mute] not saying hello"));
-    assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 4s"));
+    assert_eq!(info.error.as_deref(), Some("no hello within 15s; its stderr: [mute] not saying hello"));
+    assert!(read_log(t.path(), "mute").contains("[zot] failed to load: no hello within 15s"));
     // Its process is gone.
     let pid_gone = |h: &zot_host::host::Host| ext_info(h, "mute").pid.is_none();
-    assert!(wait_until(Duration::from_secs(3), || pid_gone(&host)));
+    assert!(wait_until(Duration::from_secs(30), || pid_gone(&host)));
 }
 
 #[test]
@@ -106,7 +110,7 @@ fn a_missing_exec_fails_naming_the_path() {
     assert_eq!(report.errors.len(), 1);
     assert!(report.errors[0].contains("\"ghost\"") && names_path(&report.errors[0]), "{:?}", report.errors);
     let Some(HostEvent::LoadFailed { extension, message, .. }) =
-        wait_event(&ev, Duration::from_secs(1), |e| matches!(e, HostEvent::LoadFailed { .. }))
+        wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::LoadFailed { .. }))
     else {
         panic!("no event")
     };
@@ -130,7 +134,7 @@ fn a_hostile_manifest_name_is_refused_and_never_spawned() {
     assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
     assert!(report.errors[0].contains("invalid name \"../evil\""), "{:?}", report.errors);
     let Some(HostEvent::LoadFailed { extension, .. }) =
-        wait_event(&ev, Duration::from_secs(1), |e| matches!(e, HostEvent::LoadFailed { .. }))
+        wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::LoadFailed { .. }))
     else {
         panic!("no event")
     };
@@ -181,14 +185,15 @@ fn a_crash_mid_call_fails_it_at_once_and_leaves_the_others_alone() {
         Err(HostError::Exited { extension, .. }) => assert_eq!(extension, "crashy"),
         other => panic!("{other:?}"),
     }
+    // Far from the 30 s tool timeout (and the 20 s the other call sleeps).
     assert!(took < Duration::from_secs(14), "waited for the timeout: {took:?}");
-    match rx.recv_timeout(Duration::from_secs(5)) {
+    match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(Err(HostError::Exited { extension, .. })) => assert_eq!(extension, "crashy"),
         other => panic!("the in-flight call: {other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(14), "the in-flight call waited: {:?}", started.elapsed());
 
-    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
     assert_eq!(exited, Some(HostEvent::Exited { extension: "crashy".into(), code: Some(3), signal: None, restart_follows: false }));
 
     // Unregistered, listed as exited, the other one unaffected.
@@ -204,8 +209,8 @@ fn a_crash_mid_call_fails_it_at_once_and_leaves_the_others_alone() {
     assert_eq!(ext_info(&host, "steady").state, State::Ready);
     assert_eq!(host.tool("b_tool", None).unwrap().extension, "steady");
     assert_eq!(host.event("turn_start", Default::default()).unwrap(), 1, "events go to the living only");
-    assert!(log_contains(t.path(), "crashy", "[zot] exited (exit code 3)", Duration::from_secs(2)));
-    assert!(wait_until(Duration::from_secs(2), || !process_alive(pid)));
+    assert!(log_contains(t.path(), "crashy", "[zot] exited (exit code 3)", Duration::from_secs(30)));
+    assert!(wait_until(Duration::from_secs(30), || !process_alive(pid)));
 }
 
 #[test]
@@ -219,8 +224,9 @@ fn a_crash_mid_command_fails_it_at_once() {
     let started = Instant::now();
     let r = host.command("crash", "now");
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "cc"), "{r:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    // Far from the 30 s command timeout.
+    assert!(started.elapsed() < Duration::from_secs(14), "{:?}", started.elapsed());
+    let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
     assert_eq!(exited, Some(HostEvent::Exited { extension: "cc".into(), code: Some(4), signal: None, restart_follows: false }));
     assert_eq!(r.unwrap_err().code(), "extension_exited");
 }
@@ -266,7 +272,7 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
         if i % 10 == 9 {
             let t0 = Instant::now();
             assert_eq!(host.tool("o_tool", Some(json!({"i": i}))).unwrap().extension, "ok");
-            assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+            assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
         }
         if busy_at.is_some() && i >= 12 {
             break;
@@ -274,7 +280,7 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
     }
     let (first_busy, when) = busy_at.expect("no call failed with busy");
     assert!(first_busy <= 8, "busy only at call {first_busy}");
-    assert!(when < Duration::from_secs(10), "{when:?}");
+    assert!(when < Duration::from_secs(30), "{when:?}");
     assert_eq!(HostError::Busy { extension: "deaf".into() }.code(), "busy");
     // Calls to it keep failing fast while it is stuck, the other still answers.
     let t0 = Instant::now();
@@ -289,7 +295,7 @@ fn a_child_that_stops_reading_stdin_gets_busy_and_blocks_nobody() {
     let out = host.intercept("tool_call", payload).unwrap();
     assert!(!out.block);
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
-    assert!(log_contains(t.path(), "deaf", "[zot] intercept of tool_call failed: extension \"deaf\" is busy", Duration::from_secs(1)));
+    assert!(log_contains(t.path(), "deaf", "[zot] intercept of tool_call failed: extension \"deaf\" is busy", Duration::from_secs(30)));
     drop(tx);
     // Shutdown is not blocked by the stuck writer either.
     let t0 = Instant::now();

@@ -43,15 +43,18 @@ fn no_ready_frame_means_ready_after_a_quiet_spell() {
     let quiet = py_ext(t.path(), "quiet", "quiet", &["--no-ready", "--tools", "q_tool"]);
     let mut cfg = host_config(t.path(), vec![quiet]);
     cfg.timeouts.ready_idle = Duration::from_millis(250);
+    cfg.timeouts.ready_grace = Duration::from_secs(60);
     let started = Instant::now();
     let (host, ev) = start_host(cfg);
     let report = host.wait_ready().unwrap();
     let took = started.elapsed();
+    // Ready, so not by the grace running out (that leaves it out of
+    // `ready`), and the log says how.
     assert_eq!(report.ready, vec!["quiet".to_string()]);
     assert!(took >= Duration::from_millis(250), "ready before the quiet spell: {took:?}");
-    assert!(took < Duration::from_secs(10), "the ready grace ran out instead: {took:?}");
+    assert!(took < Duration::from_secs(60), "the ready grace ran out instead: {took:?}");
     assert!(matches!(
-        wait_event(&ev, Duration::from_secs(1), |e| matches!(e, HostEvent::Ready { .. })),
+        wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Ready { .. })),
         Some(HostEvent::Ready { extensions }) if extensions == vec!["quiet".to_string()]
     ));
     assert!(read_log(t.path(), "quiet").contains("[zot] ready (no ready frame; quiet after the handshake)"));
@@ -85,7 +88,8 @@ fn hello_ack_carries_every_field_and_the_child_runs_in_its_directory() {
     cfg.model = "model-y".into();
     cfg.zot_version = "9.9.9-test".into();
     let (host, ev) = start_host(cfg);
-    let note = wait_event(&ev, Duration::from_secs(5), |e| {
+    // Spawn, a Python start-up and the handshake: seconds on a loaded machine.
+    let note = wait_event(&ev, Duration::from_secs(60), |e| {
         matches!(e, HostEvent::Notify { message, .. } if message.starts_with("ack:"))
     })
     .expect("the fixture echoes hello_ack");
@@ -125,7 +129,7 @@ fn stderr_lands_in_the_log_and_host_lines_are_prefixed() {
     host.wait_ready().unwrap();
     let r = host.tool("stderr", Some(json!({"text": "a line on stderr 4711"}))).unwrap();
     assert_eq!(text_of(&r.content), "written");
-    assert!(log_contains(t.path(), "logger", "\na line on stderr 4711\n", Duration::from_secs(5)));
+    assert!(log_contains(t.path(), "logger", "\na line on stderr 4711\n", Duration::from_secs(30)));
     let log = read_log(t.path(), "logger");
     let canon = std::fs::canonicalize(&d).unwrap();
     // The start of each run is dated (UTC, RFC 3339).
@@ -156,18 +160,19 @@ fn startup_waits_at_most_the_ready_grace() {
     let mute = py_ext(t.path(), "mute", "mute", &["--no-hello"]);
     let good = py_ext(t.path(), "good", "good", &["--tools", "g_tool"]);
     let mut cfg = host_config(t.path(), vec![mute, good]);
-    cfg.timeouts.hello = Duration::from_secs(20);
+    cfg.timeouts.hello = Duration::from_secs(60);
     cfg.timeouts.ready_grace = Duration::from_millis(1000);
     let started = Instant::now();
     let (host, _ev) = start_host(cfg);
     let report = host.wait_ready().unwrap();
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(1000), "{took:?}");
-    assert!(took < Duration::from_secs(15), "{took:?}");
+    // The grace, not the mute extension's 60 s hello timeout.
+    assert!(took < Duration::from_secs(30), "{took:?}");
     assert!(!report.ready.contains(&"mute".to_string()), "{report:?}");
     assert!(report.errors.is_empty(), "{report:?}");
     assert_eq!(ext_info(&host, "mute").state, State::Starting);
     // (On a loaded machine `good` may miss the grace too; it is still usable.)
-    assert!(wait_until(Duration::from_secs(10), || ext_info(&host, "good").state == State::Ready));
+    assert!(wait_until(Duration::from_secs(60), || ext_info(&host, "good").state == State::Ready));
     assert_eq!(host.tool("g_tool", None).unwrap().extension, "good");
 }

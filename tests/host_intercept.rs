@@ -28,7 +28,9 @@ fn chain_config(t: &TempDir, exts: &[(&str, &str)]) -> Config {
         })
         .collect();
     let mut cfg = host_config(t.path(), dirs);
-    cfg.timeouts.intercept = Duration::from_millis(300);
+    // Every interceptor's: the Python ones that do answer must do so within
+    // it on a loaded machine too (the slow one never answers).
+    cfg.timeouts.intercept = Duration::from_secs(3);
     cfg
 }
 
@@ -154,8 +156,8 @@ fn failing_first(mode: &str, tag: &str) {
     assert!(!out.block, "{mode}: {out:?}");
     assert_eq!(out.modified_args, Some(json!({"x": 1, "by_next": true})), "{mode}");
     assert_eq!(asked(&host, "next").len(), 1, "{mode}: the chain went on");
-    assert!(started.elapsed() < Duration::from_secs(15), "{mode}: {:?}", started.elapsed());
-    assert!(log_contains(t.path(), "bad", "[zot] intercept of tool_call failed", Duration::from_secs(2)), "{mode}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{mode}: {:?}", started.elapsed());
+    assert!(log_contains(t.path(), "bad", "[zot] intercept of tool_call failed", Duration::from_secs(30)), "{mode}");
     drop(host);
 
     // Fail-closed: counts as block, the reason names the extension.
@@ -198,8 +200,8 @@ fn a_late_interceptor_is_given_the_whole_intercept_timeout() {
     let out = host.intercept("assistant_message", text("x")).unwrap();
     let took = started.elapsed();
     assert!(!out.block);
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(15), "{took:?}");
-    assert!(read_log(t.path(), "late").contains("timed out after 300ms"));
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(30), "{took:?}");
+    assert!(log_contains(t.path(), "late", "timed out after 3s", Duration::from_secs(30)), "{}", read_log(t.path(), "late"));
     // The late extension is still up and its later reply, if any, is dropped.
     assert_eq!(asked(&host, "late").len(), 1);
 }

@@ -23,9 +23,10 @@ fn calls_in_flight_per_extension_are_bounded() {
         let req = Request::Tool { name: "silent".into(), args: None, tool_id: None };
         host.submit(req, move |r| answers.lock().unwrap().push(r.map(drop)));
     }
-    let started = Instant::now();
+    // Refused at once: not by waiting for a place (none of the five is
+    // answered before their 15 s timeout, asserted below), and not by
+    // timing out (that would be another error).
     let sixth = host.tool("silent", None);
-    assert!(started.elapsed() < Duration::from_secs(10), "refused at once");
     match sixth {
         Err(e @ HostError::TooManyCalls { .. }) => {
             assert_eq!(e.code(), "busy");
@@ -53,11 +54,11 @@ fn a_registration_flood_costs_bounded_memory_and_is_reported() {
     let info = ext_info(&host, "flood");
     assert_eq!(info.tools.len(), 50, "capped at the limit");
     assert!(info.tools.contains(&"echo".to_string()), "registrations before the cap are kept");
-    let warned = wait_event(&events, Duration::from_secs(5), |e| {
+    let warned = wait_event(&events, Duration::from_secs(30), |e| {
         matches!(e, HostEvent::Notify { extension, level, message } if extension == "flood" && level == "warn" && message.contains("over 50 tools"))
     });
     assert!(warned.is_some(), "the embedding program is told");
-    assert!(log_contains(t.path(), "flood", "further refusals are counted", Duration::from_secs(5)));
+    assert!(log_contains(t.path(), "flood", "further refusals are counted", Duration::from_secs(30)));
     let log = read_log(t.path(), "flood");
     assert!(log.matches("refused").count() < 5, "refusals are not each logged: {} bytes of log", log.len());
     assert!(host.tool("echo", None).is_ok(), "the flooding extension still answers");
@@ -85,12 +86,12 @@ fn a_notification_flood_is_rate_limited_and_counted() {
     assert!(forwarded >= 20, "the burst goes through: {forwarded}");
     assert!((forwarded as f64) <= bound, "{forwarded} notes forwarded, at most {bound} allowed");
     // Once the rate allows again, the next note says how many were dropped.
-    let seen = wait_until(Duration::from_secs(10), || {
+    let seen = wait_until(Duration::from_secs(30), || {
         host.tool("note", Some(json!({"text": "later"}))).expect("note");
         events.try_iter().any(|e| matches!(e, HostEvent::Notify { message, .. } if message.contains("dropped") && message.contains("notes")))
     });
     assert!(seen, "the drop count is reported");
-    assert!(log_contains(t.path(), "chatty", "dropping notes", Duration::from_secs(5)));
+    assert!(log_contains(t.path(), "chatty", "dropping notes", Duration::from_secs(30)));
     host.shutdown();
 }
 
@@ -104,7 +105,7 @@ fn panels_are_cut_to_size() {
     let (host, events) = start_host(cfg);
     host.wait_ready().expect("ready");
     host.tool("huge_panel", Some(json!({"lines": 2000, "width": 3000}))).expect("answered");
-    let ev = wait_event(&events, Duration::from_secs(5), |e| matches!(e, HostEvent::OpenPanel { .. }));
+    let ev = wait_event(&events, Duration::from_secs(30), |e| matches!(e, HostEvent::OpenPanel { .. }));
     let Some(HostEvent::OpenPanel { panel, .. }) = ev else { panic!("no panel") };
     assert_eq!(panel.lines.len(), 100);
     assert!(panel.lines.iter().all(|l| l.len() <= 64), "lines cut");
@@ -125,12 +126,12 @@ fn a_log_past_its_limit_is_rotated() {
         host.tool("stderr", Some(json!({"text": line}))).expect("answered");
     }
     let logs = t.path().join("home/logs");
-    let rotated = wait_until(Duration::from_secs(10), || logs.join("ext-loud.log.1").exists());
+    let rotated = wait_until(Duration::from_secs(30), || logs.join("ext-loud.log.1").exists());
     assert!(rotated, "ext-loud.log.1 appears");
     let old = std::fs::metadata(logs.join("ext-loud.log.1")).expect("old log").len();
     assert!(old > 20_000, "the old log holds what was written: {old}");
     host.tool("stderr", Some(json!({"text": "after rotation"}))).expect("answered");
-    assert!(log_contains(t.path(), "loud", "after rotation", Duration::from_secs(5)), "the child keeps writing into the log");
+    assert!(log_contains(t.path(), "loud", "after rotation", Duration::from_secs(30)), "the child keeps writing into the log");
     let now = std::fs::metadata(logs.join("ext-loud.log")).expect("log").len();
     assert!(now < 20_000, "the live log started over: {now}");
     host.shutdown();

@@ -31,7 +31,7 @@ fn junk_unknown_types_and_stray_replies_are_logged_and_skipped() {
         "[zot] dropped tool_result for unknown request id \"999999\"",
     ];
     for w in want {
-        assert!(log_contains(t.path(), "noisy", w, Duration::from_secs(2)), "missing {w:?} in:\n{}", read_log(t.path(), "noisy"));
+        assert!(log_contains(t.path(), "noisy", w, Duration::from_secs(30)), "missing {w:?} in:\n{}", read_log(t.path(), "noisy"));
     }
     // Invalid UTF-8 is junk too; every host line is a single line.
     let log = read_log(t.path(), "noisy");
@@ -89,7 +89,7 @@ fn a_twenty_mib_line_is_discarded_and_the_stream_recovers() {
     // The reported size may or may not count the newline.
     let said = |n: usize| format!("[zot] discarded a line of {n} bytes from stdout (limit 16777216 bytes)");
     assert!(
-        wait_until(Duration::from_secs(2), || {
+        wait_until(Duration::from_secs(30), || {
             let log = read_log(t.path(), "huge");
             log.contains(&said(line)) || log.contains(&said(line + 1))
         }),

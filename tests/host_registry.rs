@@ -20,10 +20,13 @@ fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {
     let first = py_ext(t.path(), "first", "first", &["--gate", &gate_arg, "--tools", "dup,crash", "--commands", "dupc"]);
     let second = py_ext(t.path(), "second", "second", &["--tools", "dup,own", "--commands", "dupc"]);
     let mut cfg = host_config(t.path(), vec![first, second]);
-    cfg.timeouts.ready_idle = Duration::from_secs(3); // only a `ready` frame counts
+    // Only a `ready` frame counts: `first` stays quiet, behind its gate, for
+    // as long as `second` takes to start, and must not be auto-ready then.
+    cfg.timeouts.ready_idle = Duration::from_secs(60);
+    cfg.timeouts.ready_grace = Duration::from_secs(60);
     let (host, ev) = start_host(cfg);
     // `second` owns `dup` until `first` registers.
-    assert!(wait_until(Duration::from_secs(3), || ext_info(&host, "second").state == State::Ready));
+    assert!(wait_until(Duration::from_secs(60), || ext_info(&host, "second").state == State::Ready));
     let early = host.tool("dup", None).unwrap();
     assert!(ext_info(&host, "first").tools.is_empty(), "precondition: `first` registered too early");
     assert_eq!(early.extension, "second");
@@ -53,7 +56,7 @@ fn the_earlier_extension_in_load_order_wins_even_when_it_registers_later() {
 
     // The owner goes away: the shadowed registration takes over.
     assert!(matches!(host.tool("crash", None), Err(HostError::Exited { .. })));
-    assert!(wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. })).is_some());
+    assert!(wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. })).is_some());
     assert_eq!(host.tool("dup", None).unwrap().extension, "second");
     assert_eq!(host.command("dupc", "").unwrap().display.as_deref(), Some("second:dupc:"));
     let s = ext_info(&host, "second");
@@ -242,7 +245,7 @@ fn reload_stops_rereads_respawns_and_reports() {
     assert_eq!(host.tool("pc_tool", None).unwrap().extension, "pc");
     // The old processes are gone and none of them was reported as a crash.
     for pid in old_pids {
-        assert!(wait_until(Duration::from_secs(2), || group_members(pid).is_empty()), "{pid}");
+        assert!(wait_until(Duration::from_secs(30), || group_members(pid).is_empty()), "{pid}");
     }
     assert!(ev.try_iter().all(|e| !matches!(e, HostEvent::Exited { .. })));
     let log = read_log(t.path(), "cli");
@@ -253,17 +256,33 @@ fn reload_stops_rereads_respawns_and_reports() {
 fn a_reload_asked_for_during_the_initial_load_still_reloads() {
     let t = TempDir::new("reg-reload-early");
     let cli = py_ext(&t.path().join("cli"), "cli", "cli", &["--tools", "before"]);
-    // `slow` keeps the initial load going for a while.
-    let slow = py_ext(t.path(), "slow", "slow", &["--delay-register", "800"]);
+    // `slow` keeps the initial load going until the test opens its gate
+    // (and is not auto-ready meanwhile: only its `ready` frame counts).
+    let gate = t.path().join("gate");
+    let slow = py_ext(t.path(), "slow", "slow", &["--gate", &gate.display().to_string()]);
     let mut cfg = host_config(t.path(), vec![cli.clone(), slow]);
-    cfg.timeouts.ready_idle = Duration::from_secs(3);
+    cfg.timeouts.ready_idle = Duration::from_secs(60);
+    cfg.timeouts.ready_grace = Duration::from_secs(60);
     let (host, _ev) = start_host(cfg);
-    assert!(wait_until(Duration::from_secs(5), || ext_info(&host, "cli").state == State::Ready));
+    assert!(wait_until(Duration::from_secs(60), || ext_info(&host, "cli").state == State::Ready));
     assert_eq!(ext_info(&host, "slow").state, State::Starting, "precondition: still loading");
     let old_pid = ext_info(&host, "cli").pid.unwrap();
-    // The manifest changes after the initial discovery, then a reload.
+    // The manifest changes after the initial discovery, then a reload,
+    // asked for while the gate is still shut; then the gate opens, for
+    // whichever `slow` process is waiting at it.
     py_ext(&t.path().join("cli"), "cli", "cli", &["--tools", "after"]);
-    let r = host.reload().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    host.submit(Request::Reload, move |r| {
+        let _ = tx.send(r);
+    });
+    // Requests are handled in order: the reload was taken while `slow` was
+    // still loading.
+    assert_eq!(ext_info(&host, "slow").state, State::Starting, "precondition: still loading");
+    std::fs::write(&gate, b"").unwrap();
+    let r = match rx.recv_timeout(Duration::from_secs(60)).expect("the reload is answered") {
+        Ok(Response::Reload(r)) => r,
+        other => panic!("{other:?}"),
+    };
     assert_eq!((r.stopped, r.loaded, r.ready), (2, 2, 2), "{r:?}");
     assert_eq!(host.tool("after", None).unwrap().extension, "cli");
     assert!(matches!(host.tool("before", None), Err(HostError::UnknownTool(_))));
@@ -289,7 +308,7 @@ fn calls_made_during_a_reload_wait_for_it() {
     send("command", Request::Command { name: "hi".into(), args: "there".into() });
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let (tag, r) = rx.recv_timeout(Duration::from_secs(10)).expect("answered");
+        let (tag, r) = rx.recv_timeout(Duration::from_secs(60)).expect("answered");
         match (tag, r) {
             ("reload", Ok(Response::Reload(r))) => assert_eq!((r.stopped, r.ready), (1, 1), "{r:?}"),
             ("tool", Ok(Response::Tool(r))) => assert_eq!(echo_of(&r.content)["args"], json!({"n": 1})),

@@ -26,8 +26,11 @@ fn stubborn_children_and_stdout_holding_grandchildren_are_gone_within_the_bound(
         py_ext(t.path(), "polite", "polite", &[]),
     ];
     let mut cfg = host_config(t.path(), dirs);
-    cfg.timeouts.shutdown_grace = Duration::from_millis(1000);
-    cfg.timeouts.term_grace = Duration::from_millis(500);
+    // Graces long enough that stopping the extensions one after another
+    // (8 s at least) is far from stopping them in parallel (3 s and what a
+    // loaded machine adds).
+    cfg.timeouts.shutdown_grace = Duration::from_secs(2);
+    cfg.timeouts.term_grace = Duration::from_secs(1);
     let (host, _ev) = start_host(cfg);
     let report = host.wait_ready().unwrap();
     assert_eq!(report.ready.len(), 5, "{report:?}");
@@ -36,7 +39,7 @@ fn stubborn_children_and_stdout_holding_grandchildren_are_gone_within_the_bound(
     for (name, pgid) in &groups {
         let want = if ["stubborn2", "holder", "lingerer"].contains(&name.as_str()) { 2 } else { 1 };
         assert!(
-            wait_until(Duration::from_secs(3), || group_members(*pgid).len() >= want),
+            wait_until(Duration::from_secs(30), || group_members(*pgid).len() >= want),
             "{name}: {:?}",
             group_members(*pgid)
         );
@@ -47,20 +50,20 @@ fn stubborn_children_and_stdout_holding_grandchildren_are_gone_within_the_bound(
     let took = started.elapsed();
     // The stubborn ones need SIGKILL: not before shutdown_grace + term_grace;
     // all in parallel, so well under the sum over extensions.
-    assert!(took >= Duration::from_millis(1500), "SIGKILL came early: {took:?}");
+    assert!(took >= Duration::from_secs(3), "SIGKILL came early: {took:?}");
     // Stopped one after another, the two stubborn ones alone would take
-    // twice that.
-    assert!(took < Duration::from_millis(2 * 1500 + 1000), "shutdown took {took:?}");
+    // twice that, and the lingering one 2 s more.
+    assert!(took < Duration::from_secs(2 * 3 + 2), "shutdown took {took:?}");
     for (name, pgid) in &groups {
         assert!(
-            wait_until(Duration::from_secs(2), || group_members(*pgid).is_empty()),
+            wait_until(Duration::from_secs(30), || group_members(*pgid).is_empty()),
             "{name}: group {pgid} still has {:?}",
             group_members(*pgid)
         );
     }
     let log = read_log(t.path(), "stubborn1");
-    assert!(log.contains("[zot] no exit 1s after shutdown; sending SIGTERM to its process group"), "{log}");
-    assert!(log.contains("[zot] no exit 500ms after SIGTERM; sending SIGKILL to its process group"), "{log}");
+    assert!(log.contains("[zot] no exit 2s after shutdown; sending SIGTERM to its process group"), "{log}");
+    assert!(log.contains("[zot] no exit 1s after SIGTERM; sending SIGKILL to its process group"), "{log}");
     assert!(log.contains("[zot] stopped (signal 9)"), "{log}");
     let log = read_log(t.path(), "polite");
     assert!(!log.contains("SIGTERM"), "{log}");
@@ -84,7 +87,7 @@ fn cooperative_extensions_stop_quickly_and_shutdown_is_idempotent() {
     let started = Instant::now();
     host.shutdown();
     for (_, pgid) in &groups {
-        assert!(wait_until(Duration::from_secs(2), || group_members(*pgid).is_empty()));
+        assert!(wait_until(Duration::from_secs(30), || group_members(*pgid).is_empty()));
     }
     // They exited on `shutdown`, before the 5 s grace ran out.
     for i in 0..4 {
@@ -102,13 +105,13 @@ fn calls_in_flight_at_shutdown_are_answered() {
     let t = TempDir::new("sd-inflight");
     let d = py_ext(t.path(), "busy", "busy", &["--tools", "sleep"]);
     let mut cfg = host_config(t.path(), vec![d]);
-    cfg.timeouts.tool = Duration::from_secs(30);
+    cfg.timeouts.tool = Duration::from_secs(120);
     let (host, _ev) = start_host(cfg);
     host.wait_ready().unwrap();
     let (tx, rx) = unbounded();
     for _ in 0..3 {
         let tx = tx.clone();
-        let req = Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 20000})), tool_id: None };
+        let req = Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 60000})), tool_id: None };
         host.submit(req, move |r| {
             let _ = tx.send(r);
         });
@@ -116,11 +119,11 @@ fn calls_in_flight_at_shutdown_are_answered() {
     let started = Instant::now();
     host.shutdown();
     for _ in 0..3 {
-        let r = rx.recv_timeout(Duration::from_secs(15)).expect("every call is answered");
+        let r = rx.recv_timeout(Duration::from_secs(30)).expect("every call is answered");
         assert_eq!(r.map(|_| ()), Err(HostError::ShuttingDown));
     }
-    // Not after the 20 s the calls would take.
-    assert!(started.elapsed() < Duration::from_secs(15));
+    // Not after the 60 s the calls would take.
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
 }
 
 #[test]
@@ -135,17 +138,17 @@ fn a_leader_that_exits_on_its_own_takes_its_group_with_it() {
     let (host, ev) = start_host(cfg);
     host.wait_ready().unwrap();
     let pgid = ext_info(&host, "parent").pid.unwrap();
-    assert!(wait_until(Duration::from_secs(3), || group_members(pgid).len() >= 2), "{:?}", group_members(pgid));
+    assert!(wait_until(Duration::from_secs(30), || group_members(pgid).len() >= 2), "{:?}", group_members(pgid));
     let grandchildren: Vec<u32> = group_members(pgid).into_iter().filter(|p| *p != pgid).collect();
 
     let started = Instant::now();
     let r = host.tool("crash", None);
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "parent"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
-    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
     assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None, restart_follows: false }));
     assert!(
-        wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()),
+        wait_until(Duration::from_secs(30), || group_members(pgid).is_empty()),
         "left behind: {:?}",
         group_members(pgid)
     );
@@ -185,9 +188,9 @@ fn closing_stdout_but_running_on_is_treated_as_an_exit() {
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "closer"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(20));
     // The host does not wait for the process to go by itself: it kills it.
-    let exited = wait_event(&ev, Duration::from_secs(5), |e| matches!(e, HostEvent::Exited { .. }));
+    let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
     assert!(matches!(exited, Some(HostEvent::Exited { ref extension, .. }) if extension == "closer"), "{exited:?}");
-    assert!(wait_until(Duration::from_secs(3), || group_members(pgid).is_empty()), "{:?}", group_members(pgid));
+    assert!(wait_until(Duration::from_secs(30), || group_members(pgid).is_empty()), "{:?}", group_members(pgid));
     assert!(read_log(t.path(), "closer").contains("still running after closing stdout"));
     assert!(matches!(host.tool("c", None), Err(HostError::UnknownTool(_))));
 }
@@ -217,7 +220,7 @@ fn calls_written_before_a_stop_are_answered_before_the_extension_exits() {
             host.shutdown();
         }
         for _ in 0..50 {
-            let (i, r) = rx.recv_timeout(Duration::from_secs(5)).expect("every call is answered");
+            let (i, r) = rx.recv_timeout(Duration::from_secs(30)).expect("every call is answered");
             let reply = r.unwrap_or_else(|e| panic!("{stop}: call {i} failed: {e}"));
             let Response::Tool(reply) = reply else { panic!("{reply:?}") };
             assert_eq!(echo_of(&reply.content)["args"], json!({"i": i}), "{stop}");

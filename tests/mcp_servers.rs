@@ -17,6 +17,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zot_proc::{assert_gone_within, strings, Zot, FAST, LINE_WAIT};
 
+/// A call that wakes an idle server, or waits for one that restarts, waits
+/// for a Python start-up and the MCP handshake, bounded by the call's own
+/// timeout: on a loaded machine that can take seconds, and a Python
+/// interceptor's answer can take more than a second. The tests that are
+/// about a deadline set the server's own `requestTimeout`.
+const SLOW_START: [&str; 8] = ["--ready-grace", "60", "--tool-timeout", "60", "--command-timeout", "60", "--intercept-timeout", "10"];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -56,7 +63,7 @@ fn cwd_of(t: &TempDir) -> PathBuf {
 }
 
 impl Serve {
-    /// `zot serve --no-ext --cwd <t>/cwd FAST --mcp-config C... extra`.
+    /// `zot serve --no-ext --cwd <t>/cwd FAST SLOW_START --mcp-config C... extra`.
     fn start(t: &TempDir, configs: &[PathBuf], extra: &[&str]) -> Serve {
         Serve::start_env(t, configs, extra, &[])
     }
@@ -65,6 +72,7 @@ impl Serve {
         let mut args = strings(&["serve", "--cwd"]);
         args.push(cwd_of(t).display().to_string());
         args.extend(strings(&FAST));
+        args.extend(strings(&SLOW_START));
         for c in configs {
             args.push("--mcp-config".into());
             args.push(c.display().to_string());
@@ -568,7 +576,9 @@ fn names_follow_the_rule_and_an_extension_of_the_same_name_wins() {
 #[test]
 fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
     let t = TempDir::new("mcp-idle");
-    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 0.5, "autoApprove": []}))}));
+    // Long enough that the listing right after the call that woke it still
+    // finds it awake, on a loaded machine too.
+    let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({"idleTimeout": 3, "autoApprove": []}))}));
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     let pid = s.ext("fx")["pid"].as_u64().unwrap() as u32;
@@ -729,7 +739,7 @@ fn management_commands_show_servers_and_refuse_to_edit_them() {
     assert!(global.exists(), "nothing was changed");
 
     // A load writes its log, which `zot ext logs` shows by the server's name.
-    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--ready-grace", "10"]);
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--ready-grace", "60"]);
     let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     assert_eq!(code, 0, "{report}");
     let e = report["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "gsrv").cloned().unwrap();
@@ -808,7 +818,9 @@ fn doctor_flags_a_server_tool_refused_for_its_schema() {
     // a tool refused at registration is not listed, so the log says which.
     let t = TempDir::new("mcp-doctor-schema");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--bad-schema"], json!({}))}));
-    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    // The server has to be listed to be checked: the default 3 s grace is
+    // not what this is about.
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--ready-grace", "60", "--mcp-config", cfg.to_str().unwrap()]);
     let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     let f: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "mcp_schema").collect();
     assert_eq!(f.len(), 1, "{report}");
@@ -919,6 +931,7 @@ fn mcp_frontend(t: &TempDir, cfg: &Path, exts: &[PathBuf]) -> Zot {
     let mut args = strings(&["mcp", "--no-ext", "--cwd"]);
     args.push(cwd_of(t).display().to_string());
     args.extend(strings(&FAST));
+    args.extend(strings(&SLOW_START));
     args.push("--mcp-config".into());
     args.push(cfg.display().to_string());
     for e in exts {
@@ -995,6 +1008,7 @@ fn zot_mcp_re_exports_a_server_to_the_official_python_client() {
         .args(["--", zot_proc::BIN, "mcp", "--no-ext", "--cwd"])
         .arg(cwd_of(&t))
         .args(FAST)
+        .args(SLOW_START)
         .arg("--mcp-config")
         .arg(&cfg)
         .env("ZOT_HOME", t.path().join("zot-home"))

@@ -32,8 +32,11 @@ fn escape_ext(t: &TempDir, name: &str, modes: &[&str]) -> (PathBuf, PathBuf) {
     (write_manifest(&t.path().join("exts"), name, json!({"name": name, "exec": "sh", "args": args})), pidfile)
 }
 
+/// The pids the descendants wrote so far: a line counts once its newline
+/// is there, so a pid read while it is being written is not taken whole.
 fn pids(pidfile: &Path) -> Vec<u32> {
-    std::fs::read_to_string(pidfile).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+    let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+    text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')?.trim().parse().ok()).collect()
 }
 
 fn task_count() -> usize {
@@ -48,7 +51,7 @@ fn threads_and_fds_are_back_after_20_restarts_while_descendants_hold_stdout() {
     // not ended when its extension stops (only when the host exits) and
     // keeps the extension's stdout open throughout.
     let (dir, pidfile) = escape_ext(&t, "holder", &["anon", "hold"]);
-    let (host, _events) = start_host(config(t.path(), vec![dir]));
+    let (host, _events) = start_host(host_config(t.path(), vec![dir]));
     host.wait_ready().unwrap();
     assert!(wait_until(WAIT, || pids(&pidfile).len() == 1), "no descendant");
     let (threads, fds) = (task_count(), open_fd_count());

@@ -1125,11 +1125,14 @@ fn junk_through_a_live_pipe_never_stalls_the_host() {
         data.len() as f64 / 1e6,
         elapsed.as_secs_f64()
     );
-    assert!(max_ms < 3000, "a call took {max_ms} ms: the host stalled\n{}", context());
+    // Each spew call carries 150 junk lines, which a loaded machine may take
+    // seconds to write and read; a host that stalled on the junk would hold
+    // a call for much of the file's 8000 lines, or time it out (15 s).
+    assert!(max_ms < 10_000, "a call took {max_ms} ms: the host stalled\n{}", context());
 
     // Every junk line was logged as skipped, exactly once, each on one line.
     let count = || read_log(t.path(), "spew").lines().filter(|l| l.starts_with("[zot] skipped a stdout line")).count();
-    wait_until(Duration::from_secs(10), || count() >= expect_skipped);
+    wait_until(Duration::from_secs(30), || count() >= expect_skipped);
     let got = count();
     assert_eq!(got, expect_skipped, "skipped lines logged\n{}", context());
 

@@ -189,9 +189,10 @@ fn a_panicking_handler_answers_with_an_error() {
 fn slow_tools_do_not_block_fast_ones() {
     let mut e = Ext::start("rust/echo");
     e.handshake("/p");
-    // More slow calls than the pool keeps workers for.
+    // More slow calls than the pool keeps workers for; slow enough that
+    // the fast call and the cancels come first however loaded the machine.
     for n in 0..8 {
-        e.send(json!({"type": "tool_call", "id": format!("s{n}"), "name": "slow", "args": {"ms": 3000}}));
+        e.send(json!({"type": "tool_call", "id": format!("s{n}"), "name": "slow", "args": {"ms": 30000}}));
     }
     e.send(json!({"type": "tool_call", "id": "fast", "name": "echo", "args": {"n": 1}}));
     let first = e.next();
@@ -201,7 +202,7 @@ fn slow_tools_do_not_block_fast_ones() {
     for n in 0..8 {
         e.send(json!({"type": "tool_cancel", "id": format!("s{n}")}));
     }
-    // Every slow call ends by its cancel: none has slept its 3 s.
+    // Every slow call ends by its cancel: none has slept its 30 s.
     for n in 0..8 {
         let r = e.reply("tool_result", &format!("s{n}"));
         assert_eq!(text(&r), "cancelled", "{r}");
@@ -213,10 +214,10 @@ fn slow_tools_do_not_block_fast_ones() {
 fn tool_cancel_reaches_the_handler() {
     let mut e = Ext::start("rust/echo");
     e.handshake("/p");
-    // The call is running once its `started` note is out; a 30 s sleep
-    // that ends well inside the 10 s wait ended by its cancel.
-    e.send(json!({"type": "tool_call", "id": "s1", "name": "slow", "args": {"ms": 30000, "note": true}}));
-    e.wait_for("the slow call's start note", |f| f["type"] == "notify" && f["message"] == "slow 30000 ms started");
+    // The call is running once its `started` note is out; a 120 s sleep
+    // that ends well inside the 30 s wait ended by its cancel.
+    e.send(json!({"type": "tool_call", "id": "s1", "name": "slow", "args": {"ms": 120000, "note": true}}));
+    e.wait_for("the slow call's start note", |f| f["type"] == "notify" && f["message"] == "slow 120000 ms started");
     e.send(json!({"type": "tool_cancel", "id": "s1"}));
     e.send(json!({"type": "tool_cancel", "id": "no-such-call"}));
     let r = e.reply("tool_result", "s1");

@@ -29,8 +29,21 @@ struct Serve {
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Python can take seconds to start on a loaded machine: the load is not
-/// what these tests are about.
-const SLOW_START: [&str; 4] = ["--hello-timeout", "60", "--ready-grace", "60"];
+/// what these tests are about. Nor are the call timeouts: a call these
+/// tests hold in flight (to cancel it, or to see where it is) must not
+/// time out meanwhile, however long the test takes to get there.
+const SLOW_START: [&str; 10] = [
+    "--hello-timeout",
+    "60",
+    "--ready-grace",
+    "60",
+    "--tool-timeout",
+    "60",
+    "--command-timeout",
+    "60",
+    "--intercept-timeout",
+    "60",
+];
 
 impl Serve {
     fn start(t: &TempDir, exts: &[PathBuf], extra: &[&str]) -> Serve {
@@ -219,12 +232,13 @@ fn s_count_ready(f: &Value) -> bool {
 
 /// Three extensions for a cancel while the `tool_call` chain waits: `a`
 /// calls `target` of `b`, `g` intercepts every tool call and answers after
-/// a second. `a_cfg` adds to `a`'s config.
+/// 4 s, so that the cancel (or exit) `a` makes 100 ms after its call comes
+/// while the chain waits, however loaded the machine.
 fn chain_setup(t: &TempDir) -> Vec<PathBuf> {
     vec![
         ext(t, "a", json!({"tools": ["call"]})),
         ext(t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]})),
-        ext(t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000})),
+        ext(t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 4000})),
     ]
 }
 
@@ -275,7 +289,10 @@ fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
     let g = ext(&t, "g", json!({"events": ["tool_call"]}));
     let mut s = Serve::start(&t, &[a, b, g], &[]);
     s.ready();
-    s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 1500}}));
+    // `a` cancels its call 5 s after making it: by then the agent's call
+    // with the same tool_id is in flight, however loaded the machine, so
+    // the cancel has something to get wrong.
+    s.send(json!({"id": "o", "type": "tool", "name": "call", "args": {"to": "hold", "cancel_ms": 5000}}));
     let host_id = || seen(&t, "g").iter().find_map(|l| l.strip_prefix("tool_id ").map(str::to_string));
     assert!(common::wait_until(WAIT, || host_id().is_some()), "g never saw the host's tool_id: {:?}", seen(&t, "g"));
     let host_made = host_id().unwrap_or_default();
@@ -638,7 +655,9 @@ fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
     // call still in its `tool_call` intercept chain.
     let t = TempDir::new("calls-mcp-chain");
     let b = ext(&t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]}));
-    let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 1000}));
+    // g answers 4 s after it is asked: the cancel, sent once the test saw
+    // it asked, comes first however loaded the machine.
+    let g = ext(&t, "g", json!({"intercepts": ["tool_call"], "intercept_ms": 4000}));
     let mut args: Vec<String> = ["mcp", "--no-ext"].iter().chain(SLOW_START.iter()).map(|s| s.to_string()).collect();
     for e in [&b, &g] {
         args.push("--ext".into());

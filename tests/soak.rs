@@ -457,7 +457,24 @@ fn soak_mixed_calls_crashes_and_reloads() {
     drain.join().expect("event drain");
 
     let failures = failures.lock().unwrap().clone();
-    assert!(failures.is_empty(), "{} failures, first ones:\n{}", failures.len(), failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    // What the host logged for each extension, to tell a failure's cause.
+    let host_lines = || -> String {
+        (0..EXTS)
+            .map(|e| {
+                let log = read_log(t.path(), &format!("s{e}"));
+                let lines: Vec<&str> = log.lines().filter(|l| l.starts_with("[zot] ")).collect();
+                format!("--- s{e}, last host lines ---\n{}", lines[lines.len().saturating_sub(40)..].join("\n"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        failures.is_empty(),
+        "{} failures, first ones:\n{}\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"),
+        host_lines()
+    );
     assert!(missing.is_empty(), "calls not answered exactly once (index, count): {:?}", &missing[..missing.len().min(20)]);
     assert_eq!(answered_after, total, "answers arrived after shutdown");
     assert_eq!(submitted.load(Ordering::SeqCst) as u64, total);

@@ -196,12 +196,13 @@ pub fn echo_of(content: &[Value]) -> Value {
 
 /// Like [`config`], with generous hello, ready and call timeouts: they cost
 /// nothing when all goes well (the host moves on as soon as it can) and keep
-/// tests that are not about them steady on a loaded machine. Shutdown and
-/// intercept timeouts stay short.
+/// tests that are not about them steady on a loaded machine, where a Python
+/// start alone has taken over 4 s. Shutdown and intercept timeouts stay
+/// short.
 pub fn host_config(home: &Path, ext_paths: Vec<PathBuf>) -> Config {
     let mut c = config(home, ext_paths);
-    c.timeouts.hello = Duration::from_secs(15);
-    c.timeouts.ready_grace = Duration::from_secs(15);
+    c.timeouts.hello = Duration::from_secs(60);
+    c.timeouts.ready_grace = Duration::from_secs(60);
     c.timeouts.command = Duration::from_secs(15);
     c.timeouts.tool = Duration::from_secs(15);
     c

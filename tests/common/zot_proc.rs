@@ -15,17 +15,22 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zot");
 
-/// The longest wait for any one expected line or exit.
-pub const LINE_WAIT: Duration = Duration::from_secs(10);
+/// The longest wait for any one expected line or exit. Every wait ends as
+/// soon as the line comes, so this costs nothing when all goes well; it is
+/// long because on a loaded 2-core machine a Python extension can take
+/// seconds to start, and a restart adds its backoff.
+pub const LINE_WAIT: Duration = Duration::from_secs(30);
 
-/// Short timeouts for every run, so the suite stays fast. Hello and ready
-/// grace cost nothing when every extension starts, so they leave room for
-/// a loaded machine (a Python start can take seconds under load).
+/// Short call timeouts for every run, so the suite stays fast. Hello and
+/// ready grace cost nothing when every extension starts, so they leave
+/// room for a loaded machine (a Python start can take seconds under load,
+/// several at once longer): an extension that misses them would be left
+/// out of `ready`, which is not what the tests using FAST are about.
 pub const FAST: [&str; 10] = [
     "--hello-timeout",
-    "5",
+    "30",
     "--ready-grace",
-    "5",
+    "30",
     "--command-timeout",
     "3",
     "--tool-timeout",

@@ -13,7 +13,7 @@ use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// The longest a test waits for any one frame.
-pub const WAIT: Duration = Duration::from_secs(10);
+pub const WAIT: Duration = Duration::from_secs(30);
 
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -107,7 +107,7 @@ impl Ext {
         if let Some(f) = self.stash.pop_front() {
             return f;
         }
-        self.next_fresh(WAIT).expect("a frame within 10 s")
+        self.next_fresh(WAIT).unwrap_or_else(|| panic!("no frame within {WAIT:?}"))
     }
 
     pub fn next_fresh(&mut self, wait: Duration) -> Option<Value> {
@@ -132,7 +132,7 @@ impl Ext {
             match self.next_fresh(left) {
                 Some(f) if pred(&f) => return f,
                 Some(f) => self.stash.push_back(f),
-                None => panic!("no {what} within 10 s; got {:?}", self.stash),
+                None => panic!("no {what} within {WAIT:?}; got {:?}", self.stash),
             }
         }
     }
@@ -196,7 +196,7 @@ impl Ext {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return status;
             }
-            assert!(Instant::now() < end, "extension did not exit within 10 s");
+            assert!(Instant::now() < end, "extension did not exit within {WAIT:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
