@@ -28,6 +28,9 @@ pub(super) struct ToolStage {
     pub parents: Vec<String>,
     /// An interactive tool with no reply deadline: only a cancel ends it.
     pub interactive: bool,
+    /// The caller's key for the call's progress (PROTOCOL.md §8.3), kept
+    /// with the call and gone with it.
+    pub progress_key: Option<serde_json::Value>,
 }
 
 pub(super) struct Call {

@@ -321,7 +321,8 @@ mod tests {
     }
 
     fn tool_stage(done: Responder) -> ToolStage {
-        ToolStage { name: "t".into(), done, agent_tool_id: None, root_tool_id: None, parents: Vec::new(), interactive: false }
+        let parents = Vec::new();
+        ToolStage { name: "t".into(), done, agent_tool_id: None, root_tool_id: None, parents, interactive: false, progress_key: None }
     }
 
     /// The stages, one call each, keyed 1..=7; what [`put`] puts where.

@@ -252,7 +252,7 @@ impl Dispatcher {
             return;
         };
         let tool_id = stage.agent_tool_id.clone();
-        let Some(key) = self.progress_keys.get(&n).cloned() else { return };
+        let Some(key) = stage.progress_key.clone() else { return };
         let extension = self.exts[slot].name().to_string();
         self.emit(HostEvent::ToolProgress { id: key, tool_id, extension, progress, total, message });
     }
@@ -262,16 +262,6 @@ impl Dispatcher {
         for p in self.table.take_parked(slot) {
             respond(p.done, Err(e.clone()));
         }
-    }
-
-    /// Remembers the caller's key for the progress of call `id`; keys of
-    /// calls no longer in flight are let go as the map grows.
-    pub(super) fn note_progress_key(&mut self, id: u64, key: Value) {
-        if self.progress_keys.len() >= 256 {
-            let sent = &self.table.sent;
-            self.progress_keys.retain(|k, _| sent.get(k).is_some());
-        }
-        self.progress_keys.insert(id, key);
     }
 }
 

@@ -47,7 +47,6 @@ use crossbeam_channel::RecvTimeoutError;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Events an extension may intercept.
@@ -207,9 +206,6 @@ struct Dispatcher {
     /// Extensions whose manifest could not be loaded: listed as failed,
     /// as (folder name, folder, source, why).
     broken: Vec<(String, String, &'static str, String)>,
-    /// The callers' keys for the progress of tool calls (MCP servers'
-    /// `notifications/progress`), by call id.
-    progress_keys: HashMap<u64, Value>,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -277,7 +273,6 @@ impl Dispatcher {
             untrusted: Vec::new(),
             trust_problem: None,
             broken: Vec::new(),
-            progress_keys: HashMap::new(),
         }
     }
 

@@ -277,14 +277,11 @@ impl Dispatcher {
         let ext = self.exts[slot].id;
         // An interactive tool waits for the user: only cancellation ends it.
         let deadline = after(if interactive { Duration::MAX } else { mcp::tool_timeout(&self.exts[slot], self.cfg.timeouts.tool) });
-        if let Some(key) = progress_key {
-            self.note_progress_key(id, key);
-        }
         let (agent_tool_id, root_tool_id, parents) = match origin {
             Some(o) => (None, o.parent_tool_id, o.parents),
             None => (tool_id.clone(), tool_id, Vec::new()),
         };
-        let stage = ToolStage { name, done, agent_tool_id, root_tool_id, parents, interactive };
+        let stage = ToolStage { name, done, agent_tool_id, root_tool_id, parents, interactive, progress_key };
         self.table.sent.insert(id, Call { ext, kind: CallKind::Tool(stage), deadline });
     }
 

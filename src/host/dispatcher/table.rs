@@ -228,6 +228,7 @@ mod tests {
             root_tool_id: agent_tool_id.map(str::to_string),
             parents: Vec::new(),
             interactive,
+            progress_key: None,
         };
         Call { ext: EXT, kind: CallKind::Tool(stage), deadline: Instant::now() + Duration::from_secs(60) }
     }
