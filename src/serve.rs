@@ -5,10 +5,11 @@
 
 use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
 use crate::protocol::Payload;
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
     };
 
     let stopping = Arc::new(AtomicBool::new(false));
-    let in_flight = Arc::new(InFlight::default());
+    let mut in_flight = InFlight::default();
     let pending = Arc::new(Pending::default());
     // The thread that stops the host is started here, not at `shutdown`,
     // so that a stop does not wait for a thread to be created. A
@@ -87,7 +88,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
                     } else {
                         host.shutdown();
                     }
-                    out.line(&ok(id, json!({})));
+                    out.line(&ok(&id, json!({})));
                 }
             }
             out.flush();
@@ -132,34 +133,34 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             Line::Text(t) => t,
             Line::TooLong => {
                 let msg = format!("request line longer than {} bytes", stdio::MAX_LINE);
-                out_tx.line(&err(Value::Null, "bad_request", &msg));
+                out_tx.line(&err(&Value::Null, "bad_request", &msg));
                 continue;
             }
         };
         match parse_request(text) {
             Err((id, msg)) => {
-                out_tx.line(&err(id, "bad_request", &msg));
+                out_tx.line(&err(&id, "bad_request", &msg));
             }
             Ok((id, _)) if stopping.load(Ordering::SeqCst) => {
                 let e = HostError::ShuttingDown;
-                out_tx.line(&err(id, e.code(), &e.to_string()));
+                out_tx.line(&err(&id, e.code(), &e.to_string()));
             }
             Ok((id, Method::Ping)) => {
-                out_tx.line(&ok(id, json!({"pong": true})));
+                out_tx.line(&ok(&id, json!({"pong": true})));
             }
             Ok((id, Method::Shutdown)) => start_stop(Some(id)),
-            Ok((id, Method::Cancel(target))) => match in_flight.key_of(&target) {
+            Ok((id, Method::Cancel(target))) => match in_flight.key_of(target) {
                 // Already answered (or never asked): nothing to cancel.
-                None => out_tx.line(&ok(id, json!({"cancelled": false}))),
+                None => out_tx.line(&ok(&id, json!({"cancelled": false}))),
                 Some(key) => {
                     let out = out_tx.clone();
                     let done = pending.begin();
                     host.submit_quiet(Request::Cancel { key }, more, move |r| {
                         let _done = done;
                         let line = match r {
-                            Ok(Response::Cancelled(c)) => ok(id, json!({"cancelled": c})),
-                            Ok(other) => result_line(id, other),
-                            Err(e) => err(id, e.code(), &e.message()),
+                            Ok(Response::Cancelled(c)) => ok(&id, json!({"cancelled": c})),
+                            Ok(other) => result_line(&id, other),
+                            Err(e) => err(&id, e.code(), &e.message()),
                         };
                         out.line(&line);
                     });
@@ -168,16 +169,15 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             Ok((id, Method::Host(req))) => {
                 let out = out_tx.clone();
                 let done = pending.begin();
-                let key = in_flight.begin(&id);
-                let answered = in_flight.clone();
+                let (key, answered) = in_flight.begin(&id);
                 let responder = crate::host::Responder::new(move |r| {
                     let _done = done;
                     let line = match r {
-                        Ok(resp) => result_line(id.clone(), resp),
-                        Err(e) => err(id.clone(), e.code(), &e.message()),
+                        Ok(resp) => result_line(&id, resp),
+                        Err(e) => err(&id, e.code(), &e.message()),
                     };
                     out.line(&line);
-                    answered.end(&id, key);
+                    answered.send(id);
                 })
                 .with_key(key);
                 host.submit_quiet_responder(req, more, responder);
@@ -201,34 +201,89 @@ enum Method {
 }
 
 /// The requests handed to the host and not answered yet, by id, with the
-/// key each was submitted with: what a `cancel` names.
-#[derive(Default)]
+/// key each was submitted with: what a `cancel` names. Only the reading
+/// thread looks an id up, so the map is its own, without a lock; an answer
+/// (on the dispatcher thread) sends its id and key back on a channel,
+/// which the map takes in before a `cancel` looks its target up, and
+/// whenever it has doubled since it last did.
 struct InFlight {
-    next: std::sync::atomic::AtomicU64,
-    keys: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    next: u64,
+    keys: HashMap<Id, u64>,
+    /// Taken in when `keys` reaches this size.
+    take_in_at: usize,
+    answered_tx: Sender<(Value, u64)>,
+    answered_rx: Receiver<(Value, u64)>,
+}
+
+/// A request id as a map key: the JSON string or number (`1` and `"1"`
+/// are two ids).
+#[derive(PartialEq, Eq, Hash)]
+enum Id {
+    Str(String),
+    Num(serde_json::Number),
+    /// Not an id (`parse_request` takes only strings and numbers).
+    Other,
+}
+
+impl From<Value> for Id {
+    fn from(v: Value) -> Id {
+        match v {
+            Value::String(s) => Id::Str(s),
+            Value::Number(n) => Id::Num(n),
+            _ => Id::Other,
+        }
+    }
+}
+
+/// What an answer tells [`InFlight`]: its request is no longer in flight.
+struct Answered {
+    key: u64,
+    tx: Sender<(Value, u64)>,
+}
+
+impl Answered {
+    fn send(self, id: Value) {
+        let _ = self.tx.send((id, self.key));
+    }
+}
+
+const TAKE_IN_MIN: usize = 1024;
+
+impl Default for InFlight {
+    fn default() -> InFlight {
+        let (answered_tx, answered_rx) = crossbeam_channel::unbounded();
+        InFlight { next: 0, keys: HashMap::new(), take_in_at: TAKE_IN_MIN, answered_tx, answered_rx }
+    }
 }
 
 impl InFlight {
-    /// A key for the request `id`, now in flight.
-    fn begin(&self, id: &Value) -> u64 {
-        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Ok(mut k) = self.keys.lock() {
-            k.insert(id.to_string(), key);
+    /// A key for the request `id`, now in flight, and what its answer
+    /// sends back. A later request with the same id is the one a
+    /// `cancel` then names.
+    fn begin(&mut self, id: &Value) -> (u64, Answered) {
+        if self.keys.len() >= self.take_in_at {
+            self.take_in();
+            self.take_in_at = (2 * self.keys.len()).max(TAKE_IN_MIN);
         }
-        key
+        self.next += 1;
+        let key = self.next;
+        self.keys.insert(Id::from(id.clone()), key);
+        (key, Answered { key, tx: self.answered_tx.clone() })
     }
 
-    /// Request `id` (with `key`) was answered.
-    fn end(&self, id: &Value, key: u64) {
-        if let Ok(mut k) = self.keys.lock() {
-            if k.get(&id.to_string()) == Some(&key) {
-                k.remove(&id.to_string());
+    /// Lets go of the requests answered so far.
+    fn take_in(&mut self) {
+        for (id, key) in self.answered_rx.try_iter() {
+            let id = Id::from(id);
+            if self.keys.get(&id) == Some(&key) {
+                self.keys.remove(&id);
             }
         }
     }
 
-    fn key_of(&self, id: &Value) -> Option<u64> {
-        self.keys.lock().ok().and_then(|k| k.get(&id.to_string()).copied())
+    fn key_of(&mut self, id: Value) -> Option<u64> {
+        self.take_in();
+        self.keys.get(&Id::from(id)).copied()
     }
 }
 
@@ -378,10 +433,10 @@ fn opt_id(p: &mut Map<String, Value>, key: &str) -> Result<Option<String>, Strin
 
 /// A response line; fields in the order of PROTOCOL.md §4.
 #[derive(Serialize)]
-struct Reply<T: Serialize> {
+struct Reply<'a, T: Serialize> {
     #[serde(rename = "type")]
     ty: &'static str,
-    id: Value,
+    id: &'a Value,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<T>,
@@ -395,7 +450,7 @@ struct ErrorBody {
     message: String,
 }
 
-fn result_line(id: Value, r: Response) -> Vec<u8> {
+fn result_line(id: &Value, r: Response) -> Vec<u8> {
     match r {
         Response::Delivered(n) => ok(id, json!({ "delivered": n })),
         Response::Done => ok(id, json!({})),
@@ -404,11 +459,11 @@ fn result_line(id: Value, r: Response) -> Vec<u8> {
     }
 }
 
-fn ok<T: Serialize>(id: Value, result: T) -> Vec<u8> {
+fn ok<T: Serialize>(id: &Value, result: T) -> Vec<u8> {
     encode(&Reply { ty: "response", id, ok: true, result: Some(result), error: None })
 }
 
-fn err(id: Value, code: &'static str, message: &str) -> Vec<u8> {
+fn err(id: &Value, code: &'static str, message: &str) -> Vec<u8> {
     let error = Some(ErrorBody { code, message: message.to_string() });
     encode(&Reply::<()> { ty: "response", id, ok: false, result: None, error })
 }
@@ -417,4 +472,45 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     let mut b = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
     b.push(b'\n');
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InFlight;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_cancel_names_the_latest_request_of_an_id_until_it_is_answered() {
+        let mut f = InFlight::default();
+        let (k1, a1) = f.begin(&json!("a"));
+        let (k2, a2) = f.begin(&json!("a"));
+        let (k3, _a3) = f.begin(&json!(1));
+        assert_ne!(k1, k2);
+        assert_eq!(f.key_of(json!("a")), Some(k2));
+        // `1` and `"1"` are two ids.
+        assert_eq!(f.key_of(json!(1)), Some(k3));
+        assert_eq!(f.key_of(json!("1")), None);
+        // The first answer of "a" does not end the second request.
+        a1.send(json!("a"));
+        assert_eq!(f.key_of(json!("a")), Some(k2));
+        a2.send(json!("a"));
+        assert_eq!(f.key_of(json!("a")), None);
+        assert_eq!(f.key_of(json!(1)), Some(k3));
+    }
+
+    #[test]
+    fn answered_requests_are_let_go_while_requests_keep_coming() {
+        let mut f = InFlight::default();
+        let held: Vec<(Value, u64)> = (0..10).map(|i| (json!(format!("held{i}")), f.begin(&json!(format!("held{i}"))).0)).collect();
+        for i in 0..50_000 {
+            let id = json!(i);
+            let (_, answered) = f.begin(&id);
+            answered.send(id);
+        }
+        assert!(f.keys.len() < 2100, "{} ids kept", f.keys.len());
+        for (id, key) in held {
+            assert_eq!(f.key_of(id), Some(key));
+        }
+        assert_eq!(f.key_of(json!(49_999)), None);
+    }
 }

@@ -324,6 +324,8 @@ struct SideFigures {
     /// Pipelined bursts: calls per second, and the error codes seen.
     pipe_rates: Vec<f64>,
     pipe_errors: Vec<(String, usize)>,
+    /// CPU seconds of the process's threads (schedstat) over every burst.
+    pipe_cpu: f64,
     start1: Vec<f64>,
     stop1: Vec<f64>,
     start50: Vec<f64>,
@@ -342,6 +344,11 @@ fn thread_times(pid: u32) -> Vec<(String, f64, u64)> {
             (name, thread_cpu(&t.path()), switches_in(&t.path().join("status")))
         })
         .collect()
+}
+
+/// CPU seconds (schedstat) of every thread of `pid`, summed.
+fn threads_cpu(pid: u32) -> f64 {
+    thread_times(pid).iter().map(|t| t.1).sum()
 }
 
 impl SideFigures {
@@ -459,7 +466,9 @@ pub fn run(env: &Env) -> Res<ServeBench> {
         for part in 0..2 {
             let floor_now = (part == 0) == (rep % 2 == 0);
             let (p, f) = if floor_now { (&mut relay, &mut fl) } else { (&mut serve, &mut sv) };
+            let cpu0 = threads_cpu(p.pid());
             let rate = burst(p, id + 1, f)?;
+            f.pipe_cpu += threads_cpu(p.pid()) - cpu0;
             id += PIPE_CALLS;
             f.pipe_rates.push(rate);
         }
@@ -570,6 +579,9 @@ impl ServeBench {
             Some(pipe_ok),
         );
         goals.push(("serve_pipelined_ratio_to_relay".to_string(), sr / fr, ">= 0.9 with 0 errors", pipe_ok));
+        let pipe_cpu = |v: &SideFigures| v.pipe_cpu / (PIPE_CALLS * PIPE_REPS) as f64 * 1e6;
+        let (fpc, spc) = (pipe_cpu(f), pipe_cpu(s));
+        row("CPU per pipelined call (relay / zot process, schedstat of all threads)", format!("{fpc:.1} µs"), format!("{spc:.1} µs"), x(spc, fpc), "", None);
         let ms = |v: &[f64]| med(v) / 1000.0;
         let (f1, s1) = (ms(&f.start1), ms(&s.start1));
         row("start-up to ready, 1 extension", format!("{f1:.2} ms"), format!("{s1:.2} ms"), format!("+{:.2} ms", s1 - f1), "≤ floor + 1 ms", Some(s1 <= f1 + 1.0));
@@ -592,6 +604,7 @@ impl ServeBench {
                 "pipelined_calls_per_s": med(&v.pipe_rates).round(),
                 "pipelined_runs_calls_per_s": v.pipe_rates.iter().map(|r| r.round()).collect::<Vec<_>>(),
                 "pipelined_errors": v.pipe_errors.iter().map(|(c, n)| json!({"code": c, "count": n})).collect::<Vec<_>>(),
+                "pipelined_cpu_us_per_call": r2(pipe_cpu(v)),
                 "startup_1_ms": r2(ms(&v.start1)), "startup_50_ms": r2(ms(&v.start50)),
                 "stop_1_ms": r2(ms(&v.stop1)), "stop_50_ms": r2(ms(&v.stop50)),
                 "vm_hwm_50_kib": med(&v.hwm50),
