@@ -461,6 +461,9 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
     }
 }
 
+/// Which of a server's log lines a doctor warning is about.
+type Picks = fn(&str) -> bool;
+
 fn finding(severity: Severity, code: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Finding {
     Finding { severity, code, message: message.into(), hint: hint.into() }
 }
@@ -572,30 +575,38 @@ fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpe
         let msg = format!("the host logged: {l}");
         e.findings.push(finding(Severity::Warning, "not_json_rpc", msg, "the server's stdout is for JSON-RPC only: print logs to stderr"));
     }
-    for l in e.log_lines.iter().filter(|l| l.starts_with("ignored unknown fields of its entry")) {
-        e.findings.push(finding(
-            Severity::Warning,
+    // Warnings the host's own log lines carry: (which lines, code, fix).
+    let name = &e.name;
+    let logged: [(Picks, &'static str, String); 4] = [
+        (
+            |l| l.starts_with("ignored unknown fields of its entry"),
             "mcp_unknown_field",
-            format!("the host logged: {l}"),
-            format!("correct the spelling of those fields of {:?} in {file}, or remove them: they change nothing", e.name),
-        ));
-    }
-    for l in e.log_lines.iter().filter(|l| l.starts_with("cut the name of ")) {
-        e.findings.push(finding(
-            Severity::Warning,
+            format!("correct the spelling of those fields of {name:?} in {file}, or remove them: they change nothing"),
+        ),
+        (
+            |l| l.starts_with("cut the name of "),
             "mcp_name",
-            format!("the host logged: {l}"),
-            "a name over 64 bytes is offered cut, ending in a hash: give the tool (or prompt) a shorter name in the server, or the server a shorter name",
-        ));
-    }
-    for l in e.log_lines.iter().filter(|l| l.contains("is shadowed by tool")) {
-        e.findings.push(finding(
-            Severity::Warning,
+            "a name over 64 bytes is offered cut, ending in a hash: give the tool (or prompt) a shorter name in the server, or the server a shorter name".into(),
+        ),
+        (
+            |l| l.contains("is shadowed by tool"),
             "mcp_name",
-            format!("the host logged: {l}"),
             format!("rename one of the tools in the server, or leave one out with \"disabledTools\" in {file}"),
-        ));
+        ),
+        (
+            // A tool refused at registration is not listed.
+            |l| l.starts_with("refused tool "),
+            "mcp_schema",
+            "fix the tool's inputSchema in the server: the tool is not offered until it is a JSON object".into(),
+        ),
+    ];
+    let mut found = Vec::new();
+    for (picks, code, fix) in &logged {
+        for l in e.log_lines.iter().filter(|l| picks(l)) {
+            found.push(finding(Severity::Warning, code, format!("the host logged: {l}"), fix.clone()));
+        }
     }
+    e.findings.extend(found);
     match e.state.as_str() {
         "ready" => {}
         "starting" => {
@@ -642,15 +653,6 @@ fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpe
             "mcp_no_tools",
             "the server offers no tools",
             format!("check \"enabledTools\" and \"disabledTools\" in {file}, and the server's own options"),
-        ));
-    }
-    // A tool refused at registration is not listed: the log line says which.
-    for line in e.log_lines.iter().filter(|l| l.starts_with("refused tool ")) {
-        e.findings.push(finding(
-            Severity::Warning,
-            "mcp_schema",
-            format!("the host logged: {line}"),
-            "fix the tool's inputSchema in the server: the tool is not offered until it is a JSON object",
         ));
     }
     for t in listing.tools.iter().filter(|t| t.extension == e.name) {

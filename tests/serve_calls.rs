@@ -61,35 +61,31 @@ impl Serve {
 
     /// The index of the first frame `pred` holds for, read or to come.
     fn find(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> usize {
-        if let Some(i) = self.frames.iter().position(&pred) {
+        self.find_at(what, |_, f| pred(f))
+    }
+
+    /// [`Serve::find`], with the frame's index given to `pred` too.
+    fn find_at(&mut self, what: &str, pred: impl Fn(usize, &Value) -> bool) -> usize {
+        if let Some(i) = (0..self.frames.len()).find(|&i| pred(i, &self.frames[i])) {
             return i;
         }
         let end = Instant::now() + WAIT;
         loop {
             match self.read(end.saturating_duration_since(Instant::now())) {
-                Some(i) if pred(&self.frames[i]) => return i,
+                Some(i) if pred(i, &self.frames[i]) => return i,
                 Some(_) => {}
                 None => panic!("no frame {what} within {WAIT:?}\n{}", self.z.context()),
             }
         }
     }
 
-    /// The index of the response to `id`.
     /// The index of the first response to `id` not claimed by a
     /// [`Serve::request`] before.
     fn at(&mut self, id: &str) -> usize {
-        let is = |f: &Value| f["type"] == "response" && f["id"] == id;
-        if let Some(i) = (0..self.frames.len()).find(|i| !self.claimed.contains(i) && is(&self.frames[*i])) {
-            return i;
-        }
-        let end = Instant::now() + WAIT;
-        loop {
-            match self.read(end.saturating_duration_since(Instant::now())) {
-                Some(i) if is(&self.frames[i]) => return i,
-                Some(_) => {}
-                None => panic!("no response {id} within {WAIT:?}\n{}", self.z.context()),
-            }
-        }
+        let claimed = std::mem::take(&mut self.claimed);
+        let i = self.find_at(&format!("response {id}"), |i, f| !claimed.contains(&i) && f["type"] == "response" && f["id"] == id);
+        self.claimed = claimed;
+        i
     }
 
     fn response(&mut self, id: &str) -> Value {
