@@ -454,18 +454,24 @@ fn trust_json_is_replaced_whole_and_a_broken_one_is_never_overwritten() {
     assert!(!marker.exists());
 }
 
+/// All a console session in `proj` with no input prints (stdout, then
+/// stderr); it must exit 0.
+fn console_output(t: &Path, proj: &Path) -> String {
+    let mut args = strings(&["--cwd", s(proj)]);
+    args.extend(strings(&FAST));
+    let mut z = Zot::spawn(t, &args, &[]);
+    z.close_stdin();
+    let out = z.read_to_end(LINE_WAIT);
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    format!("{}\n{}", out.join("\n"), z.stderr_text())
+}
+
 #[test]
 fn the_console_names_the_extensions_it_did_not_load_and_how_to_allow_them() {
     let t = TempDir::new("trust-console");
     let (proj, marker) = project(t.path());
-    let mut args = strings(&["--cwd", s(&proj)]);
-    args.extend(strings(&FAST));
-    let mut z = Zot::spawn(t.path(), &args, &[]);
-    z.close_stdin();
-    let out = z.read_to_end(LINE_WAIT);
-    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    let all = console_output(t.path(), &proj);
     let want = format!("project extension local not loaded: the project {0} is not trusted (zot trust {0} allows it)", proj.display());
-    let all = format!("{}\n{}", out.join("\n"), z.stderr_text());
     assert_eq!(all.matches(&want).count(), 1, "{all}");
     assert!(!marker.exists());
 }
@@ -611,13 +617,7 @@ fn a_broken_trust_json_is_named_with_its_fix_by_every_front_end() {
         assert!(!text.contains("run 'zot trust'") && !text.contains("zot trust (or"), "{what} advises zot trust: {text}");
     };
     // The console.
-    let mut args = strings(&["--cwd", s(&proj)]);
-    args.extend(strings(&FAST));
-    let mut z = Zot::spawn(t.path(), &args, &[]);
-    z.close_stdin();
-    let out = z.read_to_end(LINE_WAIT);
-    assert_eq!(z.exit_code(LINE_WAIT), 0);
-    let all = format!("{}\n{}", out.join("\n"), z.stderr_text());
+    let all = console_output(t.path(), &proj);
     named(&all, "console");
     assert!(all.contains("project extension local not loaded: trust cannot be checked"), "{all}");
     // serve's untrusted_project.
