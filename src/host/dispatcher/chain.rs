@@ -9,7 +9,7 @@
 //! calls in flight, logging, finishing) is in `intercept.rs`.
 
 use super::{ModelCall, MAX_SYSTEM_PROMPT};
-use crate::host::{InterceptOutcome, Responder};
+use crate::host::{HostError, InterceptOutcome, Responder};
 use crate::protocol::{InterceptResponse, Payload};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -38,6 +38,17 @@ pub(super) enum Then {
     Answer(Responder),
     /// Go on with a model's tool call.
     Tool(Box<ModelCall>),
+}
+
+impl Then {
+    /// The chain ends without a verdict: whoever waits for it gets `e`.
+    pub(super) fn fail(self, e: HostError) {
+        let done = match self {
+            Then::Answer(done) => done,
+            Then::Tool(m) => m.done,
+        };
+        super::respond(done, Err(e));
+    }
 }
 
 /// What an interceptor's reply does to its chain.

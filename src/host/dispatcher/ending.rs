@@ -167,10 +167,7 @@ impl Dispatcher {
                     End::TargetGone(detail) => HostError::Exited { extension: String::new(), detail: detail.to_string() },
                     End::Shutdown { .. } => shutting_down(),
                 };
-                match then {
-                    Then::Answer(done) => respond(done, Err(err)),
-                    Then::Tool(m) => respond(m.done, Err(err)),
-                }
+                then.fail(err);
             }
             Taken::Sent(id, call) => self.end_sent(id, call, end),
             Taken::Agent(call_id, c) => {

@@ -128,10 +128,8 @@ impl Dispatcher {
 
     /// Ends chain `id` without a verdict: what it leads to fails with `e`.
     pub(super) fn end_chain(&mut self, id: u64, e: HostError) {
-        match self.table.chains.remove(id) {
-            Some((Then::Answer(done), _)) => respond(done, Err(e)),
-            Some((Then::Tool(m), _)) => respond(m.done, Err(e)),
-            None => {}
+        if let Some((then, _)) = self.table.chains.remove(id) {
+            then.fail(e);
         }
     }
 

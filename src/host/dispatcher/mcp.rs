@@ -5,6 +5,7 @@
 //! their per-server call deadline.
 
 use super::ext::ToolEntry;
+use super::table::{Pick, Taken};
 use super::{after, respond, Call, CallKind, Dispatcher, Ext, ExtId, Inbox, Life, Origin, Phase, StopStage, Timer};
 use crate::child::Log;
 use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder};
@@ -259,8 +260,10 @@ impl Dispatcher {
 
     /// Fails every request parked on the server in `slot` with `e`.
     pub(super) fn unpark_failed(&mut self, slot: usize, e: HostError) {
-        for p in self.table.take_parked(slot) {
-            respond(p.done, Err(e.clone()));
+        for t in self.table.take(Pick::ParkedOn(slot)) {
+            if let Taken::Parked(p) = t {
+                respond(p.done, Err(e.clone()));
+            }
         }
     }
 }

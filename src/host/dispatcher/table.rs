@@ -182,13 +182,6 @@ impl CallTable {
         }
         out
     }
-
-    /// Takes out the requests parked on `slot`, in the order they came.
-    pub(super) fn take_parked(&mut self, slot: usize) -> Vec<Parked> {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked).into_iter().partition(|p| p.slot == slot);
-        self.parked = kept;
-        gone
-    }
 }
 
 #[cfg(test)]
@@ -342,13 +335,5 @@ mod tests {
         let mut t = table();
         assert_eq!(take(&mut t, Pick::Interactive), ["sent 41"]);
         assert!(take(&mut t, Pick::Interactive).is_empty());
-    }
-
-    #[test]
-    fn parked_requests_leave_by_their_extension() {
-        let mut t = table();
-        let keys: Vec<u64> = t.take_parked(1).iter().map(|p| p.key).collect();
-        assert_eq!(keys, [2]);
-        assert_eq!(t.parked.len(), 1);
     }
 }
