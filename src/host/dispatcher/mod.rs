@@ -22,10 +22,12 @@ mod ends;
 mod ext;
 mod frames;
 mod intercept;
+mod lifecycle;
 mod limits;
 mod listing;
 mod mcp;
 mod requests;
+mod starting;
 mod restart;
 mod stop;
 mod supervisor;
@@ -556,6 +558,8 @@ impl Dispatcher {
         }
         self.mcp_ready(slot);
         self.restarted(slot);
+        // The requests for a name nobody had, waiting for it (PROTOCOL.md §8.2).
+        self.route_parked(slot);
         self.check_load_done(false);
     }
 
