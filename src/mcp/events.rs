@@ -115,7 +115,7 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions, error.as_deref())));
         }
         HostEvent::ToolProgress { id, progress, total, message, .. } => {
-            let mut params = json!({"progressToken": id, "progress": progress});
+            let mut params = json!({"progressToken": id.to_value(), "progress": progress});
             if let Some(t) = total {
                 params["total"] = t;
             }
