@@ -196,11 +196,7 @@ fn lock(home: &Home) -> Result<Lock, String> {
     crate::home::create_private_dir(home.root())
         .map_err(|e| format!("cannot create {}: {e}", home.root().display()))?;
     let path = home.root().join("trust.json.lock");
-    let f = crate::home::private_file()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
+    let f = crate::home::open_private(&path, std::fs::OpenOptions::new().create(true).truncate(false).write(true))
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     loop {
         // SAFETY: flock only acts on the descriptor we own.
