@@ -87,6 +87,28 @@ fn setsid_descendants_are_gone_once_zot_serve_has_shut_down() {
     assert!(left.is_empty(), "still running after zot exited: {left:?}\n{}", z.context());
 }
 
+/// One that moves into zot's own process group (and ignores SIGTERM) still
+/// carries its extension's marker: it is that extension's, and ended with
+/// it, not taken for one of the host's own commands.
+#[test]
+fn a_descendant_that_joined_zots_own_group_is_gone_once_zot_serve_has_shut_down() {
+    let t = TempDir::new("esc-serve-hostgroup");
+    let (joiner, pids) = escape_ext(&t, "joiner", &["hostgroup", "stubborn"], json!({}));
+    let mut z = serve(&t, &[joiner]);
+    let p = escapees(&pids, 1)[0];
+    assert!(process_alive(p), "{p} is not running");
+    assert_eq!(pgid_of(p), pgid_of(z.pid), "{p} did not join zot's group");
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    z.wait_line("the shutdown answer", |l| json_line(l)["id"] == "s");
+    assert_eq!(z.exit_code(WAIT), 0, "{}", z.context());
+    let alive = process_alive(p);
+    if alive {
+        // SAFETY: kill only signals; the test's own leftover.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(!alive, "{p} in zot's own group outlived zot\n{}", z.context());
+}
+
 #[test]
 fn a_setsid_descendant_is_gone_after_its_extension_crashed_and_restarted_and_another_ones_stays() {
     let t = TempDir::new("esc-serve-restart");
