@@ -109,6 +109,40 @@ fn a_descendant_that_joined_zots_own_group_is_gone_once_zot_serve_has_shut_down(
     assert!(!alive, "{p} in zot's own group outlived zot\n{}", z.context());
 }
 
+/// One that shed the marker, the group and the session cannot be
+/// attributed: `list` counts it as `orphans` while it lives, and it is
+/// ended when zot exits.
+#[test]
+fn an_orphan_that_shed_marker_group_and_session_is_counted_in_list_and_ended_at_exit() {
+    let t = TempDir::new("esc-serve-anon-count");
+    let (anon, pids) = escape_ext(&t, "anon", &["anon", "stubborn", "crash"], json!({}));
+    let mut z = serve(&t, &[anon]);
+    let p = escapes_one(&pids);
+    z.wait_line("the crash", |l| json_line(l)["type"] == "extension_exited");
+    let mut n = 0;
+    let counted = wait_until(WAIT, || {
+        n += 1;
+        z.send(&format!(r#"{{"id":"l{n}","type":"list"}}"#));
+        let id = format!("l{n}");
+        let l = z.wait_line("the list", |l| json_line(l)["id"] == id.as_str());
+        json_line(&l)["result"]["orphans"] == json!(1)
+    });
+    assert!(counted, "list never counted the orphan\n{}", z.context());
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    assert_eq!(z.exit_code(WAIT), 0, "{}", z.context());
+    let alive = process_alive(p);
+    if alive {
+        // SAFETY: kill only signals; the test's own leftover.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(!alive, "{p} outlived zot\n{}", z.context());
+}
+
+/// The one pid an escape fixture's descendant wrote.
+fn escapes_one(pidfile: &Path) -> u32 {
+    escapees(pidfile, 1)[0]
+}
+
 #[test]
 fn a_setsid_descendant_is_gone_after_its_extension_crashed_and_restarted_and_another_ones_stays() {
     let t = TempDir::new("esc-serve-restart");

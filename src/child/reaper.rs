@@ -451,6 +451,34 @@ impl State {
     }
 }
 
+/// How many of this process's children alive now are orphans that no
+/// lineage can be said to own: no marker of a known lineage, outside the
+/// host's own process group, and in no group or session of a lineage.
+pub(super) fn unattributed() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let (Ok(r), Some(host)) = (reaper(), own_stat()) else { return 0 };
+        let mut st = r.lock();
+        let mut n = 0;
+        for pid in children() {
+            if st.watched.contains_key(&pid) {
+                continue;
+            }
+            let Some(s) = stat(pid) else { continue };
+            let by_marker = instance_of(pid).and_then(|m| st.markers.get(&m).copied());
+            if s.zombie || (s.pgid == host.pgid && by_marker.is_none()) {
+                continue;
+            }
+            if st.attribute(pid, &s, &host, by_marker).is_none() {
+                n += 1;
+            }
+        }
+        n
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
 /// A new lineage, and the value of [`INSTANCE_VAR`] that marks it.
 pub(super) fn lineage() -> io::Result<(u64, String)> {
     let r = reaper()?;
