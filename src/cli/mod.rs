@@ -8,17 +8,20 @@
 //! the offending argument and the help to read).
 //!
 //! The rooms: `flags` holds the flag and command tables, `parse` the
-//! parser, `help` the usage texts; this file the session options, the
+//! parser, `help` the usage texts, `topics` the files and console keys they
+//! and the man page describe; this file the session options, the
 //! usage error and the dispatch.
 
 mod flags;
 mod help;
 mod parse;
+mod topics;
 
 pub use crate::VERSION;
 pub use flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
 pub use help::about;
 pub use parse::parse;
+pub use topics::{CONSOLE_ABOUT, FILES, KEYS};
 
 use crate::discovery::Sources;
 use crate::home::Home;
