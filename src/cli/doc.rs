@@ -8,7 +8,10 @@
 //! the command (`zot` when there is none), and the word after `ext` as its
 //! subcommand (`ext install`).
 
-use crate::cli::{about, Cmd, Flag, COMMANDS, FILES, KEYS, SESSION_FLAGS, SHELLS, VERSION};
+use super::flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
+use super::help::about;
+use super::topics::{CONSOLE_ABOUT, FILES, KEYS};
+use crate::VERSION;
 
 /// How the positional argument of a command completes.
 #[derive(Clone, Copy, PartialEq)]
@@ -400,7 +403,7 @@ pub fn man_page() -> String {
         ".SH ENVIRONMENT\n.TP\n.B ZOT_HOME\nwhere installed extensions, logs, history and trusted projects live (default: $XDG_STATE_HOME/zot, else ~/.local/state/zot).\n.TP\n.B ZOT_TRACE\na trace file when \\fB\\-\\-trace\\fR is not given: one JSON line per frame.\n.TP\n.B NO_COLOR\nno colour in the interactive session.\n",
     );
     s.push_str(".SH CONSOLE\n");
-    s.push_str(&roff_text(crate::cli::CONSOLE_ABOUT));
+    s.push_str(&roff_text(CONSOLE_ABOUT));
     s.push_str(".SS Commands\n");
     for (name, what) in crate::console::BUILTINS {
         s.push_str(&format!(".TP\n.B /{}\n{}\n", roff(name), roff(what)));
