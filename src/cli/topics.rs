@@ -39,7 +39,7 @@ pub const KEYS: [(&str, &str); 12] = [
     ("Ctrl-O", "move the keys between the prompt and an open panel, which stays open"),
     (
         "in a panel",
-        "the arrows, Enter, Esc, Tab, PageUp, PageDown, Home, End, Backspace, Delete and printable keys go to its extension; Ctrl-C closes it",
+        "the arrows, Enter, Tab, PageUp, PageDown, Home, End, Backspace, Delete and printable keys go to its extension; Esc and Ctrl-C close it",
     ),
 ];
 
