@@ -37,7 +37,6 @@ mod which;
 mod argpath;
 mod check;
 mod cli;
-mod clidoc;
 mod console;
 mod doctor;
 mod lineedit;

@@ -1,5 +1,5 @@
 //! The flag and command tables, defined once: the parser, every `--help`
-//! text, the man page and the shell completions ([`crate::clidoc`]) are made
+//! text, the man page and the shell completions ([`super::doc`]) are made
 //! from them.
 
 use super::parse::{Args, Tok};

@@ -8,7 +8,9 @@
 //! the command (`zot` when there is none), and the word after `ext` as its
 //! subcommand (`ext install`).
 
-use crate::cli::{about, Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS, VERSION};
+use super::flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
+use super::help::about;
+use crate::VERSION;
 
 /// How the positional argument of a command completes.
 #[derive(Clone, Copy, PartialEq)]
