@@ -12,10 +12,19 @@
 //! and reload, [`calls`] the calls in flight, [`limits`] the
 //! per-extension bounds, [`listing`] the listing, [`mcp`] what only MCP
 //! servers do (their start, live tool lists, progress).
+//!
+//! The state is owned by types the dispatcher routes between, each with
+//! its rules and unit tests: [`table`] (every call at its stage),
+//! [`registry`](super::registry) (names), [`ext`] (one extension),
+//! [`supervisor`] (restarts), [`load`] (the phase, loads and reloads, who
+//! waits for them), [`envelope`] (events' session id and sequence),
+//! [`ext_calls`] (extensions' `call_tool`s under way), [`clock`] (timers
+//! and ids), [`hooks`] (the embedder's sink and idle hook).
 
 mod blocks;
 mod call_tool;
 mod calls;
+mod clock;
 mod ending;
 mod chain;
 mod ends;
@@ -23,6 +32,7 @@ mod envelope;
 mod ext_calls;
 mod ext;
 mod frames;
+mod hooks;
 mod intercept;
 mod limits;
 mod listing;
@@ -41,8 +51,10 @@ use std::thread::JoinHandle;
 use calls::{Call, CallKind};
 use table::CallTable;
 use ext::{Ext, ExtId, Life, Proc};
+use clock::Clock;
 use envelope::Envelope;
 use ext_calls::ExtCalls;
+use hooks::Hooks;
 use limits::Bucket;
 use load::{Load, Phase};
 use stop::StopStage;
@@ -50,8 +62,7 @@ use crate::child::{Child, ChildMsg, Log};
 use crate::discovery::discover_with;
 use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -124,7 +135,7 @@ pub(super) fn spawn(
             }
             // No orphan of an extension outlives the host.
             crate::child::settle_orphans();
-            d.idle();
+            d.hooks.idle();
             crate::log::flush();
         })
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
@@ -156,16 +167,16 @@ enum Timer {
 struct Dispatcher {
     cfg: Config,
     inbox: crate::wake::Tx<Inbox>,
-    sink: EventSink,
-    idle: IdleHook,
+    /// The embedder's event sink and idle hook.
+    hooks: Hooks,
     /// The bounds of every child's queue, with the budget they share.
     queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
     /// Every call the host has, at its stage.
     table: CallTable,
-    timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
-    next_id: u64,
+    /// Deadlines, and the one source of ids.
+    clock: Clock,
     /// The phase, the current load and who waits for it.
     load: Load,
     /// The session id and the sequence of events' envelopes.
@@ -173,8 +184,6 @@ struct Dispatcher {
     /// Processes dropped from the table before they were reaped, by the id
     /// their exit will come with.
     unreaped: HashMap<ExtId, Child>,
-    /// The front end's input ended: interactive calls are cancelled.
-    input_ended: bool,
     /// Extensions' `call_tool`s under way, and the agent's tools they
     /// may call.
     ext_calls: ExtCalls,
@@ -215,40 +224,28 @@ impl Dispatcher {
             queue,
             cfg,
             inbox,
-            sink,
-            idle,
+            hooks: Hooks::new(sink, idle),
             exts: Vec::new(),
             registry,
             table: CallTable::default(),
-            timers: BinaryHeap::new(),
-            next_id: 1,
+            clock: Clock::new(),
             load: Load::new(),
             ext_calls: ExtCalls::default(),
-            input_ended: false,
             unreaped: HashMap::new(),
             envelope,
         }
     }
 
     fn next(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
+        self.clock.next()
     }
 
     fn at(&mut self, when: Instant, t: Timer) {
-        let seq = self.next();
-        self.timers.push(Reverse((when, seq, t)));
-    }
-
-    /// The embedder's idle hook; its panic must not stop the host.
-    fn idle(&self) {
-        let _ = catch_unwind(AssertUnwindSafe(|| (self.idle)()));
+        self.clock.at(when, t);
     }
 
     fn emit(&self, e: HostEvent) {
-        // The sink is the embedder's code; its panic must not stop the host.
-        let _ = catch_unwind(AssertUnwindSafe(|| (self.sink)(e)));
+        self.hooks.emit(e);
     }
 
     /// The slot of extension `id`, if it is still of this load.
@@ -266,11 +263,11 @@ impl Dispatcher {
                 for c in self.exts.iter().filter_map(|e| e.child()) {
                     c.flush();
                 }
-                self.idle();
+                self.hooks.idle();
                 unflushed = 0;
             }
             unflushed += 1;
-            let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
+            let next_timer = self.clock.next_due();
             let next = match (next_timer, self.table.sent.next_deadline()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -297,11 +294,7 @@ impl Dispatcher {
         while let Some(id) = self.table.sent.expired(now) {
             self.on_call_timeout(id);
         }
-        while let Some(Reverse((when, _, t))) = self.timers.peek().copied() {
-            if when > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some(t) = self.clock.due(now) {
             self.on_timer(t, now);
         }
     }

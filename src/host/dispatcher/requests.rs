@@ -51,7 +51,7 @@ impl Dispatcher {
                 respond(done, Ok(Response::Cancelled(n > 0)))
             }
             Request::EndOfInput => {
-                self.input_ended = true;
+                self.table.input_ended = true;
                 self.cancel(Pick::Interactive, Why::EndOfInput);
                 respond(done, Ok(Response::Done))
             }
@@ -243,7 +243,7 @@ impl Dispatcher {
         // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
         // a cancel ends it.
         let interactive = origin.is_none() && self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
-        if interactive && self.input_ended {
+        if interactive && self.table.input_ended {
             let extension = self.exts[slot].name().to_string();
             return respond(done, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
         }
