@@ -3,6 +3,7 @@
 //! `Reply` that is sent when dropped (straight out or into a batch's
 //! answer), and the JSON-RPC error answers.
 
+use crate::protocol::WireId;
 use crate::stdio::{Done, Out, Pending};
 use crossbeam_channel::Sender;
 use serde_json::{json, Value};
@@ -12,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use super::codes;
 use super::events::{log_message, notification, Gate};
+use super::modern::{self, Sub, MODERN_ERA};
 
 /// A request being handled.
 #[derive(Default)]
@@ -19,6 +21,9 @@ pub(super) struct Flight {
     pub(super) cancelled: bool,
     /// Set once the tool call went to the host (`tools/call` only).
     pub(super) tool_id: Option<String>,
+    /// A modern request that asked for notes (rule 9 of PROTOCOL.md
+    /// §8.4.2): the extension running it and the least level.
+    pub(super) notes: Option<(String, u8)>,
 }
 
 /// State shared by the reader, the `tools/call` threads and the responders
@@ -30,6 +35,8 @@ pub(super) struct Shared {
     pub(super) flights: Mutex<HashMap<String, Flight>>,
     pub(super) pending: Arc<Pending>,
     pub(super) seq: AtomicU64,
+    /// Open `subscriptions/listen` requests of a modern connection.
+    pub(super) subs: Mutex<Vec<Sub>>,
 }
 
 impl Shared {
@@ -51,9 +58,28 @@ impl Shared {
         }
     }
 
+    pub(super) fn modern(&self) -> bool {
+        self.gate.era.load(Ordering::SeqCst) == MODERN_ERA
+    }
+
     pub(super) fn lists_changed(&self) {
+        if self.modern() {
+            return modern::changed(self, true, true);
+        }
         self.notify("notifications/tools/list_changed", json!({}));
         self.notify("notifications/prompts/list_changed", json!({}));
+    }
+
+    /// A note of `extension` inside a modern request that asked for notes
+    /// at or below `level`: sent, before that request's answer; false when
+    /// no such request is in flight (the note goes to stderr).
+    pub(super) fn note(&self, extension: &str, level: u8, message: &str) -> bool {
+        let Ok(flights) = self.flights.lock() else { return false };
+        let asked = flights.values().filter_map(|f| f.notes.as_ref()).any(|(e, least)| e == extension && level >= *least);
+        if asked {
+            self.send(encode(&log_message(level, extension, json!(message))));
+        }
+        asked
     }
 
     pub(super) fn cancelled(&self, key: &str) -> bool {
@@ -96,8 +122,8 @@ pub(super) enum Sink {
 }
 
 pub(super) struct Batch {
-    /// Elements not answered yet, and the answers so far.
-    pub(super) state: Mutex<(usize, Vec<Value>)>,
+    /// Elements not answered yet, and the answers so far (each encoded).
+    pub(super) state: Mutex<(usize, Vec<Vec<u8>>)>,
 }
 
 /// The answer to one message, sent when dropped: to the sink, unless the
@@ -107,32 +133,50 @@ pub(super) struct Batch {
 pub(super) struct Reply {
     shared: Arc<Shared>,
     sink: Sink,
-    pub(super) id: Value,
+    /// Kept as its JSON text, echoed exactly; `None` is `null`.
+    pub(super) id: Option<WireId>,
     /// Key in the flights table.
     pub(super) key: Option<String>,
-    msg: Option<Value>,
+    /// The answer, encoded (without a newline).
+    msg: Option<Vec<u8>>,
     /// The `initialize` answer: opens the gate once written.
     pub(super) opens: bool,
+    /// On a modern connection: every result is stamped (PROTOCOL.md §8.4.2 rule 5).
+    modern: bool,
     _done: Done,
 }
 
 impl Reply {
-    pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Value) -> Reply {
+    pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Option<WireId>) -> Reply {
         let done = shared.pending.begin();
-        Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, _done: done }
+        let modern = shared.modern();
+        Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, modern, _done: done }
     }
 
-    pub(super) fn with_id(mut self, id: Value) -> Reply {
-        self.id = id;
+    /// A reply on a connection that has just become modern.
+    pub(super) fn modern(mut self) -> Reply {
+        self.modern = true;
         self
     }
 
-    pub(super) fn ok(mut self, result: Value) {
-        self.msg = Some(json!({"jsonrpc": "2.0", "id": self.id, "result": result}));
+    pub(super) fn with_id(mut self, id: WireId) -> Reply {
+        self.id = Some(id);
+        self
+    }
+
+    pub(super) fn ok(mut self, mut result: Value) {
+        if self.modern {
+            modern::stamp(&mut result);
+        }
+        self.msg = Some(answer(self.id.as_ref(), Some(result), None));
     }
 
     pub(super) fn err(mut self, code: i64, message: &str, data: Option<Value>) {
-        self.msg = Some(error_message(&self.id, code, message, data));
+        let mut error = json!({"code": code, "message": message});
+        if let Some(d) = data {
+            error["data"] = d;
+        }
+        self.msg = Some(answer(self.id.as_ref(), None, Some(error)));
     }
 
     pub(super) fn key(&self) -> &str {
@@ -151,8 +195,9 @@ impl Drop for Reply {
         }
         match &self.sink {
             Sink::Direct => {
-                if let Some(m) = msg {
-                    let _ = self.shared.out.send(Out::Line(encode(&m)));
+                if let Some(mut m) = msg {
+                    m.push(b'\n');
+                    let _ = self.shared.out.send(Out::Line(m));
                     // Notifications may flow once the `initialize` answer is
                     // queued: whatever is queued after it is written after it.
                     if self.opens {
@@ -169,7 +214,15 @@ impl Drop for Reply {
                 st.1.extend(msg);
                 // JSON-RPC: a batch of notifications only gets nothing back.
                 if st.0 == 0 && !st.1.is_empty() {
-                    self.shared.send(encode(&Value::Array(std::mem::take(&mut st.1))));
+                    let mut line = b"[".to_vec();
+                    for (i, m) in std::mem::take(&mut st.1).into_iter().enumerate() {
+                        if i > 0 {
+                            line.push(b',');
+                        }
+                        line.extend_from_slice(&m);
+                    }
+                    line.extend_from_slice(b"]\n");
+                    self.shared.send(line);
                 }
             }
         }
@@ -185,25 +238,32 @@ pub(super) fn internal(reply: Reply, message: &str) {
 }
 
 /// -32600, with `id` when it is a usable one (else the reply's own id).
-pub(super) fn invalid(reply: Reply, id: Option<Value>, message: &str) {
+pub(super) fn invalid(reply: Reply, id: Option<WireId>, message: &str) {
     let reply = match id {
-        Some(id @ (Value::String(_) | Value::Number(_))) => reply.with_id(id),
-        _ => reply,
+        Some(id) => reply.with_id(id),
+        None => reply,
     };
     reply.err(codes::INVALID_REQUEST, &format!("invalid request: {message}"), None);
 }
 
-/// The flights-table key of a request id: `7` and `"7"` are different ids.
-pub(super) fn id_key(id: &Value) -> String {
-    id.to_string()
+/// The flights-table key of a request id, its JSON text: `7` and `"7"`
+/// are different ids, and so are `1` and `1.0`.
+pub(super) fn id_key(id: &WireId) -> String {
+    id.text().to_string()
 }
 
-fn error_message(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut error = json!({"code": code, "message": message});
-    if let Some(d) = data {
-        error["data"] = d;
+/// A response, encoded, its id written as the text it came as.
+fn answer(id: Option<&WireId>, result: Option<Value>, error: Option<Value>) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a WireId>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
+    serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error }).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 pub(super) fn encode(v: &Value) -> Vec<u8> {

@@ -101,6 +101,7 @@ impl Dispatcher {
                 ..bare_info(b.name.clone(), String::new(), b.dir.clone())
             });
         }
+        out.orphans = crate::child::unattributed_orphans();
         out
     }
 }
