@@ -197,6 +197,7 @@ impl Child {
         log: &Log,
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -205,7 +206,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
+        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, None, jail, inbox, wrap)
     }
 
     /// Spawns an MCP server as [`Child::spawn`] spawns an extension; its
@@ -220,6 +221,7 @@ impl Child {
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
         edge: Arc<Edge>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -229,7 +231,7 @@ impl Child {
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
         let hello = edge.initialize();
-        let child = Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, Some(edge), inbox, wrap)?;
+        let child = Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, Some(edge), jail, inbox, wrap)?;
         child.send_raw(Arc::new(hello)).map_err(|_| io::Error::other("cannot write initialize"))?;
         child.flush();
         Ok(child)
@@ -252,6 +254,7 @@ impl Child {
         exec: &Path,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
         log: &Log,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -260,7 +263,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
-        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, None, inbox, wrap)
+        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, None, jail, inbox, wrap)
     }
 
     /// Starts the process with `env` as its whole environment, and its threads.
@@ -274,6 +277,7 @@ impl Child {
         tap: Option<Tap>,
         reading: Reading,
         edge: Option<Arc<Edge>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -287,7 +291,7 @@ impl Child {
         let mut env = env.to_vec();
         env.retain(|(k, _)| k != INSTANCE_VAR);
         env.push((INSTANCE_VAR.into(), marker.into()));
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log).inspect_err(|_| reaper::forget(lineage))?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log, jail).inspect_err(|_| reaper::forget(lineage))?;
         let (tx, w) = (inbox.clone(), wrap.clone());
         if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
             kill_group(pid, libc::SIGKILL);
@@ -673,13 +677,13 @@ mod tests {
             let (m, log) = (m.clone(), log.clone());
             move || {
                 let (tx, _rx) = crate::wake::channel();
-                Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, tx, |m| m).map(|_| ())
+                Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, None, tx, |m| m).map(|_| ())
             }
         });
         let refused = refused.join().unwrap().unwrap_err();
         assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");
         let (tx, rx) = crate::wake::channel();
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, tx, |m| m).unwrap();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, None, tx, |m| m).unwrap();
         let status = loop {
             match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
                 ChildMsg::Exited(s) => break s,
@@ -719,7 +723,7 @@ mod tests {
         let log = Log::open(&dir.join("sleeper.log")).unwrap();
         let (tx, rx) = crate::wake::channel();
         let bounds = QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) };
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, tx, |m| m).unwrap();
+        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, None, tx, |m| m).unwrap();
         let pid = child.pid;
         let (_, ppid, started) = stat_of(pid).expect("running");
         assert_eq!(ppid, std::process::id());
