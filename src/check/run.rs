@@ -105,11 +105,9 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox
         .chain([(OsString::from("ZOT_HOME"), home.into_os_string())])
         .collect();
     let full = crate::child::child_env(&env);
-    let mut lines = Vec::new();
-    let jail = plan.jail(exec, &m.args, &full, &mut |l| lines.push(l.to_string())).map_err(io::Error::other)?;
-    for l in lines {
-        stderr.line(&l);
-    }
+    // Its stderr file holds what it writes alone: the host's lines on its
+    // confinement are not its own.
+    let jail = plan.jail(exec, &m.args, &full, &mut |_| {}).map_err(io::Error::other)?;
     let (tx, rx) = crate::wake::channel();
     let child = Child::spawn_lines(m, exec, &env, &stderr, jail.as_ref(), tx, |msg| (Instant::now(), msg))?;
     let data_dir = plan.data_dir().to_path_buf();

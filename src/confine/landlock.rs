@@ -129,7 +129,7 @@ impl Ruleset {
     /// Grants `path` (real) with `access`, or, when a split path lies
     /// under it, each of its entries along the way instead.
     fn grant(&self, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
-        if splits.iter().any(|s| *s == path) {
+        if splits.contains(&path) {
             return Ok(());
         }
         let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();

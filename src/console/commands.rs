@@ -102,6 +102,7 @@ impl Console {
                             let v = e.protocol_version.as_deref().map(|v| format!(" {}", one_line(v))).unwrap_or_default();
                             s.push_str(&format!("  {}", self.style.dim(&format!("(MCP server{v})"))));
                         }
+                        s.push_str(&format!("  {}", self.style.dim(e.confinement_mark)));
                         if let Some(err) = &e.error {
                             s.push_str(&format!("  {}", self.style.red(&one_line(err))));
                         }

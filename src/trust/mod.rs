@@ -289,20 +289,32 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
             }
+            let dir = canonical(&d);
+            let found: Vec<_> = crate::discovery::scan_dir(&project_extensions_dir(&dir), crate::discovery::Source::Project)
+                .into_iter()
+                // Its MCP servers run too: a project with only those is not one
+                // with nothing to run.
+                .chain(crate::discovery::mcp_servers(&dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false))
+                .collect();
+            // What each may read, write and reach, shown before anything is recorded.
+            let reach: Vec<String> =
+                found.iter().flatten().map(|f| crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref())).collect();
+            if !reach.is_empty() {
+                let mut out = io::stdout().lock();
+                let _ = writeln!(out, "what each may do once trusted:");
+                for l in &reach {
+                    let _ = writeln!(out, "{}", crate::text::one_line(l));
+                }
+                let _ = out.flush();
+            }
             let (e, outside) = trust(home, &d)?;
-            let names: Vec<String> = crate::discovery::scan_dir(
-                &project_extensions_dir(&e.dir),
-                crate::discovery::Source::Project,
-            )
-            .into_iter()
-            // Its MCP servers run too: a project with only those is not one
-            // with nothing to run.
-            .chain(crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false))
-            .map(|r| match r {
-                Ok(f) => f.manifest.name,
-                Err(b) => b.label(),
-            })
-            .collect();
+            let names: Vec<String> = found
+                .into_iter()
+                .map(|r| match r {
+                    Ok(f) => f.manifest.name,
+                    Err(b) => b.label(),
+                })
+                .collect();
             let what = if names.is_empty() {
                 "no project extensions yet".to_string()
             } else {

@@ -124,31 +124,6 @@ pub(super) fn spawn(
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
 }
 
-/// What confinement makes of one start (PROTOCOL.md §9): its plan (data
-/// folder, `${TMP}`), its environment (the host's additions, then the
-/// manifest's `env` with the placeholders expanded) and its jail.
-fn confine_start(
-    found: &crate::discovery::Found,
-    cfg: &Config,
-    exec: &std::path::Path,
-    log: &Log,
-) -> Result<(crate::confine::Plan, Vec<(String, String)>, Option<crate::confine::Jail>), String> {
-    let m = &found.manifest;
-    let who = crate::confine::Who {
-        name: &m.name,
-        dir: &m.dir,
-        declared: m.confine.as_ref(),
-        project_local: found.source == crate::discovery::Source::Project,
-        is_server: found.mcp.is_some(),
-    };
-    let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
-    let mut env = plan.env();
-    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
-    let full = crate::child::child_env(&env);
-    let jail = plan.jail(exec, &m.args, &full, &mut |line| log.line(line))?;
-    Ok((plan, env, jail))
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Hello(ExtId),
@@ -492,7 +467,8 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
-        let (plan, env, jail) = match confine_start(&ext.found, &self.cfg, &exec, &log) {
+        let start = crate::confine::Start::new(&ext.found, self.cfg.confine, self.cfg.home.root(), &self.cfg.cwd, &exec, &mut |l| log.line(l));
+        let crate::confine::Start { plan, env, jail } = match start {
             Ok(started) => started,
             Err(e) => {
                 ext.log = Some(log);
