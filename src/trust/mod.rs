@@ -301,7 +301,6 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
                 found.iter().flatten().map(|f| crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref())).collect();
             if !reach.is_empty() {
                 let mut out = io::stdout().lock();
-                let _ = writeln!(out, "what each may do once trusted:");
                 for l in &reach {
                     let _ = writeln!(out, "{}", crate::text::one_line(l));
                 }
