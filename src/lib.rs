@@ -38,7 +38,6 @@ mod which;
 mod argpath;
 mod check;
 mod cli;
-mod clidoc;
 mod console;
 mod doctor;
 mod lineedit;

@@ -751,6 +751,32 @@ fn management_commands_show_servers_and_refuse_to_edit_them() {
 }
 
 #[test]
+fn ext_logs_finds_the_log_of_a_server_given_with_mcp_config() {
+    // Every error's hint says `see 'zot ext logs NAME'` (PROTOCOL.md §8.3).
+    let t = TempDir::new("mcp-logs-given");
+    let cfg = write_config(t.path(), "given.json", json!({"gfx": fx(&[], json!({})), "quiet": fx(&[], json!({"disabled": true}))}));
+    let c = cfg.display().to_string();
+    let (code, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--ready-grace", "60", "--mcp-config", &c]);
+    assert_eq!(code, 0, "{out}{err}");
+    for args in [&["ext", "logs", "gfx"][..], &["ext", "logs", "gfx", "--mcp-config", &c], &["--mcp-config", &c, "ext", "logs", "gfx"]] {
+        let (code, out, err) = zot(&t, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains("initialized: protocol 2025-11-25"), "{args:?}: {out}");
+    }
+    // A given server that never ran: its log is named, not "no extension".
+    let (code, out, err) = zot(&t, &["ext", "logs", "quiet", "--mcp-config", &c]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("no log for quiet yet (") && out.trim_end().ends_with("logs/mcp-quiet.log)"), "{out}");
+    let (code, _, err) = zot(&t, &["ext", "logs", "quiet"]);
+    assert_eq!((code, err.trim()), (1, "zot: no extension named quiet (see 'zot ext list')"));
+    // The other session options still do not apply.
+    let (code, _, err) = zot(&t, &["ext", "logs", "gfx", "--no-ext"]);
+    assert_eq!(code, 2, "{err}");
+    let (_, help, _) = zot(&t, &["ext", "logs", "--help"]);
+    assert!(help.contains("logs/ext-<name>.log") && help.contains("logs/mcp-<name>.log") && help.contains("--mcp-config FILE"), "{help}");
+}
+
+#[test]
 fn doctor_checks_a_servers_handshake_with_a_fix() {
     let t = TempDir::new("mcp-doctor");
     let cfg = write_config(

@@ -159,10 +159,10 @@ fn help_words_version_after_a_command_and_the_nearest_command() {
 }
 
 #[test]
-fn the_readme_usage_block_is_what_zot_help_prints() {
+fn the_usage_block_of_docs_cli_is_what_zot_help_prints() {
     let t = TempDir::new("nu-readme-usage");
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
-    let block = readme.split("## Command line\n\n```\n").nth(1).and_then(|r| r.split("```").next()).expect("usage block");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).expect("docs/cli.md");
+    let block = page.split("::the_usage_block_of_docs_cli_is_what_zot_help_prints -->\n```\n").nth(1).and_then(|r| r.split("```").next()).expect("usage block");
     let help = zot(&t, &["--help"]).stdout;
     let usage: String = help
         .split("Usage:\n")

@@ -1,8 +1,9 @@
-//! The README's command examples, run as the README shows them (from the
-//! checkout, with the bundled examples) and compared with what it says
-//! they print. Timings, absolute paths and ids that differ from run to run
-//! are the only things not compared. The README marks the examples that
-//! cannot run here (a demo on a terminal, folders of the reader's own).
+//! The command examples of the README and of docs/, run as they show them
+//! (from the checkout, with the bundled examples) and compared with what
+//! they say they print. Timings, absolute paths and ids that differ from
+//! run to run are the only things not compared. A page marks each example
+//! with the test that runs it, or says why it cannot run here (a demo on a
+//! terminal, folders of the reader's own); tests/docs.rs checks the marks.
 
 use serde_json::Value;
 use std::io::Write;
@@ -18,15 +19,35 @@ use zot_proc::BIN;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The fenced block of the README that starts with `first` (its first
-/// line), without the fences.
+/// The README and every page of docs/, each as (name, text).
+fn pages() -> Vec<(String, String)> {
+    let mut v = vec![("README.md".to_string(), std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md"))];
+    let mut docs: Vec<_> = std::fs::read_dir(Path::new(ROOT).join("docs")).expect("docs/").filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    docs.sort();
+    for d in docs.into_iter().filter(|d| d.extension().is_some_and(|x| x == "md")) {
+        v.push((format!("docs/{}", d.file_name().unwrap_or_default().to_string_lossy()), std::fs::read_to_string(&d).expect("a docs page")));
+    }
+    v
+}
+
+/// The one fenced block, in the README or docs/, whose first line starts
+/// with `first`, without the fences.
 fn block(first: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
-    let start = readme.find(&format!("```\n{first}")).or_else(|| readme.find(&format!("```sh\n{first}")));
-    let start = start.unwrap_or_else(|| panic!("no README block starting {first:?}"));
-    let body = &readme[start..];
-    let body = &body[body.find('\n').map_or(0, |i| i + 1)..];
-    body[..body.find("```").unwrap_or(body.len())].lines().map(str::to_string).collect()
+    let mut found = Vec::new();
+    for (name, text) in pages() {
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("```") {
+            let body = &rest[i + 3..];
+            let body = &body[body.find('\n').map_or(body.len(), |n| n + 1)..];
+            let end = body.find("```").unwrap_or(body.len());
+            if body.starts_with(first) {
+                found.push((name.clone(), body[..end].lines().map(str::to_string).collect::<Vec<_>>()));
+            }
+            rest = &body[(end + 3).min(body.len())..];
+        }
+    }
+    assert_eq!(found.len(), 1, "blocks starting {first:?}: {:?}", found.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    found.remove(0).1
 }
 
 /// `zot args` in the checkout with a scratch home, `input` on stdin.
@@ -59,10 +80,15 @@ fn argv(line: &str) -> Vec<String> {
     cmd.split_whitespace().map(str::to_string).collect()
 }
 
-/// `want` as JSON equals `got`, where a string `...` in `want` (or a
-/// string ending in ` ...`) stands for any rest.
+/// `want` as JSON equals `got`, where the string `"..."` in `want` stands
+/// for any value, a string ending in `...` for any rest of a string, and an
+/// array ending in `"..."` for any further elements.
 fn json_matches(want: &Value, got: &Value) -> bool {
     match (want, got) {
+        (Value::String(w), _) if w == "..." => true,
+        (Value::Array(w), Value::Array(g)) if w.last().is_some_and(|l| l == "...") => {
+            g.len() >= w.len() - 1 && w[..w.len() - 1].iter().zip(g).all(|(a, b)| json_matches(a, b))
+        }
         (Value::String(w), Value::String(g)) if w.ends_with("...") => g.starts_with(w.trim_end_matches("...")),
         (Value::Object(w), Value::Object(g)) => w.len() == g.len() && w.iter().all(|(k, v)| g.get(k).is_some_and(|gv| json_matches(v, gv))),
         (Value::Array(w), Value::Array(g)) => w.len() == g.len() && w.iter().zip(g).all(|(a, b)| json_matches(a, b)),
@@ -74,7 +100,14 @@ fn json_matches(want: &Value, got: &Value) -> bool {
 /// lines above it were read, and each printed line compared as JSON.
 /// Relative `--ext` paths are the checkout's.
 fn run_transcript(t: &TempDir, first: &str) -> zot_proc::Zot {
-    let lines = block(first);
+    run_transcript_with(t, first, &[])
+}
+
+/// [`run_transcript`], with each `(from, to)` replaced in the command and
+/// in the lines written and read (paths of the reader's own).
+fn run_transcript_with(t: &TempDir, first: &str, subst: &[(&str, String)]) -> zot_proc::Zot {
+    let sub = |l: &str| subst.iter().fold(l.to_string(), |l, (from, to)| l.replace(from, to));
+    let lines: Vec<String> = block(first).iter().map(|l| sub(l)).collect();
     let mut args = argv(&lines[0]);
     for i in 1..args.len() {
         if args[i - 1] == "--ext" {
@@ -110,7 +143,7 @@ fn a_piped_session() {
 #[test]
 fn zot_serve_by_example() {
     let t = TempDir::new("readme-serve");
-    let mut z = run_transcript(&t, "$ zot serve ");
+    let mut z = run_transcript(&t, "$ zot serve --no-ext --ext examples/rust/weather");
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }
 
@@ -170,4 +203,119 @@ fn a_trace_of_zot_serve() {
         let i = found.unwrap_or_else(|| panic!("{l} not in the trace after line {at}:\n{trace}"));
         at += i + 1;
     }
+}
+
+/// Runs a shell session as a reader would type it, in `cwd`: each `$ `
+/// line through `sh` (with this build's `zot` first on `PATH`), its
+/// output (stdout and stderr, as a terminal shows them) compared with the
+/// lines below it up to the next `$ `, where `cwd` is written `alias`. A
+/// line ending in `...` stands for any rest of that line.
+fn run_session(t: &TempDir, first: &str, cwd: &Path, alias: &str) {
+    let lines = block(first);
+    let bin_dir = Path::new(BIN).parent().expect("the binary's folder");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let real = std::fs::canonicalize(cwd).expect("cwd").display().to_string();
+    let mut i = 0;
+    while i < lines.len() {
+        let cmd = lines[i].strip_prefix("$ ").unwrap_or_else(|| panic!("not a command: {}", lines[i]));
+        let end = lines[i + 1..].iter().position(|l| l.starts_with("$ ")).map_or(lines.len(), |n| i + 1 + n);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{{ {cmd}\n}} 2>&1"))
+            .current_dir(cwd)
+            .env("PATH", &path)
+            .env("ZOT_HOME", t.path().join("home"))
+            .env("NO_COLOR", "1")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("ZOT_TRACE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("sh");
+        let got = String::from_utf8_lossy(&out.stdout).replace(&real, alias);
+        assert_eq!(out.status.code(), Some(0), "{cmd}\n{got}");
+        let got: Vec<&str> = got.lines().collect();
+        let want = &lines[i + 1..end];
+        assert_eq!(got.len(), want.len(), "{cmd}: want {want:#?}\n got {got:#?}");
+        for (w, g) in want.iter().zip(&got) {
+            match w.strip_suffix("...") {
+                Some(head) => assert!(g.starts_with(head), "{cmd}: want {w}\n got {g}"),
+                None => assert_eq!(g, w, "{cmd}"),
+            }
+        }
+        i = end;
+    }
+}
+
+#[test]
+fn a_first_extension_in_python() {
+    let t = TempDir::new("readme-first");
+    let work = t.path().join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    run_session(&t, "$ zot ext new hello\n", &work, "/home/me");
+}
+
+#[test]
+fn a_first_extension_in_shell() {
+    let t = TempDir::new("docs-first");
+    let work = t.path().join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    run_session(&t, "$ zot ext new hello --lang shell", &work, "/home/me");
+}
+
+#[test]
+fn trusting_a_project() {
+    let t = TempDir::new("docs-trust");
+    let app = t.path().join("app");
+    std::fs::create_dir_all(&app).expect("mkdir");
+    run_session(&t, "$ mkdir -p .zot/extensions", &app, "/home/me/app");
+}
+
+#[test]
+fn the_readmes_zot_serve() {
+    let t = TempDir::new("readme-serve-notes");
+    let mut z = run_transcript(&t, "$ zot serve --no-ext --ext examples/python/notes");
+    z.close_stdin();
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
+}
+
+#[test]
+fn every_request_gets_one_answer() {
+    let t = TempDir::new("docs-one-answer");
+    let mut z = run_transcript(&t, "$ zot serve --no-ext --ext examples/shell/greet");
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
+}
+
+/// The Rust SDK example of docs/writing-extensions.md is examples/weather.rs,
+/// which the tests build and run (tests/sdk.rs, and the weather example
+/// behind most examples of these pages).
+#[test]
+fn the_rust_sdk_example_is_the_weather_example() {
+    let want = block("use serde_json::json;\nuse zot_host::ext::{self, Extension, ToolResult};");
+    let source = std::fs::read_to_string(Path::new(ROOT).join("examples/weather.rs")).expect("examples/weather.rs");
+    let got: Vec<&str> = source.lines().filter(|l| !l.starts_with("//!")).collect();
+    assert_eq!(want.iter().map(String::as_str).collect::<Vec<_>>(), got);
+}
+
+/// docs/mcp.md's worked example with the real filesystem server from npm,
+/// as CI installs it into target/mcp-node: the file its heredoc writes,
+/// the note, and the transcript, with the reader's paths made the test's.
+#[test]
+fn an_mcp_json_served_by_example() {
+    let server = Path::new(ROOT).join("target/mcp-node/node_modules/.bin/mcp-server-filesystem");
+    if !server.exists() {
+        return common::skip("@modelcontextprotocol/server-filesystem is not installed (npm install --prefix target/mcp-node @modelcontextprotocol/server-filesystem)");
+    }
+    let t = TempDir::new("docs-mcp-json");
+    let setup = block("npm install --prefix ~/mcp @modelcontextprotocol/server-filesystem").join("\n");
+    assert!(setup.contains("echo \"buy milk\" > /tmp/notes/todo.txt"), "{setup}");
+    let notes = t.path().join("notes");
+    std::fs::create_dir_all(&notes).expect("mkdir");
+    std::fs::write(notes.join("todo.txt"), "buy milk\n").expect("the note");
+    let json = setup.split("<<JSON\n").nth(1).and_then(|j| j.split("\nJSON").next()).expect("a heredoc");
+    let json = json.replace("$HOME/mcp/node_modules/.bin/mcp-server-filesystem", &server.display().to_string()).replace("/tmp/notes", &notes.display().to_string());
+    let config = t.path().join("mcp.json");
+    std::fs::write(&config, json).expect("mcp.json");
+    let subst = [("/tmp/mcp.json", config.display().to_string()), ("/tmp/notes", notes.display().to_string())];
+    let mut z = run_transcript_with(&t, "$ zot serve --no-ext --mcp-config", &subst);
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }

@@ -417,11 +417,11 @@ fn an_intercept_its_interceptors_never_answered_before_shutdown_is_answered_shut
 
 #[test]
 fn the_readmes_serve_example_piped_in_one_go_gives_its_answers() {
-    // The README's `zot serve` example, its `→` lines written at once
-    // (`shutdown` included), answers as the README shows: every request
-    // before `shutdown` gets a real answer (PROTOCOL.md §4).
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
-    let section = readme.split("## `zot serve` by example").nth(1).expect("the serve section");
+    // The `zot serve` example of docs/serve.md, its `→` lines written at
+    // once (`shutdown` included), answers as the page shows: every request
+    // before `shutdown` gets a real answer (docs/protocol.md §4).
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/serve.md")).expect("docs/serve.md");
+    let section = page.split("::zot_serve_by_example -->").nth(1).expect("the serve example");
     let block = section.split("```").nth(1).expect("its example block");
     let mut lines = block.lines().filter(|l| !l.trim().is_empty());
     let command = lines.next().expect("the command line");

@@ -1,5 +1,5 @@
 //! The flag and command tables, defined once: the parser, every `--help`
-//! text, the man page and the shell completions ([`crate::clidoc`]) are made
+//! text, the man page and the shell completions ([`super::doc`]) are made
 //! from them.
 
 use super::parse::{Args, Tok};
@@ -188,6 +188,7 @@ const LANG: Flag = Flag {
 const NEW_DIR: Flag = local("dir", Some("DIR"), "the existing directory to create <name>/ in");
 const CHECK_TIMEOUT: Flag = local("timeout", Some("SECS"), "the deadline of each call (default 5s)");
 const LIST: Flag = local("list", None, "list the trusted projects");
+const LOGS_MCP: Flag = local("mcp-config", Some("FILE"), "also find the MCP servers of FILE, as the session given it does; repeatable");
 
 /// One command: `zot`, `zot serve`, `zot ext install`, ...
 pub struct Cmd {
@@ -217,7 +218,7 @@ pub const COMMANDS: [Cmd; 18] = [
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),
     cmd("ext enable", "<name>", "load it again on launch", &[CWD_DIR]),
     cmd("ext disable", "<name>", "keep it installed but skip it on launch", &[CWD_DIR]),
-    cmd("ext logs", "<name> [-f|--follow]", "print (or follow) the extension's log", &[FOLLOW, CWD_DIR]),
+    cmd("ext logs", "<name> [-f|--follow]", "print (or follow) the extension's or MCP server's log", &[FOLLOW, CWD_DIR, LOGS_MCP]),
     cmd("ext new", "<name> [--lang LANG] [--dir DIR]", "write a working extension to start from", &[LANG, NEW_DIR]),
     cmd("ext check", "<path> [--json] [--timeout SECS]", "run an extension and report its problems", &[JSON, CHECK_TIMEOUT]),
     Cmd { session: true, ..cmd("ext doctor", "[OPTIONS] [--json]", "load everything as a session would, report, stop", &[JSON]) },

@@ -84,8 +84,11 @@ every other field and byte), so it is loaded on launch again.
 keeps every other field and byte): it stays installed and listed but is not
 loaded on launch.
 ",
-        "ext logs" => "Prints the extension's log, $ZOT_HOME/logs/ext-<name>.log: its stderr plus
-the host's lines prefixed [zot].
+        "ext logs" => "Prints the log of an extension, $ZOT_HOME/logs/ext-<name>.log, or of an MCP
+server, $ZOT_HOME/logs/mcp-<name>.log: its stderr plus the host's lines
+prefixed [zot]. Servers are found in the project's and the global mcp.json,
+and in each --mcp-config FILE given as the session was; a log whose
+extension or server is gone is still shown.
 ",
         "untrust" => "Forgets the project DIR (default: the current directory) in
 $ZOT_HOME/trust.json, so that its project-local extensions (DIR/.zot/extensions)

@@ -8,19 +8,19 @@
 //! the offending argument and the help to read).
 //!
 //! The rooms: `flags` holds the flag and command tables, `parse` the
-//! parser, `help` the usage texts; this file the session options, the
-//! usage error and the dispatch.
+//! parser, `help` the usage texts, `doc` the man page and the completion
+//! scripts (the last three read the tables, and nothing reads them back);
+//! this file the session options, the usage error and the dispatch.
 
+mod doc;
 mod flags;
 mod help;
 mod parse;
 
-pub use crate::VERSION;
-pub use flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
-pub use help::about;
 pub use parse::parse;
 
 use crate::discovery::Sources;
+use crate::VERSION;
 use crate::home::Home;
 use crate::host::Config;
 use crate::manage::{self, sanitize, ExtCommand};
@@ -228,11 +228,11 @@ where
         Command::ExtNew(opts) => crate::scaffold::run(&opts),
         Command::ExtCheck(opts) => crate::check::run(&opts),
         Command::Completions(shell) => {
-            print!("{}", crate::clidoc::completions(&shell));
+            print!("{}", doc::completions(&shell));
             0
         }
         Command::Man => {
-            print!("{}", crate::clidoc::man_page());
+            print!("{}", doc::man_page());
             0
         }
         Command::ExtDoctor { session, json } => match session.into_config() {

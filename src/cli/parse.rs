@@ -355,10 +355,12 @@ fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
                     s.cwd = cwd;
                     return parse_session(a, s, "ext doctor");
                 }
-                if let Some(opt) = s.given.iter().find(|o| **o != "cwd") {
-                    return Err(a.err(format!("option '--{opt}' does not apply to 'zot ext'")));
+                // `logs` finds the servers a session was given (PROTOCOL.md §8.1).
+                let takes = |o: &&str| *o == "cwd" || (sub == "logs" && *o == "mcp-config");
+                if let Some(opt) = s.given.iter().find(|o| !takes(o)) {
+                    return Err(a.err(format!("option '--{opt}' does not apply to 'zot ext {sub}'")));
                 }
-                return parse_ext_sub(a, &sub, cwd);
+                return parse_ext_sub(a, &sub, cwd, s.mcp_configs);
             }
             _ => return Err(a.unexpected(&tok)),
         }
@@ -371,7 +373,7 @@ fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
 
 const EXT_SUBCOMMANDS: &[&str] = &["list", "install", "remove", "enable", "disable", "logs", "new", "check", "doctor"];
 
-fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Command, UsageError> {
+fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>, mut mcp_configs: Vec<PathBuf>) -> Result<Command, UsageError> {
     let spec = command(&format!("ext {sub}"));
     if sub == "new" || sub == "check" {
         if cwd.is_some() {
@@ -392,6 +394,7 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Com
             (Some("json"), _) => json = true,
             (Some("yes"), _) => yes = true,
             (Some("follow"), _) => follow = true,
+            (Some("mcp-config"), _) => mcp_configs.push(PathBuf::from(a.value()?)),
             (None, Tok::Value(v)) if sub != "list" && positional.is_none() => {
                 positional = Some(v.clone());
             }
@@ -417,7 +420,7 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>) -> Result<Com
         "remove" => ExtCommand::Remove { name, yes },
         "enable" => ExtCommand::Enable { name },
         "disable" => ExtCommand::Disable { name },
-        _ => ExtCommand::Logs { name, follow },
+        _ => ExtCommand::Logs { name, follow, mcp_configs },
     };
     Ok(Command::Ext { cwd, cmd })
 }

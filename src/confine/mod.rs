@@ -26,34 +26,6 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-/// What confinement makes of one start of an extension or server: its
-/// plan (data folder, `${TMP}`), its environment (the host's additions,
-/// then the manifest's `env` with the placeholders expanded) and its jail.
-pub struct Start {
-    pub plan: Plan,
-    pub env: Vec<(String, String)>,
-    pub jail: Option<Jail>,
-}
-
-impl Start {
-    /// `log` gets the lines of [`Plan::jail`].
-    pub fn new(found: &crate::discovery::Found, mode: Mode, home: &Path, project: &Path, exec: &Path, log: &mut dyn FnMut(&str)) -> Result<Start, String> {
-        let m = &found.manifest;
-        let who = Who {
-            name: &m.name,
-            dir: &m.dir,
-            declared: m.confine.as_ref(),
-            project_local: found.source == crate::discovery::Source::Project,
-            is_server: found.mcp.is_some(),
-        };
-        let plan = Plan::new(&who, mode, home, project)?;
-        let mut env = plan.env();
-        env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
-        let jail = plan.jail(exec, &m.args, &crate::child::child_env(&env), log)?;
-        Ok(Start { plan, env, jail })
-    }
-}
-
 /// `--confine` / `ZOT_CONFINE`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {

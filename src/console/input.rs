@@ -84,6 +84,22 @@ fn key_args(line: &str) -> Option<&str> {
     name.eq_ignore_ascii_case("key").then_some(args)
 }
 
+/// The key that closes a panel on a terminal, as upstream zot's
+/// interactive host closes one: the extension gets `panel_close`, not the key.
+const CLOSE_KEY: &str = "esc";
+
+/// The user closes panel `id` of `ext`: the extension is told
+/// (`panel_close`) and the panel leaves the screen.
+fn close_panel(host: &crate::host::Host, out: &Sender<Job>, screen: &crate::lineedit::Screen, style: super::render::Style, ext: String, id: String) {
+    if let Err(e) = host.panel_close(&ext, &id) {
+        screen.print(&style.red(&format!("error: {}", crate::text::one_line(&e.to_string()))));
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let op = Some(PanelOp::Close(ext, id));
+    let _ = out.send(Job { text: String::new(), ack: Some(tx), release: None, panel: op });
+    let _ = rx.recv();
+}
+
 /// The tool call in flight: its id, and for an interactive tool the
 /// extension whose panel answers it.
 pub(super) struct InFlight<'a> {
@@ -135,21 +151,13 @@ impl Console {
 
     /// A key typed while the panel drawn in place has the keys: to the
     /// newest open panel, as an interactive tool's keys go to its panel;
-    /// Ctrl-C closes it (the extension is told, `panel_close`).
+    /// Esc and Ctrl-C close it (the extension is told, `panel_close`).
     fn panel_key(&mut self, key: WaitKey) {
         let Some((id, ext)) = self.panels.newest() else { return };
         let Some(screen) = self.editor.as_ref().map(|e| e.screen()) else { return };
         match key {
+            WaitKey::Panel(CLOSE_KEY, _) | WaitKey::Interrupt => close_panel(&self.host, &self.out, &screen, self.style, ext, id),
             WaitKey::Panel(key, text) => panels::press(&self.host, &screen, self.style, &ext, &id, key, text),
-            WaitKey::Interrupt => {
-                if let Err(e) = self.host.panel_close(&ext, &id) {
-                    self.error(&e.to_string());
-                }
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                let op = Some(PanelOp::Close(ext, id));
-                let _ = self.out.send(Job { text: String::new(), ack: Some(tx), release: None, panel: op });
-                let _ = rx.recv();
-            }
         }
     }
 
@@ -287,6 +295,7 @@ impl Console {
         let (rx, held) = self.submit_held(req);
         let host = self.host.clone();
         let open = self.panels.clone();
+        let out = self.out.clone();
         let style = self.style;
         let outcome = match (self.editor.as_mut(), call.interactive) {
             (Some(editor), Some(ext)) => {
@@ -297,6 +306,9 @@ impl Console {
                     }
                     WaitKey::Panel(key, text) => {
                         let Some(panel) = open.last_of(ext) else { return };
+                        if key == CLOSE_KEY {
+                            return close_panel(&host, &out, &screen, style, ext.to_string(), panel);
+                        }
                         panels::press(&host, &screen, style, ext, &panel, key, text);
                     }
                 })

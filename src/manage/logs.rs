@@ -1,31 +1,44 @@
-//! `zot ext logs`: printing an extension's log, or following it
-//! (`--follow`) through truncation and rotation.
+//! `zot ext logs`: printing an extension's or MCP server's log, or
+//! following it (`--follow`) through truncation and rotation.
 
 use crate::home::Home;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::lookup::{ambiguous, matching, not_found};
+use crate::discovery::{mcp_servers, Found, Source};
+use super::lookup::{ambiguous, check_name, matching, not_found};
 use super::{out_err, sanitize, say, show, Fail, Res, FOLLOW_POLL};
 
-pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool) -> Res {
+pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool, mcp_configs: &[PathBuf]) -> Res {
+    check_name(name)?;
+    let mcp_log = |name: &str| home.logs_dir().join(format!("mcp-{name}.log"));
+    // A server of a `--mcp-config` file wins over everything installed, as
+    // in the session given the file (PROTOCOL.md §8.1).
+    let given = mcp_configs.iter().flat_map(|f| mcp_servers(f, Source::Ext, false)).any(|f| {
+        matches!(f, Ok(Found { manifest, mcp: Some(_), .. }) if manifest.name == name)
+    });
+    let found = if given { Vec::new() } else { matching(home, cwd, name)? };
     // Two extensions of one name share a log file, but which of them wrote
     // it is unknown: a name matching more than one is refused, as for the
     // other commands (PROTOCOL.md §5).
-    let found = matching(home, cwd, name)?;
     let name = match &found[..] {
         [] => name,
         [one] => one.name.as_str(),
         _ => return Err(ambiguous(name, &found)),
     };
     let path = match found.first() {
-        Some(e) if e.mcp.is_some() => home.logs_dir().join(format!("mcp-{name}.log")),
-        _ => home.log_path(name),
+        _ if given => mcp_log(name),
+        Some(e) if e.mcp.is_some() => mcp_log(name),
+        Some(_) => home.log_path(name),
+        // Neither installed nor given: the log a session left, an
+        // extension's first, else a server's (every hint names it).
+        None if fs::metadata(home.log_path(name)).is_err() && fs::metadata(mcp_log(name)).is_ok() => mcp_log(name),
+        None => home.log_path(name),
     };
     if fs::metadata(&path).is_err() {
-        if found.is_empty() {
+        if found.is_empty() && !given {
             return Err(not_found(name));
         }
         if !follow {

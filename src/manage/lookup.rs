@@ -100,7 +100,7 @@ pub(super) fn entries(home: &Home, cwd: &Path) -> Vec<Entry> {
     all
 }
 
-fn check_name(name: &str) -> Res {
+pub(super) fn check_name(name: &str) -> Res {
     validate_name(name).map_err(|e| Fail::Msg(format!("invalid extension name {name:?}: {e}")))
 }
 

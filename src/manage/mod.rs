@@ -52,7 +52,7 @@ use crate::manifest::{set_enabled, MANIFEST_FILE};
 pub use crate::text::one_line as sanitize;
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use broken::exec_problem;
@@ -70,7 +70,8 @@ pub enum ExtCommand {
     Remove { name: String, yes: bool },
     Enable { name: String },
     Disable { name: String },
-    Logs { name: String, follow: bool },
+    /// `mcp_configs`: the `--mcp-config` files whose servers it also finds.
+    Logs { name: String, follow: bool, mcp_configs: Vec<PathBuf> },
 }
 
 /// How often `logs --follow` looks at the file.
@@ -100,7 +101,7 @@ pub fn run(cmd: ExtCommand, home: &Home, cwd: Option<&Path>) -> i32 {
         ExtCommand::Remove { name, yes } => remove(home, cwd, &name, yes),
         ExtCommand::Enable { name } => set_state(home, cwd, &name, true),
         ExtCommand::Disable { name } => set_state(home, cwd, &name, false),
-        ExtCommand::Logs { name, follow } => logs(home, cwd, &name, follow),
+        ExtCommand::Logs { name, follow, mcp_configs } => logs(home, cwd, &name, follow, &mcp_configs),
     };
     match result {
         Ok(()) | Err(Fail::Pipe) => 0,

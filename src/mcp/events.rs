@@ -7,7 +7,8 @@ use crate::text::strip_controls;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use super::reply::encode;
+use super::modern::{self, MODERN_ERA};
+use super::reply::{encode, Shared};
 
 /// MCP's log levels (RFC 5424 severities), least severe first.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -33,10 +34,12 @@ fn zot_level(level: &str) -> u8 {
     }
 }
 
-/// Whether notifications may be sent yet, and from which level.
+/// Whether notifications may be sent yet, and from which level; and the
+/// connection's era ([`super::modern`]).
 pub(super) struct Gate {
     pub(super) open: AtomicBool,
     pub(super) level: AtomicU8,
+    pub(super) era: AtomicU8,
 }
 
 impl Gate {
@@ -58,9 +61,50 @@ pub(super) fn log_message(level: u8, logger: &str, data: Value) -> Value {
     notification("notifications/message", json!({"level": level, "logger": logger, "data": data}))
 }
 
-/// A host event as MCP notifications (none while the gate is closed or
-/// below the level); load failures and exits also go to stderr.
-pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
+/// A host event as MCP notifications, sent: on a legacy connection none
+/// while the gate is closed or below the level; on a modern one list
+/// changes only to subscriptions and notes only inside a request that
+/// asked for them (PROTOCOL.md §8.4.2 rules 6 and 9). Load failures and
+/// exits also go to stderr.
+pub(super) fn event(ev: HostEvent, shared: &Shared) {
+    if shared.modern() {
+        return modern_event(ev, shared);
+    }
+    for line in event_lines(ev, &shared.gate) {
+        shared.send(line);
+    }
+}
+
+/// A host event on a modern connection.
+fn modern_event(ev: HostEvent, shared: &Shared) {
+    match ev {
+        HostEvent::Notify { extension, level, message } => {
+            if !shared.note(&extension, zot_level(&level), &message) {
+                eprintln!("zot mcp: {}: {}", strip_controls(&extension), strip_controls(&message));
+            }
+        }
+        HostEvent::Exited { .. } => {
+            // The stderr line is the legacy one's.
+            let _ = event_lines(ev, &shared.gate);
+            modern::changed(shared, true, true);
+        }
+        HostEvent::ToolsChanged { reason, .. } if reason == "exited" || reason == "reloaded" => {}
+        HostEvent::ToolsChanged { reason, .. } => modern::changed(shared, true, reason == "restarted"),
+        HostEvent::ExtensionReady { .. } => modern::changed(shared, false, true),
+        HostEvent::Submit { extension, text } => {
+            eprintln!("zot mcp: {}: asked to submit a prompt (not supported over MCP): {}", strip_controls(&extension), strip_controls(&text));
+        }
+        HostEvent::ToolProgress { .. } => {
+            for line in event_lines(ev, &shared.gate) {
+                shared.send(line);
+            }
+        }
+        other => drop(event_lines(other, &shared.gate)),
+    }
+}
+
+/// A host event as legacy MCP notifications.
+fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut log = |level: u8, logger: &str, data: String| {
         if gate.allows(level) {
@@ -114,6 +158,9 @@ pub(super) fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::UntrustedProject { dir, extensions, error } => {
             eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions, error.as_deref())));
         }
+        // A progress notification is a notification: none before the
+        // `initialize` answer of a legacy connection.
+        HostEvent::ToolProgress { .. } if gate.era.load(Ordering::SeqCst) != MODERN_ERA && !gate.open.load(Ordering::SeqCst) => {}
         HostEvent::ToolProgress { id, progress, total, message, .. } => {
             let mut params = json!({"progressToken": id, "progress": progress});
             if let Some(t) = total {

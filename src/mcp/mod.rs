@@ -28,12 +28,12 @@
 //! and the log levels; this file the server loop and the requests.
 
 mod events;
+mod modern;
 mod reply;
 mod results;
 
-
 use crate::host::{Config, Host, HostError, Request, Responder, Response, ToolCall};
-use crate::stdio::{self, Line, Lines, Out, Pending};
+use crate::stdio::{self, Line, Lines, Pending};
 use crate::text::strip_controls;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -41,7 +41,8 @@ use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use events::{event_lines, level_index, Gate, DEBUG, INFO, LEVELS};
+use events::{level_index, Gate, DEBUG, INFO, LEVELS};
+use modern::{LEGACY, MODERN_ERA, UNDECIDED};
 use reply::{bad_params, id_key, internal, invalid, Batch, Flight, Reply, Shared, Sink};
 use results::{error_result, prompt_result, prompts_list, tool_result, tools_list};
 
@@ -64,7 +65,13 @@ pub mod codes {
     /// A command that answered with an `error`, or a host error while
     /// getting a prompt (the message says which).
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// A modern request of a revision this server does not speak, or an
+    /// `initialize` on a modern connection (PROTOCOL.md §8.4).
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
 }
+
+/// What `initialize` and `server/discover` say about this server.
+const INSTRUCTIONS: &str = "Tools and prompts of zot extensions. A prompt is an extension's slash command; its one argument, args, is the text after the command name.";
 
 /// The revision `initialize` answers with when the client asked for `requested`.
 pub fn negotiate(requested: &str) -> &'static str {
@@ -88,31 +95,39 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
     let Some((out_tx, writer)) = stdio::start_writer("zot mcp", output) else {
         return 1;
     };
-    let gate = Arc::new(Gate { open: AtomicBool::new(false), level: AtomicU8::new(INFO) });
-    let sink = {
-        let (gate, out) = (gate.clone(), out_tx.clone());
-        Box::new(move |ev| {
-            for line in event_lines(ev, &gate) {
-                let _ = out.send(Out::Line(line));
-            }
-        })
-    };
-    let Some(host) = stdio::start_host(config, "zot mcp", exit_on_shutdown, sink) else {
-        return 1;
-    };
-    // Messages are read once the initial load is over, so that the first
-    // tools/list already sees every extension's tools.
-    if let Ok(r) = host.wait_ready() {
-        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
-        eprintln!("zot mcp: {} extension(s) ready: {}", r.ready.len(), strip_controls(&names));
-    }
+    let gate = Arc::new(Gate { open: AtomicBool::new(false), level: AtomicU8::new(INFO), era: AtomicU8::new(UNDECIDED) });
     let shared = Arc::new(Shared {
         out: out_tx,
         gate,
         flights: Mutex::new(HashMap::new()),
         pending: Arc::new(Pending::default()),
         seq: AtomicU64::new(0),
+        subs: Mutex::new(Vec::new()),
     });
+    let sink = {
+        let shared = shared.clone();
+        Box::new(move |ev| events::event(ev, &shared))
+    };
+    let Some(host) = stdio::start_host(config, "zot mcp", false, sink) else {
+        return 1;
+    };
+    if exit_on_shutdown {
+        // A signal ends the open subscriptions gracefully (PROTOCOL.md
+        // §8.4.2 rule 6), then stops every extension.
+        let (host, shared) = (host.clone(), shared.clone());
+        let _ = crate::signals::on_termination(move |sig| {
+            modern::end_all(&shared);
+            stdio::flush(&shared.out);
+            host.shutdown();
+            std::process::exit(crate::signals::exit_code(sig));
+        });
+    }
+    // Messages are read once the initial load is over, so that the first
+    // tools/list already sees every extension's tools.
+    if let Ok(r) = host.wait_ready() {
+        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
+        eprintln!("zot mcp: {} extension(s) ready: {}", r.ready.len(), strip_controls(&names));
+    }
     let server = Server { host: host.clone(), shared: shared.clone() };
 
     let mut lines = Lines::default();
@@ -155,12 +170,19 @@ impl Server {
             }
         };
         match v {
+            // 2026-07-28 has no batches; a batch as the first frame is legacy.
+            Value::Array(_) if self.shared.modern() => Reply::new(&self.shared, &Sink::Direct, Value::Null).err(
+                codes::INVALID_REQUEST,
+                "invalid request: batches are not accepted on a 2026-07-28 connection",
+                None,
+            ),
             Value::Array(items) if items.is_empty() => Reply::new(&self.shared, &Sink::Direct, Value::Null).err(
                 codes::INVALID_REQUEST,
                 "invalid request: empty batch",
                 None,
             ),
             Value::Array(items) => {
+                let _ = self.shared.gate.era.compare_exchange(UNDECIDED, LEGACY, Ordering::SeqCst, Ordering::SeqCst);
                 let batch = Arc::new(Batch { state: Mutex::new((items.len(), Vec::new())) });
                 let sink = Sink::Batch(batch);
                 for item in items {
@@ -201,7 +223,7 @@ impl Server {
         if !matches!(id, Value::String(_) | Value::Number(_)) {
             return invalid(reply, None, "`id` must be a string or a number");
         }
-        let mut reply = reply.with_id(id);
+        let reply = reply.with_id(id);
         if !version_ok {
             return invalid(reply, None, "`jsonrpc` must be \"2.0\"");
         }
@@ -210,6 +232,22 @@ impl Server {
             Err(true) => return invalid(reply, None, "`params` must be an object"),
             Err(false) => return bad_params(reply, "`params` must be an object, not an array"),
         };
+        let era = modern::decide(&self.shared, &method, &params);
+        let mut reply = reply;
+        let mut notes = None;
+        if era == MODERN_ERA {
+            // The reply was made before the era was known.
+            reply = reply.modern();
+            if method == "initialize" {
+                return modern::refuse_initialize(reply, &params);
+            }
+            match modern::check(&method, &params, reply) {
+                Some((r, level)) => (reply, notes) = (r, level),
+                None => return,
+            }
+        } else if method != "initialize" && modern::has_pv(&params) {
+            return invalid(reply, None, "this connection serves the handshake era; requests carrying the 2026-07-28 envelope are not accepted on it");
+        }
         let key = id_key(&reply.id);
         let fresh = match self.shared.flights.lock() {
             Ok(mut f) if !f.contains_key(&key) => {
@@ -222,7 +260,28 @@ impl Server {
             return invalid(reply, None, &format!("request id {key} is already in use"));
         }
         reply.key = Some(key);
+        if let Some(level) = notes {
+            self.route_notes(&method, &params, reply.key(), level);
+        }
         self.request(&method, params, reply);
+    }
+
+    /// A modern `tools/call` or `prompts/get` whose envelope has a
+    /// `logLevel`: the notes of the extension that runs it come back inside
+    /// it (PROTOCOL.md §8.4.2 rule 9).
+    fn route_notes(&self, method: &str, params: &Map<String, Value>, key: &str, level: u8) {
+        let Some(name) = params.get("name").and_then(Value::as_str) else { return };
+        let Ok(l) = self.host.list() else { return };
+        let ext = match method {
+            "tools/call" => l.tools.iter().find(|t| t.name == name).map(|t| t.extension.clone()),
+            "prompts/get" => l.commands.iter().find(|c| c.name == name).map(|c| c.extension.clone()),
+            _ => None,
+        };
+        if let (Some(ext), Ok(mut f)) = (ext, self.shared.flights.lock()) {
+            if let Some(f) = f.get_mut(key) {
+                f.notes = Some((ext, level));
+            }
+        }
     }
 
     fn notification(&self, method: &str, params: Map<String, Value>) {
@@ -235,6 +294,9 @@ impl Server {
                     Some(id @ (Value::String(_) | Value::Number(_))) => id_key(id),
                     _ => return,
                 };
+                if modern::cancel(&self.shared, &key) {
+                    return;
+                }
                 let host = &self.host;
                 let found = self.shared.cancel(&key, |tool_id| {
                     host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, |_| {});
@@ -274,10 +336,12 @@ impl Server {
                         "logging": {},
                     },
                     "serverInfo": {"name": "zot", "version": crate::VERSION},
-                    "instructions": "Tools and prompts of zot extensions. A prompt is an extension's slash command; its one argument, args, is the text after the command name.",
+                    "instructions": INSTRUCTIONS,
                 }));
             }
             "ping" => reply.ok(json!({})),
+            "server/discover" if self.shared.modern() => reply.ok(modern::discover()),
+            "subscriptions/listen" if self.shared.modern() => modern::listen(&self.shared, &p, reply),
             "logging/setLevel" => match p.get("level").and_then(Value::as_str).and_then(level_index) {
                 Some(l) => {
                     self.shared.gate.level.store(l, Ordering::SeqCst);
@@ -290,11 +354,12 @@ impl Server {
                     return bad_params(reply, "param `cursor` must be a string");
                 }
                 let tools = method == "tools/list";
+                let fresh = if self.shared.modern() { modern::uncached } else { |v| v };
                 self.host.submit(
                     Request::List,
                     move |r: Result<Response, HostError>| match r {
-                        Ok(Response::List(l)) if tools => reply.ok(tools_list(&l)),
-                        Ok(Response::List(l)) => reply.ok(prompts_list(&l)),
+                        Ok(Response::List(l)) if tools => reply.ok(fresh(tools_list(&l))),
+                        Ok(Response::List(l)) => reply.ok(fresh(prompts_list(&l))),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(e) => internal(reply, &e.to_string()),
                     },

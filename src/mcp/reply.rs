@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use super::codes;
 use super::events::{log_message, notification, Gate};
+use super::modern::{self, Sub, MODERN_ERA};
 
 /// A request being handled.
 #[derive(Default)]
@@ -19,6 +20,9 @@ pub(super) struct Flight {
     pub(super) cancelled: bool,
     /// Set once the tool call went to the host (`tools/call` only).
     pub(super) tool_id: Option<String>,
+    /// A modern request that asked for notes (rule 9 of PROTOCOL.md
+    /// §8.4.2): the extension running it and the least level.
+    pub(super) notes: Option<(String, u8)>,
 }
 
 /// State shared by the reader, the `tools/call` threads and the responders
@@ -30,6 +34,8 @@ pub(super) struct Shared {
     pub(super) flights: Mutex<HashMap<String, Flight>>,
     pub(super) pending: Arc<Pending>,
     pub(super) seq: AtomicU64,
+    /// Open `subscriptions/listen` requests of a modern connection.
+    pub(super) subs: Mutex<Vec<Sub>>,
 }
 
 impl Shared {
@@ -51,9 +57,28 @@ impl Shared {
         }
     }
 
+    pub(super) fn modern(&self) -> bool {
+        self.gate.era.load(Ordering::SeqCst) == MODERN_ERA
+    }
+
     pub(super) fn lists_changed(&self) {
+        if self.modern() {
+            return modern::changed(self, true, true);
+        }
         self.notify("notifications/tools/list_changed", json!({}));
         self.notify("notifications/prompts/list_changed", json!({}));
+    }
+
+    /// A note of `extension` inside a modern request that asked for notes
+    /// at or below `level`: sent, before that request's answer; false when
+    /// no such request is in flight (the note goes to stderr).
+    pub(super) fn note(&self, extension: &str, level: u8, message: &str) -> bool {
+        let Ok(flights) = self.flights.lock() else { return false };
+        let asked = flights.values().filter_map(|f| f.notes.as_ref()).any(|(e, least)| e == extension && level >= *least);
+        if asked {
+            self.send(encode(&log_message(level, extension, json!(message))));
+        }
+        asked
     }
 
     pub(super) fn cancelled(&self, key: &str) -> bool {
@@ -113,13 +138,22 @@ pub(super) struct Reply {
     msg: Option<Value>,
     /// The `initialize` answer: opens the gate once written.
     pub(super) opens: bool,
+    /// On a modern connection: every result is stamped (PROTOCOL.md §8.4.2 rule 5).
+    modern: bool,
     _done: Done,
 }
 
 impl Reply {
     pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Value) -> Reply {
         let done = shared.pending.begin();
-        Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, _done: done }
+        let modern = shared.modern();
+        Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, modern, _done: done }
+    }
+
+    /// A reply on a connection that has just become modern.
+    pub(super) fn modern(mut self) -> Reply {
+        self.modern = true;
+        self
     }
 
     pub(super) fn with_id(mut self, id: Value) -> Reply {
@@ -127,7 +161,10 @@ impl Reply {
         self
     }
 
-    pub(super) fn ok(mut self, result: Value) {
+    pub(super) fn ok(mut self, mut result: Value) {
+        if self.modern {
+            modern::stamp(&mut result);
+        }
         self.msg = Some(json!({"jsonrpc": "2.0", "id": self.id, "result": result}));
     }
 

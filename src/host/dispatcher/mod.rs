@@ -124,6 +124,27 @@ pub(super) fn spawn(
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
 }
 
+/// One start as confinement makes it (PROTOCOL.md §9): its plan (data
+/// folder, `${TMP}`), its environment (the host's additions, then the
+/// manifest's `env` with the placeholders expanded) and its jail.
+type Confined = (crate::confine::Plan, Vec<(String, String)>, Option<crate::confine::Jail>);
+
+fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path::Path, log: &Log) -> Result<Confined, String> {
+    let m = &found.manifest;
+    let who = crate::confine::Who {
+        name: &m.name,
+        dir: &m.dir,
+        declared: m.confine.as_ref(),
+        project_local: found.source == crate::discovery::Source::Project,
+        is_server: found.mcp.is_some(),
+    };
+    let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
+    let mut env = plan.env();
+    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
+    let jail = plan.jail(exec, &m.args, &crate::child::child_env(&env), &mut |l| log.line(l))?;
+    Ok((plan, env, jail))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Hello(ExtId),
@@ -467,8 +488,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
-        let start = crate::confine::Start::new(&ext.found, self.cfg.confine, self.cfg.home.root(), &self.cfg.cwd, &exec, &mut |l| log.line(l));
-        let crate::confine::Start { plan, env, jail } = match start {
+        let (plan, env, jail) = match confine_start(&ext.found, &self.cfg, &exec, &log) {
             Ok(started) => started,
             Err(e) => {
                 ext.log = Some(log);

@@ -1,0 +1,208 @@
+//! The checks of one entry of `zot ext doctor`: an extension's or an MCP
+//! server's state after the load, refined by the `[zot]` lines the host
+//! logged for it, and the findings (code, message, fix) they call for.
+
+use super::report::ExtReport;
+use crate::check::{Finding, Severity};
+use crate::host::{fmt_duration, Listing};
+use crate::manifest::MANIFEST_FILE;
+use std::time::Duration;
+
+/// Which of a server's log lines a doctor warning is about.
+type Picks = fn(&str) -> bool;
+
+pub(super) fn finding(severity: Severity, code: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Finding {
+    Finding { severity, code, message: message.into(), hint: hint.into() }
+}
+
+/// `[zot]` log lines of a load that point at a problem of the extension,
+/// by their start: the code, and the fix.
+const LOG_FINDINGS: [(&str, &str, &str); 6] = [
+    ("hello names ", "hello_name", "use the manifest's name in hello"),
+    ("refused ", "refused", "fix that registration (zot ext check DIR shows each problem)"),
+    ("ignored intercept ", "bad_intercept", "intercept only events the host lets extensions intercept (PROTOCOL.md 2.1, 6.4)"),
+    ("ignored a second hello", "second_hello", "send hello once, as the first frame"),
+    ("skipped a stdout line", "not_a_frame", "stdout is for protocol frames only: print logs to stderr"),
+    ("discarded a line of ", "line_too_long", "send large data in smaller pieces"),
+];
+
+/// Refines the host's state with the log of the load, and adds the
+/// finding it calls for.
+pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option<&str>) {
+    let check = format!("zot ext check {}", e.dir);
+    let logs = format!("zot ext logs {}", e.name);
+    for (start, code, hint) in LOG_FINDINGS {
+        let hits: Vec<&String> = e.log_lines.iter().filter(|l| l.starts_with(start)).collect();
+        if let Some(first) = hits.first() {
+            let more = if hits.len() > 1 { format!(" (and {} more like it)", hits.len() - 1) } else { String::new() };
+            let msg = format!("the host logged: {first}{more}");
+            e.findings.push(finding(Severity::Warning, code, msg, hint.replace("DIR", &e.dir)));
+        }
+    }
+    match e.state.as_str() {
+        "ready" => {
+            if e.log_lines.iter().any(|l| l.starts_with("ready (no ready frame")) {
+                e.state = "auto_ready".into();
+                e.findings.push(finding(
+                    Severity::Warning,
+                    "auto_ready",
+                    "no ready frame: the host counted it ready after 250ms without frames",
+                    "send {\"type\":\"ready\"} after the initial registrations",
+                ));
+            }
+        }
+        "starting" => {
+            e.state = "ready_grace_exceeded".into();
+            let why = format!("not ready when the ready grace ({}) ran out", fmt_duration(grace));
+            e.reason = Some(why.clone());
+            e.findings.push(finding(
+                Severity::Error,
+                "ready_grace_exceeded",
+                why,
+                format!("send hello at once and ready right after registering ({check}); or raise --ready-grace"),
+            ));
+        }
+        "failed" => {
+            let why = e.reason.clone().unwrap_or_else(|| "failed to load".into());
+            let hint = if why.starts_with("no hello") {
+                format!("send {{\"type\":\"hello\",...}} first, right at start-up, and flush stdout ({check})")
+            } else if why.contains("exec") || why.starts_with("cannot start") {
+                format!("fix \"exec\" in {}/{MANIFEST_FILE}: the program must exist and be executable", e.dir)
+            } else {
+                format!("see {logs}, or run {check}")
+            };
+            e.findings.push(finding(Severity::Error, "failed", format!("failed to load: {why}"), hint));
+        }
+        "broken" => {
+            let why = e.reason.clone().unwrap_or_default();
+            let hint = format!("fix \"exec\" in {}/{MANIFEST_FILE}, or build or install the program it names", e.dir);
+            e.findings.push(finding(Severity::Error, "broken", format!("cannot start: {why}"), hint));
+        }
+        "exited" => {
+            let how = e.log_lines.iter().rev().find_map(|l| l.strip_prefix("exited (")).map(|s| s.trim_end_matches(')').to_string());
+            let why = format!("exited during the load ({})", how.as_deref().unwrap_or("no status"));
+            e.reason = Some(why.clone());
+            e.findings.push(finding(Severity::Error, "exited", why, format!("see {logs}, or run {check}")));
+        }
+        "untrusted" => e.findings.push(match trust_problem {
+            // `zot trust` would fail: the fix is the file's.
+            Some(p) => finding(Severity::Error, "untrusted", "not loaded: trust cannot be checked (trust.json cannot be read)", p),
+            None => finding(
+                Severity::Error,
+                "untrusted",
+                "not loaded: the project is not trusted",
+                "zot trust (or --trust-project for one run)",
+            ),
+        }),
+        "static" => {}
+        other => {
+            let other = other.to_string();
+            e.findings.push(finding(Severity::Error, "not_loaded", format!("state {other} after the load"), format!("see {logs}")));
+        }
+    }
+}
+
+/// An MCP server checked as an extension is (PROTOCOL.md §8.3): its
+/// handshake, its tools, their schemas and names, each problem with a fix
+/// in the terms of its configuration file.
+pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, listing: &Listing) {
+    let file = spec.file.display().to_string();
+    let by_hand = std::iter::once(spec.command.as_str()).chain(spec.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+    let logs = format!("zot ext logs {}", e.name);
+    for l in e.log_lines.iter().filter(|l| l.starts_with("skipped a stdout line")).take(1) {
+        let msg = format!("the host logged: {l}");
+        e.findings.push(finding(Severity::Warning, "not_json_rpc", msg, "the server's stdout is for JSON-RPC only: print logs to stderr"));
+    }
+    // Warnings the host's own log lines carry: (which lines, code, fix).
+    let name = &e.name;
+    let logged: [(Picks, &'static str, String); 4] = [
+        (
+            |l| l.starts_with("ignored unknown fields of its entry"),
+            "mcp_unknown_field",
+            format!("correct the spelling of those fields of {name:?} in {file}, or remove them: they change nothing"),
+        ),
+        (
+            |l| l.starts_with("cut the name of "),
+            "mcp_name",
+            "a name over 64 bytes is offered cut, ending in a hash: give the tool (or prompt) a shorter name in the server, or the server a shorter name".into(),
+        ),
+        (
+            |l| l.contains("is shadowed by tool"),
+            "mcp_name",
+            format!("rename one of the tools in the server, or leave one out with \"disabledTools\" in {file}"),
+        ),
+        (
+            // A tool refused at registration is not listed.
+            |l| l.starts_with("refused tool "),
+            "mcp_schema",
+            "fix the tool's inputSchema in the server: the tool is not offered until it is a JSON object".into(),
+        ),
+    ];
+    let mut found = Vec::new();
+    for (picks, code, fix) in &logged {
+        for l in e.log_lines.iter().filter(|l| picks(l)) {
+            found.push(finding(Severity::Warning, code, format!("the host logged: {l}"), fix.clone()));
+        }
+    }
+    e.findings.extend(found);
+    match e.state.as_str() {
+        "ready" => {}
+        "starting" => {
+            e.state = "ready_grace_exceeded".into();
+            e.findings.push(finding(
+                Severity::Error,
+                "mcp_handshake",
+                "still connecting when the ready grace ran out; its tools come later",
+                format!("see {logs}; a slow start (npx, uvx) may need --ready-grace, or \"connectTimeout\" in {file}"),
+            ));
+        }
+        "untrusted" => e.findings.push(finding(
+            Severity::Error,
+            "untrusted",
+            "not loaded: the project is not trusted",
+            "zot trust (or --trust-project for one run)",
+        )),
+        "failed" => {
+            let why = e.reason.clone().unwrap_or_else(|| "failed to load".into());
+            let hint = if why.contains("not supported (stdio only)") {
+                format!("run the server over stdio (\"command\" and \"args\") in {file}, or remove the entry")
+            } else if why.contains("initialize") && why.contains("connectTimeout") {
+                format!("run it by hand ({by_hand}) to see that it speaks MCP on stdio; or raise \"connectTimeout\" in {file}")
+            } else if why.contains("protocol version") {
+                "update the server: this host speaks MCP 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05".to_string()
+            } else if why.contains("command") || why.contains("field") {
+                format!("fix the entry {:?} in {file}", e.name)
+            } else {
+                format!("see {logs}, or run it by hand: {by_hand}")
+            };
+            e.findings.push(finding(Severity::Error, "mcp_handshake", format!("failed to load: {why}"), hint));
+        }
+        other => {
+            let other = other.to_string();
+            e.findings.push(finding(Severity::Error, "not_loaded", format!("state {other} after the load"), format!("see {logs}")));
+        }
+    }
+    if e.state != "ready" {
+        return;
+    }
+    if e.tools.is_empty() {
+        e.findings.push(finding(
+            Severity::Warning,
+            "mcp_no_tools",
+            "the server offers no tools",
+            format!("check \"enabledTools\" and \"disabledTools\" in {file}, and the server's own options"),
+        ));
+    }
+    for t in listing.tools.iter().filter(|t| t.extension == e.name) {
+        let ok = t.schema.get("type").and_then(serde_json::Value::as_str) == Some("object");
+        if !ok {
+            e.findings.push(finding(
+                Severity::Warning,
+                "mcp_schema",
+                format!("tool {}: its inputSchema is not an object schema ({{\"type\": \"object\", ...}})", t.name),
+                "fix the tool's inputSchema in the server; models are given it as is",
+            ));
+        }
+    }
+}
+
