@@ -86,7 +86,12 @@ fn writes_outside_the_grants_are_refused_and_data_and_tmp_are_writable() {
     let t = TempDir::new("confine-write");
     let project = t.path().join("project");
     std::fs::create_dir_all(project.join("out")).expect("mkdir");
-    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "w", Some(json!({"read": ["${PROJECT}"], "write": ["${PROJECT}/out"]})))];
+    let w = probe(t.path(), "w", Some(json!({"read": ["${PROJECT}"], "write": ["${PROJECT}/out"]})));
+    // The placeholders expand in its args too.
+    let mut m: Value = serde_json::from_slice(&std::fs::read(w.join("extension.json")).expect("manifest")).expect("json");
+    m["args"].as_array_mut().expect("args").push(json!("${DATA}/state"));
+    std::fs::write(w.join("extension.json"), m.to_string()).expect("write");
+    let exts = vec![probe(t.path(), "open", None), w];
     let h = host(&t, &project, exts, ConfineMode::Declared);
     let outside = project.join("x.txt").display().to_string();
     assert!(run(&h, "open", "write", outside.as_str()).starts_with("ok"));
@@ -98,6 +103,7 @@ fn writes_outside_the_grants_are_refused_and_data_and_tmp_are_writable() {
     let data = t.path().join("home/data/w");
     assert_eq!(run(&h, "w", "data_dir", ""), format!("ok {}", data.display()));
     assert!(run(&h, "w", "data", "state.json").starts_with("ok"));
+    assert_eq!(run(&h, "w", "argv", 2), format!("ok {}/state", data.display()));
     assert!(data.join("state.json").is_file());
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);

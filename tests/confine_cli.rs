@@ -343,3 +343,27 @@ fn a_python_project_extension_run_twice_keeps_its_project_trusted() {
         assert!(!dir.join("__pycache__").exists(), "run {run} wrote __pycache__ into .zot");
     }
 }
+
+#[test]
+fn the_console_marks_each_extension_confined_partly_or_full_access() {
+    need_landlock!();
+    let t = TempDir::new("confine-console");
+    let exts = [
+        probe(t.path(), "boxed", Some(json!({}))),
+        probe(t.path(), "leaky", Some(json!({"unix": true}))),
+        probe(t.path(), "free", None),
+    ];
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(ext_args(&exts.iter().collect::<Vec<_>>())).args(["--ready-grace", "60", "--hello-timeout", "60"]);
+    cmd.current_dir(t.path()).env("ZOT_HOME", t.path().join("zot-home")).env("NO_COLOR", "1");
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("zot");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(b"/extensions\n").expect("write");
+    let out = child.wait_with_output().expect("zot");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| text.lines().find(|l| l.starts_with(&format!("  {name} "))).unwrap_or_else(|| panic!("no {name} in:\n{text}")).to_string();
+    assert!(line("boxed").contains(" confined ") && !line("boxed").contains("partly"), "{text}");
+    assert!(line("leaky").contains(" partly confined "), "{text}");
+    assert!(line("free").contains(" full access "), "{text}");
+}

@@ -189,16 +189,32 @@ impl Plan {
 
     /// `${PROJECT}`, `${EXT}`, `${DATA}`, `${TMP}`, then the host's variables.
     pub fn lookup(&self, name: &str) -> Option<String> {
-        let p = match name {
+        match self.placeholder(name) {
+            Some(p) => Some(p.display().to_string()),
+            None => std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// `args` with `${PROJECT}`, `${EXT}`, `${DATA}` and `${TMP}` expanded
+    /// (those this start has); nothing else in them is.
+    pub fn args(&self, args: &[String]) -> Vec<String> {
+        let mut out = args.to_vec();
+        for name in ["PROJECT", "EXT", "DATA", "TMP"] {
+            if let Some(v) = self.placeholder(name) {
+                let (key, v) = (format!("${{{name}}}"), v.display().to_string());
+                out.iter_mut().for_each(|a| *a = a.replace(&key, &v));
+            }
+        }
+        out
+    }
+
+    fn placeholder(&self, name: &str) -> Option<&Path> {
+        match name {
             "PROJECT" => Some(self.project.as_path()),
             "EXT" => Some(self.ext.as_path()),
             "DATA" => self.data.as_deref(),
             "TMP" => self.tmp.as_ref().map(TmpDir::path),
             _ => None,
-        };
-        match p {
-            Some(p) => Some(p.display().to_string()),
-            None => std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
         }
     }
 

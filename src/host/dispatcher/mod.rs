@@ -126,8 +126,14 @@ pub(super) fn spawn(
 
 /// One start as confinement makes it (PROTOCOL.md §9): its plan (data
 /// folder, `${TMP}`), its environment (the host's additions, then the
-/// manifest's `env` with the placeholders expanded) and its jail.
-type Confined = (crate::confine::Plan, Vec<(String, String)>, Option<crate::confine::Jail>);
+/// manifest's `env` with the placeholders expanded), its arguments with
+/// the placeholders expanded, and its jail.
+struct Confined {
+    plan: crate::confine::Plan,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    jail: Option<crate::confine::Jail>,
+}
 
 fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path::Path, log: &Log) -> Result<Confined, String> {
     let m = &found.manifest;
@@ -141,8 +147,9 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
     let mut env = plan.env();
     env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
-    let jail = plan.jail(exec, &m.args, &crate::child::child_env(&env), &mut |l| log.line(l))?;
-    Ok((plan, env, jail))
+    let args = plan.args(&m.args);
+    let jail = plan.jail(exec, &args, &crate::child::child_env(&env), &mut |l| log.line(l))?;
+    Ok(Confined { plan, env, args, jail })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -488,7 +495,7 @@ impl Dispatcher {
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
-        let (plan, env, jail) = match confine_start(&ext.found, &self.cfg, &exec, &log) {
+        let Confined { plan, env, args, jail } = match confine_start(&ext.found, &self.cfg, &exec, &log) {
             Ok(started) => started,
             Err(e) => {
                 ext.log = Some(log);
@@ -496,6 +503,13 @@ impl Dispatcher {
             }
         };
         ext.data_dir = plan.data_dir().to_path_buf();
+        let expanded;
+        let m = if args == m.args {
+            m
+        } else {
+            expanded = crate::manifest::Manifest { args, ..m.clone() };
+            &expanded
+        };
         let wrap = move |msg| Inbox::Child(id, msg);
         let (spawned, hello_at) = match &ext.found.mcp {
             Some(spec) => {
