@@ -104,7 +104,7 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .chain([(OsString::from("ZOT_HOME"), home.into_os_string())])
         .collect();
-    let full = crate::child::child_env(&env);
+    let full = crate::child::child_env("", &env);
     // Its stderr file holds what it writes alone: the host's lines on its
     // confinement are not its own.
     let jail = plan.jail(exec, &m.args, &full, &mut |_| {}).map_err(io::Error::other)?;

@@ -148,7 +148,7 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     let mut env = plan.env();
     env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
     let args = plan.args(&m.args);
-    let jail = plan.jail(exec, &args, &crate::child::child_env(&env), &mut |l| log.line(l))?;
+    let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
     Ok(Confined { plan, env, args, jail })
 }
 
