@@ -583,6 +583,7 @@ pub fn group_alive(pgid: u32) -> bool {
 }
 
 mod cancel;
+mod procfs;
 mod read;
 mod reaper;
 mod spawn;
@@ -672,6 +673,7 @@ pub fn describe_status(status: ExitStatus) -> String {
 }
 
 #[cfg(test)]
+<<<<<<< HEAD
 mod tests {
     use super::*;
     use crate::manifest::Manifest;
@@ -758,3 +760,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+=======
+mod tests;
+>>>>>>> main
