@@ -298,6 +298,7 @@ mod tests {
             env: Vec::new(),
             restart: Default::default(),
             dir: dir.clone(),
+            confine: None,
         };
         let found = crate::discovery::Found { manifest, source: crate::discovery::Source::Ext, mcp: None };
         d.exts.push(Ext::new(EXT, found, super::super::limits::Bucket::new(1)));

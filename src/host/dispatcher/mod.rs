@@ -141,6 +141,34 @@ pub(super) fn spawn(
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
 }
 
+/// One start as confinement makes it (PROTOCOL.md §9): its plan (data
+/// folder, `${TMP}`), its environment (the host's additions, then the
+/// manifest's `env` with the placeholders expanded), its arguments with
+/// the placeholders expanded, and its jail.
+struct Confined {
+    plan: crate::confine::Plan,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    jail: Option<crate::confine::Jail>,
+}
+
+fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path::Path, log: &Log) -> Result<Confined, String> {
+    let m = &found.manifest;
+    let who = crate::confine::Who {
+        name: &m.name,
+        dir: &m.dir,
+        declared: m.confine.as_ref(),
+        project_local: found.source == crate::discovery::Source::Project,
+        is_server: found.mcp.is_some(),
+    };
+    let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
+    let mut env = plan.env();
+    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
+    let args = plan.args(&m.args);
+    let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
+    Ok(Confined { plan, env, args, jail })
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Hello(ExtId),
@@ -411,27 +439,35 @@ impl Dispatcher {
                 return self.fail(slot, e);
             }
         };
-        let env = match crate::envexpand::expand_from_env(m.env()) {
-            Ok(env) => env,
+        log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
+        let Confined { plan, env, args, jail } = match confine_start(&ext.found, &self.cfg, &exec, &log) {
+            Ok(started) => started,
             Err(e) => {
                 ext.log = Some(log);
-                return self.fail(slot, e.to_string());
+                return self.fail(slot, e);
             }
         };
-        log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
+        ext.data_dir = plan.data_dir().to_path_buf();
+        let expanded;
+        let m = if args == m.args {
+            m
+        } else {
+            expanded = crate::manifest::Manifest { args, ..m.clone() };
+            &expanded
+        };
         let wrap = move |msg| Inbox::Child(id, msg);
         let (spawned, hello_at) = match &ext.found.mcp {
             Some(spec) => {
                 let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id);
                 let at = after(spec.connect_timeout);
-                (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, inbox, wrap), at)
+                (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, jail.as_ref(), inbox, wrap), at)
             }
-            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, wrap), hello_at),
+            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), jail.as_ref(), inbox, wrap), hello_at),
         };
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
-                ext.proc = Some(Proc { child, exit: None, eof: false, ended: false });
+                ext.proc = Some(Proc { child, exit: None, eof: false, ended: false, _tmp: plan.tmp });
                 self.at(hello_at, Timer::Hello(id));
             }
             Err(e) => self.fail(slot, format!("cannot start {}: {e}", exec.display())),
