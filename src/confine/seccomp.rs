@@ -1,6 +1,9 @@
 //! The seccomp filter of a confined process, a classic BPF program built
 //! before the fork: a foreign architecture (and x32) refused; `ptrace`,
-//! `process_vm_readv`/`writev` and `io_uring_*` refused always; `socket()`
+//! `process_vm_readv`/`writev` and `io_uring_*` refused always, and so is
+//! `ioctl` `TIOCSTI` (and `TIOCLINUX`): `/dev/tty` is open to a confined
+//! process, and pushing bytes into its input would have the user's shell,
+//! outside the confinement, run them as typed; `socket()`
 //! of families other than Unix and netlink refused with `net: false`
 //! (only the two internet families allowed besides with ports), and of
 //! `AF_UNIX` with `unix: false` (`socketpair` stays).
@@ -48,6 +51,15 @@ pub fn program(sockets: Sockets, unix: bool) -> Option<Vec<sock_filter>> {
         p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(n), 0, 1));
         p.push(refuse(libc::EPERM));
     }
+    // ioctl(fd, TIOCSTI | TIOCLINUX): the kernel reads the request as an
+    // unsigned int, so its low 32 bits are all there is to compare.
+    // Any other ioctl is allowed there: nothing below is about it.
+    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(libc::SYS_ioctl), 0, 5));
+    p.push(stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARG1));
+    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, libc::TIOCSTI as u32, 1, 0));
+    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, libc::TIOCLINUX as u32, 0, 1));
+    p.push(refuse(libc::EPERM));
+    p.push(allow);
     // socket(): allowed unless a family check below refuses it.
     let mut families: Vec<(u32, bool)> = vec![(libc::AF_UNIX as u32, unix)];
     if sockets != Sockets::All {
@@ -79,6 +91,7 @@ mod tests {
             SECCOMP_DATA_ARCH => AUDIT_ARCH_NATIVE.unwrap(),
             SECCOMP_DATA_NR => nr as u32,
             SECCOMP_DATA_ARG0 => arg0,
+            SECCOMP_DATA_ARG1 => arg0,
             _ => panic!("unexpected load {k}"),
         };
         let (mut pc, mut acc) = (0usize, 0u32);
@@ -105,6 +118,7 @@ mod tests {
         let ok = libc::SECCOMP_RET_ALLOW;
         let (inet, unix) = (libc::AF_INET as u32, libc::AF_UNIX as u32);
         let off = program(Sockets::Local, false).unwrap();
+        let any = program(Sockets::All, false).unwrap();
         assert_eq!(run(&off, libc::SYS_socket, inet), eacces);
         assert_eq!(run(&off, libc::SYS_socket, libc::AF_INET6 as u32), eacces);
         assert_eq!(run(&off, libc::SYS_socket, 43), eacces, "AF_SMC");
@@ -114,10 +128,15 @@ mod tests {
         assert_eq!(run(&off, libc::SYS_ptrace, 0), eperm);
         assert_eq!(run(&off, libc::SYS_io_uring_setup, 0), eperm);
         assert_eq!(run(&off, libc::SYS_read, 0), ok);
+        // run() passes its argument as both args[0] and args[1].
+        assert_eq!(run(&off, libc::SYS_ioctl, libc::TIOCSTI as u32), eperm);
+        assert_eq!(run(&off, libc::SYS_ioctl, libc::TIOCLINUX as u32), eperm);
+        assert_eq!(run(&off, libc::SYS_ioctl, libc::TCGETS as u32), ok);
+        assert_eq!(run(&off, libc::SYS_ioctl, libc::SYS_socket as u32), ok, "an ioctl is never taken for socket()");
+        assert_eq!(run(&any, libc::SYS_ioctl, libc::TIOCSTI as u32), eperm);
         let ports = program(Sockets::Internet, true).unwrap();
         assert_eq!((run(&ports, libc::SYS_socket, inet), run(&ports, libc::SYS_socket, unix)), (ok, ok));
         assert_eq!(run(&ports, libc::SYS_socket, 43), eacces);
-        let any = program(Sockets::All, false).unwrap();
         assert_eq!((run(&any, libc::SYS_socket, 43), run(&any, libc::SYS_socket, unix)), (ok, eacces));
         assert_eq!(run(&any, libc::SYS_process_vm_readv, 0), eperm);
     }
