@@ -139,6 +139,14 @@ fn network_off_refuses_tcp_and_declared_ports_are_the_only_ones_reached() {
     assert_eq!(run(&h, "off", "connect", pa), "errno 13");
     assert_eq!(run(&h, "ports", "connect", pa), format!("ok {pa}"));
     assert_eq!(run(&h, "ports", "connect", pb), "errno 13");
+    // Landlock confines TCP ports only: Multipath TCP, which a plain TCP
+    // listener answers as TCP, must not reach an undeclared port either.
+    if std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|v| v.trim() == "1") {
+        assert_eq!(run(&h, "open", "connect_mptcp", pb), format!("ok {pb}"));
+        assert_eq!(run(&h, "ports", "connect_mptcp", pb), "errno 13");
+    } else {
+        common::skip("Multipath TCP is not enabled on this kernel");
+    }
     // Unix sockets: refused unless declared; socketpair stays.
     assert!(run(&h, "open", "unix", "").starts_with("ok"));
     assert_eq!(run(&h, "off", "unix", ""), "errno 13");
