@@ -444,3 +444,47 @@ fn a_confined_extension_cannot_type_into_the_terminal() {
     drop(stdin);
     let _ = child.wait();
 }
+
+/// The probe (tests/fixtures/probe.py) as a `#!` script at `path`, run as
+/// the extension `name` in `<parent>/<name>`.
+fn probe_script(parent: &Path, name: &str, path: &Path, confine: Option<Value>, env: Value) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if !path.exists() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(fixture("probe.py"), path).expect("copy");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let mut m = json!({"name": name, "exec": path, "args": [name], "env": env});
+    if let Some(c) = confine {
+        m["confine"] = c;
+    }
+    write_manifest(parent, name, m)
+}
+
+#[test]
+fn a_script_in_home_bin_never_gets_the_home_through_a_link_or_another_home() {
+    need_landlock!();
+    let t = TempDir::new("confine-home-link");
+    // $HOME is a link to the real folder (as /home -> /var/home), and the
+    // program is a `#!` script in ~/bin: its real path names the home by
+    // its target, which must be guarded as $HOME is.
+    let (real_home, home) = (t.path().join("real-home"), t.path().join("home"));
+    std::fs::create_dir_all(real_home.join(".ssh")).expect("mkdir");
+    std::fs::write(real_home.join(".ssh/id_test"), "secret").expect("plant");
+    std::os::unix::fs::symlink(&real_home, &home).expect("link");
+    let tool = real_home.join("bin/probe-tool");
+    let exts = t.path().join("exts");
+    let open = probe_script(&exts, "open", &tool, None, json!({}));
+    let linked = probe_script(&exts, "linked", &tool, Some(json!({})), json!({}));
+    // A manifest that names another $HOME does not unguard the user's.
+    let moved = probe_script(&exts, "moved", &tool, Some(json!({})), json!({"HOME": t.path().join("elsewhere")}));
+    let home_s = home.display().to_string();
+    let mut s = Serve::start(&t, t.path(), &ext_args(&[&open, &linked, &moved]), &[("HOME", home_s.as_str())]);
+    let secret = home.join(".ssh/id_test").display().to_string();
+    assert_eq!(s.probe("open", "read", &secret), "ok 6");
+    assert_eq!(s.probe("linked", "read", &secret), "errno 13");
+    assert_eq!(s.probe("moved", "read", &secret), "errno 13");
+    // ~/bin alone stays granted: the script reads its own folder.
+    assert!(s.probe("linked", "read", &tool.display().to_string()).starts_with("ok"));
+    s.stop();
+}
