@@ -211,8 +211,9 @@ fn lock(home: &Home) -> Result<Lock, String> {
 }
 
 /// Records the project at `dir` as trusted with its current fingerprint;
-/// returns the record and what in it lies outside the project.
-pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
+/// returns the record, what in it lies outside the project, and what an
+/// interpreter may find that the fingerprint does not cover.
+pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>), String> {
     let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _lock = lock(home)?;
     let mut file = read(home)?;
@@ -232,7 +233,7 @@ pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
     file.projects.push(entry.clone());
     file.projects.sort_by(|a, b| a.dir.cmp(&b.dir));
     write(home, &file)?;
-    Ok((entry, print.outside))
+    Ok((entry, print.outside, print.not_covered))
 }
 
 /// Forgets the project at `dir`; false when it was not recorded.
@@ -305,7 +306,7 @@ pub fn run(
                 }
                 let _ = out.flush();
             }
-            let (e, outside) = trust(home, &d)?;
+            let (e, outside, not_covered) = trust(home, &d)?;
             let names = project_names(&e.dir);
             let what = if names.is_empty() {
                 "no project extensions yet".to_string()
@@ -315,6 +316,9 @@ pub fn run(
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));
+            }
+            for p in not_covered {
+                lines.push(format!("not covered: {p} (found by the interpreter, not fingerprinted)"));
             }
             Ok(lines)
         }),
