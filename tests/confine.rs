@@ -202,3 +202,18 @@ fn deny_inside_a_read_folder_is_out_of_reach_and_the_rest_is_not() {
     assert_eq!(run(&h, "d", "read", p("new.txt")), "errno 13");
     assert!(run(&h, "open", "read", p("new.txt")).starts_with("ok"));
 }
+
+#[test]
+fn required_refuses_to_start_when_a_declared_rule_is_not_enforced() {
+    need_landlock!();
+    let t = TempDir::new("confine-required");
+    // unix: true reaches every socket file: this kernel confines no socket path.
+    let exts = vec![probe(t.path(), "strict", Some(json!({"required": true}))), probe(t.path(), "leaky", Some(json!({"unix": true, "required": true})))];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    assert_eq!(run(&h, "strict", "status", ""), "ok NoNewPrivs:\t1");
+    let info = common::ext_info(&h, "leaky");
+    assert_eq!(info.state, zot_host::host::State::Failed, "{info:?}");
+    let err = info.error.unwrap_or_default();
+    assert!(err.contains("its confinement is required but this kernel does not enforce: unix"), "{err}");
+    assert_eq!(info.pid, None);
+}

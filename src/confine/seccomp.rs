@@ -6,7 +6,7 @@
 //! `AF_UNIX` with `unix: false` (`socketpair` stays).
 
 use super::sys::*;
-use libc::{sock_filter, BPF_ABS, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W};
+use libc::{sock_filter, BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W};
 
 /// Which families `socket()` may open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,25 +48,54 @@ pub fn program(sockets: Sockets, unix: bool) -> Option<Vec<sock_filter>> {
         p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(n), 0, 1));
         p.push(refuse(libc::EPERM));
     }
-    // socket(): allowed unless a family check below refuses it.
-    let mut families: Vec<(u32, bool)> = vec![(libc::AF_UNIX as u32, unix)];
+    // socket(): allowed unless a family check below refuses it; with
+    // ports, the internet families open TCP or UDP only (Landlock confines
+    // TCP by port, and SCTP, MPTCP or UDP-Lite would go around it).
+    let mut families: Vec<(u32, Act)> = vec![(libc::AF_UNIX as u32, if unix { Act::Allow } else { Act::Refuse })];
     if sockets != Sockets::All {
-        families.push((libc::AF_NETLINK as u32, true));
+        families.push((libc::AF_NETLINK as u32, Act::Allow));
     }
     if sockets == Sockets::Internet {
-        families.push((libc::AF_INET as u32, true));
-        families.push((libc::AF_INET6 as u32, true));
+        families.push((libc::AF_INET as u32, Act::Proto));
+        families.push((libc::AF_INET6 as u32, Act::Proto));
     }
-    let checks = families.len() * 2 + 2;
-    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(libc::SYS_socket), 0, checks as u8));
+    let n = families.len();
+    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(libc::SYS_socket), 0, (2 * n + 2) as u8));
     p.push(stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARG0));
-    for (family, ok) in families {
+    for (i, (family, act)) in families.into_iter().enumerate() {
         p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, family, 0, 1));
-        p.push(if ok { allow } else { refuse(libc::EACCES) });
+        p.push(match act {
+            Act::Allow => allow,
+            Act::Refuse => refuse(libc::EACCES),
+            // To the protocol check, past the default and the allow below.
+            Act::Proto => stmt(BPF_JMP | BPF_JA, (2 * (n - i)) as u32),
+        });
     }
     p.push(if sockets == Sockets::All { allow } else { refuse(libc::EACCES) });
     p.push(allow);
+    if sockets == Sockets::Internet {
+        p.extend([
+            stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARG1),
+            stmt(BPF_ALU | BPF_AND | BPF_K, 0xf),
+            jump(BPF_JMP | BPF_JEQ | BPF_K, libc::SOCK_STREAM as u32, 1, 0),
+            jump(BPF_JMP | BPF_JEQ | BPF_K, libc::SOCK_DGRAM as u32, 0, 5),
+            stmt(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARG2),
+            jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+            jump(BPF_JMP | BPF_JEQ | BPF_K, libc::IPPROTO_TCP as u32, 1, 0),
+            jump(BPF_JMP | BPF_JEQ | BPF_K, libc::IPPROTO_UDP as u32, 0, 1),
+            allow,
+            refuse(libc::EACCES),
+        ]);
+    }
     Some(p)
+}
+
+/// What a family of `socket()` gets.
+enum Act {
+    Allow,
+    Refuse,
+    /// Only TCP and UDP.
+    Proto,
 }
 
 #[cfg(test)]
@@ -75,10 +104,16 @@ mod tests {
 
     /// Runs the program over one system call, as the kernel would.
     fn run(p: &[sock_filter], nr: libc::c_long, arg0: u32) -> u32 {
+        run3(p, nr, [arg0, libc::SOCK_STREAM as u32, 0])
+    }
+
+    fn run3(p: &[sock_filter], nr: libc::c_long, args: [u32; 3]) -> u32 {
         let data = |k: u32| match k {
             SECCOMP_DATA_ARCH => AUDIT_ARCH_NATIVE.unwrap(),
             SECCOMP_DATA_NR => nr as u32,
-            SECCOMP_DATA_ARG0 => arg0,
+            SECCOMP_DATA_ARG0 => args[0],
+            SECCOMP_DATA_ARG1 => args[1],
+            SECCOMP_DATA_ARG2 => args[2],
             _ => panic!("unexpected load {k}"),
         };
         let (mut pc, mut acc) = (0usize, 0u32);
@@ -87,6 +122,8 @@ mod tests {
             match i.code as u32 {
                 c if c == BPF_LD | BPF_W | BPF_ABS => acc = data(i.k),
                 c if c == BPF_RET | BPF_K => return i.k,
+                c if c == BPF_ALU | BPF_AND | BPF_K => acc &= i.k,
+                c if c == BPF_JMP | BPF_JA => pc += i.k as usize,
                 c if c == BPF_JMP | BPF_JEQ | BPF_K || c == BPF_JMP | BPF_JSET | BPF_K => {
                     let hit = if c & BPF_JSET == BPF_JSET { acc & i.k != 0 } else { acc == i.k };
                     pc += usize::from(if hit { i.jt } else { i.jf });
@@ -117,6 +154,16 @@ mod tests {
         let ports = program(Sockets::Internet, true).unwrap();
         assert_eq!((run(&ports, libc::SYS_socket, inet), run(&ports, libc::SYS_socket, unix)), (ok, ok));
         assert_eq!(run(&ports, libc::SYS_socket, 43), eacces);
+        let (inet6, stream, dgram) = (libc::AF_INET6 as u32, libc::SOCK_STREAM as u32, libc::SOCK_DGRAM as u32);
+        let cloexec = libc::SOCK_CLOEXEC as u32 | libc::SOCK_NONBLOCK as u32;
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet6, stream | cloexec, libc::IPPROTO_TCP as u32]), ok);
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, dgram, 0]), ok);
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, dgram, libc::IPPROTO_UDP as u32]), ok);
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, stream, libc::IPPROTO_SCTP as u32]), eacces, "SCTP");
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, stream, 262]), eacces, "MPTCP");
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, libc::SOCK_SEQPACKET as u32, 0]), eacces, "SCTP by type");
+        assert_eq!(run3(&ports, libc::SYS_socket, [inet, dgram, libc::IPPROTO_UDPLITE as u32]), eacces);
+        assert_eq!(run3(&ports, libc::SYS_socket, [libc::AF_NETLINK as u32, dgram, 0]), ok);
         let any = program(Sockets::All, false).unwrap();
         assert_eq!((run(&any, libc::SYS_socket, 43), run(&any, libc::SYS_socket, unix)), (ok, eacces));
         assert_eq!(run(&any, libc::SYS_process_vm_readv, 0), eperm);
