@@ -217,3 +217,18 @@ fn required_refuses_to_start_when_a_declared_rule_is_not_enforced() {
     assert!(err.contains("its confinement is required but this kernel does not enforce: unix"), "{err}");
     assert_eq!(info.pid, None);
 }
+
+#[test]
+fn a_tmp_folder_left_by_a_host_that_is_gone_is_removed() {
+    need_landlock!();
+    let t = TempDir::new("confine-sweep");
+    // A pid that no process has: past pid_max.
+    let stale = t.path().join("home/tmp/old.4194305-1");
+    std::fs::create_dir_all(stale.join("inner")).expect("mkdir");
+    let live = t.path().join(format!("home/tmp/other.{}-1", std::process::id()));
+    std::fs::create_dir_all(&live).expect("mkdir");
+    let h = host(&t, t.path(), vec![probe(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
+    assert_eq!(run(&h, "p", "status", ""), "ok NoNewPrivs:\t1");
+    assert!(!stale.exists(), "the folder of a gone host is still there");
+    assert!(live.exists(), "the folder of a live process was removed");
+}
