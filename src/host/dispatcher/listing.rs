@@ -80,25 +80,25 @@ impl Dispatcher {
                 ..static_info(&e.found, self.cfg.confine)
             });
         }
-        for f in &self.untrusted {
+        for f in &self.load.untrusted {
             out.extensions.push(ExtInfo {
                 source: f.source.as_str(),
                 state: State::Untrusted,
-                error: Some(match &self.trust_problem {
+                error: Some(match &self.load.trust_problem {
                     Some(p) => format!("trust cannot be checked: {p}"),
                     None => "the project is not trusted: run 'zot trust' in it".into(),
                 }),
                 ..static_info(f, self.cfg.confine)
             });
         }
-        for (name, dir, source, error) in &self.broken {
+        for b in &self.load.broken {
             out.extensions.push(ExtInfo {
-                source,
+                source: b.source,
                 // An MCP configuration file that could not be used.
-                kind: if dir.ends_with(".json") { "mcp" } else { "extension" },
+                kind: if b.dir.ends_with(".json") { "mcp" } else { "extension" },
                 state: State::Failed,
-                error: Some(error.clone()),
-                ..bare_info(name.clone(), String::new(), dir.clone())
+                error: Some(b.error.clone()),
+                ..bare_info(b.name.clone(), String::new(), b.dir.clone())
             });
         }
         out.orphans = crate::child::unattributed_orphans();
