@@ -256,9 +256,9 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     use base::{Access, Grant};
     let var = |k: &str| env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_os_str());
     let home = var("HOME").map(PathBuf::from);
-    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home };
-    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
     let own = (!plan.is_server).then_some(plan.ext.as_path());
+    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home, own };
+    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
     let mut grants = base::base_set(own, &program, data, tmp);
     let mut declared = |list: &[String], access: Access, out: &mut Vec<Grant>| -> Result<(), String> {
         for raw in list {
