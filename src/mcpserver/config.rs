@@ -27,7 +27,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-const KNOWN: [&str; 15] = [
+const KNOWN: [&str; 18] = [
     "command",
     "args",
     "env",
@@ -43,6 +43,9 @@ const KNOWN: [&str; 15] = [
     "idleTimeout",
     "restart",
     "roots",
+    "confine",
+    "sandboxEnabled",
+    "sandbox",
 ];
 
 /// Which roots a server is told of (PROTOCOL.md §8.2).
@@ -92,6 +95,8 @@ pub struct ServerSpec {
     pub roots: Roots,
     /// Fields the host does not know, to log once.
     pub unknown: Vec<String>,
+    /// `confine`, or VS Code's `sandbox` mapped onto it (PROTOCOL.md §9.1).
+    pub(crate) confine: Option<crate::confine::Declared>,
 }
 
 impl ServerSpec {
@@ -143,6 +148,7 @@ impl ServerSpec {
             env: self.env.clone(),
             restart: self.restart,
             dir: self.cwd.clone(),
+            confine: self.confine.clone(),
         }
     }
 }
@@ -230,6 +236,7 @@ fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
         restart: RestartPolicy::OnFailure,
         roots: Roots::Off,
         unknown: Vec::new(),
+        confine: None,
     };
     let Value::Object(obj) = entry else {
         spec.error = Some("its entry must be a JSON object".into());
@@ -307,6 +314,7 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<
         }
         Some(_) => return Err("field `roots` must be true or an array of folders".into()),
     };
+    spec.confine = crate::confine::policy::from_object(obj, base.to_path_buf())?;
     Ok(())
 }
 

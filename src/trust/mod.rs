@@ -276,7 +276,14 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> St
 /// servers), for the line that says what was trusted: discovery knows
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<String>) -> i32 {
+/// `project_reach` gives, the same way, one line per extension and server
+/// saying what it may read, write and reach (PROTOCOL.md §9.3).
+pub fn run(
+    cmd: TrustCommand,
+    home: &Home,
+    project_names: &dyn Fn(&Path) -> Vec<String>,
+    project_reach: &dyn Fn(&Path) -> Vec<String>,
+) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -289,6 +296,15 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<
             }
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
+            }
+            // What each may read, write and reach, shown before anything is recorded.
+            let reach = project_reach(&canonical(&d));
+            if !reach.is_empty() {
+                let mut out = io::stdout().lock();
+                for l in &reach {
+                    let _ = writeln!(out, "{}", crate::text::one_line(l));
+                }
+                let _ = out.flush();
             }
             let (e, outside, not_covered) = trust(home, &d)?;
             let names = project_names(&e.dir);
