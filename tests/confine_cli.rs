@@ -488,3 +488,66 @@ fn a_script_in_home_bin_never_gets_the_home_through_a_link_or_another_home() {
     assert!(s.probe("linked", "read", &tool.display().to_string()).starts_with("ok"));
     s.stop();
 }
+
+#[test]
+fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    need_landlock!();
+    // SAFETY: reads our own ids.
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("not root: the capabilities of a root host cannot be tried");
+        return;
+    }
+    let t = TempDir::new("confine-setpcap");
+    let (open, jailed) = (probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({}))));
+    let mut args = strings(&["serve", "--cwd"]);
+    args.push(t.path().display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(ext_args(&[&open, &jailed]));
+    let mut cmd = Command::new(BIN);
+    // As a container that took CAP_SETPCAP away runs it: root, every other
+    // capability, and no right to empty the bounding set of its children.
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_CAPBSET_DROP, 8 /* CAP_SETPCAP */, 0, 0, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .args(&args)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .current_dir(t.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn zot");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut call = |id: u64, name: &str, what: &str| -> String {
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": "status", "arg": what}});
+        writeln!(stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            }
+        }
+    };
+    // The control: unconfined, a root extension has the host's capabilities.
+    let open_caps = call(1, "open", "CapEff");
+    assert!(open_caps.starts_with("ok CapEff:") && !open_caps.ends_with("0000000000000000"), "{open_caps}");
+    // Confined: none, effective or permitted.
+    assert_eq!(call(2, "jailed", "CapEff"), "ok CapEff:\t0000000000000000");
+    assert_eq!(call(3, "jailed", "CapPrm"), "ok CapPrm:\t0000000000000000");
+    drop(stdin);
+    let _ = child.wait();
+}
