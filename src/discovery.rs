@@ -78,8 +78,17 @@ pub struct Broken {
 }
 
 impl Broken {
-    /// The best name to attribute the failure to: the folder's name.
+    /// An MCP configuration file that cannot be used, not an extension.
+    pub fn is_config(&self) -> bool {
+        matches!(self.error, ManifestError::Config { .. })
+    }
+
+    /// The best name to attribute the failure to: the folder's name, or
+    /// for a configuration file its path (it is not a server's name).
     pub fn label(&self) -> String {
+        if self.is_config() {
+            return self.dir.display().to_string();
+        }
         self.dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -223,7 +232,7 @@ fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
 /// that cannot be used is one broken entry (a missing one is nothing,
 /// unless `given` with `--mcp-config`).
 pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found, Broken>> {
-    let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Parse { path: path.to_path_buf(), msg } };
+    let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Config { path: path.to_path_buf(), msg } };
     let file = match mcp_config::read_file(path) {
         Ok(Some(f)) => f,
         Ok(None) if !given => return Vec::new(),

@@ -374,7 +374,8 @@ fn messages_say_what_is_true() {
         .output()
         .expect("console");
     let text = String::from_utf8_lossy(&out.stdout);
-    let want = format!("project extension lint not loaded: the project {proj_s} is not trusted (zot trust {proj_s} allows it)");
+    // It changed since it was trusted: said so, with the fix `zot trust --list` gives.
+    let want = format!("project extension lint not loaded: the project {proj_s} changed since trusted (run 'zot trust {proj_s}' to allow it again)");
     assert!(text.lines().any(|l| l == want), "{text}");
 }
 

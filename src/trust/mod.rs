@@ -260,16 +260,30 @@ pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
     Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
 }
 
-/// The one line front ends print for an untrusted project; with
-/// `problem` (`trust.json` cannot be read), that and its fix instead of
-/// advice to run `zot trust`, which would fail.
+/// The line a front end prints when the project's own extensions and
+/// MCP servers were not loaded: each called what it is, and why (not
+/// trusted, changed since it was trusted, or trust that cannot be
+/// checked), with the fix. The project's servers are those of its
+/// `.zot/mcp.json`; "changed" is read from `$ZOT_HOME/trust.json`.
 pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
-    let what = match names {
-        [one] => format!("project extension {one} not loaded"),
-        _ => format!("{} project extensions not loaded ({})", names.len(), names.join(", ")),
+    let servers: Vec<String> = crate::discovery::mcp_servers(&Path::new(dir).join(".zot").join("mcp.json"), crate::discovery::Source::Project, false)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|f| f.manifest.name)
+        .collect();
+    let (srv, ext): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| servers.contains(n));
+    let group = |list: &[&String], one: &str, many: &str| match list {
+        [] => None,
+        [n] => Some(format!("project {one} {n}")),
+        _ => Some(format!("{} project {many} ({})", list.len(), list.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))),
     };
+    let parts: Vec<String> = [group(&ext, "extension", "extensions"), group(&srv, "MCP server", "MCP servers")].into_iter().flatten().collect();
+    let what = format!("{} not loaded", parts.join(" and "));
+    let changed = problem.is_none()
+        && Home::from_env().is_ok_and(|h| status(&h, Path::new(dir)) == Status::Changed);
     crate::text::one_line(&match problem {
         Some(p) => format!("{what}: trust cannot be checked: {p}"),
+        None if changed => format!("{what}: the project {dir} changed since trusted (run 'zot trust {dir}' to allow it again)"),
         None => format!("{what}: the project {dir} is not trusted (zot trust {dir} allows {})", if names.len() == 1 { "it" } else { "them" }),
     })
 }
@@ -290,24 +304,30 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
                 return Err(format!("{}: no such directory", d.display()));
             }
             let (e, outside) = trust(home, &d)?;
-            let names: Vec<String> = crate::discovery::scan_dir(
-                &project_extensions_dir(&e.dir),
-                crate::discovery::Source::Project,
-            )
-            .into_iter()
-            // Its MCP servers run too: a project with only those is not one
-            // with nothing to run.
-            .chain(crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false))
-            .map(|r| match r {
-                Ok(f) => f.manifest.name,
-                Err(b) => b.label(),
-            })
-            .collect();
-            let what = if names.is_empty() {
-                "no project extensions yet".to_string()
-            } else {
-                format!("{} project extension(s): {}", names.len(), names.join(", "))
-            };
+            let extensions: Vec<String> =
+                crate::discovery::scan_dir(&project_extensions_dir(&e.dir), crate::discovery::Source::Project)
+                    .into_iter()
+                    .map(|r| match r {
+                        Ok(f) => f.manifest.name,
+                        Err(b) => b.label(),
+                    })
+                    .collect();
+            // Its MCP servers run too, and are named as servers; a broken
+            // configuration file is neither.
+            let servers: Vec<String> =
+                crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false)
+                    .into_iter()
+                    .filter_map(Result::ok)
+                    .map(|f| f.manifest.name)
+                    .collect();
+            let mut parts = Vec::new();
+            if !extensions.is_empty() {
+                parts.push(format!("{} project extension(s): {}", extensions.len(), extensions.join(", ")));
+            }
+            if !servers.is_empty() {
+                parts.push(format!("{} MCP server(s): {}", servers.len(), servers.join(", ")));
+            }
+            let what = if parts.is_empty() { "no project extensions yet".to_string() } else { parts.join("; ") };
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));

@@ -470,7 +470,8 @@ impl Dispatcher {
             Ok(env) => env,
             Err(e) => {
                 ext.log = Some(log);
-                return self.fail(slot, e.to_string());
+                let why = ext.found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e));
+                return self.fail(slot, why);
             }
         };
         log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
