@@ -19,7 +19,7 @@ mod zot_proc;
 use common::{py_ext, TempDir};
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -480,13 +480,11 @@ fn help_and_usage() {
 // ---------------------------------------------------------------------------
 // Driven by the official MCP Python SDK
 
-/// Says on the process's stderr (past the test harness's capture) that the
-/// SDK-driven tests skip, and why.
+/// Says that the SDK-driven tests skip, and why (tests/common/skip.rs).
 fn skip(why: &str) {
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP: {why}; skipping the SDK-driven zot mcp tests (set ZOT_MCP_PYTHON, or: python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
-    );
+    common::skip(&format!(
+        "{why}; skipping the SDK-driven zot mcp tests (set ZOT_MCP_PYTHON, or: python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
+    ));
 }
 
 /// The Python meant to have the `mcp` package: `$ZOT_MCP_PYTHON`, else
@@ -677,7 +675,7 @@ fn sdk_cancel() {
 
 #[test]
 fn raw_an_interactive_tool_is_refused_before_any_interceptor_or_event_sees_it() {
-    // PROTOCOL.md §6.2: zot mcp has no interactive support; the refusal
+    // docs/protocol.md §6.2: zot mcp has no interactive support; the refusal
     // comes before the chain and the events, so a watcher sees no trace of
     // the call: no tool_call intercept or event, and no tool_result event.
     let t = TempDir::new("mcp-interactive-refusal");
@@ -698,7 +696,7 @@ fn raw_an_interactive_tool_is_refused_before_any_interceptor_or_event_sees_it() 
 
 #[test]
 fn raw_the_current_revisions_tools_and_prompts() {
-    // PROTOCOL.md §6 through zot mcp: outputSchema and structuredContent,
+    // docs/protocol.md §6 through zot mcp: outputSchema and structuredContent,
     // deferred tools hidden until activated (then list_changed), interactive
     // tools answered as tool errors, tool_prompt commands as their prompt,
     // and an extension's call_tool to another extension's tool.

@@ -1,4 +1,4 @@
-//! MCP configuration files as a user meets them (PROTOCOL.md §8.1, §8.3):
+//! MCP configuration files as a user meets them (docs/protocol.md §8.1, §8.3):
 //! `env` expansion, a project's file and trust, a missing file, names,
 //! management commands and `zot ext doctor` on servers, and every message
 //! about a file naming the file and the field.
@@ -159,7 +159,7 @@ fn management_commands_show_servers_and_refuse_to_edit_them() {
 
 #[test]
 fn ext_logs_finds_the_log_of_a_server_given_with_mcp_config() {
-    // Every error's hint says `see 'zot ext logs NAME'` (PROTOCOL.md §8.3).
+    // Every error's hint says `see 'zot ext logs NAME'` (docs/protocol.md §8.3).
     let t = TempDir::new("mcp-logs-given");
     let cfg = write_config(t.path(), "given.json", json!({"gfx": fx(&[], json!({})), "quiet": fx(&[], json!({"disabled": true}))}));
     let c = cfg.display().to_string();
@@ -211,7 +211,7 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
 
 #[test]
 fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_started() {
-    // PROTOCOL.md §8.3: doctor checks a server's names; §8.1: unknown
+    // docs/protocol.md §8.3: doctor checks a server's names; §8.1: unknown
     // fields are logged, also for an entry that fails before it runs.
     let t = TempDir::new("mcp-doctor-names");
     let cfg = write_config(
@@ -250,7 +250,7 @@ fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_starte
 
 #[test]
 fn doctor_flags_a_server_tool_refused_for_its_schema() {
-    // PROTOCOL.md §8.3: doctor checks a server's schemas as an extension's;
+    // docs/protocol.md §8.3: doctor checks a server's schemas as an extension's;
     // a tool refused at registration is not listed, so the log says which.
     let t = TempDir::new("mcp-doctor-schema");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--bad-schema"], json!({}))}));

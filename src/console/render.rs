@@ -173,7 +173,7 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             s
         }
         HostEvent::UntrustedProject { dir, extensions, error } => {
-            let line = crate::trust::not_loaded_line(&dir, &extensions, error.as_deref());
+            let line = crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref());
             if error.is_some() { st.red(&line) } else { st.dim(&line) }
         }
         HostEvent::ToolProgress { extension, progress, total, message, .. } => {

@@ -156,13 +156,13 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             }
         }
         HostEvent::UntrustedProject { dir, extensions, error } => {
-            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions, error.as_deref())));
+            eprintln!("zot mcp: {}", strip_controls(&crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref())));
         }
         // A progress notification is a notification: none before the
         // `initialize` answer of a legacy connection.
         HostEvent::ToolProgress { .. } if gate.era.load(Ordering::SeqCst) != MODERN_ERA && !gate.open.load(Ordering::SeqCst) => {}
         HostEvent::ToolProgress { id, progress, total, message, .. } => {
-            let mut params = json!({"progressToken": id, "progress": progress});
+            let mut params = json!({"progressToken": id.to_value(), "progress": progress});
             if let Some(t) = total {
                 params["total"] = t;
             }

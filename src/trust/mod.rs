@@ -18,7 +18,7 @@ mod cache;
 pub mod fingerprint;
 mod sha256;
 
-use crate::home::{project_extensions_dir, Home};
+use crate::home::Home;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -196,11 +196,7 @@ fn lock(home: &Home) -> Result<Lock, String> {
     crate::home::create_private_dir(home.root())
         .map_err(|e| format!("cannot create {}: {e}", home.root().display()))?;
     let path = home.root().join("trust.json.lock");
-    let f = crate::home::private_file()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
+    let f = crate::home::open_private(&path, std::fs::OpenOptions::new().create(true).truncate(false).write(true))
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     loop {
         // SAFETY: flock only acts on the descriptor we own.
@@ -260,36 +256,12 @@ pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
     Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
 }
 
-/// The line a front end prints when the project's own extensions and
-/// MCP servers were not loaded: each called what it is, and why (not
-/// trusted, changed since it was trusted, or trust that cannot be
-/// checked), with the fix. The project's servers are those of its
-/// `.zot/mcp.json`; "changed" is read from `$ZOT_HOME/trust.json`.
-pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
-    let servers: Vec<String> = crate::discovery::mcp_servers(&Path::new(dir).join(".zot").join("mcp.json"), crate::discovery::Source::Project, false)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|f| f.manifest.name)
-        .collect();
-    let (srv, ext): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| servers.contains(n));
-    let group = |list: &[&String], one: &str, many: &str| match list {
-        [] => None,
-        [n] => Some(format!("project {one} {n}")),
-        _ => Some(format!("{} project {many} ({})", list.len(), list.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))),
-    };
-    let parts: Vec<String> = [group(&ext, "extension", "extensions"), group(&srv, "MCP server", "MCP servers")].into_iter().flatten().collect();
-    let what = format!("{} not loaded", parts.join(" and "));
-    let changed = problem.is_none()
-        && Home::from_env().is_ok_and(|h| status(&h, Path::new(dir)) == Status::Changed);
-    crate::text::one_line(&match problem {
-        Some(p) => format!("{what}: trust cannot be checked: {p}"),
-        None if changed => format!("{what}: the project {dir} changed since trusted (run 'zot trust {dir}' to allow it again)"),
-        None => format!("{what}: the project {dir} is not trusted (zot trust {dir} allows {})", if names.len() == 1 { "it" } else { "them" }),
-    })
-}
-
-/// `zot trust` / `zot untrust`; returns the exit code.
-pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
+/// `zot trust` / `zot untrust`; returns the exit code. `project_names`
+/// gives the names of what a trusted project runs (its extensions, then
+/// its MCP servers), for the line that says what was trusted: discovery knows
+/// them, and discovery asks this module whether a project is trusted, so
+/// the caller hands them over rather than this module asking discovery.
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> (Vec<String>, Vec<String>)) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -304,22 +276,8 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
                 return Err(format!("{}: no such directory", d.display()));
             }
             let (e, outside) = trust(home, &d)?;
-            let extensions: Vec<String> =
-                crate::discovery::scan_dir(&project_extensions_dir(&e.dir), crate::discovery::Source::Project)
-                    .into_iter()
-                    .map(|r| match r {
-                        Ok(f) => f.manifest.name,
-                        Err(b) => b.label(),
-                    })
-                    .collect();
-            // Its MCP servers run too, and are named as servers; a broken
-            // configuration file is neither.
-            let servers: Vec<String> =
-                crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false)
-                    .into_iter()
-                    .filter_map(Result::ok)
-                    .map(|f| f.manifest.name)
-                    .collect();
+            // Servers are named as servers.
+            let (extensions, servers) = project_names(&e.dir);
             let mut parts = Vec::new();
             if !extensions.is_empty() {
                 parts.push(format!("{} project extension(s): {}", extensions.len(), extensions.join(", ")));
