@@ -256,12 +256,16 @@ pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
     Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
 }
 
+/// The names of what a project in a folder runs: its extensions, then its
+/// MCP servers.
+pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
+
 /// `zot trust` / `zot untrust`; returns the exit code. `project_names`
 /// gives the names of what a trusted project runs (its extensions, then
 /// its MCP servers), for the line that says what was trusted: discovery knows
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> (Vec<String>, Vec<String>)) -> i32 {
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
