@@ -211,8 +211,9 @@ fn lock(home: &Home) -> Result<Lock, String> {
 }
 
 /// Records the project at `dir` as trusted with its current fingerprint;
-/// returns the record and what in it lies outside the project.
-pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
+/// returns the record, what in it lies outside the project, and what an
+/// interpreter may find that the fingerprint does not cover.
+pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>), String> {
     let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _lock = lock(home)?;
     let mut file = read(home)?;
@@ -232,7 +233,7 @@ pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
     file.projects.push(entry.clone());
     file.projects.sort_by(|a, b| a.dir.cmp(&b.dir));
     write(home, &file)?;
-    Ok((entry, print.outside))
+    Ok((entry, print.outside, print.not_covered))
 }
 
 /// Forgets the project at `dir`; false when it was not recorded.
@@ -279,7 +280,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames) -> i32 
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
             }
-            let (e, outside) = trust(home, &d)?;
+            let (e, outside, not_covered) = trust(home, &d)?;
             // Servers are named as servers.
             let (extensions, servers) = project_names(&e.dir);
             let mut parts = Vec::new();
@@ -293,6 +294,9 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames) -> i32 
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));
+            }
+            for p in not_covered {
+                lines.push(format!("not covered: {p} (found by the interpreter, not fingerprinted)"));
             }
             Ok(lines)
         }),
