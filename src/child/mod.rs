@@ -202,6 +202,7 @@ impl Child {
         log: &Log,
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -210,7 +211,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
+        Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, jail, inbox, wrap)
     }
 
     /// Spawns an MCP server as [`Child::spawn`] spawns an extension; its
@@ -225,6 +226,7 @@ impl Child {
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
         edge: Arc<Edge>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -234,7 +236,7 @@ impl Child {
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
         let hello = edge.initialize();
-        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(edge), inbox, wrap)?;
+        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(edge), jail, inbox, wrap)?;
         child.send_raw(Arc::new(hello)).map_err(|_| io::Error::other("cannot write initialize"))?;
         child.flush();
         Ok(child)
@@ -257,6 +259,7 @@ impl Child {
         exec: &Path,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
         log: &Log,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -265,7 +268,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
-        Child::start(manifest, exec, env, log, &bounds, None, Reading::Lines, None, inbox, wrap)
+        Child::start(manifest, exec, env, log, &bounds, None, Reading::Lines, None, jail, inbox, wrap)
     }
 
     /// Starts the process, with `env` (the manifest's) added to the
@@ -280,6 +283,7 @@ impl Child {
         tap: Option<Tap>,
         reading: Reading,
         edge: Option<Arc<Edge>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -291,7 +295,7 @@ impl Child {
         let cancel = Cancel::new()?;
         let (lineage, marker) = reaper::lineage()?;
         let env = child_env(&marker, env);
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log).inspect_err(|_| reaper::forget(lineage))?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log, jail).inspect_err(|_| reaper::forget(lineage))?;
         let (tx, w) = (inbox.clone(), wrap.clone());
         if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
             kill_group(pid, libc::SIGKILL);

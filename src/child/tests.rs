@@ -16,13 +16,13 @@ fn the_group_is_never_signalled_after_the_reap() {
         let (m, log) = (m.clone(), log.clone());
         move || {
             let (tx, _rx) = crate::wake::channel();
-            Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, tx, |m| m).map(|_| ())
+            Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, None, tx, |m| m).map(|_| ())
         }
     });
     let refused = refused.join().unwrap().unwrap_err();
     assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");
     let (tx, rx) = crate::wake::channel();
-    let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, tx, |m| m).unwrap();
+    let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, None, tx, |m| m).unwrap();
     let status = loop {
         match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
             ChildMsg::Exited(s) => break s,
@@ -62,7 +62,7 @@ fn a_child_dropped_before_its_reap_is_killed_and_leaves_no_zombie() {
     let log = Log::open(&dir.join("sleeper.log")).unwrap();
     let (tx, rx) = crate::wake::channel();
     let bounds = QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) };
-    let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, tx, |m| m).unwrap();
+    let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, None, tx, |m| m).unwrap();
     let pid = child.pid;
     let (_, ppid, started) = stat_of(pid).expect("running");
     assert_eq!(ppid, std::process::id());

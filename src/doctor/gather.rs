@@ -57,6 +57,7 @@ pub(super) fn build(
             tools: Vec::new(),
             events: info.events.clone(),
             intercepts: info.intercepts.clone(),
+            confinement: info.confinement.clone(),
             log_lines: own,
             findings: Vec::new(),
         };
@@ -248,6 +249,7 @@ pub(super) fn build(
         load_ms: 0.0,
         cwd: String::new(),
         home: String::new(),
+        kernel: crate::confine::kernel_support(),
         extensions: exts,
         conflicts,
         findings: flat,
@@ -281,6 +283,7 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
         intercepts: Vec::new(),
         log_lines: Vec::new(),
         findings: Vec::new(),
+        confinement: serde_json::Value::Null,
     }
 }
 

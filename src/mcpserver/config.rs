@@ -30,7 +30,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-const KNOWN: [&str; 15] = [
+const KNOWN: [&str; 18] = [
     "command",
     "args",
     "env",
@@ -46,6 +46,9 @@ const KNOWN: [&str; 15] = [
     "idleTimeout",
     "restart",
     "roots",
+    "confine",
+    "sandboxEnabled",
+    "sandbox",
 ];
 
 /// Which roots a server is told of (PROTOCOL.md §8.2).
@@ -95,6 +98,8 @@ pub struct ServerSpec {
     pub roots: Roots,
     /// Fields the host does not know, to log once.
     pub unknown: Vec<String>,
+    /// `confine`, or VS Code's `sandbox` mapped onto it (PROTOCOL.md §9.1).
+    pub(crate) confine: Option<crate::confine::Declared>,
 }
 
 impl ServerSpec {
@@ -158,6 +163,7 @@ impl ServerSpec {
             env: self.env.clone(),
             restart: self.restart,
             dir: self.cwd.clone(),
+            confine: self.confine.clone(),
         }
     }
 }
@@ -245,6 +251,7 @@ fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
         restart: RestartPolicy::OnFailure,
         roots: Roots::Off,
         unknown: Vec::new(),
+        confine: None,
     };
     let Value::Object(obj) = entry else {
         spec.error = Some("its entry must be a JSON object".into());
@@ -334,6 +341,7 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
         }
         Some(_) => return Err("field `roots` must be true or an array of folders".into()),
     };
+    spec.confine = crate::confine::policy::from_object(obj, base.to_path_buf())?;
     Ok(())
 }
 

@@ -266,7 +266,9 @@ pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 /// its MCP servers), for the line that says what was trusted: discovery knows
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames) -> i32 {
+/// `project_reach` gives, the same way, one line per extension and server
+/// saying what it may read, write and reach (PROTOCOL.md §9.3).
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &dyn Fn(&Path) -> Vec<String>) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -279,6 +281,15 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames) -> i32 
             }
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
+            }
+            // What each may read, write and reach, shown before anything is recorded.
+            let reach = project_reach(&canonical(&d));
+            if !reach.is_empty() {
+                let mut out = io::stdout().lock();
+                for l in &reach {
+                    let _ = writeln!(out, "{}", crate::text::one_line(l));
+                }
+                let _ = out.flush();
             }
             let (e, outside, not_covered) = trust(home, &d)?;
             // Servers are named as servers.

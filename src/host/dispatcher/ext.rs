@@ -89,6 +89,8 @@ pub(super) struct Proc {
     pub eof: bool,
     /// Its end was handled: the calls in flight were answered or failed.
     pub ended: bool,
+    /// Its `${TMP}` (PROTOCOL.md §9.1), removed with this record.
+    pub _tmp: Option<crate::confine::TmpDir>,
 }
 
 /// A tool as registered (PROTOCOL.md §6.2).
@@ -135,6 +137,8 @@ pub(super) struct Ext {
     pub idle: super::mcp::IdleState,
     /// An MCP server's unknown entry fields are logged, once a load.
     pub unknown_logged: bool,
+    /// `hello_ack`'s `data_dir` for its current start.
+    pub data_dir: std::path::PathBuf,
 }
 
 impl Ext {
@@ -161,6 +165,7 @@ impl Ext {
             restart_waiters: Vec::new(),
             idle: Default::default(),
             unknown_logged: false,
+            data_dir: std::path::PathBuf::new(),
         }
     }
 

@@ -116,7 +116,7 @@ impl Dispatcher {
         let Some(slot) = self.slot_of(id) else { return };
         let ext = &mut self.exts[slot];
         let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
-        if ext.life != Life::Ready || self.phase != Phase::Running {
+        if ext.life != Life::Ready || self.load.phase != Phase::Running {
             return;
         }
         if self.table.sent.count(slot) > 0 {
