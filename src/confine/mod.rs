@@ -297,8 +297,31 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     };
     declared(&d.read, Access::Read, &mut grants)?;
     declared(&d.write, Access::Write, &mut grants)?;
-    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> { list.iter().map(|r| plan.path(d, r).map(|p| real_as_far_as_exists(&p))).collect() };
-    let (deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
+    // A denied path as the kernel resolves it, and as written with its `..`
+    // taken lexically: `~/gone/../.ssh` names `~/.ssh` once `gone` exists,
+    // and resolves to nothing (so would deny nothing) before.
+    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> {
+        let mut out = Vec::new();
+        for r in list {
+            let p = plan.path(d, r)?;
+            for q in [real_as_far_as_exists(&p), real_as_far_as_exists(&lexical(&p))] {
+                if !out.contains(&q) {
+                    out.push(q);
+                }
+            }
+        }
+        Ok(out)
+    };
+    let (mut deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
+    // $ZOT_HOME stays out of reach under a declared ancestor (`~`, or the
+    // `/` of VS Code's form): it holds every other extension's data and
+    // temporary folder, the host's logs and trust.json. Its own data,
+    // temporary folder and extension folder are grants inside it and stay
+    // granted; a declared grant of $ZOT_HOME itself is taken as written.
+    let zot_home = real_as_far_as_exists(&plan.home);
+    if !grants.iter().any(|g| real_as_far_as_exists(&g.path) == zot_home) && !deny.contains(&zot_home) {
+        deny.push(zot_home);
+    }
     let abi = landlock::abi();
     let mut skipped = Vec::new();
     let ruleset = match abi {
@@ -318,6 +341,24 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         Net::Any => seccomp::Sockets::All,
     };
     Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
+}
+
+/// `p` with `.` dropped and each `..` taking off the name before it.
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `p` with its deepest existing ancestor resolved through links.
