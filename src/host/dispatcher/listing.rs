@@ -40,7 +40,7 @@ impl Dispatcher {
                     });
                 }
             }
-            let info = e.child().and_then(|c| c.mcp()).map(|edge| edge.info()).unwrap_or_default();
+            let info = e.proc.as_ref().and_then(|p| p.edge.as_ref()).map(|edge| edge.info()).unwrap_or_default();
             out.extensions.push(ExtInfo {
                 protocol_version: info.protocol_version,
                 server_info: info.server_info,
