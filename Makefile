@@ -2,10 +2,14 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
-# The binary `make install` copies and runs to write the man page and the
-# completions; INSTALL_DEPS= skips the release build (the tests install a
-# debug binary that way).
+# The binary `make install` copies; INSTALL_DEPS= skips the release build
+# (the tests install a debug binary that way). ZOT_GEN is the program run to
+# write the man page and the completions: the binary itself, unless it
+# cannot run on this machine (a cross-built one), then a native build of the
+# same source: make install INSTALL_DEPS= ZOT_BIN=path/to/cross/zot
+# ZOT_GEN=target/release/zot.
 ZOT_BIN ?= target/release/zot
+ZOT_GEN ?= $(ZOT_BIN)
 INSTALL_DEPS ?= build
 MAN1DIR = $(PREFIX)/share/man/man1
 BASHDIR = $(PREFIX)/share/bash-completion/completions
@@ -54,15 +58,16 @@ demo:
 	ZOT_HOME=$${ZOT_HOME:-$(CURDIR)/target/demo-home} ./target/debug/zot --no-ext $(DEMO_EXTS)
 
 # The man page and the completions are written by the binary itself
-# (`zot man`, `zot completions SHELL`), from the same tables as its parser.
+# (`zot man`, `zot completions SHELL`, run as ZOT_GEN), from the same tables
+# as its parser.
 install: $(INSTALL_DEPS)
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(MAN1DIR)" "$(DESTDIR)$(BASHDIR)" \
 		"$(DESTDIR)$(ZSHDIR)" "$(DESTDIR)$(FISHDIR)"
 	install -m 0755 "$(ZOT_BIN)" "$(DESTDIR)$(PREFIX)/bin/zot"
-	"$(ZOT_BIN)" man > "$(DESTDIR)$(MAN1DIR)/zot.1"
-	"$(ZOT_BIN)" completions bash > "$(DESTDIR)$(BASHDIR)/zot"
-	"$(ZOT_BIN)" completions zsh > "$(DESTDIR)$(ZSHDIR)/_zot"
-	"$(ZOT_BIN)" completions fish > "$(DESTDIR)$(FISHDIR)/zot.fish"
+	"$(ZOT_GEN)" man > "$(DESTDIR)$(MAN1DIR)/zot.1"
+	"$(ZOT_GEN)" completions bash > "$(DESTDIR)$(BASHDIR)/zot"
+	"$(ZOT_GEN)" completions zsh > "$(DESTDIR)$(ZSHDIR)/_zot"
+	"$(ZOT_GEN)" completions fish > "$(DESTDIR)$(FISHDIR)/zot.fish"
 	chmod 0644 "$(DESTDIR)$(MAN1DIR)/zot.1" "$(DESTDIR)$(BASHDIR)/zot" \
 		"$(DESTDIR)$(ZSHDIR)/_zot" "$(DESTDIR)$(FISHDIR)/zot.fish"
 

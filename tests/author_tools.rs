@@ -662,7 +662,7 @@ fn sh_ext(parent: &Path, dir: &str, script: &str) -> PathBuf {
 
 /// The exit and the last stdout lines reach the check on different
 /// threads, and the exit often comes first: what was written before it
-/// must still be judged (PROTOCOL.md §3 rule 8), every time.
+/// must still be judged (docs/protocol.md §3 rule 8), every time.
 #[test]
 fn check_judges_what_was_written_before_the_exit() {
     let t = TempDir::new("exit-race");
@@ -693,7 +693,7 @@ fn env_ext(parent: &Path, dir: &str, env: Value) -> PathBuf {
     d
 }
 
-/// `zot ext check` gives the extension its manifest's `env` (PROTOCOL.md
+/// `zot ext check` gives the extension its manifest's `env` (docs/protocol.md
 /// §7.2) as the host does; an unset variable is one error in the host's
 /// words, and nothing is started; values never show.
 #[test]

@@ -100,7 +100,7 @@ fn subcommand_help() {
     assert!(zot(&["serve", "--help"]).stdout.contains("--tool-timeout SECS"));
 }
 
-/// `zot serve --help` names every method of the host protocol (PROTOCOL.md
+/// `zot serve --help` names every method of the host protocol (docs/protocol.md
 /// §4's method table), so a user reading it finds `cancel` and `restart` too.
 #[test]
 fn serve_help_names_every_method() {
@@ -180,7 +180,7 @@ fn bad_seconds() {
         "--tool-timeout",
         "--intercept-timeout",
     ] {
-        // PROTOCOL.md §3 rule 6: positive, at most a day; absurd values
+        // docs/protocol.md §3 rule 6: positive, at most a day; absurd values
         // are refused before anything runs.
         for bad in ["abc", "-1", "NaN", "inf", "-inf", "1e400", "", "0", "0.0", "86400.5", "1e19"] {
             let e = usage_error(&["serve", opt, bad]);

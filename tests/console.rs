@@ -219,7 +219,7 @@ fn tool_calls_and_results() {
 
 #[test]
 fn each_tool_call_is_followed_by_its_tool_result_event() {
-    // PROTOCOL.md §6.4, as an agent sends it.
+    // docs/protocol.md §6.4, as an agent sends it.
     let t = TempDir::new("console-tool-result");
     let a = ext(&t, "a", &["--tools", "echo,fail,events", "--events", "tool_result"]);
     let s = run(&t, &[a], &[r#"/tool echo {"a":1}"#, "/tool fail {}", "/tool events"], true, &[]);
@@ -312,7 +312,7 @@ fn plain_text_is_a_prompt_for_the_model() {
     let events = s.lines().into_iter().find_map(|l| l.strip_prefix("[a] ")).expect("events tool output");
     let mut seen: Value = serde_json::from_str(events).unwrap();
     // Every frame carries the envelope: one session id, the cwd, and a
-    // strictly increasing sequence (PROTOCOL.md §6.4).
+    // strictly increasing sequence (docs/protocol.md §6.4).
     let frames = seen.as_array_mut().expect("a list of events");
     let session_id = frames[0]["session_id"].clone();
     assert!(session_id.is_string(), "{frames:?}");
@@ -538,7 +538,7 @@ fn reload_restarts_extensions() {
 
 #[test]
 fn restart_starts_one_extension_anew() {
-    // PROTOCOL.md §4: `/restart NAME` does what serve's `restart` does.
+    // docs/protocol.md §4: `/restart NAME` does what serve's `restart` does.
     let t = TempDir::new("console-restart");
     let a = ext(&t, "a", &["--commands", "display"]);
     let s = run(&t, &[a], &["/display one", "/restart a", "/display two", "/restart nope"], true, &[]);
@@ -615,7 +615,7 @@ fn the_console_hosts_the_session_lifecycle() {
 
 #[test]
 fn a_prompt_action_and_a_submit_frame_run_as_typed_prompts() {
-    // PROTOCOL.md §2.1 `submit`, and the `prompt` action: user prompts,
+    // docs/protocol.md §2.1 `submit`, and the `prompt` action: user prompts,
     // with the lifecycle of typed text, after the reply that caused them.
     let t = TempDir::new("console-submit");
     let a = ext(&t, "a", &["--commands", "prompt,notify", "--tools", "events", "--events", "user_prompt_submit,turn_start,assistant_message,turn_end"]);
@@ -640,7 +640,7 @@ fn a_prompt_action_and_a_submit_frame_run_as_typed_prompts() {
 
 #[test]
 fn a_note_sent_after_a_reply_is_printed_after_it() {
-    // PROTOCOL.md §4's order of output, in the console: 10 commands whose
+    // docs/protocol.md §4's order of output, in the console: 10 commands whose
     // extension answers and then sends a note and redraws the answer's panel.
     let t = TempDir::new("console-after");
     let a = ext(&t, "a", &["--commands", "note_after"]);
@@ -659,7 +659,7 @@ fn a_note_sent_after_a_reply_is_printed_after_it() {
 
 #[test]
 fn submit_slash_tool_prompt_and_the_marks_of_tools() {
-    // PROTOCOL.md §6.2 and §6.3 in the console.
+    // docs/protocol.md §6.2 and §6.3 in the console.
     let t = TempDir::new("console-revision");
     let a = ext(&t, "a", &["--rich-tools", "--tools", "echo", "--commands", "slash,display,tool_prompt", "--intercepts", "tool_call"]);
     let s = run(&t, &[a], &["/slash display hi", "/tool_prompt x", "/tools", "/tool nope {}", "/tool asks {}"], true, &[]);
@@ -684,7 +684,7 @@ fn submit_slash_tool_prompt_and_the_marks_of_tools() {
 
 #[test]
 fn restarts_and_a_crash_loop_are_one_line_each() {
-    // PROTOCOL.md §7.1 in the console: a line per restart, and the verdict
+    // docs/protocol.md §7.1 in the console: a line per restart, and the verdict
     // with where to look.
     let t = TempDir::new("console-restart");
     let a = ext(&t, "a", &["--tools", "echo", "--exit-after-ready", "4"]);
@@ -706,7 +706,7 @@ fn restarts_and_a_crash_loop_are_one_line_each() {
 
 #[test]
 fn a_script_answers_an_interactive_tool_and_end_of_input_cancels_it() {
-    // PROTOCOL.md §6.2: an interactive tool waits for the user, with no
+    // docs/protocol.md §6.2: an interactive tool waits for the user, with no
     // deadline. Piped, `/key` lines answer its panel at once, other lines
     // wait their turn.
     let t = TempDir::new("console-interactive");
@@ -737,7 +737,7 @@ fn a_script_answers_an_interactive_tool_and_end_of_input_cancels_it() {
 
 #[test]
 fn a_submitted_slash_runs_when_it_arrives_within_a_budget() {
-    // PROTOCOL.md §6.3: submit_slash "any time".
+    // docs/protocol.md §6.3: submit_slash "any time".
     let t = TempDir::new("console-slash-idle");
     let a = ext(&t, "a", &["--commands", "submit_when,display,loop"]);
     let gate = t.path().join("gate");

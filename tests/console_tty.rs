@@ -2,244 +2,19 @@
 //! editor's keys, the history in `$ZOT_HOME/history`, Tab completion, a
 //! note arriving while a line is half typed, Ctrl-C cancelling a tool call
 //! in flight, the ways out (two Ctrl-C, Ctrl-D), the terminal mode
-//! restored afterwards, and panels drawn in place that take the keys. The test types bytes into the master side and reads
-//! the screen bytes back.
+//! restored afterwards, and panels drawn in place that take the keys. The
+//! test types bytes into the master side and reads the screen bytes back
+//! (tests/common/term.rs).
 
 mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
+#[path = "common/term.rs"]
+mod term;
 
 use common::TempDir;
-use crossbeam_channel::{unbounded, Receiver};
-use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-use zot_proc::{session_args, BIN, LINE_WAIT};
-
-struct Term {
-    master: File,
-    /// Kept open so the terminal outlives zot and its mode can be read.
-    slave: OwnedFd,
-    screen: Arc<Mutex<Vec<u8>>>,
-    more: Receiver<()>,
-    child: Child,
-    home: PathBuf,
-}
-
-impl Term {
-    fn spawn(t: &TempDir, exts: &[PathBuf]) -> Term {
-        Term::spawn_sized(t, exts, 120)
-    }
-
-    /// A session on a terminal `cols` columns wide.
-    fn spawn_sized(t: &TempDir, exts: &[PathBuf], cols: u16) -> Term {
-        let (mut m, mut s) = (0, 0);
-        let size = libc::winsize { ws_row: 24, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
-        // SAFETY: openpty fills two descriptors.
-        let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &size) };
-        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: fresh descriptors, owned from here on.
-        let (master, slave) = unsafe { (File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-        // SAFETY: marking the master close-on-exec, so only the test holds it.
-        unsafe { libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC) };
-        let home = t.path().join("zot-home");
-        let args = session_args(t.path(), None, exts, &["--tool-timeout", "60"]);
-        let child = Command::new(BIN)
-            .args(&args)
-            .env("ZOT_HOME", &home)
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm")
-            .env_remove("XDG_STATE_HOME")
-            .current_dir(t.path())
-            .stdin(Stdio::from(slave.try_clone().expect("dup")))
-            .stdout(Stdio::from(slave.try_clone().expect("dup")))
-            .stderr(Stdio::from(File::create(t.path().join("stderr")).expect("stderr file")))
-            .spawn()
-            .expect("spawn zot");
-        let screen: Arc<Mutex<Vec<u8>>> = Arc::default();
-        let (tx, more) = unbounded();
-        {
-            let screen = screen.clone();
-            let mut reader = master.try_clone().expect("dup master");
-            std::thread::spawn(move || {
-                let mut b = [0u8; 4096];
-                while let Ok(n) = reader.read(&mut b) {
-                    if n == 0 {
-                        return;
-                    }
-                    screen.lock().unwrap().extend_from_slice(&b[..n]);
-                    let _ = tx.send(());
-                }
-            });
-        }
-        Term { master, slave, screen, more, child, home }
-    }
-
-    fn typed(&mut self, bytes: &str) {
-        self.master.write_all(bytes.as_bytes()).expect("type");
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
-    }
-
-    /// Waits until `needle` is on screen at or after byte `from`; returns
-    /// the offset just past it.
-    fn wait_for(&self, needle: &str, from: usize) -> usize {
-        let deadline = Instant::now() + LINE_WAIT;
-        loop {
-            let text = self.text();
-            if let Some(i) = text.get(from..).and_then(|s| s.find(needle)) {
-                return from + i + needle.len();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                let stderr = std::fs::read_to_string(self.home.parent().unwrap().join("stderr")).unwrap_or_default();
-                panic!("no {needle:?} after byte {from} on screen:\n{text:?}\nstderr:\n{stderr}");
-            }
-            let _ = self.more.recv_timeout(left);
-        }
-    }
-
-    /// Waits until the screen, as a terminal `cols` wide shows it, has the
-    /// cursor at column `col` of a row starting with `row_start`; returns
-    /// that screen.
-    fn wait_cursor(&self, cols: usize, row_start: &str, col: usize) -> Vt {
-        let deadline = Instant::now() + LINE_WAIT;
-        loop {
-            let vt = Vt::of(&self.text(), cols);
-            if vt.col == col && vt.row_text(vt.row).starts_with(row_start) {
-                return vt;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                panic!(
-                    "cursor at column {} of row {:?}, not {col} of a row starting {row_start:?}; rows:\n{:#?}",
-                    vt.col,
-                    vt.row_text(vt.row),
-                    vt.rows.iter().map(|r| r.iter().filter(|c| **c != '\0').collect::<String>()).collect::<Vec<_>>()
-                );
-            }
-            let _ = self.more.recv_timeout(left);
-        }
-    }
-
-    fn exit_code(&mut self) -> i32 {
-        let deadline = Instant::now() + LINE_WAIT;
-        loop {
-            if let Some(s) = self.child.try_wait().expect("wait") {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(Instant::now() < deadline, "zot did not exit:\n{:?}", self.text());
-            let _ = self.more.recv_timeout(std::time::Duration::from_millis(50));
-        }
-    }
-
-    /// Echo and canonical mode are on again.
-    fn assert_cooked(&self) {
-        // SAFETY: tcgetattr fills the zeroed struct.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut t) }, 0);
-        assert_ne!(t.c_lflag & libc::ECHO, 0, "echo left off");
-        assert_ne!(t.c_lflag & libc::ICANON, 0, "canonical mode left off");
-    }
-}
-
-impl Drop for Term {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal terminal: what `bytes` leave on the screen and where the
-/// cursor ends, for printable text (by display width, wrapping at the
-/// right edge as a terminal does), CR, LF and the cursor moves and erase
-/// the line editor writes (CSI A, C, D, J, K; other sequences are ignored).
-struct Vt {
-    /// The cells of each row; the second cell of a wide character is `\0`.
-    rows: Vec<Vec<char>>,
-    row: usize,
-    col: usize,
-}
-
-impl Vt {
-    fn of(bytes: &str, cols: usize) -> Vt {
-        let mut vt = Vt { rows: vec![Vec::new()], row: 0, col: 0 };
-        let mut chars = bytes.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '\r' => vt.col = 0,
-                '\n' => vt.down(),
-                '\x1b' => {
-                    if chars.peek() != Some(&'[') {
-                        chars.next();
-                        continue;
-                    }
-                    chars.next();
-                    let mut n = String::new();
-                    let mut fin = ' ';
-                    for c in chars.by_ref() {
-                        if ('\x40'..='\x7e').contains(&c) {
-                            fin = c;
-                            break;
-                        }
-                        n.push(c);
-                    }
-                    let n: usize = n.parse().unwrap_or(1);
-                    match fin {
-                        'C' => vt.col = (vt.col + n).min(cols - 1),
-                        'D' => vt.col = vt.col.min(cols - 1).saturating_sub(n),
-                        'K' => vt.rows[vt.row].truncate(vt.col),
-                        'A' => vt.row = vt.row.saturating_sub(n),
-                        'J' => {
-                            vt.rows[vt.row].truncate(vt.col);
-                            vt.rows.truncate(vt.row + 1);
-                        }
-                        _ => {}
-                    }
-                }
-                c if c.is_control() => {}
-                c => {
-                    let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-                    if w == 0 {
-                        // A combining mark joins the cell before it.
-                        continue;
-                    }
-                    if vt.col + w > cols {
-                        vt.down();
-                        vt.col = 0;
-                    }
-                    let row = &mut vt.rows[vt.row];
-                    if row.len() < vt.col + w {
-                        row.resize(vt.col + w, ' ');
-                    }
-                    row[vt.col] = c;
-                    if w == 2 {
-                        row[vt.col + 1] = '\0';
-                    }
-                    vt.col += w;
-                }
-            }
-        }
-        vt
-    }
-
-    fn down(&mut self) {
-        self.row += 1;
-        if self.rows.len() <= self.row {
-            self.rows.push(Vec::new());
-        }
-    }
-
-    fn row_text(&self, row: usize) -> String {
-        self.rows[row].iter().filter(|c| **c != '\0').collect()
-    }
-}
+use term::{Term, Vt};
 
 fn tty_ext(t: &TempDir) -> PathBuf {
     common::write_manifest(
@@ -523,7 +298,7 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     let mut z = Term::spawn(&t, &[todo_ext(&t)]);
     let mut at = z.wait_for("zot> ", 0);
     z.typed("/todo\r");
-    at = z.wait_for("┌─ Todos (todos-main)", at);
+    at = z.wait_for("┌─ [todo] Todos ", at);
     at = z.wait_for("(keys go to the panel; Ctrl-O: the prompt, Ctrl-C: close it)", at);
     // Typed keys go to the panel: `a`, the text, Enter adds an item; `x`
     // toggles it. Nothing reaches the prompt.
@@ -538,21 +313,25 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     // One panel on screen, redrawn in place; the note above it.
     let vt = Vt::of(&z.text(), 120);
     let screen = rows(&vt);
-    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ Todos")).collect();
+    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ [todo] Todos")).collect();
     assert_eq!(tops.len(), 1, "{screen:#?}");
     let note = screen.iter().position(|r| r == "[todo] added buy milk").unwrap_or_else(|| panic!("no note: {screen:#?}"));
     assert!(note < tops[0], "{screen:#?}");
     assert!(screen.iter().any(|r| r.starts_with("│ [x] buy milk  <")), "{screen:#?}");
     assert!(!screen.iter().any(|r| r.contains("→ model")), "{screen:#?}");
 
-    // Ctrl-O: the prompt has the keys, the panel stays; back again.
+    // No line of its own for the extension's tag: it is in the frame.
+    assert!(!screen.iter().any(|r| r == "[todo]"), "{screen:#?}");
+    // Ctrl-O: the prompt has the keys, the panel stays, and a row under
+    // it says how to get back; back again.
     z.typed("\x0f");
+    at = z.wait_for("(Ctrl-O: back to the panel)", at);
     at = z.wait_for("zot> ", at);
     z.typed("/echo hi\r");
     at = z.wait_for("[todo] shown:hi\r\n", at);
     at = z.wait_for("zot> ", at);
     let screen = rows(&Vt::of(&z.text(), 120));
-    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ Todos")).collect();
+    let tops: Vec<usize> = (0..screen.len()).filter(|r| screen[*r].starts_with("┌─ [todo] Todos")).collect();
     let echoed = screen.iter().position(|r| r == "[todo] shown:hi").expect("echo shown");
     assert_eq!(tops.len(), 1, "{screen:#?}");
     assert!(echoed < tops[0] && screen.last().is_some_and(|r| r.starts_with("zot> ")), "{screen:#?}");
@@ -577,7 +356,7 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     z.typed("/echo back\r");
     at = z.wait_for("[todo] shown:back\r\n", at);
     let screen = rows(&Vt::of(&z.text(), 120));
-    assert!(!screen.iter().any(|r| r.starts_with("┌─ Todos")), "{screen:#?}");
+    assert!(!screen.iter().any(|r| r.starts_with("┌─ [todo] Todos")), "{screen:#?}");
 
     // The user closes it (Ctrl-C): the extension is told with panel_close.
     z.typed("/todo\r");
@@ -591,7 +370,7 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     z.typed("/todo\r");
     at = z.wait_for("Ctrl-O: the prompt", at);
     z.typed("\x0f/popup\r");
-    at = z.wait_for("┌─ Popup (popup)", at);
+    at = z.wait_for("┌─ [todo] Popup ", at);
     at = z.wait_for("Ctrl-O: the prompt", at);
     z.typed("\x1b");
     at = z.wait_for("[todo] (panel popup closed)", at);
@@ -612,7 +391,7 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     at = z.wait_for("built-in commands:", at);
     at = z.wait_for("zot> ", at);
     let screen = rows(&Vt::of(&z.text(), 120));
-    assert!(!screen.iter().any(|r| r.starts_with("┌─ Todos")), "{screen:#?}");
+    assert!(!screen.iter().any(|r| r.starts_with("┌─ [todo] Todos")), "{screen:#?}");
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
     z.assert_cooked();

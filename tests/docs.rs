@@ -241,3 +241,21 @@ fn the_dependency_figures_are_cargo_tomls() {
     let count = words.get(deps.len()).copied().unwrap_or("many");
     assert!(readme.contains(&format!("{count} dependencies")), "the README says {count} dependencies");
 }
+
+/// Every option `zot --help` lists is in the options table of docs/cli.md.
+#[test]
+fn docs_cli_lists_every_option_of_zot_help() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot")).arg("--help").output().expect("zot --help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let cli = read(&Path::new(ROOT).join("docs/cli.md"));
+    let table = cli.split("## Options").nth(1).and_then(|t| t.split("\n\n").find(|p| p.starts_with("| option"))).expect("the options table");
+    let options = help.split("\nOptions").nth(1).and_then(|o| o.split("\n\n").next()).expect("the options of zot --help");
+    let mut missing = Vec::new();
+    for w in options.split_whitespace().filter(|w| w.starts_with("--") && w.len() > 2) {
+        let flag = w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+        if !["--help", "--version"].contains(&flag) && !table.contains(&format!("`{flag}")) && !table.contains(&format!(" {flag} ")) && !table.contains(&format!("{flag}`")) {
+            missing.push(flag.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "docs/cli.md's options table lacks {missing:?}");
+}

@@ -85,7 +85,7 @@ fn clean_load_names_every_extension_and_its_state() {
     let r = doctor(&t, &args);
     let report = json_of(&r);
     // The shadowed copy is an enabled extension that did not load, and a
-    // name conflict: the one error, exit 1 (PROTOCOL.md §5).
+    // name conflict: the one error, exit 1 (docs/protocol.md §5).
     assert_eq!(r.code, 1, "{report:#}\n{}", r.stderr);
     assert_eq!((&report["ok"], &report["errors"]), (&json!(false), &json!(1)), "{report:#}");
     let errors: Vec<&Value> = report["findings"].as_array().expect("findings").iter().filter(|f| f["severity"] == "error").collect();
@@ -292,7 +292,7 @@ fn untrusted_project_and_static_extensions_are_named() {
     std::fs::write(skills.join("s/SKILL.md"), "---\nname: s\ndescription: d\n---\nbody\n").expect("write");
     let r = doctor(&t, &[ext_args(&[&skills]), strings(&["--json"])].concat());
     let report = json_of(&r);
-    // PROTOCOL.md §5: exit 0 only when every enabled extension loaded; an
+    // docs/protocol.md §5: exit 0 only when every enabled extension loaded; an
     // untrusted one did not. Static ones count as loaded.
     assert_eq!(r.code, 1, "an untrusted extension did not load: {report:#}");
     assert_eq!(report["errors"], 1, "{report:#}");

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3 rule 10, descendants that leave their extension's
+//! docs/protocol.md §3 rule 10, descendants that leave their extension's
 //! process group and session (`setsid`): on Linux the host is a child
 //! subreaper, so they become its children once their parent dies, and
 //! when their extension stops (shutdown, a crash and its restart) they are

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §2 and §3.6: commands, tools, events, notes and panels, many
+//! docs/protocol.md §2 and §3.6: commands, tools, events, notes and panels, many
 //! calls in flight answered out of order, timeouts and `tool_cancel`.
 
 mod common;

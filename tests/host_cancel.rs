@@ -57,7 +57,7 @@ fn calls_ext(t: &TempDir, name: &str, mut cfg: Value, restart: Option<&str>) -> 
 
 #[test]
 fn a_tool_id_never_cancels_a_call_the_host_made_for_an_extension_while_it_is_parked() {
-    // PROTOCOL.md §6.1: the embedder's `tool_id`s and the host's own ids
+    // docs/protocol.md §6.1: the embedder's `tool_id`s and the host's own ids
     // are separate namespaces. An extension's `call_tool` to a restarting
     // extension waits for it (§7.1), carrying its host-made `tool_id`
     // (`ext-call-N`); no `cancel_tool` of the embedder reaches it there.

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3.2, §3.8, §3.9: extensions that fail to load, crash while
+//! docs/protocol.md §3.2, §3.8, §3.9: extensions that fail to load, crash while
 //! answering, or stop reading their stdin; none of it touches the others.
 
 mod common;

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3.1–3.4: spawning, the handshake in both registration
+//! docs/protocol.md §3.1–3.4: spawning, the handshake in both registration
 //! orders, `ready` and the auto-ready path, `hello_ack`, the log file.
 
 mod common;

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3.7: intercept chains in load order, first block wins,
+//! docs/protocol.md §3.7: intercept chains in load order, first block wins,
 //! `modified_args` and `replace_text` chain, failures are fail-open unless
 //! fail-closed.
 

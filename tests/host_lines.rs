@@ -1,4 +1,4 @@
-//! PROTOCOL.md §2: junk lines, unknown types and stray replies are logged
+//! docs/protocol.md §2: junk lines, unknown types and stray replies are logged
 //! and skipped; long lines are accepted up to the limit and discarded whole
 //! beyond it, with the stream recovering.
 

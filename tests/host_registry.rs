@@ -1,4 +1,4 @@
-//! PROTOCOL.md §1 (discovery and precedence), §3.5 (load order, shadowed
+//! docs/protocol.md §1 (discovery and precedence), §3.5 (load order, shadowed
 //! names) and §3.11 (reload).
 
 mod common;

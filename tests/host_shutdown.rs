@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3.8, §3.10: shutdown escalates shutdown → SIGTERM → SIGKILL
+//! docs/protocol.md §3.8, §3.10: shutdown escalates shutdown → SIGTERM → SIGKILL
 //! for every extension in parallel, within a bound, and leaves no process of
 //! their groups behind; a leader that exits takes its group with it.
 

@@ -256,3 +256,67 @@ fn fish_completion_parses_and_offers_subcommands_and_choices() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `make install ZOT_GEN=...`: a binary that cannot run here (as a
+/// cross-built one) is installed as it is, and the man page and the
+/// completions are written by the native build named by ZOT_GEN.
+#[test]
+fn make_install_writes_the_man_page_with_zot_gen_for_a_binary_that_cannot_run_here() {
+    let t = TempDir::new("install-gen");
+    let foreign = t.path().join("zot-aarch64");
+    std::fs::write(&foreign, b"\x7fELF not a program for this machine").expect("write");
+    let dest = t.path().join("dest");
+    let out = Command::new("make")
+        .args(["-s", "-C", ROOT, "install"])
+        .arg(format!("DESTDIR={}", dest.display()))
+        .args(["PREFIX=/usr", "INSTALL_DEPS="])
+        .arg(format!("ZOT_BIN={}", foreign.display()))
+        .arg(format!("ZOT_GEN={BIN}"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run make");
+    assert!(out.status.success(), "make install: {}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read(dest.join(f)).expect("read");
+    assert_eq!(read(FILES[0]), std::fs::read(&foreign).expect("read"), "the binary installed is ZOT_BIN");
+    assert_eq!(String::from_utf8_lossy(&read(FILES[1])), zot(&["man"]));
+    assert_eq!(String::from_utf8_lossy(&read(FILES[2])), zot(&["completions", "bash"]));
+}
+
+/// The man page and `zot --help` say what a user needs without the
+/// README: every file zot reads or writes, every console command (as the
+/// console's own /help lists them) and key, every option.
+#[test]
+fn the_man_page_and_help_name_the_files_the_console_commands_and_keys() {
+    let man = zot(&["man"]).replace("\\-", "-").replace("\\e", "\\");
+    let help = zot(&["--help"]);
+    let files = ["$ZOT_HOME/mcp.json", ".zot/mcp.json", "$ZOT_HOME/trust.json", "$ZOT_HOME/logs/mcp-<name>.log", "$ZOT_HOME/logs/ext-<name>.log", "$ZOT_HOME/data/<name>/", "$ZOT_HOME/history"];
+    let keys = ["Ctrl-O", "Ctrl-C", "Ctrl-D", "Ctrl-W", "Tab", "Up, Down", "in a panel"];
+    let out = Command::new(BIN)
+        .args(["--no-ext"])
+        .env("ZOT_HOME", TempDir::new("install-console").path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().map(|mut i| i.write_all(b"/help\n"));
+            c.wait_with_output()
+        })
+        .expect("the console's /help");
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    let commands: Vec<&str> = listed
+        .split("extension commands:")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('/').and_then(|c| c.split_whitespace().next()))
+        .collect();
+    assert!(commands.len() >= 10, "{listed}");
+    let commands: Vec<String> = commands.iter().map(|c| format!("/{c}")).collect();
+    for want in files.iter().chain(&keys).map(|s| s.to_string()).chain(commands).chain(["--mcp-config FILE".to_string()]) {
+        assert!(man.contains(&want), "the man page does not say {want}");
+        assert!(help.contains(&want), "zot --help does not say {want}");
+    }
+    assert!(man.contains(".SH CONSOLE") && man.contains(".SH FILES"), "{man}");
+}

@@ -677,7 +677,7 @@ fn sdk_cancel() {
 
 #[test]
 fn raw_an_interactive_tool_is_refused_before_any_interceptor_or_event_sees_it() {
-    // PROTOCOL.md §6.2: zot mcp has no interactive support; the refusal
+    // docs/protocol.md §6.2: zot mcp has no interactive support; the refusal
     // comes before the chain and the events, so a watcher sees no trace of
     // the call: no tool_call intercept or event, and no tool_result event.
     let t = TempDir::new("mcp-interactive-refusal");
@@ -698,7 +698,7 @@ fn raw_an_interactive_tool_is_refused_before_any_interceptor_or_event_sees_it() 
 
 #[test]
 fn raw_the_current_revisions_tools_and_prompts() {
-    // PROTOCOL.md §6 through zot mcp: outputSchema and structuredContent,
+    // docs/protocol.md §6 through zot mcp: outputSchema and structuredContent,
     // deferred tools hidden until activated (then list_changed), interactive
     // tools answered as tool errors, tool_prompt commands as their prompt,
     // and an extension's call_tool to another extension's tool.

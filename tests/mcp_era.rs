@@ -1,5 +1,5 @@
 //! `zot mcp` in MCP's 2026-07-28 era beside the handshake era
-//! (PROTOCOL.md §8.4.1–8.4.2), through the real binary: raw JSON-RPC lines
+//! (docs/protocol.md §8.4.1–8.4.2), through the real binary: raw JSON-RPC lines
 //! for each numbered rule, and the official Python SDK's `Client` in its
 //! `auto`, pinned-modern and legacy modes.
 

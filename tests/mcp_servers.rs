@@ -1,4 +1,4 @@
-//! MCP servers as extensions (PROTOCOL.md §8), end to end through the
+//! MCP servers as extensions (docs/protocol.md §8), end to end through the
 //! real binary: configuration files and their fields, the handshake and
 //! its failures, tools and prompts with their names, results, progress,
 //! live tool lists, cancellation, crashes and restarts, trust, and `zot
@@ -263,7 +263,7 @@ fn progress_is_passed_on_with_the_request_id() {
     assert_eq!(text(&resp["result"]), "done");
     let notes: Vec<Value> = s.frames.iter().filter(|f| f["type"] == "tool_progress").cloned().collect();
     assert_eq!(notes.len(), 3, "{:?}", s.frames);
-    // Exactly the fields PROTOCOL.md §4 lists for it.
+    // Exactly the fields docs/protocol.md §4 lists for it.
     assert_eq!(notes[0], json!({"type": "tool_progress", "id": "p1", "tool_id": "T9", "progress": 1, "total": 3, "message": "step 1"}));
     assert_eq!((notes[2]["progress"].clone(), notes[2]["total"].clone(), notes[2]["message"].clone()), (json!(3), json!(3), json!("step 3")));
     let log = s.log("fx");
@@ -294,7 +294,7 @@ fn list_changed_adds_and_removes_tools_live() {
 
 #[test]
 fn prompts_list_changed_updates_the_commands_live() {
-    // PROTOCOL.md §8.3: prompts are commands; a server's new prompt list
+    // docs/protocol.md §8.3: prompts are commands; a server's new prompt list
     // is in force at once, as its tools' is (no event names commands).
     let t = TempDir::new("mcp-prompts-changed");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--prompts"], json!({}))}));
@@ -356,7 +356,7 @@ fn a_crash_mid_call_fails_it_at_once_and_the_server_restarts() {
 
 #[test]
 fn a_crash_looped_server_is_listed_as_a_crash_looped_extension_is() {
-    // PROTOCOL.md §7.1 and §8.2: a server is supervised as an extension
+    // docs/protocol.md §7.1 and §8.2: a server is supervised as an extension
     // is; crash-looped, it gives its names up for good (none in force, a
     // call is unknown_tool), and its own entry reads as an extension's.
     let t = TempDir::new("mcp-crashloop");
@@ -607,7 +607,7 @@ fn an_idle_server_is_stopped_keeps_its_tools_and_wakes_on_the_next_call() {
 
 #[test]
 fn a_woken_server_offers_what_it_lists_then() {
-    // PROTOCOL.md §8.1 idleTimeout: a call starts the server again as a
+    // docs/protocol.md §8.1 idleTimeout: a call starts the server again as a
     // restart would; what it lists then replaces what it offered asleep,
     // the difference announced as for a list_changed (§8.3).
     let t = TempDir::new("mcp-idle-relist");
@@ -644,7 +644,7 @@ fn a_woken_server_offers_what_it_lists_then() {
 
 #[test]
 fn restarting_an_idle_server_is_announced_as_a_restart() {
-    // PROTOCOL.md §4 `restart` of a server that sleeps: its tools were
+    // docs/protocol.md §4 `restart` of a server that sleeps: its tools were
     // offered all along, so its return is a restart, not a new listing.
     let t = TempDir::new("mcp-idle-restart");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&[], json!({"idleTimeout": 0.5}))}));
@@ -754,7 +754,7 @@ fn management_commands_show_servers_and_refuse_to_edit_them() {
 
 #[test]
 fn ext_logs_finds_the_log_of_a_server_given_with_mcp_config() {
-    // Every error's hint says `see 'zot ext logs NAME'` (PROTOCOL.md §8.3).
+    // Every error's hint says `see 'zot ext logs NAME'` (docs/protocol.md §8.3).
     let t = TempDir::new("mcp-logs-given");
     let cfg = write_config(t.path(), "given.json", json!({"gfx": fx(&[], json!({})), "quiet": fx(&[], json!({"disabled": true}))}));
     let c = cfg.display().to_string();
@@ -805,7 +805,7 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
 
 #[test]
 fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_started() {
-    // PROTOCOL.md §8.3: doctor checks a server's names; §8.1: unknown
+    // docs/protocol.md §8.3: doctor checks a server's names; §8.1: unknown
     // fields are logged, also for an entry that fails before it runs.
     let t = TempDir::new("mcp-doctor-names");
     let cfg = write_config(
@@ -842,7 +842,7 @@ fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_starte
 
 #[test]
 fn doctor_flags_a_server_tool_refused_for_its_schema() {
-    // PROTOCOL.md §8.3: doctor checks a server's schemas as an extension's;
+    // docs/protocol.md §8.3: doctor checks a server's schemas as an extension's;
     // a tool refused at registration is not listed, so the log says which.
     let t = TempDir::new("mcp-doctor-schema");
     let cfg = write_config(t.path(), "mcp.json", json!({"fx": fx(&["--bad-schema"], json!({}))}));

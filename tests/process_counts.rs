@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3 rule 10: nothing the host keeps per process (reader and
+//! docs/protocol.md §3 rule 10: nothing the host keeps per process (reader and
 //! writer threads, pipe ends, the exit watch) outlives the process, even
 //! when a descendant that nothing marks as the extension's any more holds
 //! its stdout open; and no zombie is left behind. Counted from this

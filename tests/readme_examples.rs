@@ -107,7 +107,12 @@ fn run_transcript(t: &TempDir, first: &str) -> zot_proc::Zot {
 /// in the lines written and read (paths of the reader's own).
 fn run_transcript_with(t: &TempDir, first: &str, subst: &[(&str, String)]) -> zot_proc::Zot {
     let sub = |l: &str| subst.iter().fold(l.to_string(), |l, (from, to)| l.replace(from, to));
-    let lines: Vec<String> = block(first).iter().map(|l| sub(l)).collect();
+    run_lines(t, &block(first).iter().map(|l| sub(l)).collect::<Vec<_>>())
+}
+
+/// A transcript's lines: the `$ zot` command, then `→ ` lines written and
+/// the others read, in order.
+fn run_lines(t: &TempDir, lines: &[String]) -> zot_proc::Zot {
     let mut args = argv(&lines[0]);
     for i in 1..args.len() {
         if args[i - 1] == "--ext" {
@@ -317,5 +322,20 @@ fn an_mcp_json_served_by_example() {
     std::fs::write(&config, json).expect("mcp.json");
     let subst = [("/tmp/mcp.json", config.display().to_string()), ("/tmp/notes", notes.display().to_string())];
     let mut z = run_transcript_with(&t, "$ zot serve --no-ext --mcp-config", &subst);
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
+}
+
+/// The example of `zot help serve` is what `zot serve` answers.
+#[test]
+fn the_example_of_zot_help_serve_is_what_serve_answers() {
+    let t = TempDir::new("help-serve");
+    let out = zot(&t, &["help", "serve"], "");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let example = help.split("\n  $ zot serve").nth(1).expect("an example in zot help serve");
+    let example = format!("$ zot serve{}", example.split("\n\n").next().unwrap_or(""));
+    let lines: Vec<String> = example.lines().map(|l| l.trim_start().replacen("> ", "→ ", 1)).collect();
+    assert!(lines.iter().any(|l| l.starts_with("→ ")), "{example}");
+    let mut z = run_lines(&t, &lines);
+    z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }

@@ -1,4 +1,4 @@
-//! The Rust SDK (`zot_host::ext`) at the current upstream revision (PROTOCOL.md
+//! The Rust SDK (`zot_host::ext`) at the current upstream revision (docs/protocol.md
 //! §6): capabilities, `call_tool`, richer tools, command replies, typed
 //! events, `before_agent_start`, and the ordering of events before calls.
 //! Each test drives a real example extension over pipes, playing the host.

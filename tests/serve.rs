@@ -1,4 +1,4 @@
-//! `zot serve` end to end through the real binary (PROTOCOL.md §4): the
+//! `zot serve` end to end through the real binary (docs/protocol.md §4): the
 //! `ready` and `extension_error` notifications, every method, every error
 //! code, pipelining and out-of-order answers, notifications and their
 //! order, stdout hygiene, shutdown (request, end of input, SIGTERM) and
@@ -272,7 +272,7 @@ fn ready_comes_first_and_failed_loads_are_reported() {
     // The mute extension holds the initial load for 10 s: long enough for
     // `list` to be answered while it is still starting, on a loaded machine.
     let mut s = Serve::start(&t, &[good, mute, missing, broken.clone()], &["--hello-timeout", "10"]);
-    // PROTOCOL.md §4 start-up: `ping` and `list` are answered during the
+    // docs/protocol.md §4 start-up: `ping` and `list` are answered during the
     // initial load; a tool call waits for its end.
     s.send(&json!({"id": "early", "type": "ping"}));
     s.send(&json!({"id": "early-list", "type": "list"}));
@@ -1028,7 +1028,7 @@ fn ids_are_echoed_as_given() {
 
 #[test]
 fn notifications_sent_after_a_reply_come_after_its_response() {
-    // PROTOCOL.md §4, order of output: 20 pipelined commands whose
+    // docs/protocol.md §4, order of output: 20 pipelined commands whose
     // extension answers first and then sends a note and redraws the panel
     // the answer opened. Each response comes before its own note and redraw.
     let t = TempDir::new("serve-after");
@@ -1055,7 +1055,7 @@ fn notifications_sent_after_a_reply_come_after_its_response() {
 
 #[test]
 fn shutdown_is_bounded_and_answers_everything_before_its_own_response() {
-    // PROTOCOL.md §4, shutdown: a tool call that is never answered does not
+    // docs/protocol.md §4, shutdown: a tool call that is never answered does not
     // hold the stop for its timeout (60 s by default); it is answered
     // `shutting_down` before the `shutdown` response, which comes last.
     let t = TempDir::new("serve-shut-hung");
@@ -1085,7 +1085,7 @@ fn shutdown_is_bounded_and_answers_everything_before_its_own_response() {
 
 #[test]
 fn an_answer_written_just_before_exiting_is_kept() {
-    // PROTOCOL.md §3 rule 8: 12 extensions each answer and exit at once;
+    // docs/protocol.md §3 rule 8: 12 extensions each answer and exit at once;
     // every answer counts (none comes back `extension_exited`).
     let t = TempDir::new("serve-last-words");
     const N: usize = 12;
@@ -1117,7 +1117,7 @@ fn call_result(r: &Value) -> Value {
 
 #[test]
 fn extensions_call_tools_through_the_host() {
-    // PROTOCOL.md §6.1 and §6.5, with frames as the current Go SDK writes them.
+    // docs/protocol.md §6.1 and §6.5, with frames as the current Go SDK writes them.
     let t = TempDir::new("serve-call-tool");
     let a = ext(&t, "a", &["--call-tool", "--tools", "call,call@again", "--echo-ack"]);
     let b = ext(&t, "b", &["--tools", "echo,events@b,call@b,hold", "--intercepts", "tool_call", "--events", "tool_call"]);
@@ -1273,7 +1273,7 @@ fn seen_by(s: &mut Serve, name: &str, id: i64) -> Vec<Value> {
 
 #[test]
 fn every_event_and_intercept_frame_carries_the_envelope() {
-    // PROTOCOL.md §6.4: the 14 events, routed with their payloads; the
+    // docs/protocol.md §6.4: the 14 events, routed with their payloads; the
     // envelope on every event and event_intercept frame; one host-wide
     // strictly increasing sequence; one session id per run unless the
     // agent gives one.
@@ -1395,7 +1395,7 @@ fn ext_restart(t: &TempDir, name: &str, restart: &str, flags: &[&str]) -> PathBu
 
 #[test]
 fn a_crashed_extension_comes_back_and_a_call_made_meanwhile_is_answered_by_it() {
-    // PROTOCOL.md §7.1.
+    // docs/protocol.md §7.1.
     let t = TempDir::new("serve-restart");
     let a = ext_restart(&t, "a", "on-failure", &["--tools", "crash,echo"]);
     // The call made meanwhile waits for the restart and a Python start-up:
@@ -1457,7 +1457,7 @@ fn five_restarts_then_a_crash_loop() {
 
 #[test]
 fn a_reload_announces_the_tools_that_went_and_came() {
-    // PROTOCOL.md §4: `tools_changed` names the tools whose state changed;
+    // docs/protocol.md §4: `tools_changed` names the tools whose state changed;
     // after a reload that is what an extension has now and what it lost,
     // and an extension that does not come back lost all of its tools.
     let t = TempDir::new("serve-reload-tools");
@@ -1523,7 +1523,7 @@ fn restart_never_overrides_the_manifest_and_policies_judge_the_exit() {
 
 #[test]
 fn extensions_reach_the_agents_own_tools() {
-    // PROTOCOL.md §4 agent_tools / call_tool / call_tool_result, §6.1.
+    // docs/protocol.md §4 agent_tools / call_tool / call_tool_result, §6.1.
     let t = TempDir::new("serve-agent-tools");
     let a = ext(&t, "a", &["--call-tool", "--tools", "call"]);
     let mut s = Serve::start(&t, &[a], &[]);
@@ -1537,7 +1537,7 @@ fn extensions_reach_the_agents_own_tools() {
     assert_eq!(asked["args"], json!({"cmd": "ls"}));
     assert_eq!(asked["parent_tool_id"], "model-7");
     let call_id = asked["call_id"].as_str().unwrap().to_string();
-    // `content` is required (PROTOCOL.md §4); the call still waits.
+    // `content` is required (docs/protocol.md §4); the call still waits.
     let (code, msg) = s.err(json!({"id": "r0", "type": "call_tool_result", "call_id": call_id}));
     assert_eq!((code.as_str(), msg.as_str()), ("bad_request", "missing param `content`"));
     let r = s.ok(json!({"id": 3, "type": "call_tool_result", "call_id": call_id, "content": [{"type": "text", "text": "a b"}], "structured_content": {"n": 2}}));
@@ -1572,7 +1572,7 @@ fn extensions_reach_the_agents_own_tools() {
 
 #[test]
 fn command_names_are_matched_without_case() {
-    // PROTOCOL.md §6.3: first in load order wins; command_invoked.name
+    // docs/protocol.md §6.3: first in load order wins; command_invoked.name
     // carries the spelling registered first.
     let t = TempDir::new("serve-case");
     let a = ext(&t, "a", &["--commands", "Weather"]);
@@ -1600,7 +1600,7 @@ fn command_names_are_matched_without_case() {
 
 #[test]
 fn a_callers_calls_are_cancelled_when_it_exits() {
-    // PROTOCOL.md §6.1: when the caller exits, its calls in flight are
+    // docs/protocol.md §6.1: when the caller exits, its calls in flight are
     // cancelled the same way (the target gets tool_cancel).
     let t = TempDir::new("serve-caller-exit");
     let a = ext(&t, "a", &["--call-tool", "--tools", "call,crash"]);
@@ -1621,7 +1621,7 @@ fn a_callers_calls_are_cancelled_when_it_exits() {
 
 #[test]
 fn notes_sent_at_shutdown_come_before_its_response() {
-    // PROTOCOL.md §2.1: a note "any time", so also in answer to
+    // docs/protocol.md §2.1: a note "any time", so also in answer to
     // `shutdown`; §4: the shutdown response is written last. What would
     // start something new (a submit) is logged and dropped.
     let t = TempDir::new("serve-note-shutdown");
@@ -1640,7 +1640,7 @@ fn notes_sent_at_shutdown_come_before_its_response() {
 
 #[test]
 fn frames_to_an_extension_are_at_most_four_mib() {
-    // PROTOCOL.md §3 rule 9: a call whose frame would be larger fails at
+    // docs/protocol.md §3 rule 9: a call whose frame would be larger fails at
     // once with too_large; an event that large is not delivered (logged).
     let t = TempDir::new("serve-4mib");
     let a = ext(&t, "a", &["--tools", "echo", "--events", "big", "--commands", "panel,display"]);

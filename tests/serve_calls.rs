@@ -1,4 +1,4 @@
-//! Where a call is when it ends (PROTOCOL.md §4, §6.1, §6.2, §7.1), through
+//! Where a call is when it ends (docs/protocol.md §4, §6.1, §6.2, §7.1), through
 //! the real `zot serve` binary with small Python extensions
 //! (tests/fixtures/calls.py): serve's `cancel` at every stage of a call,
 //! cancels while a `tool_call` chain waits, the interactive refusal and
@@ -162,7 +162,7 @@ fn code(r: &Value) -> &str {
 
 #[test]
 fn cancel_answers_a_tool_a_command_and_an_intercept_wherever_they_are() {
-    // PROTOCOL.md §4 `cancel`: the target is answered `cancelled` before
+    // docs/protocol.md §4 `cancel`: the target is answered `cancelled` before
     // the `cancel` response; `false` for one answered or never made.
     let t = TempDir::new("calls-cancel");
     let a = ext(&t, "a", json!({"tools": ["hold", "echo"], "commands": ["hold"]}));
@@ -200,7 +200,7 @@ fn cancel_answers_a_tool_a_command_and_an_intercept_wherever_they_are() {
 
 #[test]
 fn a_call_waiting_for_the_load_or_a_restart_is_cancelled_there_and_never_runs() {
-    // PROTOCOL.md §6.1: cancellable wherever it is; one cancelled before it
+    // docs/protocol.md §6.1: cancellable wherever it is; one cancelled before it
     // reached its tool never reaches it.
     let t = TempDir::new("calls-cancel-parked");
     let once = t.path().join("once");
@@ -276,7 +276,7 @@ fn a_callers_exit_while_the_chain_waits_means_the_target_never_runs() {
 
 #[test]
 fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
-    // PROTOCOL.md §6.1: separate namespaces. The agent makes a call with
+    // docs/protocol.md §6.1: separate namespaces. The agent makes a call with
     // the very tool_id the host made for `a`'s call; `a` cancelling its
     // own call does not cancel the agent's.
     let t = TempDir::new("calls-namespaces");
@@ -307,7 +307,7 @@ fn an_agent_tool_id_like_the_hosts_own_is_another_call() {
 
 #[test]
 fn an_interactive_tool_is_refused_before_any_interceptor_sees_it() {
-    // PROTOCOL.md §6.2: without --interactive-tools, answered at once,
+    // docs/protocol.md §6.2: without --interactive-tools, answered at once,
     // before any interceptor or event sees the call.
     let t = TempDir::new("calls-interactive-refused");
     let a = ext(&t, "a", json!({"tools": ["call"]}));
@@ -332,7 +332,7 @@ fn an_interactive_tool_is_refused_before_any_interceptor_sees_it() {
 
 #[test]
 fn interactive_calls_in_flight_are_cancelled_at_the_end_of_input() {
-    // PROTOCOL.md §6.2: serve --interactive-tools still exits.
+    // docs/protocol.md §6.2: serve --interactive-tools still exits.
     let t = TempDir::new("calls-interactive-eof");
     let b = ext(&t, "b", json!({"tools": ["hold_ask"], "interactive": ["hold_ask"]}));
     let mut s = Serve::start(&t, &[b], &["--interactive-tools"]);
@@ -353,7 +353,7 @@ fn interactive_calls_in_flight_are_cancelled_at_the_end_of_input() {
 
 #[test]
 fn requests_piped_before_shutdown_get_real_answers() {
-    // PROTOCOL.md §4: requests before `shutdown` are dispatched first, in
+    // docs/protocol.md §4: requests before `shutdown` are dispatched first, in
     // order, those waiting for the initial load when it ends.
     let t = TempDir::new("calls-piped-shutdown");
     let a = ext(&t, "a", json!({"tools": ["echo"], "commands": ["hi"]}));
@@ -379,7 +379,7 @@ fn requests_piped_before_shutdown_get_real_answers() {
 
 #[test]
 fn an_intercept_its_interceptors_never_answered_before_shutdown_is_answered_shutting_down() {
-    // PROTOCOL.md §4 Shutdown: a request still in flight is answered with
+    // docs/protocol.md §4 Shutdown: a request still in flight is answered with
     // the extension's answer if it came before its exit, else
     // `shutting_down`; never with a verdict nobody gave (an allow, or a
     // fail-closed block, for an interceptor that only exited).
@@ -471,7 +471,7 @@ fn list_entry(s: &mut Serve, name: &str) -> Value {
 
 #[test]
 fn stdout_closed_before_the_exit_still_restarts() {
-    // PROTOCOL.md §7.1: the restart is decided at the real exit, however
+    // docs/protocol.md §7.1: the restart is decided at the real exit, however
     // the end began.
     let t = TempDir::new("calls-close-then-exit");
     let once = t.path().join("once");
@@ -490,7 +490,7 @@ fn stdout_closed_before_the_exit_still_restarts() {
 
 #[test]
 fn a_restarting_extensions_names_are_not_taken_by_a_shadowed_one() {
-    // PROTOCOL.md §7.1: reserved while it restarts; the call made meanwhile
+    // docs/protocol.md §7.1: reserved while it restarts; the call made meanwhile
     // waits for it (the tool timeout is long: the wait is for the restart,
     // however slow Python starts here).
     let t = TempDir::new("calls-reserved");
@@ -511,7 +511,7 @@ fn a_restarting_extensions_names_are_not_taken_by_a_shadowed_one() {
 
 #[test]
 fn an_extensions_call_tool_to_a_restarting_extension_waits_for_it() {
-    // PROTOCOL.md §6.1 and §7.1: a `call_tool` is routed like a model's
+    // docs/protocol.md §6.1 and §7.1: a `call_tool` is routed like a model's
     // call, so while its target restarts it waits for it (not
     // `unknown tool`), and the restarted process answers.
     let t = TempDir::new("calls-call-tool-restart");
@@ -563,7 +563,7 @@ fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
 
 #[test]
 fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
-    // PROTOCOL.md §4 `restart`.
+    // docs/protocol.md §4 `restart`.
     let t = TempDir::new("calls-restart-request");
     let a = ext(&t, "a", json!({"tools": ["echo", "hold"]}));
     let b = ext(&t, "b", json!({"tools": ["other"]}));
@@ -597,7 +597,7 @@ fn serve_restart_starts_one_extension_anew_and_calls_wait_for_it() {
 
 #[test]
 fn an_extension_stopped_by_a_restart_request_is_listed_restarting() {
-    // PROTOCOL.md §4 `restart`, §7.1: coming back, it is `restarting`
+    // docs/protocol.md §4 `restart`, §7.1: coming back, it is `restarting`
     // while its old process stops, not `exited`.
     let t = TempDir::new("calls-restart-state");
     let go = t.path().join("go");
@@ -634,7 +634,7 @@ fn twenty_restarts_leave_no_zombie() {
 
 #[test]
 fn a_null_system_prompt_reaches_interceptors_as_empty() {
-    // PROTOCOL.md §6.4: `system_prompt` is a string; none (or null) is "".
+    // docs/protocol.md §6.4: `system_prompt` is a string; none (or null) is "".
     let t = TempDir::new("calls-null-prompt");
     let g = ext(&t, "g", json!({"intercepts": ["before_agent_start"]}));
     let mut s = Serve::start(&t, &[g], &[]);
@@ -647,7 +647,7 @@ fn a_null_system_prompt_reaches_interceptors_as_empty() {
 
 #[test]
 fn an_mcp_cancel_while_the_chain_waits_means_the_target_never_runs() {
-    // PROTOCOL.md §6.1 through `zot mcp`: `notifications/cancelled` for a
+    // docs/protocol.md §6.1 through `zot mcp`: `notifications/cancelled` for a
     // call still in its `tool_call` intercept chain.
     let t = TempDir::new("calls-mcp-chain");
     let b = ext(&t, "b", json!({"tools": ["target", "echo"], "events": ["tool_call"]}));

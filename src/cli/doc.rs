@@ -10,6 +10,7 @@
 
 use super::flags::{Cmd, Flag, COMMANDS, SESSION_FLAGS, SHELLS};
 use super::help::about;
+use super::topics::{CONSOLE_ABOUT, FILES, KEYS};
 use crate::VERSION;
 
 /// How the positional argument of a command completes.
@@ -401,7 +402,20 @@ pub fn man_page() -> String {
     s.push_str(
         ".SH ENVIRONMENT\n.TP\n.B ZOT_HOME\nwhere installed extensions, logs, history and trusted projects live (default: $XDG_STATE_HOME/zot, else ~/.local/state/zot).\n.TP\n.B ZOT_TRACE\na trace file when \\fB\\-\\-trace\\fR is not given: one JSON line per frame.\n.TP\n.B NO_COLOR\nno colour in the interactive session.\n",
     );
-    s.push_str(".SH FILES\n.TP\n.I $ZOT_HOME/extensions/<name>/extension.json\nan installed extension's manifest.\n.TP\n.I <cwd>/.zot/extensions\nthe project-local extensions.\n.TP\n.I $ZOT_HOME/logs/ext\\-<name>.log\nan extension's stderr and the host's lines about it.\n.TP\n.I $ZOT_HOME/logs/mcp\\-<name>.log\nan MCP server's stderr, its log messages and the host's lines about it.\n.TP\n.I $ZOT_HOME/history\nthe interactive session's input history.\n");
+    s.push_str(".SH CONSOLE\n");
+    s.push_str(&roff_text(CONSOLE_ABOUT));
+    s.push_str(".SS Commands\n");
+    for (name, what) in crate::console::BUILTINS {
+        s.push_str(&format!(".TP\n.B /{}\n{}\n", roff(name), roff(what)));
+    }
+    s.push_str(".SS \"Keys on a terminal\"\n");
+    for (keys, what) in KEYS {
+        s.push_str(&format!(".TP\n.B {}\n{}\n", roff(keys), roff(what)));
+    }
+    s.push_str(".SH FILES\n");
+    for (path, what) in FILES {
+        s.push_str(&format!(".TP\n.I {}\n{}.\n", roff(path), roff(what)));
+    }
     s.push_str(".SH EXIT STATUS\n0 on success, 1 on a runtime error (one line \\fBzot: <message>\\fR on stderr), 2 on a usage error, 128+N when ended by signal N.\n");
     s.push_str(".SH SEE ALSO\nRun \\fBzot <command> \\-\\-help\\fR for the same texts.\n");
     s

@@ -2,6 +2,7 @@
 //! `--help` and the about text above its options.
 
 use super::flags::{Cmd, Flag, COMMANDS, HELP_FLAG, SESSION_FLAGS, VERSION_FLAG};
+use super::topics;
 use crate::home::Home;
 use crate::manage::sanitize;
 use crate::VERSION;
@@ -27,6 +28,50 @@ pub fn top_help() -> String {
     }
     s.push_str("SECS accepts fractions (0.5).\n\nRun 'zot ext --help' or 'zot <command> --help' for more.\n");
     s.push_str(&environment());
+    s.push_str(&files());
+    s.push_str(&console());
+    s
+}
+
+/// Two columns: `left` padded to `width`, `right` wrapped to the rest of
+/// 80 columns, on a line of its own below when `left` is too long.
+fn columns(left: &str, right: &str, width: usize) -> String {
+    let mut s = String::new();
+    let mut rows = wrap(right, 76 - width).into_iter();
+    if left.len() > width {
+        s.push_str(&format!("  {left}\n"));
+    } else if let Some(first) = rows.next() {
+        s.push_str(&format!("  {left:<width$}  {first}\n"));
+    }
+    for r in rows {
+        s.push_str(&format!("  {:<width$}  {r}\n", ""));
+    }
+    s
+}
+
+/// The files zot reads and writes.
+fn files() -> String {
+    let mut s = String::from("\nFiles:\n");
+    for (path, what) in topics::FILES {
+        s.push_str(&columns(path, what, 32));
+    }
+    s
+}
+
+/// The console's commands and keys.
+fn console() -> String {
+    let mut s = String::from("\nThe console:\n");
+    for l in wrap(topics::CONSOLE_ABOUT, 76) {
+        s.push_str(&format!("  {l}\n"));
+    }
+    s.push_str("\n  Commands:\n");
+    for (name, what) in crate::console::BUILTINS {
+        s.push_str(&columns(&format!("  /{name}"), what, 14));
+    }
+    s.push_str("\n  Keys on a terminal:\n");
+    for (keys, what) in topics::KEYS {
+        s.push_str(&columns(&format!("  {keys}"), what, 30));
+    }
     s
 }
 
@@ -39,6 +84,14 @@ agent in any language can use it as its extension subsystem. Requests are
 intercept, event, agent_tools, call_tool_result, panel_key, panel_close,
 cancel, reload, restart, shutdown. Diagnostics go to stderr. End of stdin
 shuts the host down. Options may come before or after the word 'serve'.
+
+Example: the weather extension of the source tree, one request (>) and its
+answer, after the lines that say it is ready:
+  $ zot serve --no-ext --ext examples/rust/weather
+  {\"type\":\"extension_ready\",\"extension\":\"weather\",\"commands\":[\"weather\",\"cwd\"],\"tools\":[\"weather\"]}
+  {\"type\":\"ready\",\"extensions\":[\"weather\"]}
+  > {\"id\":1,\"type\":\"tool\",\"name\":\"weather\",\"args\":{\"city\":\"Berlin\"}}
+  {\"type\":\"response\",\"id\":1,\"ok\":true,\"result\":{\"extension\":\"weather\",\"content\":[{\"text\":\"Berlin: sunny, 21°C (fake)\",\"type\":\"text\"}],\"is_error\":false}}
 ",
         "mcp" => "Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
 message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and

@@ -9,13 +9,15 @@
 //!
 //! The rooms: `flags` holds the flag and command tables, `parse` the
 //! parser, `help` the usage texts, `doc` the man page and the completion
-//! scripts (the last three read the tables, and nothing reads them back);
+//! scripts (the last three read the tables, and nothing reads them back),
+//! `topics` the files and console keys that `help` and `doc` describe;
 //! this file the session options, the usage error and the dispatch.
 
 mod doc;
 mod flags;
 mod help;
 mod parse;
+mod topics;
 
 pub use parse::parse;
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::input::InFlight;
 use super::print::Held;
 use super::panels::BLOCK_WIDTH;
-use super::render::draw_panel;
+use super::render::{draw_panel, fit, text_width};
 use super::{Console, BUILTINS};
 
 impl Console {
@@ -64,6 +64,9 @@ impl Console {
     pub(super) fn tools(&self) {
         match self.host.list() {
             Ok(l) => {
+                // On a terminal each tool is one row: what does not fit
+                // of its description is cut (the name and tag stay).
+                let room = self.editor.is_some().then(|| crate::lineedit::term_size().0.saturating_sub(1));
                 let mut s: String = l
                     .tools
                     .iter()
@@ -75,8 +78,18 @@ impl Console {
                         if t.interactive {
                             marks.push_str(" (interactive)");
                         }
-                        let tag = self.style.dim(&format!("[{}]{marks}", t.extension));
-                        format!("  {:<14} {} {tag}\n", one_line(&t.name), one_line(&t.description))
+                        let tag = format!("[{}]{marks}", one_line(&t.extension));
+                        let name = format!("  {:<14} ", one_line(&t.name));
+                        let mut desc = one_line(&t.description);
+                        if let Some(room) = room {
+                            let fixed = text_width(&name) + 1 + text_width(&tag);
+                            desc = fit(&desc, room.saturating_sub(fixed));
+                            if fixed > room {
+                                let line = fit(&format!("{name}{desc} {tag}"), room);
+                                return format!("{line}\n");
+                            }
+                        }
+                        format!("{name}{desc} {}\n", self.style.dim(&tag))
                     })
                     .collect();
                 if s.is_empty() {

@@ -12,17 +12,19 @@
 //! The rooms: `commands` holds the built-in commands and tab completion,
 //! `input` where lines come from, what extensions submit and how a call is
 //! waited for, `panels` the open panels and the one drawn in place,
+//! `hints` what the console tells a newcomer (did you mean, what to try),
 //! `print` the printer thread that keeps replies in their place among the
 //! host's events, `render` how events and panels look; this file the
 //! session and one line's handling.
 
 mod commands;
+mod hints;
 mod input;
 mod panels;
 mod print;
 mod render;
 
-use crate::host::{Config, Host, InterceptOutcome, Request, Response};
+use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response};
 use crate::lineedit::{Editor, RawMode, Screen};
 use crate::protocol::Payload;
 use crate::signals;
@@ -84,6 +86,7 @@ pub fn run(mut config: Config) -> i32 {
             let _ = tx.send(Printed::Event(e));
         })
     };
+    let discovery = config.clone();
     let host = match Host::start_with(config, sink) {
         Ok(h) => h,
         Err(e) => {
@@ -164,13 +167,19 @@ pub fn run(mut config: Config) -> i32 {
         system_stale: true,
         agent_runs: 0,
         editor,
+        discovery,
+        told_no_model: false,
     };
     let report = host.wait_ready();
     if let Ok(r) = &report {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
         let banner = format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION"));
         if interactive {
-            console.say(format!("{}\n{}", style.bold(&banner), style.dim("type /help for commands, /exit to leave")));
+            let mut text = style.bold(&banner);
+            if r.ready.is_empty() {
+                text = format!("{text}\n{}", style.dim(hints::NOTHING_LOADED));
+            }
+            console.say(format!("{text}\n{}", style.dim("type /help for commands, /exit to leave")));
         }
     }
     let _ = host.event("session_start", Payload::new());
@@ -232,6 +241,10 @@ struct Console {
     agent_runs: u64,
     /// The line editor, on a terminal.
     editor: Option<Editor>,
+    /// Where extensions are discovered, to name a disabled one.
+    discovery: Config,
+    /// A person typing was told there is no model here.
+    told_no_model: bool,
 }
 
 impl Console {
@@ -260,6 +273,9 @@ impl Console {
     fn line(&mut self, text: &str) -> bool {
         let Some(cmd) = text.strip_prefix('/') else {
             self.prompt(text);
+            if self.prompting && !std::mem::replace(&mut self.told_no_model, true) {
+                self.say(self.style.dim(hints::NO_MODEL));
+            }
             return true;
         };
         let (name, args) = split_word(cmd);
@@ -283,6 +299,10 @@ impl Console {
                 match r {
                     Ok(Response::Command(r)) => self.show_reply(&r, held),
                     Ok(other) => held.say(self.error_line(&format!("unexpected response {other:?}"))),
+                    Err(HostError::UnknownCommand(n)) => {
+                        let known = self.host.list().map(|l| l.commands.into_iter().map(|c| c.name).collect::<Vec<_>>()).unwrap_or_default();
+                        held.say(self.error_line(&hints::unknown_command(&n, &known, &self.discovery)));
+                    }
                     Err(e) => held.say(self.error_line(&e.to_string())),
                 }
             }

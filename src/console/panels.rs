@@ -13,13 +13,16 @@ use crate::text::one_line;
 
 use std::sync::Mutex;
 
-use super::render::{draw_panel, Style};
+use super::render::{frame, Style};
 
 /// The widest a panel is drawn when printed as a block.
 pub(super) const BLOCK_WIDTH: usize = 200;
 
 /// The cursor row while an open panel has the keys.
 pub(super) const HINT: &str = "(keys go to the panel; Ctrl-O: the prompt, Ctrl-C: close it)";
+
+/// The row below an open panel while the prompt has the keys.
+pub(super) const BACK: &str = "(Ctrl-O: back to the panel)";
 
 struct Open {
     extension: String,
@@ -82,19 +85,21 @@ impl PanelMap {
         self.with(|m| m.last().map(|o| (o.panel.id.clone(), o.extension.clone())))
     }
     /// The newest open panel's rows as drawn in place, fitted to the
-    /// terminal: its extension's tag, then the framed block.
-    fn newest_rows(&self, style: Style) -> Vec<String> {
+    /// terminal: the framed block, its extension's tag and title in the
+    /// top border (the id is the extension's own business).
+    fn newest_rows(&self) -> Vec<String> {
         let (cols, rows) = term_size();
         self.with(|m| {
             let Some(o) = m.last() else { return Vec::new() };
             let mut p = o.panel.clone();
-            // The tag and the frame (three rows, five with a footer), the
-            // prompt row and one more must fit the terminal: rows that
-            // scrolled away could not be drawn again in place.
-            let frame = if one_line(&p.footer).is_empty() { 3 } else { 5 };
-            p.lines.truncate(rows.saturating_sub(frame + 2).max(1));
-            let block = draw_panel(&p.title, &p.lines, &p.footer, &p.id, cols.saturating_sub(5).clamp(1, BLOCK_WIDTH));
-            std::iter::once(style.dim(&format!("[{}]", one_line(&o.extension)))).chain(block.lines().map(str::to_string)).collect()
+            // The frame (three rows, five with a footer), the row under
+            // it, the prompt row and one more must fit the terminal: rows
+            // that scrolled away could not be drawn again in place.
+            let rims = if one_line(&p.footer).is_empty() { 3 } else { 5 };
+            p.lines.truncate(rows.saturating_sub(rims + 3).max(1));
+            let title = format!("[{}] {}", one_line(&o.extension), one_line(&p.title));
+            let block = frame(title.trim_end(), &p.lines, &p.footer, cols.saturating_sub(5).clamp(1, BLOCK_WIDTH));
+            block.lines().map(str::to_string).collect()
         })
     }
 }
@@ -102,9 +107,10 @@ impl PanelMap {
 pub(super) type Panels = std::sync::Arc<PanelMap>;
 
 /// Draws the newest open panel in place (none: the panel area goes away);
-/// `focus`, when given, says whether the keys go to it.
+/// `focus`, when given, says whether the keys go to it. After a resize
+/// it is drawn again at the new width.
 pub(super) fn show_newest(panels: &PanelMap, screen: &Screen, style: Style, focus: Option<bool>) {
-    screen.show_panel(panels.newest_rows(style), focus, &style.dim(HINT));
+    screen.show_panel(panels.newest_rows(), focus, &style.dim(HINT), &style.dim(BACK));
 }
 
 /// Shows a panel event in place on the terminal; gives back any other

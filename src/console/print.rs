@@ -4,11 +4,12 @@
 //! (`submit_slash`, `submit`) and each panel opened are passed on to the
 //! session once shown. On a terminal it alone draws the panel in place
 //! (`panels`), so that a panel opened by a reply, its redraws and its
-//! close keep the host's order.
+//! close keep the host's order; and after a terminal resize it draws the
+//! panel and the prompt row again.
 
 use crate::host::HostEvent;
 use crate::lineedit::Screen;
-use crossbeam_channel::{bounded, select, Receiver, Sender};
+use crossbeam_channel::{bounded, never, select, Receiver, Sender};
 use std::sync::Arc;
 
 use super::input::Submitted;
@@ -134,11 +135,19 @@ pub(super) fn print_loop(
             let _ = a.send(());
         }
     };
+    // A resize draws the prompt row and the panel in place again at once.
+    let resized = if in_place { crate::lineedit::resizes().unwrap_or_else(|_| never()) } else { never() };
     loop {
         let job = if holding.is_some() {
-            match jobs.recv() {
-                Ok(job) => job,
-                Err(_) => return,
+            select! {
+                recv(jobs) -> job => match job {
+                    Ok(job) => job,
+                    Err(_) => return,
+                },
+                recv(resized) -> _ => {
+                    panels::show_newest(&panels, &screen, style, None);
+                    continue;
+                }
             }
         } else {
             select! {
@@ -160,6 +169,10 @@ pub(super) fn print_loop(
                     Ok(job) => job,
                     Err(_) => return,
                 },
+                recv(resized) -> _ => {
+                    panels::show_newest(&panels, &screen, style, None);
+                    continue;
+                }
             }
         };
         match job.release {

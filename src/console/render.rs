@@ -40,9 +40,16 @@ impl Style {
     }
 }
 
-/// A panel as a framed block, its text at most `max` columns wide.
+/// A panel printed as a block: its title and id (a script names the
+/// panel by it in `/key`), the frame at most `max` columns wide.
 pub(super) fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str, max: usize) -> String {
-    let title = format!("{} ({})", one_line(title), one_line(id));
+    frame(&format!("{} ({})", one_line(title), one_line(id)), lines, footer, max)
+}
+
+/// A panel as a framed block with `title` in its top border, its text at
+/// most `max` columns wide.
+pub(super) fn frame(title: &str, lines: &[String], footer: &str, max: usize) -> String {
+    let title = one_line(title);
     let lines: Vec<String> = lines.iter().map(|l| one_line(l)).collect();
     let footer = one_line(footer);
     let cols = |s: &str| s.chars().map(|c| c.width().unwrap_or(0)).sum::<usize>();
@@ -74,6 +81,30 @@ pub(super) fn draw_panel(title: &str, lines: &[String], footer: &str, id: &str, 
         out.push('\n');
     }
     out.push_str(&format!("└{}┘", "─".repeat(width + 2)));
+    out
+}
+
+/// The display width of `s`.
+pub(super) fn text_width(s: &str) -> usize {
+    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// `s` cut to `n` columns, with `…` where it was cut.
+pub(super) fn fit(s: &str, n: usize) -> String {
+    if text_width(s) <= n {
+        return s.to_string();
+    }
+    let mut used = 1;
+    let mut out: String = s
+        .chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= n
+        })
+        .collect();
+    if n > 0 {
+        out.push('…');
+    }
     out
 }
 

@@ -13,32 +13,35 @@
 //! to leave, and a second Ctrl-C in a row ends the session; Ctrl-D on an
 //! empty line ends it too (deletes under the cursor otherwise).
 //!
-//! All output goes through one [`Screen`]: text printed while a prompt is
-//! showing is written above it, and the prompt and the half-typed line are
-//! drawn again below. Keys are read by a thread of their own, so that the
-//! console can watch for Ctrl-C while a call is in flight
-//! ([`Editor::wait`]); other keys typed meanwhile are kept for the next
-//! prompt, or, while a panel waits for an answer ([`Editor::wait_keys`]),
-//! decoded and handed to it (`keys`). [`Editor::read_line`] also wakes for
-//! what arrives on a channel, leaving the half-typed line to edit on.
-//! Columns are display columns (`unicode-width`: a CJK character or an
-//! emoji takes two, a combining mark none, and moves with the character
-//! before it). A line wider than the terminal scrolls sideways: the view
-//! is one row, never wrapped, and always shows the cursor. The history is
-//! in `history`.
+//! Keys are read by a thread of their own, so that the console can watch
+//! for Ctrl-C while a call is in flight ([`Editor::wait`]); other keys
+//! typed meanwhile are kept for the next prompt, or, while a panel waits
+//! for an answer ([`Editor::wait_keys`]), decoded and handed to it.
+//! [`Editor::read_line`] also wakes for what arrives on a channel, leaving
+//! the half-typed line to edit on.
+//!
+//! The rooms: `keys` decodes what the terminal sends, `buffer` edits the
+//! line (a step is a grapheme cluster, `grapheme`), `screen` draws it and
+//! everything else printed, `history` keeps the lines entered, `winch`
+//! tells of resizes; this file the terminal mode and the editor's loop.
 
+mod buffer;
+mod grapheme;
 mod history;
 mod keys;
+mod screen;
+mod winch;
 
+pub use screen::{term_size, Screen};
+pub use winch::resizes;
 use crossbeam_channel::{select, unbounded, Receiver};
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Once};
 
 use history::History;
 use keys::{decode, Key};
-use unicode_width::UnicodeWidthChar;
 
 static SAVED: Mutex<Option<(i32, libc::termios)>> = Mutex::new(None);
 
@@ -112,6 +115,12 @@ struct Line {
     after: usize,
     /// The panel shown in place below the output, above the cursor row.
     panel: Live,
+    /// The widths of the rows drawn above the cursor row (the panel's).
+    drawn: Vec<usize>,
+    /// The cursor's column as drawn, from the start of the cursor row.
+    cursor_col: usize,
+    /// The view shows part of the line only.
+    clipped: bool,
 }
 
 /// A panel drawn in place: its rows stay at the bottom of the screen,
@@ -123,212 +132,8 @@ struct Live {
     /// The keys go to the panel, not the prompt; the cursor row shows `hint`.
     focus: bool,
     hint: String,
-}
-
-/// Everything the console writes to stdout, so that output and the line
-/// being edited never garble each other.
-pub struct Screen {
-    line: Mutex<Line>,
-}
-
-impl Default for Screen {
-    fn default() -> Self {
-        Screen::new()
-    }
-}
-
-impl Screen {
-    pub fn new() -> Screen {
-        Screen { line: Mutex::new(Line::default()) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Line> {
-        self.line.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Prints `text` and a newline; above the prompt (and the panel in
-    /// place) when one is showing.
-    pub fn print(&self, text: &str) {
-        let mut line = self.lock();
-        let mut out = io::stdout().lock();
-        if !line.panel.rows.is_empty() {
-            erase_live(&mut out, &line);
-            let _ = writeln!(out, "{text}");
-            draw_live(&mut out, &mut line);
-        } else if line.active {
-            let _ = write!(out, "\r\x1b[K{text}\n");
-            draw(&mut out, &mut line);
-        } else {
-            let _ = writeln!(out, "{text}");
-        }
-        let _ = out.flush();
-    }
-
-    /// Shows `rows` in place of the panel shown so far (none: no panel);
-    /// `focus`, when given, says whether the keys go to it. `hint` is the
-    /// cursor row while they do.
-    pub fn show_panel(&self, rows: Vec<String>, focus: Option<bool>, hint: &str) {
-        let mut line = self.lock();
-        let mut out = io::stdout().lock();
-        erase_live(&mut out, &line);
-        line.panel.rows = rows;
-        if let Some(f) = focus {
-            line.panel.focus = f;
-        }
-        line.panel.hint = hint.to_string();
-        draw_live(&mut out, &mut line);
-        let _ = out.flush();
-    }
-
-    /// The keys go to the panel shown in place.
-    pub fn panel_focused(&self) -> bool {
-        let line = self.lock();
-        line.panel.focus && !line.panel.rows.is_empty()
-    }
-
-    /// Moves the keys between the prompt and the panel shown (Ctrl-O).
-    fn toggle_focus(&self) {
-        let mut line = self.lock();
-        if line.panel.rows.is_empty() {
-            return;
-        }
-        line.panel.focus = !line.panel.focus;
-        let mut out = io::stdout().lock();
-        draw_cursor_row(&mut out, &mut line);
-        let _ = out.flush();
-    }
-
-    fn edit(&self, f: impl FnOnce(&mut Line)) {
-        let mut line = self.lock();
-        f(&mut line);
-        let mut out = io::stdout().lock();
-        draw_cursor_row(&mut out, &mut line);
-        let _ = out.flush();
-    }
-
-    /// Writes `s` after what the cursor row shows, then the prompt again
-    /// if one is showing; with a panel in place, the row and `s` go above it.
-    fn raw(&self, s: &str) {
-        let mut line = self.lock();
-        let mut out = io::stdout().lock();
-        if !line.panel.rows.is_empty() {
-            erase_live(&mut out, &line);
-            if line.active {
-                let typed: String = line.buf.iter().collect();
-                let _ = write!(out, "{}{typed}", line.prompt);
-            }
-            let _ = out.write_all(s.as_bytes());
-            draw_live(&mut out, &mut line);
-        } else {
-            let _ = out.write_all(s.as_bytes());
-            if line.active {
-                draw(&mut out, &mut line);
-            }
-        }
-        let _ = out.flush();
-    }
-}
-
-/// From the cursor row, to the top of the panel in place; erases both.
-fn erase_live(out: &mut impl Write, line: &Line) {
-    let _ = out.write_all(b"\r");
-    if !line.panel.rows.is_empty() {
-        let _ = write!(out, "\x1b[{}A", line.panel.rows.len());
-    }
-    let _ = out.write_all(b"\x1b[J");
-}
-
-/// The panel in place, then the cursor row, from the start of a row.
-fn draw_live(out: &mut impl Write, line: &mut Line) {
-    for r in &line.panel.rows {
-        let _ = writeln!(out, "{r}\x1b[K");
-    }
-    draw_cursor_row(out, line);
-}
-
-/// The prompt and the line, or the hint while a panel has the keys, or
-/// nothing.
-fn draw_cursor_row(out: &mut impl Write, line: &mut Line) {
-    if line.panel.focus && !line.panel.rows.is_empty() {
-        let _ = write!(out, "\r{}\x1b[K", line.panel.hint);
-        line.after = 0;
-    } else if line.active {
-        draw(out, line);
-    } else {
-        let _ = out.write_all(b"\r\x1b[K");
-        line.after = 0;
-    }
-}
-
-/// The display width of `c`: 2 for wide characters, 0 for combining
-/// marks (and controls, which are never drawn).
-fn char_width(c: char) -> usize {
-    c.width().unwrap_or(0)
-}
-
-fn width(cs: &[char]) -> usize {
-    cs.iter().map(|c| char_width(*c)).sum()
-}
-
-/// The terminal's width in columns (80 when it cannot be read).
-fn term_cols() -> usize {
-    term_size().0
-}
-
-/// The terminal's columns and rows (80 by 24 when they cannot be read).
-pub fn term_size() -> (usize, usize) {
-    // SAFETY: TIOCGWINSZ fills the zeroed struct for a terminal descriptor.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
-    let cols = if ok && ws.ws_col > 0 { ws.ws_col as usize } else { 80 };
-    let rows = if ok && ws.ws_row > 0 { ws.ws_row as usize } else { 24 };
-    (cols, rows)
-}
-
-/// Draws the prompt and the part of the line in view, on one row: the
-/// last column stays free, so the terminal never wraps it.
-fn draw(out: &mut impl Write, line: &mut Line) {
-    let prompt_width: usize = crate::text::strip_controls(&line.prompt).chars().map(char_width).sum();
-    let room = term_cols().saturating_sub(prompt_width + 1).max(1);
-    let (buf, cursor) = (&line.buf, line.cursor);
-    if width(buf) <= room || line.offset > cursor {
-        line.offset = if width(buf) <= room { 0 } else { cursor };
-    }
-    while line.offset < cursor && width(&buf[line.offset..cursor]) > room {
-        line.offset = next_stop(buf, line.offset);
-    }
-    let mut shown = String::new();
-    let mut used = 0;
-    for &c in &buf[line.offset..] {
-        if used + char_width(c) > room {
-            break;
-        }
-        used += char_width(c);
-        shown.push(c);
-    }
-    let _ = write!(out, "\r{}{shown}\x1b[K", line.prompt);
-    line.after = used - width(&buf[line.offset..cursor]);
-    if line.after > 0 {
-        let _ = write!(out, "\x1b[{}D", line.after);
-    }
-}
-
-/// The cursor position one character (with its combining marks) right of `i`.
-fn next_stop(buf: &[char], i: usize) -> usize {
-    let mut i = (i + 1).min(buf.len());
-    while i < buf.len() && char_width(buf[i]) == 0 {
-        i += 1;
-    }
-    i
-}
-
-/// The cursor position one character (with its combining marks) left of `i`.
-fn prev_stop(buf: &[char], i: usize) -> usize {
-    let mut i = i.saturating_sub(1);
-    while i > 0 && char_width(buf[i]) == 0 {
-        i -= 1;
-    }
-    i
+    /// The row below the panel while the prompt has the keys.
+    back: String,
 }
 
 /// What [`Editor::read_line`] gives.
@@ -506,8 +311,9 @@ impl Editor {
                 l.active = true;
                 l.prompt = prompt.to_string();
             } else {
-                let panel = std::mem::take(&mut l.panel);
-                *l = Line { active: true, prompt: prompt.to_string(), panel, ..Line::default() };
+                // What is drawn in place stays, and is known to be there.
+                let (panel, drawn, cursor_col) = (std::mem::take(&mut l.panel), std::mem::take(&mut l.drawn), l.cursor_col);
+                *l = Line { active: true, prompt: prompt.to_string(), panel, drawn, cursor_col, ..Line::default() };
             }
         });
         let mut recall = self.history.entries.len();
@@ -558,12 +364,9 @@ impl Editor {
                     }
                     interrupted = empty;
                     recall = self.history.entries.len();
-                    self.screen.edit(|l| l.cursor = l.buf.len());
+                    self.screen.edit(Line::end);
                     self.screen.raw("^C\n");
-                    self.screen.edit(|l| {
-                        l.buf.clear();
-                        l.cursor = 0;
-                    });
+                    self.screen.edit(Line::clear);
                     if empty {
                         self.screen.print("(Ctrl-C again or Ctrl-D to leave)");
                     }
@@ -573,38 +376,18 @@ impl Editor {
                         self.finish("\n");
                         return Read::End;
                     }
-                    self.screen.edit(delete);
+                    self.screen.edit(Line::delete);
                 }
-                Key::Char(c) => self.screen.edit(|l| {
-                    l.buf.insert(l.cursor, c);
-                    l.cursor += 1;
-                }),
-                Key::Backspace => self.screen.edit(|l| {
-                    let to = prev_stop(&l.buf, l.cursor);
-                    l.buf.drain(to..l.cursor);
-                    l.cursor = to;
-                }),
-                Key::Delete => self.screen.edit(delete),
-                Key::Left | Key::Ctrl(b'B') => self.screen.edit(|l| l.cursor = prev_stop(&l.buf, l.cursor)),
-                Key::Right | Key::Ctrl(b'F') => self.screen.edit(|l| l.cursor = next_stop(&l.buf, l.cursor)),
-                Key::Home | Key::Ctrl(b'A') => self.screen.edit(|l| l.cursor = 0),
-                Key::End | Key::Ctrl(b'E') => self.screen.edit(|l| l.cursor = l.buf.len()),
-                Key::Ctrl(b'K') => self.screen.edit(|l| l.buf.truncate(l.cursor)),
-                Key::Ctrl(b'U') => self.screen.edit(|l| {
-                    l.buf.drain(..l.cursor);
-                    l.cursor = 0;
-                }),
-                Key::Ctrl(b'W') => self.screen.edit(|l| {
-                    let mut start = l.cursor;
-                    while start > 0 && l.buf[start - 1] == ' ' {
-                        start -= 1;
-                    }
-                    while start > 0 && l.buf[start - 1] != ' ' {
-                        start -= 1;
-                    }
-                    l.buf.drain(start..l.cursor);
-                    l.cursor = start;
-                }),
+                Key::Char(c) => self.screen.edit(|l| l.insert(c)),
+                Key::Backspace => self.screen.edit(Line::backspace),
+                Key::Delete => self.screen.edit(Line::delete),
+                Key::Left | Key::Ctrl(b'B') => self.screen.edit(Line::left),
+                Key::Right | Key::Ctrl(b'F') => self.screen.edit(Line::right),
+                Key::Home | Key::Ctrl(b'A') => self.screen.edit(Line::home),
+                Key::End | Key::Ctrl(b'E') => self.screen.edit(Line::end),
+                Key::Ctrl(b'K') => self.screen.edit(Line::kill_to_end),
+                Key::Ctrl(b'U') => self.screen.edit(Line::kill_to_start),
+                Key::Ctrl(b'W') => self.screen.edit(Line::kill_word),
                 Key::Up | Key::Down => {
                     let n = self.history.entries.len();
                     let to = match key {
@@ -620,10 +403,7 @@ impl Editor {
                         Some(e) => e.chars().collect(),
                         None => draft.clone(),
                     };
-                    self.screen.edit(|l| {
-                        l.cursor = text.len();
-                        l.buf = text;
-                    });
+                    self.screen.edit(|l| l.set(text));
                 }
                 Key::Tab => self.complete(complete),
                 Key::Ctrl(_) | Key::Esc | Key::PageUp | Key::PageDown | Key::Other => {}
@@ -631,35 +411,15 @@ impl Editor {
         }
     }
 
-    /// Ends the prompt: writes `tail` after the line, nothing is redrawn
-    /// (but a panel in place, below them).
+    /// Ends the prompt: the whole line stays on screen, then `tail`.
     fn finish(&self, tail: &str) {
-        let mut line = self.screen.lock();
-        let mut out = io::stdout().lock();
-        if !line.panel.rows.is_empty() {
-            erase_live(&mut out, &line);
-            let typed: String = line.buf.iter().collect();
-            let _ = write!(out, "{}{typed}{tail}", line.prompt);
-            line.active = false;
-            draw_live(&mut out, &mut line);
-            let _ = out.flush();
-            return;
-        }
-        line.active = false;
-        if line.after > 0 {
-            let _ = write!(out, "\x1b[{}C", line.after);
-        }
-        let _ = out.write_all(tail.as_bytes());
-        let _ = out.flush();
+        self.screen.finish(tail);
     }
 
+    /// Tab: completes the word before the cursor as far as the
+    /// candidates agree; when they agree no further, lists them in columns.
     fn complete(&mut self, complete: Completer<'_>) {
-        let (before, start) = {
-            let l = self.screen.lock();
-            let before: String = l.buf[..l.cursor].iter().collect();
-            let start = l.buf[..l.cursor].iter().rposition(|c| *c == ' ').map_or(0, |i| i + 1);
-            (before, start)
-        };
+        let (before, start) = self.screen.lock().word_before_cursor();
         let word: String = before.chars().skip(start).collect();
         // Without case, as commands are matched (`/W` completes `/weather`);
         // the word typed is replaced by the candidate's own spelling.
@@ -676,19 +436,11 @@ impl Editor {
         if found.len() == 1 {
             replace.push(' ');
         } else if replace.len() <= word.chars().count() {
-            self.screen.print(&found.join("  "));
+            self.screen.print(&screen::columns(&found, screen::term_cols()));
             return;
         }
-        self.screen.edit(|l| {
-            l.buf.splice(start..l.cursor, replace.iter().copied());
-            l.cursor = start + replace.len();
-        });
+        self.screen.edit(|l| l.replace_to_cursor(start, &replace));
     }
-}
-
-fn delete(l: &mut Line) {
-    let to = next_stop(&l.buf, l.cursor);
-    l.buf.drain(l.cursor..to);
 }
 
 #[cfg(test)]
