@@ -45,6 +45,8 @@ pub const THREAD_STACK: usize = 512 * 1024;
 pub type Bytes = Arc<Vec<u8>>;
 
 /// What a child's threads report to the dispatcher.
+// Frames are nearly every message: boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum ChildMsg {
     Frame(ExtFrame),
