@@ -241,6 +241,22 @@ pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found
     out
 }
 
+/// The names of the project-local extensions and MCP servers of the
+/// project `dir` (a broken one by its label), in load order: what
+/// `zot trust` says it trusted.
+pub fn project_names(dir: &Path) -> Vec<String> {
+    scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
+        .into_iter()
+        // Its MCP servers run too: a project with only those is not one
+        // with nothing to run.
+        .chain(mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false))
+        .map(|r| match r {
+            Ok(f) => f.manifest.name,
+            Err(b) => b.label(),
+        })
+        .collect()
+}
+
 /// Every extension directory directly under `root`, sorted by folder name
 /// (byte order). Hidden folders are skipped; a missing root is empty.
 pub fn scan_dir(root: &Path, source: Source) -> Vec<Result<Found, Broken>> {

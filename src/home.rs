@@ -101,13 +101,30 @@ pub fn private_file() -> OpenOptions {
     o
 }
 
-/// Opens `path` with `opts` (which should create it), creating it `0600`;
-/// a file that existed with group or other bits is made `0600` through the
-/// open descriptor before anything is written to it.
+/// Opens `path` with `opts` (which should create it), creating it `0600`,
+/// for zot's own log, history, trace and lock files. A symbolic link there
+/// is refused, never followed (in a home others can write, it could point
+/// at any file of the user's): the error names it. An existing file with
+/// group or other bits is made `0600` through the open descriptor before
+/// anything is written to it, but only when it is one zot could have
+/// created: a regular file of this user with no other hard link (never a
+/// file someone linked there).
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<std::fs::File> {
-    use std::os::unix::fs::PermissionsExt;
-    let f = opts.mode(0o600).open(path)?;
-    if f.metadata()?.permissions().mode() & 0o077 != 0 {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let f = opts.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            io::Error::new(
+                e.kind(),
+                format!("{} is a symbolic link; zot does not follow links for its own files (remove it)", path.display()),
+            )
+        } else {
+            e
+        }
+    })?;
+    let meta = f.metadata()?;
+    // SAFETY: getuid has no preconditions.
+    let mine = meta.is_file() && meta.nlink() == 1 && meta.uid() == unsafe { libc::getuid() };
+    if mine && meta.permissions().mode() & 0o077 != 0 {
         f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
     Ok(f)

@@ -87,7 +87,7 @@ impl Log {
     /// failure only.
     pub fn stderr_tail(&self) -> Vec<String> {
         use std::io::{Read, Seek, SeekFrom};
-        let Ok(mut f) = File::open(&self.0.path) else { return Vec::new() };
+        let Ok(mut f) = crate::home::open_private(&self.0.path, std::fs::OpenOptions::new().read(true)) else { return Vec::new() };
         let len = f.metadata().map_or(0, |m| m.len());
         // Rotated meanwhile: the file starts over.
         let start = if len < self.0.start { 0 } else { self.0.start };
@@ -178,7 +178,16 @@ impl LogFile {
         old.push(".1");
         let mut partial = old.clone();
         partial.push(".partial");
-        if let Err(e) = std::fs::copy(&self.path, &partial).and_then(|_| std::fs::rename(&partial, &old)) {
+        // The copy is read from the log itself and written to a file made
+        // afresh: a link put at either path is never written through.
+        let copy = || -> io::Result<()> {
+            let _ = std::fs::remove_file(&partial);
+            let mut to = crate::home::open_private(Path::new(&partial), std::fs::OpenOptions::new().write(true).create_new(true))?;
+            let mut from = crate::home::open_private(&self.path, std::fs::OpenOptions::new().read(true))?;
+            io::copy(&mut from, &mut to)?;
+            std::fs::rename(&partial, &old)
+        };
+        if let Err(e) = copy() {
             let _ = std::fs::remove_file(&partial);
             return Err(e);
         }

@@ -4,7 +4,7 @@
 //! host events become notifications. Stdout carries protocol lines only.
 
 use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
-use crate::protocol::Payload;
+use crate::protocol::{Element, IdField, Message, Payload, WireId};
 use crossbeam_channel::{Receiver, Sender};
 use crate::stdio::{self, Line, Lines, Output, Pending};
 use serde::Serialize;
@@ -65,7 +65,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
     // thread; this thread gets its id and writes its response once every
     // extension has stopped and every request in flight is answered. At
     // the end of input (no id), accepted requests first run to their end.
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Option<(Value, Receiver<()>)>>(1);
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Option<(WireId, Receiver<()>)>>(1);
     let stopper = {
         let (host, out, pending) = (host.clone(), out_tx.clone(), pending.clone());
         thread::Builder::new().name("zot-serve-stop".into()).spawn(move || {
@@ -88,7 +88,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
                     } else {
                         host.shutdown();
                     }
-                    out.line(&ok(&id, json!({})));
+                    out.line(&ok(Some(&id), json!({})));
                 }
             }
             out.flush();
@@ -104,7 +104,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             return 1;
         }
     };
-    let start_stop = |reply: Option<Value>| {
+    let start_stop = |reply: Option<WireId>| {
         if stopping.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -133,34 +133,39 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
             Line::Text(t) => t,
             Line::TooLong => {
                 let msg = format!("request line longer than {} bytes", stdio::MAX_LINE);
-                out_tx.line(&err(&Value::Null, "bad_request", &msg));
+                out_tx.line(&err(None, "bad_request", &msg));
                 continue;
             }
         };
         match parse_request(text) {
             Err((id, msg)) => {
-                out_tx.line(&err(&id, "bad_request", &msg));
+                out_tx.line(&err(id.as_ref(), "bad_request", &msg));
             }
             Ok((id, _)) if stopping.load(Ordering::SeqCst) => {
                 let e = HostError::ShuttingDown;
-                out_tx.line(&err(&id, e.code(), &e.to_string()));
+                out_tx.line(&err(Some(&id), e.code(), &e.to_string()));
+            }
+            // Its cancel would be ambiguous (PROTOCOL.md §4): not run.
+            Ok((id, _)) if in_flight.busy(&id) => {
+                let msg = format!("id {id} is already in use by a request still in flight");
+                out_tx.line(&err(Some(&id), "bad_request", &msg));
             }
             Ok((id, Method::Ping)) => {
-                out_tx.line(&ok(&id, json!({"pong": true})));
+                out_tx.line(&ok(Some(&id), json!({"pong": true})));
             }
             Ok((id, Method::Shutdown)) => start_stop(Some(id)),
-            Ok((id, Method::Cancel(target))) => match in_flight.key_of(target) {
+            Ok((id, Method::Cancel(target))) => match in_flight.key_of(&target) {
                 // Already answered (or never asked): nothing to cancel.
-                None => out_tx.line(&ok(&id, json!({"cancelled": false}))),
+                None => out_tx.line(&ok(Some(&id), json!({"cancelled": false}))),
                 Some(key) => {
                     let out = out_tx.clone();
                     let done = pending.begin();
                     host.submit_quiet(Request::Cancel { key }, more, move |r| {
                         let _done = done;
                         let line = match r {
-                            Ok(Response::Cancelled(c)) => ok(&id, json!({"cancelled": c})),
+                            Ok(Response::Cancelled(c)) => ok(Some(&id), json!({"cancelled": c})),
                             Ok(other) => result_line(&id, other),
-                            Err(e) => err(&id, e.code(), &e.message()),
+                            Err(e) => err(Some(&id), e.code(), &e.message()),
                         };
                         out.line(&line);
                     });
@@ -174,10 +179,12 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
                     let _done = done;
                     let line = match r {
                         Ok(resp) => result_line(&id, resp),
-                        Err(e) => err(&id, e.code(), &e.message()),
+                        Err(e) => err(Some(&id), e.code(), &e.message()),
                     };
-                    out.line(&line);
+                    // Before the line: an agent that reads the answer and
+                    // reuses the id at once finds it free.
                     answered.send(id);
+                    out.line(&line);
                 })
                 .with_key(key);
                 host.submit_quiet_responder(req, more, responder);
@@ -196,7 +203,7 @@ enum Method {
     Ping,
     Shutdown,
     /// `cancel`: the id of the request to give up on.
-    Cancel(Value),
+    Cancel(WireId),
     Host(Request),
 }
 
@@ -208,41 +215,21 @@ enum Method {
 /// whenever it has doubled since it last did.
 struct InFlight {
     next: u64,
-    keys: HashMap<Id, u64>,
+    keys: HashMap<WireId, u64>,
     /// Taken in when `keys` reaches this size.
     take_in_at: usize,
-    answered_tx: Sender<(Value, u64)>,
-    answered_rx: Receiver<(Value, u64)>,
-}
-
-/// A request id as a map key: the JSON string or number (`1` and `"1"`
-/// are two ids).
-#[derive(PartialEq, Eq, Hash)]
-enum Id {
-    Str(String),
-    Num(serde_json::Number),
-    /// Not an id (`parse_request` takes only strings and numbers).
-    Other,
-}
-
-impl From<Value> for Id {
-    fn from(v: Value) -> Id {
-        match v {
-            Value::String(s) => Id::Str(s),
-            Value::Number(n) => Id::Num(n),
-            _ => Id::Other,
-        }
-    }
+    answered_tx: Sender<(WireId, u64)>,
+    answered_rx: Receiver<(WireId, u64)>,
 }
 
 /// What an answer tells [`InFlight`]: its request is no longer in flight.
 struct Answered {
     key: u64,
-    tx: Sender<(Value, u64)>,
+    tx: Sender<(WireId, u64)>,
 }
 
 impl Answered {
-    fn send(self, id: Value) {
+    fn send(&self, id: WireId) {
         let _ = self.tx.send((id, self.key));
     }
 }
@@ -258,60 +245,76 @@ impl Default for InFlight {
 
 impl InFlight {
     /// A key for the request `id`, now in flight, and what its answer
-    /// sends back. A later request with the same id is the one a
-    /// `cancel` then names.
-    fn begin(&mut self, id: &Value) -> (u64, Answered) {
+    /// sends back. The id must not be [`busy`](Self::busy).
+    fn begin(&mut self, id: &WireId) -> (u64, Answered) {
         if self.keys.len() >= self.take_in_at {
             self.take_in();
             self.take_in_at = (2 * self.keys.len()).max(TAKE_IN_MIN);
         }
         self.next += 1;
         let key = self.next;
-        self.keys.insert(Id::from(id.clone()), key);
+        self.keys.insert(id.clone(), key);
         (key, Answered { key, tx: self.answered_tx.clone() })
     }
 
     /// Lets go of the requests answered so far.
     fn take_in(&mut self) {
         for (id, key) in self.answered_rx.try_iter() {
-            let id = Id::from(id);
             if self.keys.get(&id) == Some(&key) {
                 self.keys.remove(&id);
             }
         }
     }
 
-    fn key_of(&mut self, id: Value) -> Option<u64> {
+    /// Whether a request with the id `id` is still in flight (compared as
+    /// JSON text: `1` and `"1"` are two ids).
+    fn busy(&mut self, id: &WireId) -> bool {
+        self.keys.contains_key(id) && {
+            self.take_in();
+            self.keys.contains_key(id)
+        }
+    }
+
+    fn key_of(&mut self, id: &WireId) -> Option<u64> {
         self.take_in();
-        self.keys.get(&Id::from(id)).copied()
+        self.keys.get(id).copied()
     }
 }
 
-/// Parses one request line into its id and method; on failure, the id to
-/// answer with (null when there is none) and a message.
-fn parse_request(text: &[u8]) -> Result<(Value, Method), (Value, String)> {
-    let v: Value = serde_json::from_slice(text).map_err(|e| (Value::Null, format!("invalid JSON: {e}")))?;
-    let Value::Object(mut obj) = v else {
-        return Err((Value::Null, "a request must be a JSON object".into()));
+/// Parses one request line into its id, kept as its JSON text, and its
+/// method; on failure, the id to answer with (null when there is none)
+/// and a message.
+fn parse_request(text: &[u8]) -> Result<(WireId, Method), (Option<WireId>, String)> {
+    let m: Message = serde_json::from_slice(text).map_err(|e| (None, format!("invalid JSON: {e}")))?;
+    let Message::One(Element::Object(mut obj)) = m else {
+        return Err((None, "a request must be a JSON object".into()));
     };
-    let id = match obj.remove("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id,
-        Some(_) => return Err((Value::Null, "`id` must be a string or a number".into())),
-        None => return Err((Value::Null, "missing `id`".into())),
+    let id = match std::mem::replace(&mut obj.id, IdField::Absent) {
+        IdField::Id(id) => id,
+        IdField::Other(_) => return Err((None, "`id` must be a string or a number".into())),
+        IdField::Absent => return Err((None, "missing `id`".into())),
     };
-    let method = match obj.remove("type") {
+    let method = match obj.rest.remove("type") {
         Some(Value::String(t)) => t,
-        Some(_) => return Err((id, "`type` must be a string".into())),
-        None => return Err((id, "missing `type`".into())),
+        Some(_) => return Err((Some(id), "`type` must be a string".into())),
+        None => return Err((Some(id), "missing `type`".into())),
     };
-    match build(&method, obj) {
+    if method == "cancel" {
+        return match obj.target {
+            IdField::Id(t) => Ok((id, Method::Cancel(t))),
+            IdField::Absent => Err((Some(id), "missing param `target`".into())),
+            IdField::Other(_) => Err((Some(id), "param `target` must be a string or a number".into())),
+        };
+    }
+    obj.target_to_rest();
+    match build(&method, obj.rest) {
         // Progress of the call is told with the request's own id (tool_progress).
         Ok(Method::Host(Request::ToolCall(mut call))) => {
             call.progress_key = Some(id.clone());
             Ok((id, Method::Host(Request::ToolCall(call))))
         }
         Ok(m) => Ok((id, m)),
-        Err(msg) => Err((id, msg)),
+        Err(msg) => Err((Some(id), msg)),
     }
 }
 
@@ -319,11 +322,6 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
     let req = match method {
         "ping" => return Ok(Method::Ping),
         "shutdown" => return Ok(Method::Shutdown),
-        "cancel" => match p.remove("target") {
-            Some(t @ (Value::String(_) | Value::Number(_))) => return Ok(Method::Cancel(t)),
-            None => return Err("missing param `target`".into()),
-            Some(_) => return Err("param `target` must be a string or a number".into()),
-        },
         "restart" => Request::Restart { name: req_str(&mut p, "name")? },
         "list" => Request::List,
         "reload" => Request::Reload,
@@ -436,7 +434,8 @@ fn opt_id(p: &mut Map<String, Value>, key: &str) -> Result<Option<String>, Strin
 struct Reply<'a, T: Serialize> {
     #[serde(rename = "type")]
     ty: &'static str,
-    id: &'a Value,
+    /// `null` for a line that has no usable id.
+    id: Option<&'a WireId>,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<T>,
@@ -450,7 +449,8 @@ struct ErrorBody {
     message: String,
 }
 
-fn result_line(id: &Value, r: Response) -> Vec<u8> {
+fn result_line(id: &WireId, r: Response) -> Vec<u8> {
+    let id = Some(id);
     match r {
         Response::Delivered(n) => ok(id, json!({ "delivered": n })),
         Response::Done => ok(id, json!({})),
@@ -459,11 +459,11 @@ fn result_line(id: &Value, r: Response) -> Vec<u8> {
     }
 }
 
-fn ok<T: Serialize>(id: &Value, result: T) -> Vec<u8> {
+fn ok<T: Serialize>(id: Option<&WireId>, result: T) -> Vec<u8> {
     encode(&Reply { ty: "response", id, ok: true, result: Some(result), error: None })
 }
 
-fn err(id: &Value, code: &'static str, message: &str) -> Vec<u8> {
+fn err(id: Option<&WireId>, code: &'static str, message: &str) -> Vec<u8> {
     let error = Some(ErrorBody { code, message: message.to_string() });
     encode(&Reply::<()> { ty: "response", id, ok: false, result: None, error })
 }
@@ -477,40 +477,43 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::InFlight;
+    use crate::protocol::WireId;
     use serde_json::{json, Value};
 
+    fn id(v: Value) -> WireId {
+        WireId::from_value(&v).unwrap()
+    }
+
     #[test]
-    fn a_cancel_names_the_latest_request_of_an_id_until_it_is_answered() {
+    fn an_id_is_busy_until_its_request_is_answered() {
         let mut f = InFlight::default();
-        let (k1, a1) = f.begin(&json!("a"));
-        let (k2, a2) = f.begin(&json!("a"));
-        let (k3, _a3) = f.begin(&json!(1));
-        assert_ne!(k1, k2);
-        assert_eq!(f.key_of(json!("a")), Some(k2));
+        let (k1, a1) = f.begin(&id(json!("a")));
+        let (k3, _a3) = f.begin(&id(json!(1)));
+        assert!(f.busy(&id(json!("a"))));
+        assert_eq!(f.key_of(&id(json!("a"))), Some(k1));
         // `1` and `"1"` are two ids.
-        assert_eq!(f.key_of(json!(1)), Some(k3));
-        assert_eq!(f.key_of(json!("1")), None);
-        // The first answer of "a" does not end the second request.
-        a1.send(json!("a"));
-        assert_eq!(f.key_of(json!("a")), Some(k2));
-        a2.send(json!("a"));
-        assert_eq!(f.key_of(json!("a")), None);
-        assert_eq!(f.key_of(json!(1)), Some(k3));
+        assert_eq!(f.key_of(&id(json!(1))), Some(k3));
+        assert_eq!(f.key_of(&id(json!("1"))), None);
+        assert!(!f.busy(&id(json!("1"))));
+        a1.send(id(json!("a")));
+        assert!(!f.busy(&id(json!("a"))));
+        assert_eq!(f.key_of(&id(json!("a"))), None);
+        assert_eq!(f.key_of(&id(json!(1))), Some(k3));
     }
 
     #[test]
     fn answered_requests_are_let_go_while_requests_keep_coming() {
         let mut f = InFlight::default();
-        let held: Vec<(Value, u64)> = (0..10).map(|i| (json!(format!("held{i}")), f.begin(&json!(format!("held{i}"))).0)).collect();
+        let held: Vec<(WireId, u64)> = (0..10).map(|i| (id(json!(format!("held{i}"))), f.begin(&id(json!(format!("held{i}")))).0)).collect();
         for i in 0..50_000 {
-            let id = json!(i);
-            let (_, answered) = f.begin(&id);
-            answered.send(id);
+            let i = id(json!(i));
+            let (_, answered) = f.begin(&i);
+            answered.send(i);
         }
         assert!(f.keys.len() < 2100, "{} ids kept", f.keys.len());
-        for (id, key) in held {
-            assert_eq!(f.key_of(id), Some(key));
+        for (i, key) in held {
+            assert_eq!(f.key_of(&i), Some(key));
         }
-        assert_eq!(f.key_of(json!(49_999)), None);
+        assert_eq!(f.key_of(&id(json!(49_999))), None);
     }
 }

@@ -338,7 +338,7 @@ fn bare_repo(w: &World, name: &str, setup: impl FnOnce(&Path)) -> PathBuf {
 #[test]
 fn install_from_git() {
     if !have_git() {
-        eprintln!("skipping install_from_git: git is not on PATH");
+        common::skip("install_from_git: git is not on PATH");
         return;
     }
     let w = World::new();
@@ -939,7 +939,7 @@ fn install_takes_a_manifest_path_and_skips_build_output_and_dependencies() {
 #[test]
 fn git_install_errors_show_gits_reason_and_no_temporary_path() {
     if !have_git() {
-        eprintln!("skipping: git is not on PATH");
+        common::skip("git_install_errors_show_gits_reason_and_no_temporary_path: git is not on PATH");
         return;
     }
     let w = World::new();

@@ -279,6 +279,32 @@ fn without_a_manifest_env_the_agent_markers_are_still_set() {
     stop(&mut z);
 }
 
+/// PROTOCOL.md §1's order: the host's environment, then zot's own
+/// variables (the instance marker among them), then the manifest's `env`,
+/// which wins over both.
+#[test]
+fn the_manifest_env_wins_over_zots_own_variables_which_win_over_the_hosts() {
+    let t = TempDir::new("env-order");
+    let cwd = t.path().join("cwd");
+    fs::create_dir_all(&cwd).expect("mkdir");
+    let exts = t.path().join("exts");
+    let own = env_ext(&exts, "own", json!({"ZOT_EXT_INSTANCE": "the-manifests", "ZOT_AGENT": "0"}));
+    let plain = env_ext(&exts, "plain", Value::Null);
+    let host = [("ZOT_EXT_INSTANCE", "the-hosts"), ("ZOT_AGENT", "host")];
+    let mut z = serve(t.path(), &cwd, &["--no-ext", "--ext", s(&own), "--ext", s(&plain)], &host);
+    ready(&mut z);
+    let var = |dir: &Path, name: &str| {
+        let dump = fs::read_to_string(dir.join("env.txt")).expect("env dump");
+        let prefix = format!("{name}=");
+        dump.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).unwrap_or_default()
+    };
+    assert_eq!((var(&own, "ZOT_EXT_INSTANCE"), var(&own, "ZOT_AGENT")), ("the-manifests".into(), "0".into()));
+    let marker = var(&plain, "ZOT_EXT_INSTANCE");
+    assert!(marker.starts_with(&format!("{}.", z.pid)), "zot's marker replaces the host's: {marker}");
+    assert_eq!(var(&plain, "ZOT_AGENT"), "1");
+    stop(&mut z);
+}
+
 // ---------------------------------------------------------------------------
 // Trust
 

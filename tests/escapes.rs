@@ -87,6 +87,62 @@ fn setsid_descendants_are_gone_once_zot_serve_has_shut_down() {
     assert!(left.is_empty(), "still running after zot exited: {left:?}\n{}", z.context());
 }
 
+/// One that moves into zot's own process group (and ignores SIGTERM) still
+/// carries its extension's marker: it is that extension's, and ended with
+/// it, not taken for one of the host's own commands.
+#[test]
+fn a_descendant_that_joined_zots_own_group_is_gone_once_zot_serve_has_shut_down() {
+    let t = TempDir::new("esc-serve-hostgroup");
+    let (joiner, pids) = escape_ext(&t, "joiner", &["hostgroup", "stubborn"], json!({}));
+    let mut z = serve(&t, &[joiner]);
+    let p = escapees(&pids, 1)[0];
+    assert!(process_alive(p), "{p} is not running");
+    assert_eq!(pgid_of(p), pgid_of(z.pid), "{p} did not join zot's group");
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    z.wait_line("the shutdown answer", |l| json_line(l)["id"] == "s");
+    assert_eq!(z.exit_code(WAIT), 0, "{}", z.context());
+    let alive = process_alive(p);
+    if alive {
+        // SAFETY: kill only signals; the test's own leftover.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(!alive, "{p} in zot's own group outlived zot\n{}", z.context());
+}
+
+/// One that shed the marker, the group and the session cannot be
+/// attributed: `list` counts it as `orphans` while it lives, and it is
+/// ended when zot exits.
+#[test]
+fn an_orphan_that_shed_marker_group_and_session_is_counted_in_list_and_ended_at_exit() {
+    let t = TempDir::new("esc-serve-anon-count");
+    let (anon, pids) = escape_ext(&t, "anon", &["anon", "stubborn", "crash"], json!({}));
+    let mut z = serve(&t, &[anon]);
+    let p = escapes_one(&pids);
+    z.wait_line("the crash", |l| json_line(l)["type"] == "extension_exited");
+    let mut n = 0;
+    let counted = wait_until(WAIT, || {
+        n += 1;
+        z.send(&format!(r#"{{"id":"l{n}","type":"list"}}"#));
+        let id = format!("l{n}");
+        let l = z.wait_line("the list", |l| json_line(l)["id"] == id.as_str());
+        json_line(&l)["result"]["orphans"] == json!(1)
+    });
+    assert!(counted, "list never counted the orphan\n{}", z.context());
+    z.send(r#"{"id":"s","type":"shutdown"}"#);
+    assert_eq!(z.exit_code(WAIT), 0, "{}", z.context());
+    let alive = process_alive(p);
+    if alive {
+        // SAFETY: kill only signals; the test's own leftover.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(!alive, "{p} outlived zot\n{}", z.context());
+}
+
+/// The one pid an escape fixture's descendant wrote.
+fn escapes_one(pidfile: &Path) -> u32 {
+    escapees(pidfile, 1)[0]
+}
+
 #[test]
 fn a_setsid_descendant_is_gone_after_its_extension_crashed_and_restarted_and_another_ones_stays() {
     let t = TempDir::new("esc-serve-restart");

@@ -152,36 +152,59 @@ fn test_summary_adds_one_total_line() {
 }
 
 /// `make test`'s run (.ci/test-total) on a small cargo project of its own:
-/// one test passes, one fails, one is ignored and one says it skips. The
-/// total line counts each once where it belongs, and the exit status is
-/// cargo's.
+/// one test passes, one fails, one is ignored and two skip through the
+/// suite's own helper (tests/common/skip.rs), one of them with everything
+/// it writes to stderr thrown away, as a harness that captured it would.
+/// The total line counts each once where it belongs, and the exit status
+/// is cargo's.
 #[test]
 fn test_total_counts_a_skipped_test_as_skipped() {
     let t = TempDir::new("test-total");
     std::fs::create_dir_all(t.path().join("tests")).expect("tests/");
     std::fs::write(t.path().join("Cargo.toml"), "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
         .expect("Cargo.toml");
+    let helper = format!("#[path = \"{ROOT}/tests/common/skip.rs\"]\nmod skip;\n");
     std::fs::write(
         t.path().join("tests/t.rs"),
-        r#"use std::io::Write;
-#[test] fn passes() {}
-#[test] fn fails() { panic!("on purpose") }
-#[test] #[ignore] fn ignored() {}
-#[test] fn skips() { let _ = std::io::stderr().write_all(b"SKIP: no such tool here\n"); }
-"#,
+        format!(
+            r#"{helper}
+#[test] fn passes() {{}}
+#[test] fn fails() {{ panic!("on purpose") }}
+#[test] #[ignore] fn ignored() {{}}
+#[test] fn skips() {{ skip::skip("no such tool here") }}
+"#
+        ),
     )
     .expect("t.rs");
+    // In a binary of its own: its stderr goes nowhere from the start.
+    std::fs::write(
+        t.path().join("tests/unheard.rs"),
+        format!(
+            r#"{helper}
+extern "C" {{ fn dup2(from: i32, to: i32) -> i32; }}
+#[test] fn skips_unheard() {{
+    use std::os::fd::AsRawFd;
+    let null = std::fs::File::options().write(true).open("/dev/null").unwrap();
+    assert_eq!(unsafe {{ dup2(null.as_raw_fd(), 2) }}, 2);
+    skip::skip("nobody sees this line");
+}}
+"#
+        ),
+    )
+    .expect("unheard.rs");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(format!("{ROOT}/.ci/test-total"))
         .current_dir(t.path())
         .env("CARGO", cargo)
         .env("CARGO_TARGET_DIR", t.path().join("target"))
+        .env_remove("ZOT_TEST_SKIPS")
         .stdin(Stdio::null())
         .output()
         .expect("run .ci/test-total");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().last(), Some("1 passed, 1 failed, 2 skipped"), "{text}");
+    assert_eq!(text.lines().last(), Some("1 passed, 1 failed, 3 skipped"), "{text}");
     assert!(text.contains("SKIP: no such tool here"), "{text}");
+    assert!(!text.contains("nobody sees this line"), "{text}");
     assert_eq!(out.status.code(), Some(101), "{text}");
 }
 

@@ -19,7 +19,7 @@ mod zot_proc;
 use common::{py_ext, TempDir};
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -480,13 +480,11 @@ fn help_and_usage() {
 // ---------------------------------------------------------------------------
 // Driven by the official MCP Python SDK
 
-/// Says on the process's stderr (past the test harness's capture) that the
-/// SDK-driven tests skip, and why.
+/// Says that the SDK-driven tests skip, and why (tests/common/skip.rs).
 fn skip(why: &str) {
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP: {why}; skipping the SDK-driven zot mcp tests (set ZOT_MCP_PYTHON, or: python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
-    );
+    common::skip(&format!(
+        "{why}; skipping the SDK-driven zot mcp tests (set ZOT_MCP_PYTHON, or: python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
+    ));
 }
 
 /// The Python meant to have the `mcp` package: `$ZOT_MCP_PYTHON`, else

@@ -1057,7 +1057,7 @@ fn zot_mcp_re_exports_a_server_to_the_official_python_client() {
 // ----- real servers ------------------------------------------------------------
 
 fn skip(why: &str) {
-    eprintln!("SKIP: {why}");
+    common::skip(why)
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! over pipes, playing the host. The host itself is not used.
 
 mod sdk_host;
+#[path = "common/skip.rs"]
+mod skip;
 
 use sdk_host::*;
 use serde_json::{json, Value};
@@ -287,7 +289,7 @@ fn end_of_input_exits_cleanly() {
 #[test]
 fn python_notes() {
     if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipping: python3 is not on PATH");
+        skip::skip("python_notes: python3 is not on PATH");
         return;
     }
     let mut e = Ext::start("python/notes");
@@ -322,7 +324,7 @@ fn shell_greet() {
 #[test]
 fn node_scratchpad() {
     if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("skipping node_scratchpad: node is not on PATH");
+        skip::skip("node_scratchpad: node is not on PATH");
         return;
     }
     let mut e = Ext::start("node/scratchpad");

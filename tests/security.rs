@@ -269,3 +269,47 @@ fn doctor_flags_installed_files_others_can_write_or_own() {
         assert!(r.stdout.contains(&format!("chown 0 {}", s(&run))), "{}", r.stdout);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Files zot writes in its home
+
+/// A log file that is a symbolic link (planted in a home others can write)
+/// is refused with a line naming it, and what it points to keeps its
+/// content and mode. The control: the same probe with a regular file there
+/// is appended to, and made private, as every log is.
+#[test]
+fn a_log_file_that_is_a_link_is_refused_and_what_it_points_to_left_untouched() {
+    use std::os::unix::fs::symlink;
+    for linked in [true, false] {
+        let t = TempDir::new("sec-loglink");
+        let home = t.path().join("home");
+        let logs = home.join("logs");
+        fs::create_dir_all(&logs).expect("mkdir");
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).expect("chmod");
+        let victim = t.path().join("victim");
+        let log = logs.join("ext-greet.log");
+        let target = if linked { &victim } else { &log };
+        fs::write(target, "precious\n").expect("write");
+        fs::set_permissions(target, fs::Permissions::from_mode(0o644)).expect("chmod");
+        if linked {
+            symlink(&victim, &log).expect("symlink");
+        }
+        let script = format!("echo from-greet >&2; exec python3 '{}' --name greet", common::fixture("ext.py").display());
+        let ext = common::write_manifest(t.path(), "greet", json!({"name": "greet", "exec": "sh", "args": ["-c", script]}));
+        let out = zot(t.path(), &home, &["serve", "--no-ext", "--ready-grace", "30", "--ext", s(&ext)], &[]);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let text = fs::read_to_string(target).expect("read");
+        if linked {
+            assert_eq!((text.as_str(), mode(&victim)), ("precious\n", 0o644), "the victim was changed");
+            let refused = out.stdout.lines().find(|l| l.contains("\"extension_error\"")).unwrap_or_default();
+            assert!(
+                refused.contains(&format!("{} is a symbolic link", log.display())) && refused.contains("\"extension\":\"greet\""),
+                "{}",
+                out.stdout
+            );
+        } else {
+            assert!(text.starts_with("precious\n") && text.contains("from-greet"), "the control log was not written: {text}");
+            assert_eq!(mode(&log), 0o600);
+        }
+    }
+}

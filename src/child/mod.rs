@@ -196,6 +196,11 @@ pub struct Child {
     dialect: Option<Arc<dyn Dialect>>,
 }
 
+/// `env` as the pairs [`child_env`] takes.
+fn os_pairs(env: &[(String, String)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    env.iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
 impl Child {
     /// Spawns `exec` (the manifest's resolved program) with the manifest's
     /// args, in its directory, in its own process group. Every report of
@@ -218,7 +223,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
+        Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
     }
 
     /// Spawns a child that speaks `dialect` as [`Child::spawn`] spawns an
@@ -242,7 +247,7 @@ impl Child {
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
         let opening = dialect.opening();
-        let child = Child::start(manifest, exec, &child_env(env), log, bounds, tap, Reading::Frames, Some(dialect), inbox, wrap)?;
+        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(dialect), inbox, wrap)?;
         if !opening.is_empty() {
             child.send_raw(Arc::new(opening)).map_err(|_| io::Error::other("cannot write its opening"))?;
             child.flush();
@@ -270,10 +275,11 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
-        Child::start(manifest, exec, &child_env(env), log, &bounds, None, Reading::Lines, None, inbox, wrap)
+        Child::start(manifest, exec, env, log, &bounds, None, Reading::Lines, None, inbox, wrap)
     }
 
-    /// Starts the process with `env` as its whole environment, and its threads.
+    /// Starts the process, with `env` (the manifest's) added to the
+    /// environment ([`child_env`]), and its threads.
     #[allow(clippy::too_many_arguments)]
     fn start<M, W>(
         manifest: &Manifest,
@@ -294,9 +300,7 @@ impl Child {
         let name = &manifest.name;
         let cancel = Cancel::new()?;
         let (lineage, marker) = reaper::lineage()?;
-        let mut env = env.to_vec();
-        env.retain(|(k, _)| k != INSTANCE_VAR);
-        env.push((INSTANCE_VAR.into(), marker.into()));
+        let env = child_env(&marker, env);
         let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log).inspect_err(|_| reaper::forget(lineage))?;
         let (tx, w) = (inbox.clone(), wrap.clone());
         if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
@@ -555,6 +559,13 @@ impl Drop for Child {
 /// gone (PROTOCOL.md §3 rule 10): for a host about to exit.
 pub fn settle_orphans() {
     reaper::settle(std::time::Duration::from_secs(3));
+}
+
+/// How many children of this process alive now are orphans that no
+/// extension can be said to own (PROTOCOL.md §3 rule 10): `list`'s
+/// `orphans`. Always 0 where orphans do not come to the host.
+pub fn unattributed_orphans() -> usize {
+    reaper::unattributed()
 }
 
 /// Sends `sig` to process group `pgid`; a group that is gone is not an error.

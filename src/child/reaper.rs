@@ -17,8 +17,10 @@
 //! descendants inherit, read from `/proc/PID/environ`, or by belonging to a
 //! process group or session led by a process of the lineage. Orphans are
 //! found as children of this process (`/proc/self/task/PID/children`,
-//! where the kernel puts every orphan) whose process group is not the
-//! host's own, so the host's own commands are never touched. Once an
+//! where the kernel puts every orphan). The marker is read first, so one
+//! that moved into the host's own process group is still attributed; only
+//! an unmarked one there is taken for the host's own command's (or what
+//! one left behind) and never touched. Once an
 //! extension is reaped or dropped its lineage is doomed: every orphan of
 //! it gets SIGTERM, one second later SIGKILL, and is reaped; one that
 //! turns up later (its own parent died since) gets SIGKILL at once. An
@@ -313,10 +315,10 @@ impl State {
         }
     }
 
-    /// The lineage of our child `pid`, whose stat is `s`, and what it adds to it.
+    /// The lineage of our child `pid`, whose stat is `s`, and what it adds
+    /// to it; `by_marker` is the lineage its marker names, if any.
     #[cfg(target_os = "linux")]
-    fn attribute(&mut self, pid: u32, s: &Stat, host: &Stat) -> Option<u64> {
-        let by_marker = instance_of(pid).and_then(|m| self.markers.get(&m).copied());
+    fn attribute(&mut self, pid: u32, s: &Stat, host: &Stat, by_marker: Option<u64>) -> Option<u64> {
         let id = by_marker.or_else(|| {
             self.lineages.iter().find(|(_, l)| l.pgids.contains(&s.pgid) || l.sids.contains(&s.sid)).map(|(&id, _)| id)
         })?;
@@ -347,11 +349,15 @@ impl State {
                 continue;
             }
             let Some(s) = stat(pid) else { continue };
-            // The host's own commands, and whatever they leave behind.
-            if s.pgid == host.pgid {
+            // The marker first (PROTOCOL.md §3 rule 10): an extension's
+            // descendant that moved into the host's own process group is
+            // still that extension's. Unmarked there, it is the host's own
+            // command's, or what one left behind: left alone.
+            let by_marker = instance_of(pid).and_then(|m| self.markers.get(&m).copied());
+            if s.pgid == host.pgid && by_marker.is_none() {
                 continue;
             }
-            let lineage = self.attribute(pid, &s, &host);
+            let lineage = self.attribute(pid, &s, &host, by_marker);
             if s.zombie {
                 reap_now(pid);
                 for l in self.lineages.values_mut() {
@@ -443,6 +449,34 @@ impl State {
         }
         (due.into_iter().map(|(_, c)| c).collect(), next, settled)
     }
+}
+
+/// How many of this process's children alive now are orphans that no
+/// lineage can be said to own: no marker of a known lineage, outside the
+/// host's own process group, and in no group or session of a lineage.
+pub(super) fn unattributed() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let (Ok(r), Some(host)) = (reaper(), own_stat()) else { return 0 };
+        let mut st = r.lock();
+        let mut n = 0;
+        for pid in children() {
+            if st.watched.contains_key(&pid) {
+                continue;
+            }
+            let Some(s) = stat(pid) else { continue };
+            let by_marker = instance_of(pid).and_then(|m| st.markers.get(&m).copied());
+            if s.zombie || (s.pgid == host.pgid && by_marker.is_none()) {
+                continue;
+            }
+            if st.attribute(pid, &s, &host, by_marker).is_none() {
+                n += 1;
+            }
+        }
+        n
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
 }
 
 /// A new lineage, and the value of [`INSTANCE_VAR`] that marks it.

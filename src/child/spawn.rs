@@ -21,12 +21,14 @@ pub(super) struct Started {
     pub stdout: File,
 }
 
-/// The environment of an extension: the host's own, then `ZOT_AGENT=1` and
-/// `AI_AGENT=zot` (as upstream sets them), then `extra` (the manifest's
-/// `env`, expanded), each later entry replacing an earlier one of its name.
-pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
+/// The environment of an extension (PROTOCOL.md §1): the host's own, then
+/// zot's own variables (`ZOT_AGENT=1` and `AI_AGENT=zot` as upstream sets
+/// them, the instance `marker` as [`INSTANCE_VAR`](super::INSTANCE_VAR)),
+/// then `extra` (the manifest's `env`, expanded), each later entry
+/// replacing an earlier one of its name: the manifest's wins.
+pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot")]
+    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (super::INSTANCE_VAR, marker)]
         .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
         .into_iter()
         .chain(extra.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));

@@ -235,7 +235,7 @@ where
         Command::Trust(cmd) => match home() {
             Ok(home) => {
                 warn_shared_home(&home);
-                crate::trust::run(cmd, &home)
+                crate::trust::run(cmd, &home, &crate::discovery::project_names)
             }
             Err(e) => fail(&e),
         },

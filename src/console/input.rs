@@ -289,7 +289,7 @@ impl Console {
             name: name.into(),
             args: Some(args),
             tool_id: Some(tool_id.into()),
-            progress_key: Some(Value::String(tool_id.into())),
+            progress_key: Some(crate::protocol::WireId::string(tool_id)),
             ..Default::default()
         });
         let (rx, held) = self.submit_held(req);

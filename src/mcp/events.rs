@@ -162,7 +162,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         // `initialize` answer of a legacy connection.
         HostEvent::ToolProgress { .. } if gate.era.load(Ordering::SeqCst) != MODERN_ERA && !gate.open.load(Ordering::SeqCst) => {}
         HostEvent::ToolProgress { id, progress, total, message, .. } => {
-            let mut params = json!({"progressToken": id, "progress": progress});
+            let mut params = json!({"progressToken": id.to_value(), "progress": progress});
             if let Some(t) = total {
                 params["total"] = t;
             }

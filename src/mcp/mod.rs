@@ -33,6 +33,7 @@ mod reply;
 mod results;
 
 use crate::host::{Config, Host, HostError, Request, Responder, Response, ToolCall};
+use crate::protocol::{Element, IdField, Message};
 use crate::stdio::{self, Line, Lines, Pending};
 use crate::text::strip_controls;
 use serde_json::{json, Map, Value};
@@ -136,7 +137,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
             Line::Text(t) => t,
             Line::TooLong => {
                 let msg = format!("parse error: message longer than {} bytes", stdio::MAX_LINE);
-                Reply::new(&shared, &Sink::Direct, Value::Null).err(codes::PARSE_ERROR, &msg, None);
+                Reply::new(&shared, &Sink::Direct, None).err(codes::PARSE_ERROR, &msg, None);
                 continue;
             }
         };
@@ -162,26 +163,28 @@ struct Server {
 
 impl Server {
     fn line(&self, text: &[u8]) {
-        let v: Value = match serde_json::from_slice(text) {
+        // Ids are kept as their JSON text (an integer beyond 64 bits is
+        // echoed digit for digit).
+        let v: Message = match serde_json::from_slice(text) {
             Ok(v) => v,
             Err(e) => {
                 let msg = format!("parse error: {e}");
-                return Reply::new(&self.shared, &Sink::Direct, Value::Null).err(codes::PARSE_ERROR, &msg, None);
+                return Reply::new(&self.shared, &Sink::Direct, None).err(codes::PARSE_ERROR, &msg, None);
             }
         };
         match v {
             // 2026-07-28 has no batches; a batch as the first frame is legacy.
-            Value::Array(_) if self.shared.modern() => Reply::new(&self.shared, &Sink::Direct, Value::Null).err(
+            Message::Batch(_) if self.shared.modern() => Reply::new(&self.shared, &Sink::Direct, None).err(
                 codes::INVALID_REQUEST,
                 "invalid request: batches are not accepted on a 2026-07-28 connection",
                 None,
             ),
-            Value::Array(items) if items.is_empty() => Reply::new(&self.shared, &Sink::Direct, Value::Null).err(
+            Message::Batch(items) if items.is_empty() => Reply::new(&self.shared, &Sink::Direct, None).err(
                 codes::INVALID_REQUEST,
                 "invalid request: empty batch",
                 None,
             ),
-            Value::Array(items) => {
+            Message::Batch(items) => {
                 let _ = self.shared.gate.era.compare_exchange(UNDECIDED, LEGACY, Ordering::SeqCst, Ordering::SeqCst);
                 let batch = Arc::new(Batch { state: Mutex::new((items.len(), Vec::new())) });
                 let sink = Sink::Batch(batch);
@@ -189,24 +192,30 @@ impl Server {
                     self.message(item, &sink);
                 }
             }
-            v => self.message(v, &Sink::Direct),
+            Message::One(v) => self.message(v, &Sink::Direct),
         }
     }
 
     /// One JSON-RPC message: a request, a notification, or a response (to
     /// nothing: this server sends no requests).
-    fn message(&self, v: Value, sink: &Sink) {
-        let reply = Reply::new(&self.shared, sink, Value::Null);
-        let Value::Object(mut m) = v else {
+    fn message(&self, v: Element, sink: &Sink) {
+        let reply = Reply::new(&self.shared, sink, None);
+        let Element::Object(mut k) = v else {
             return reply.err(codes::INVALID_REQUEST, "invalid request: a message must be a JSON object", None);
         };
-        let id = m.remove("id");
+        k.target_to_rest();
+        let mut m = k.rest;
+        let (has_id, id) = match k.id {
+            IdField::Absent => (false, Err(false)),
+            IdField::Id(id) => (true, Ok(id)),
+            IdField::Other(_) => (true, Err(true)),
+        };
         let version_ok = m.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
         let method = match m.remove("method") {
             Some(Value::String(s)) => s,
-            Some(_) => return invalid(reply, id, "`method` must be a string"),
-            None if id.is_some() && (m.contains_key("result") || m.contains_key("error")) => return,
-            None => return invalid(reply, id, "missing `method`"),
+            Some(_) => return invalid(reply, id.ok(), "`method` must be a string"),
+            None if has_id && (m.contains_key("result") || m.contains_key("error")) => return,
+            None => return invalid(reply, id.ok(), "missing `method`"),
         };
         let params = match m.remove("params") {
             None | Some(Value::Null) => Ok(Map::new()),
@@ -214,15 +223,17 @@ impl Server {
             Some(Value::Array(_)) => Err(false),
             Some(_) => Err(true),
         };
-        let Some(id) = id else {
-            if let (true, Ok(params)) = (version_ok, params) {
-                self.notification(&method, params);
+        let id = match id {
+            Ok(id) => id,
+            Err(false) => {
+                if let (true, Ok(params)) = (version_ok, params) {
+                    self.notification(&method, params);
+                }
+                return;
             }
-            return;
+            Err(true) => return invalid(reply, None, "`id` must be a string or a number"),
         };
-        if !matches!(id, Value::String(_) | Value::Number(_)) {
-            return invalid(reply, None, "`id` must be a string or a number");
-        }
+        let key = id_key(&id);
         let reply = reply.with_id(id);
         if !version_ok {
             return invalid(reply, None, "`jsonrpc` must be \"2.0\"");
@@ -248,7 +259,6 @@ impl Server {
         } else if method != "initialize" && modern::has_pv(&params) {
             return invalid(reply, None, "this connection serves the handshake era; requests carrying the 2026-07-28 envelope are not accepted on it");
         }
-        let key = id_key(&reply.id);
         let fresh = match self.shared.flights.lock() {
             Ok(mut f) if !f.contains_key(&key) => {
                 f.insert(key.clone(), Flight::default());
@@ -291,8 +301,11 @@ impl Server {
             "notifications/initialized" => {}
             "notifications/cancelled" => {
                 let key = match params.get("requestId") {
-                    Some(id @ (Value::String(_) | Value::Number(_))) => id_key(id),
-                    _ => return,
+                    Some(id) => match crate::protocol::WireId::from_value(id) {
+                        Some(id) => id_key(&id),
+                        None => return,
+                    },
+                    None => return,
                 };
                 if modern::cancel(&self.shared, &key) {
                     return;
@@ -383,7 +396,7 @@ impl Server {
                 let shared = self.shared.clone();
                 // The client's progress token: a tool's progress (an MCP
                 // server's) comes back to it as notifications/progress.
-                let progress_key = p.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
+                let progress_key = p.get("_meta").and_then(|m| m.get("progressToken")).and_then(crate::protocol::WireId::from_value);
                 let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, progress_key, ..Default::default() };
                 // The chain, the event and the call all run in the host; the
                 // answer comes back on its dispatcher thread.

@@ -33,7 +33,7 @@ const SERVED: [&str; 7] = ["server/discover", "tools/list", "prompts/list", "too
 
 /// An open `subscriptions/listen`.
 pub(super) struct Sub {
-    pub(super) id: Value,
+    pub(super) id: Option<crate::protocol::WireId>,
     pub(super) key: String,
     pub(super) tools: bool,
     pub(super) prompts: bool,

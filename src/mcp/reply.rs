@@ -3,6 +3,7 @@
 //! `Reply` that is sent when dropped (straight out or into a batch's
 //! answer), and the JSON-RPC error answers.
 
+use crate::protocol::WireId;
 use crate::stdio::{Done, Out, Pending};
 use crossbeam_channel::Sender;
 use serde_json::{json, Value};
@@ -121,8 +122,8 @@ pub(super) enum Sink {
 }
 
 pub(super) struct Batch {
-    /// Elements not answered yet, and the answers so far.
-    pub(super) state: Mutex<(usize, Vec<Value>)>,
+    /// Elements not answered yet, and the answers so far (each encoded).
+    pub(super) state: Mutex<(usize, Vec<Vec<u8>>)>,
 }
 
 /// The answer to one message, sent when dropped: to the sink, unless the
@@ -132,10 +133,12 @@ pub(super) struct Batch {
 pub(super) struct Reply {
     shared: Arc<Shared>,
     sink: Sink,
-    pub(super) id: Value,
+    /// Kept as its JSON text, echoed exactly; `None` is `null`.
+    pub(super) id: Option<WireId>,
     /// Key in the flights table.
     pub(super) key: Option<String>,
-    msg: Option<Value>,
+    /// The answer, encoded (without a newline).
+    msg: Option<Vec<u8>>,
     /// The `initialize` answer: opens the gate once written.
     pub(super) opens: bool,
     /// On a modern connection: every result is stamped (PROTOCOL.md §8.4.2 rule 5).
@@ -144,7 +147,7 @@ pub(super) struct Reply {
 }
 
 impl Reply {
-    pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Value) -> Reply {
+    pub(super) fn new(shared: &Arc<Shared>, sink: &Sink, id: Option<WireId>) -> Reply {
         let done = shared.pending.begin();
         let modern = shared.modern();
         Reply { shared: shared.clone(), sink: sink.clone(), id, key: None, msg: None, opens: false, modern, _done: done }
@@ -156,8 +159,8 @@ impl Reply {
         self
     }
 
-    pub(super) fn with_id(mut self, id: Value) -> Reply {
-        self.id = id;
+    pub(super) fn with_id(mut self, id: WireId) -> Reply {
+        self.id = Some(id);
         self
     }
 
@@ -165,11 +168,15 @@ impl Reply {
         if self.modern {
             modern::stamp(&mut result);
         }
-        self.msg = Some(json!({"jsonrpc": "2.0", "id": self.id, "result": result}));
+        self.msg = Some(answer(self.id.as_ref(), Some(result), None));
     }
 
     pub(super) fn err(mut self, code: i64, message: &str, data: Option<Value>) {
-        self.msg = Some(error_message(&self.id, code, message, data));
+        let mut error = json!({"code": code, "message": message});
+        if let Some(d) = data {
+            error["data"] = d;
+        }
+        self.msg = Some(answer(self.id.as_ref(), None, Some(error)));
     }
 
     pub(super) fn key(&self) -> &str {
@@ -188,8 +195,9 @@ impl Drop for Reply {
         }
         match &self.sink {
             Sink::Direct => {
-                if let Some(m) = msg {
-                    let _ = self.shared.out.send(Out::Line(encode(&m)));
+                if let Some(mut m) = msg {
+                    m.push(b'\n');
+                    let _ = self.shared.out.send(Out::Line(m));
                     // Notifications may flow once the `initialize` answer is
                     // queued: whatever is queued after it is written after it.
                     if self.opens {
@@ -206,7 +214,15 @@ impl Drop for Reply {
                 st.1.extend(msg);
                 // JSON-RPC: a batch of notifications only gets nothing back.
                 if st.0 == 0 && !st.1.is_empty() {
-                    self.shared.send(encode(&Value::Array(std::mem::take(&mut st.1))));
+                    let mut line = b"[".to_vec();
+                    for (i, m) in std::mem::take(&mut st.1).into_iter().enumerate() {
+                        if i > 0 {
+                            line.push(b',');
+                        }
+                        line.extend_from_slice(&m);
+                    }
+                    line.extend_from_slice(b"]\n");
+                    self.shared.send(line);
                 }
             }
         }
@@ -222,25 +238,32 @@ pub(super) fn internal(reply: Reply, message: &str) {
 }
 
 /// -32600, with `id` when it is a usable one (else the reply's own id).
-pub(super) fn invalid(reply: Reply, id: Option<Value>, message: &str) {
+pub(super) fn invalid(reply: Reply, id: Option<WireId>, message: &str) {
     let reply = match id {
-        Some(id @ (Value::String(_) | Value::Number(_))) => reply.with_id(id),
-        _ => reply,
+        Some(id) => reply.with_id(id),
+        None => reply,
     };
     reply.err(codes::INVALID_REQUEST, &format!("invalid request: {message}"), None);
 }
 
-/// The flights-table key of a request id: `7` and `"7"` are different ids.
-pub(super) fn id_key(id: &Value) -> String {
-    id.to_string()
+/// The flights-table key of a request id, its JSON text: `7` and `"7"`
+/// are different ids, and so are `1` and `1.0`.
+pub(super) fn id_key(id: &WireId) -> String {
+    id.text().to_string()
 }
 
-fn error_message(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut error = json!({"code": code, "message": message});
-    if let Some(d) = data {
-        error["data"] = d;
+/// A response, encoded, its id written as the text it came as.
+fn answer(id: Option<&WireId>, result: Option<Value>, error: Option<Value>) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a WireId>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
+    serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error }).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 pub(super) fn encode(v: &Value) -> Vec<u8> {

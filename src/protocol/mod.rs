@@ -476,6 +476,8 @@ fn id_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 
 mod codec;
 pub use codec::{decode, encode, head_id, DecodeError, Frame};
+mod wireid;
+pub use wireid::{Element, IdField, Keyed, Message, WireId};
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,7 @@ mod cache;
 pub mod fingerprint;
 mod sha256;
 
-use crate::home::{project_extensions_dir, Home};
+use crate::home::Home;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -196,11 +196,7 @@ fn lock(home: &Home) -> Result<Lock, String> {
     crate::home::create_private_dir(home.root())
         .map_err(|e| format!("cannot create {}: {e}", home.root().display()))?;
     let path = home.root().join("trust.json.lock");
-    let f = crate::home::private_file()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
+    let f = crate::home::open_private(&path, std::fs::OpenOptions::new().create(true).truncate(false).write(true))
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     loop {
         // SAFETY: flock only acts on the descriptor we own.
@@ -274,8 +270,12 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> St
     })
 }
 
-/// `zot trust` / `zot untrust`; returns the exit code.
-pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
+/// `zot trust` / `zot untrust`; returns the exit code. `project_names`
+/// gives the names of what a trusted project runs (its extensions and MCP
+/// servers), for the line that says what was trusted: discovery knows
+/// them, and discovery asks this module whether a project is trusted, so
+/// the caller hands them over rather than this module asking discovery.
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<String>) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -290,19 +290,7 @@ pub fn run(cmd: TrustCommand, home: &Home) -> i32 {
                 return Err(format!("{}: no such directory", d.display()));
             }
             let (e, outside) = trust(home, &d)?;
-            let names: Vec<String> = crate::discovery::scan_dir(
-                &project_extensions_dir(&e.dir),
-                crate::discovery::Source::Project,
-            )
-            .into_iter()
-            // Its MCP servers run too: a project with only those is not one
-            // with nothing to run.
-            .chain(crate::discovery::mcp_servers(&e.dir.join(".zot").join("mcp.json"), crate::discovery::Source::Project, false))
-            .map(|r| match r {
-                Ok(f) => f.manifest.name,
-                Err(b) => b.label(),
-            })
-            .collect();
+            let names = project_names(&e.dir);
             let what = if names.is_empty() {
                 "no project extensions yet".to_string()
             } else {

@@ -37,13 +37,12 @@ impl Drop for TempDir {
     }
 }
 
-/// Says that the calling test skips, and why: one line `SKIP: <why>`
-/// written straight to stderr, past the test harness's capture, which
-/// `make test`'s total line counts as skipped (.ci/test-summary.awk). Call
-/// it once, then return.
+mod skip;
+
+/// Says that the calling test skips, and why (tests/common/skip.rs): it
+/// is then counted skipped by `make test`. Call it once, then return.
 pub fn skip(why: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(format!("SKIP: {why}\n").as_bytes());
+    skip::skip(why)
 }
 
 pub fn fixture(name: &str) -> PathBuf {

@@ -30,7 +30,7 @@ pub(super) struct ToolStage {
     pub interactive: bool,
     /// The caller's key for the call's progress (PROTOCOL.md §8.3), kept
     /// with the call and gone with it.
-    pub progress_key: Option<serde_json::Value>,
+    pub progress_key: Option<crate::protocol::WireId>,
 }
 
 pub(super) struct Call {

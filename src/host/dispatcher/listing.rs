@@ -104,6 +104,7 @@ impl Dispatcher {
                 ..bare_info(name.clone(), String::new(), dir.clone())
             });
         }
+        out.orphans = crate::child::unattributed_orphans();
         out
     }
 }

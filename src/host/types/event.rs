@@ -58,7 +58,7 @@ pub enum HostEvent {
     /// for a call made with a [`ToolCall::progress_key`](super::ToolCall::progress_key).
     ToolProgress {
         /// The call's progress key, as the caller gave it.
-        id: Value,
+        id: crate::protocol::WireId,
         /// The caller's `tool_id` for the call, when it gave one.
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_id: Option<String>,

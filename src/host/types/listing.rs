@@ -157,4 +157,9 @@ pub struct Listing {
     pub commands: Vec<CommandInfo>,
     /// Tools in effect.
     pub tools: Vec<ToolInfo>,
+    /// Descendants alive now that the host ended up parent of without
+    /// being able to say whose they were (PROTOCOL.md §3 rule 10: they
+    /// shed the instance marker, their extension's group and its session;
+    /// they are ended when the host exits). 0 normally.
+    pub orphans: usize,
 }

@@ -146,7 +146,7 @@ pub struct ToolCall {
     pub as_model: bool,
     /// The caller's key for the call's progress: an MCP server's progress
     /// notifications for it come as [`HostEvent::ToolProgress`] with this `id`.
-    pub progress_key: Option<Value>,
+    pub progress_key: Option<crate::protocol::WireId>,
 }
 
 impl Request {
