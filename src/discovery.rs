@@ -257,6 +257,18 @@ pub fn project_names(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `zot trust`'s line for each project-local extension and MCP server of
+/// the project `dir` that can be read: what it may read, write and reach
+/// (PROTOCOL.md §9.3).
+pub fn project_reach(dir: &Path) -> Vec<String> {
+    scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
+        .into_iter()
+        .chain(mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false))
+        .flatten()
+        .map(|f| crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref()))
+        .collect()
+}
+
 /// Every extension directory directly under `root`, sorted by folder name
 /// (byte order). Hidden folders are skipped; a missing root is empty.
 pub fn scan_dir(root: &Path, source: Source) -> Vec<Result<Found, Broken>> {

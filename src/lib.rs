@@ -24,6 +24,7 @@ pub mod protocol;
 
 // What the public modules are built on.
 mod child;
+mod confine;
 mod envexpand;
 mod lines;
 mod log;

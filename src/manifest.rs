@@ -80,6 +80,8 @@ pub struct Manifest {
     pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).
     pub dir: PathBuf,
+    /// `confine` (PROTOCOL.md §9.1), when declared.
+    pub(crate) confine: Option<crate::confine::Declared>,
 }
 
 /// Why a manifest could not be used.
@@ -126,6 +128,13 @@ pub enum ManifestError {
         /// Why it cannot be run.
         msg: String,
     },
+    /// `confine` is invalid; the message names the field by its path.
+    Confine {
+        /// The manifest's path.
+        path: PathBuf,
+        /// `confine.FIELD: what is wrong`.
+        msg: String,
+    },
     /// Writing the manifest back failed.
     Write {
         /// The manifest's path.
@@ -153,6 +162,7 @@ impl fmt::Display for ManifestError {
             ManifestError::Exec { path, exec, msg } => {
                 write!(f, "{}: exec {exec:?}: {msg}", path.display())
             }
+            ManifestError::Confine { path, msg } => write!(f, "{}: {msg}", path.display()),
             ManifestError::Write { path, err } => {
                 write!(f, "{}: cannot write: {err}", path.display())
             }
@@ -268,7 +278,10 @@ impl Manifest {
                 msg: "exec, theme, or skills is required".into(),
             });
         }
+        let confine = crate::confine::policy::from_object(&obj, dir.clone())
+            .map_err(|msg| ManifestError::Confine { path: path.to_path_buf(), msg })?;
         Ok(Manifest {
+            confine,
             version: optional_str(&obj, "version").map_err(|m| field_err("version", m))?,
             language: optional_str(&obj, "language").map_err(|m| field_err("language", m))?,
             description: optional_str(&obj, "description")

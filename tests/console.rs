@@ -180,7 +180,7 @@ fn tools_listings_and_help() {
     assert!(s
         .lines()
         .iter()
-        .any(|l| l.starts_with("  a ") && l.contains("ready") && l.ends_with(&a.display().to_string())));
+        .any(|l| l.starts_with("  a ") && l.contains("ready") && l.contains(" full access ") && l.ends_with(&a.display().to_string())));
     assert!(s.lines().iter().any(|l| l.starts_with("  b ") && l.contains("ready") && l.contains(" ext ")));
     assert!(s.lines().iter().any(|l| l.starts_with("  missing ") && l.contains("failed") && l.contains("not-there")));
 }

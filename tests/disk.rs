@@ -370,7 +370,8 @@ fn project_extensions_run_only_in_a_trusted_project_and_a_changed_exec_voids_tru
     // zot trust DIR: recorded by canonical path; then it runs.
     let r = trust_cmd(t.path(), &["trust", s(&proj)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, format!("trusted {} (1 project extension(s): local)\n", canon.display()));
+    // What it may do is shown first (PROTOCOL.md §9.3): it declares nothing.
+    assert_eq!(r.stdout, format!("  local: full access to your files and network\ntrusted {} (1 project extension(s): local)\n", canon.display()));
     let file: Value = serde_json::from_slice(&fs::read(t.path().join("zot-home/trust.json")).expect("trust.json")).expect("json");
     assert_eq!(file["projects"][0]["dir"], s(&canon));
     assert!(file["projects"][0]["fingerprint"].as_str().expect("fp").starts_with("sha256:"));

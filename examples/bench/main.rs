@@ -39,6 +39,7 @@ use zot_host::discovery::Sources;
 use zot_host::home::Home;
 use zot_host::host::{Config, Host, Request, Response};
 
+mod confine;
 mod mcp;
 mod serve;
 mod trust;
@@ -122,11 +123,16 @@ impl Env {
 
     /// `n` echo extensions; the first registers `echo`, the others `echo_<i>`.
     fn echoes(&self, n: usize) -> Res<Vec<PathBuf>> {
+        self.echoes_in("echo", n)
+    }
+
+    /// [`Env::echoes`] in `<tmp>/<group>/`.
+    fn echoes_in(&self, group: &str, n: usize) -> Res<Vec<PathBuf>> {
         let exec = self.echo.to_string_lossy();
         (1..=n)
             .map(|i| match i {
-                1 => self.manifest("echo", "echo", &exec, &[]),
-                _ => self.manifest("echo", &format!("echo_{i}"), &exec, &[&format!("_{i}")]),
+                1 => self.manifest(group, "echo", &exec, &[]),
+                _ => self.manifest(group, &format!("echo_{i}"), &exec, &[&format!("_{i}")]),
             })
             .collect()
     }
@@ -1051,6 +1057,8 @@ fn run() -> Res<()> {
     let sv = serve::run(&env)?;
     eprintln!("bench: the MCP path (an MCP echo server against the same echo as a zot extension)...");
     let mc = mcp::run(&env)?;
+    eprintln!("bench: confinement (ten echo extensions confined and not, interleaved)...");
+    let cf = confine::run(&env)?;
     let bin = fs::metadata(&env.zot)?.len();
     let total = t0.elapsed();
 
@@ -1214,6 +1222,23 @@ fn run() -> Res<()> {
     );
     t.goal("trust_check_warm_ms", tr.check_ms, "<= 30", tr.check_ms <= 30.0);
     j.insert("trust".into(), json!({"check_ms": r2(tr.check_ms), "floor_ms": r2(tr.floor_ms), "entries": tr.files}));
+
+    // Confinement.
+    let per = (cf.ready10.1 - cf.ready10.0) / 10.0 / 1000.0;
+    t.row(
+        "start to ready, 10 echo extensions, unconfined / confined (median)",
+        format!("{:.1} / {:.1} ms: {per:+.2} ms per extension", cf.ready10.0 / 1000.0, cf.ready10.1 / 1000.0),
+        "≤ +1 ms per extension",
+        Some(per <= 1.0),
+    );
+    t.goal("confine_start_ms_per_extension", per, "<= 1", per <= 1.0);
+    let (ro, rb) = &cf.round_trip;
+    t.row("tool round trip, unconfined / confined echo, p50 / p99", format!("{:.1} / {:.1} µs; {:.1} / {:.1} µs", ro.p50(), ro.p99(), rb.p50(), rb.p99()), "the same, within noise", None);
+    j.insert(
+        "confine".into(),
+        json!({"ready10_us": {"unconfined": r2(cf.ready10.0), "confined": r2(cf.ready10.1)}, "per_extension_ms": r2(per),
+               "round_trip": {"unconfined": ro.json(), "confined": rb.json()}, "rounds": cf.rounds}),
+    );
 
     // Binary.
     let mib = bin as f64 / MIB as f64;

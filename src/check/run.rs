@@ -77,6 +77,9 @@ pub(super) struct Proc {
     rx: Option<Rx<(Instant, ChildMsg)>>,
     stdin_open: bool,
     exited: bool,
+    /// Its confinement's `${TMP}` and data folder, as the host gives them.
+    _tmp: Option<crate::confine::TmpDir>,
+    pub(super) data_dir: std::path::PathBuf,
 }
 
 /// Starts the extension with `env` (the manifest's, expanded) added to its
@@ -89,14 +92,26 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox
     let home = sandbox.home();
     crate::home::create_private_dir(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
-    let env: Vec<(OsString, OsString)> = env
+    // Confined as the host would confine it, its folders in the sandbox.
+    let who = crate::confine::Who { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), project_local: false, is_server: false };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| m.dir.clone());
+    let mode = crate::confine::Mode::from_env().unwrap_or_default();
+    let plan = crate::confine::Plan::new(&who, mode, &home, &cwd).map_err(io::Error::other)?;
+    let env: Vec<(OsString, OsString)> = plan
+        .env()
         .iter()
+        .chain(env)
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .chain([(OsString::from("ZOT_HOME"), home.into_os_string())])
         .collect();
+    let full = crate::child::child_env("", &env);
+    // Its stderr file holds what it writes alone: the host's lines on its
+    // confinement are not its own.
+    let jail = plan.jail(exec, &m.args, &full, &mut |_| {}).map_err(io::Error::other)?;
     let (tx, rx) = crate::wake::channel();
-    let child = Child::spawn_lines(m, exec, &env, &stderr, tx, |msg| (Instant::now(), msg))?;
-    Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false })
+    let child = Child::spawn_lines(m, exec, &env, &stderr, jail.as_ref(), tx, |msg| (Instant::now(), msg))?;
+    let data_dir = plan.data_dir().to_path_buf();
+    Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false, _tmp: plan.tmp, data_dir })
 }
 
 impl Proc {

@@ -328,6 +328,7 @@ impl<'a> Session<'a> {
             }
         }
         let dir = self.m.dir.display().to_string();
+        let data_dir = self.proc.as_ref().map_or(dir.clone(), |p| p.data_dir.display().to_string());
         let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| dir.clone());
         let ack = HostFrame::HelloAck(HelloAck {
             protocol_version: PROTOCOL_VERSION,
@@ -335,8 +336,8 @@ impl<'a> Session<'a> {
             provider: String::new(),
             model: String::new(),
             cwd,
-            extension_dir: dir.clone(),
-            data_dir: dir,
+            extension_dir: dir,
+            data_dir,
             capabilities: vec!["call_tool".into()],
         });
         self.send(&ack);

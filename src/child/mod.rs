@@ -215,6 +215,7 @@ impl Child {
         log: &Log,
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -223,7 +224,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, inbox, wrap)
+        Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, jail, inbox, wrap)
     }
 
     /// Spawns a child that speaks `dialect` as [`Child::spawn`] spawns an
@@ -238,6 +239,7 @@ impl Child {
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
         dialect: Arc<dyn Dialect>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -247,7 +249,7 @@ impl Child {
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
         let opening = dialect.opening();
-        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(dialect), inbox, wrap)?;
+        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(dialect), jail, inbox, wrap)?;
         if !opening.is_empty() {
             child.send_raw(Arc::new(opening)).map_err(|_| io::Error::other("cannot write its opening"))?;
             child.flush();
@@ -267,6 +269,7 @@ impl Child {
         exec: &Path,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
         log: &Log,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -275,7 +278,7 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
-        Child::start(manifest, exec, env, log, &bounds, None, Reading::Lines, None, inbox, wrap)
+        Child::start(manifest, exec, env, log, &bounds, None, Reading::Lines, None, jail, inbox, wrap)
     }
 
     /// Starts the process, with `env` (the manifest's) added to the
@@ -290,6 +293,7 @@ impl Child {
         tap: Option<Tap>,
         reading: Reading,
         dialect: Option<Arc<dyn Dialect>>,
+        jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
     ) -> io::Result<Child>
@@ -301,7 +305,7 @@ impl Child {
         let cancel = Cancel::new()?;
         let (lineage, marker) = reaper::lineage()?;
         let env = child_env(&marker, env);
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log).inspect_err(|_| reaper::forget(lineage))?;
+        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log, jail).inspect_err(|_| reaper::forget(lineage))?;
         let (tx, w) = (inbox.clone(), wrap.clone());
         if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
             kill_group(pid, libc::SIGKILL);
@@ -589,6 +593,7 @@ pub fn group_alive(pgid: u32) -> bool {
 }
 
 mod cancel;
+mod procfs;
 mod read;
 mod reaper;
 mod spawn;
@@ -678,89 +683,4 @@ pub fn describe_status(status: ExitStatus) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::manifest::Manifest;
-
-    #[test]
-    fn the_group_is_never_signalled_after_the_reap() {
-        spawn_from_this_thread();
-        let dir = std::env::temp_dir().join(format!("zot-child-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let json = br#"{"name":"quick","exec":"/bin/sh","args":["-c","exit 3"]}"#;
-        let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
-        let log = Log::open(&dir.join("quick.log")).unwrap();
-        let refused = std::thread::spawn({
-            let (m, log) = (m.clone(), log.clone());
-            move || {
-                let (tx, _rx) = crate::wake::channel();
-                Child::spawn_lines(&m, Path::new("/bin/sh"), &[], &log, tx, |m| m).map(|_| ())
-            }
-        });
-        let refused = refused.join().unwrap().unwrap_err();
-        assert!(refused.to_string().contains("outlives"), "a thread not marked may not start a process: {refused}");
-        let (tx, rx) = crate::wake::channel();
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) }, None, tx, |m| m).unwrap();
-        let status = loop {
-            match rx.recv_deadline(Some(std::time::Instant::now() + std::time::Duration::from_secs(10))).expect("the exit is reported") {
-                ChildMsg::Exited(s) => break s,
-                _ => continue,
-            }
-        };
-        assert_eq!(status.and_then(|s| s.code()), Some(3));
-        // Seen but not reaped: the zombie still pins the pid and group id.
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap();
-        assert!(stat.rsplit(')').next().unwrap().trim_start().starts_with('Z'), "{stat}");
-        assert!(child.signal_group(0), "signalled while the zombie pins the group");
-        child.reap();
-        assert!(!std::path::Path::new(&format!("/proc/{}", child.pid)).exists() || {
-            // The pid may already be someone else's; it is not our zombie.
-            let s = std::fs::read_to_string(format!("/proc/{}/stat", child.pid)).unwrap_or_default();
-            !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
-        });
-        assert!(!child.signal_group(libc::SIGKILL), "no signal after the reap");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    /// `/proc/PID/stat` fields after the command: state, ppid, and the
-    /// start time that tells this process from a later one with its pid.
-    fn stat_of(pid: u32) -> Option<(String, u32, u64)> {
-        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
-        Some((f.first()?.to_string(), f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?))
-    }
-
-    #[test]
-    fn a_child_dropped_before_its_reap_is_killed_and_leaves_no_zombie() {
-        spawn_from_this_thread();
-        let dir = std::env::temp_dir().join(format!("zot-child-drop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let json = br#"{"name":"sleeper","exec":"/bin/sh","args":["-c","exec sleep 1000"]}"#;
-        let m = Manifest::parse(json, dir.clone(), &dir.join("extension.json")).unwrap();
-        let log = Log::open(&dir.join("sleeper.log")).unwrap();
-        let (tx, rx) = crate::wake::channel();
-        let bounds = QueueBounds { frames: 8, bytes: 1 << 20, shared: Budget::new(1 << 24) };
-        let child = Child::spawn(&m, Path::new("/bin/sh"), &[], &log, &bounds, None, tx, |m| m).unwrap();
-        let pid = child.pid;
-        let (_, ppid, started) = stat_of(pid).expect("running");
-        assert_eq!(ppid, std::process::id());
-        drop(child);
-        // Killed, then reaped by the reaper: no process of that pid and
-        // start time is left, not even a zombie.
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while stat_of(pid).is_some_and(|(_, _, t)| t == started) && std::time::Instant::now() < end {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let left = stat_of(pid).filter(|(_, _, t)| *t == started);
-        assert!(left.is_none(), "still there: {left:?}");
-        // Its threads are gone too: nothing reports any more.
-        let done = loop {
-            match rx.recv_deadline(Some(end)) {
-                Ok(ChildMsg::Eof) => continue,
-                other => break other,
-            }
-        };
-        assert!(matches!(done, Err(crossbeam_channel::RecvTimeoutError::Disconnected)), "{done:?}");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
+mod tests;

@@ -119,6 +119,7 @@ pub(super) fn start_process(
     exec: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     log: &Log,
+    _jail: Option<&crate::confine::Jail>,
 ) -> io::Result<Started> {
     may_spawn_here()?;
     use std::os::fd::OwnedFd;
@@ -158,13 +159,15 @@ pub(super) fn start_process(
 /// prepared before, every signal is blocked around the clone so that no
 /// handler of the host runs in the child, and the child resets handlers to
 /// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
-/// before exec, as `std` does.
+/// before exec, as `std` does. With a `jail`, the child confines itself
+/// last before its exec ([`crate::confine::Jail::enter`]).
 #[cfg(target_os = "linux")]
 pub(super) fn start_process(
     manifest: &Manifest,
     exec: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     log: &Log,
+    jail: Option<&crate::confine::Jail>,
 ) -> io::Result<Started> {
     may_spawn_here()?;
     use std::ffi::CString;
@@ -173,7 +176,7 @@ pub(super) fn start_process(
     use std::sync::atomic::AtomicI32;
 
     /// What the child reads (in our memory) and where it reports a failure.
-    struct Plan {
+    struct Plan<'a> {
         path: CString,
         argv: Vec<*const libc::c_char>,
         envp: Vec<*const libc::c_char>,
@@ -184,6 +187,7 @@ pub(super) fn start_process(
         max_fd: libc::c_int,
         /// errno of the step that failed in the child; 0 when it exec'd.
         err: AtomicI32,
+        jail: Option<&'a crate::confine::Jail>,
     }
 
     extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
@@ -230,6 +234,10 @@ pub(super) fn start_process(
             }
             if libc::getppid() != p.parent {
                 libc::_exit(1);
+            }
+            if let Some(Err(errno)) = p.jail.map(|j| j.enter()) {
+                p.err.store(errno, Ordering::SeqCst);
+                libc::_exit(127);
             }
             // Only fds 0, 1 and 2 cross exec: an fd zot inherited without
             // close-on-exec (a pipe of whatever started zot) must not reach
@@ -279,6 +287,7 @@ pub(super) fn start_process(
         // The real limit: close_range is missing only on kernels before 5.11.
         max_fd: unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(3, libc::c_int::MAX as libc::c_long) as libc::c_int,
         err: AtomicI32::new(0),
+        jail,
     };
     let stack = ChildStack::new()?;
     // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we

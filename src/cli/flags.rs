@@ -83,8 +83,11 @@ const fn secs(long: &'static str, help: &'static str, default: fn() -> String, s
 /// The restart policies of PROTOCOL.md §7.1.
 pub const RESTART_POLICIES: [&str; 3] = ["never", "on-failure", "always"];
 
+/// The confinement modes of PROTOCOL.md §9.3.
+pub const CONFINE_MODES: [&str; 3] = ["declared", "all", "off"];
+
 /// The options of `zot`, `zot serve`, `zot mcp` and `zot ext doctor`.
-pub const SESSION_FLAGS: [Flag; 16] = [
+pub const SESSION_FLAGS: [Flag; 17] = [
     Flag {
         short: Some('e'),
         ..session("ext", Some("PATH"), "load the extension in PATH (a folder or its extension.json) for this run; repeatable, wins over installed ones", |a, s, _| {
@@ -145,6 +148,14 @@ pub const SESSION_FLAGS: [Flag; 16] = [
         ..session("restart", Some("POLICY"), "never, on-failure or always: the restart policy of every extension of this run (default: each manifest's)", |a, s, t| {
             let v = a.choice(t, &RESTART_POLICIES)?;
             s.restart = crate::manifest::RestartPolicy::parse(&v);
+            Ok(())
+        })
+    },
+    Flag {
+        choices: &CONFINE_MODES,
+        ..session("confine", Some("MODE"), "declared, all or off: confine each extension and MCP server as it declares, confine all of them (those that declare nothing get the project to read and no network), or none (default: $ZOT_CONFINE, else declared)", |a, s, t| {
+            let v = a.choice(t, &CONFINE_MODES)?;
+            s.confine = crate::confine::Mode::parse(&v);
             Ok(())
         })
     },

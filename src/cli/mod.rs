@@ -83,6 +83,8 @@ pub struct SessionArgs {
     pub trust_project: bool,
     /// `--restart POLICY`.
     pub restart: Option<crate::manifest::RestartPolicy>,
+    /// `--confine MODE` (else `ZOT_CONFINE`).
+    pub confine: Option<crate::confine::Mode>,
     /// `--interactive-tools`.
     pub interactive_tools: bool,
     /// `--trace FILE` (else `ZOT_TRACE`): every frame, one JSON line each.
@@ -138,6 +140,13 @@ impl SessionArgs {
         config.fail_closed = self.fail_closed;
         config.trust_project = self.trust_project;
         config.restart = self.restart;
+        config.confine = match self.confine {
+            Some(m) => m,
+            None => crate::confine::Mode::from_env()?,
+        };
+        if config.confine == crate::confine::Mode::Off {
+            eprintln!("{}", crate::confine::OFF_NOTICE);
+        }
         config.interactive_tools = self.interactive_tools;
         let trace = self.trace.or_else(|| {
             env::var_os(crate::trace::TRACE_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
@@ -235,7 +244,7 @@ where
         Command::Trust(cmd) => match home() {
             Ok(home) => {
                 warn_shared_home(&home);
-                crate::trust::run(cmd, &home, &crate::discovery::project_names)
+                crate::trust::run(cmd, &home, &crate::discovery::project_names, &crate::discovery::project_reach)
             }
             Err(e) => fail(&e),
         },

@@ -110,7 +110,9 @@ impl Console {
                     .extensions
                     .iter()
                     .map(|e| {
-                        let mut s = format!("  {:<16} {:<8} {:<7} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
+                        // Its confinement mark (PROTOCOL.md §9.3) before its folder.
+                        let mark = self.style.dim(&format!("{:<15}", e.confinement_mark));
+                        let mut s = format!("  {:<16} {:<8} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
                         if e.kind == "mcp" {
                             let v = e.protocol_version.as_deref().map(|v| format!(" {}", one_line(v))).unwrap_or_default();
                             s.push_str(&format!("  {}", self.style.dim(&format!("(MCP server{v})"))));

@@ -57,6 +57,7 @@ pub(super) fn build(
             tools: Vec::new(),
             events: info.events.clone(),
             intercepts: info.intercepts.clone(),
+            confinement: info.confinement.clone(),
             log_lines: own,
             findings: Vec::new(),
         };
@@ -244,6 +245,7 @@ pub(super) fn build(
         load_ms: 0.0,
         cwd: String::new(),
         home: String::new(),
+        kernel: crate::confine::kernel_support(),
         extensions: exts,
         conflicts,
         findings: flat,
@@ -277,6 +279,7 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
         intercepts: Vec::new(),
         log_lines: Vec::new(),
         findings: Vec::new(),
+        confinement: serde_json::Value::Null,
     }
 }
 

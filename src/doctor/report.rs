@@ -53,6 +53,8 @@ pub struct ExtReport {
     /// An MCP server's configuration file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// What is enforced of its confinement (PROTOCOL.md §9.3).
+    pub confinement: serde_json::Value,
 }
 
 /// A name claimed more than once.
@@ -89,6 +91,8 @@ pub struct Report {
     pub load_ms: f64,
     pub cwd: String,
     pub home: String,
+    /// What this kernel can enforce (PROTOCOL.md §9.3), said once.
+    pub kernel: String,
     pub extensions: Vec<ExtReport>,
     pub conflicts: Vec<Conflict>,
     pub findings: Vec<Flat>,
@@ -103,6 +107,8 @@ pub fn render(r: &Report) -> String {
         one_line(&r.home),
         one_line(&r.cwd)
     );
+    s.push_str(&r.kernel);
+    s.push('\n');
     for e in &r.extensions {
         let reason = e.reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
         s.push('\n');
@@ -138,6 +144,10 @@ pub fn render(r: &Report) -> String {
         if !e.events.is_empty() || !e.intercepts.is_empty() {
             s.push_str(&one_line(&format!("  events   {}; intercepts {}", e.events.join(", "), e.intercepts.join(", "))));
             s.push('\n');
+        }
+        if let Some(c) = e.confinement.as_object() {
+            let list = |k: &str| c[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+            s.push_str(&format!("  confine enforced: {}; not enforced: {}\n", list("enforced"), list("not_enforced")));
         }
         for l in &e.log_lines {
             s.push_str(&one_line(&format!("  [zot] {l}")));

@@ -57,6 +57,8 @@ pub use types::*;
 
 /// What `--trace FILE` writes: every frame in and out ([`Config::trace`]).
 pub use crate::trace::Tracer;
+/// `--confine` (PROTOCOL.md §9.3), for [`Config::confine`].
+pub use crate::confine::Mode as ConfineMode;
 
 /// Stack size of the per-extension reader and writer threads.
 pub use crate::child::THREAD_STACK;

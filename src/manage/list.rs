@@ -53,6 +53,8 @@ struct Row {
     /// A static extension's theme file, absolute.
     #[serde(skip_serializing_if = "Option::is_none")]
     theme: Option<String>,
+    /// What is enforced of its confinement (PROTOCOL.md §9.3), under `ZOT_CONFINE`.
+    confinement: serde_json::Value,
 }
 
 pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
@@ -66,6 +68,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
     // Shadowing follows discovery order, before sorting for display, and
     // discovery's rule: only an extension that loads (enabled, and trusted
     // when project-local) hides the same name further down.
+    let mode = crate::confine::Mode::from_env().map_err(Fail::Msg)?;
     let mut winners: Vec<(&str, &Path)> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for e in &all {
@@ -112,6 +115,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             is_static,
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
+            confinement: m.map_or(serde_json::Value::Null, |m| crate::confine::listed(m.confine.as_ref(), mode, &m.dir).to_json()),
         });
     }
     rows.sort_by(|a, b| {

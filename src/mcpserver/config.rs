@@ -27,7 +27,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-const KNOWN: [&str; 16] = [
+const KNOWN: [&str; 19] = [
     "command",
     "args",
     "env",
@@ -44,6 +44,9 @@ const KNOWN: [&str; 16] = [
     "restart",
     "roots",
     "protocol",
+    "confine",
+    "sandboxEnabled",
+    "sandbox",
 ];
 
 /// The era a server is spoken to in (PROTOCOL.md §8.4.3 rule 11).
@@ -107,6 +110,8 @@ pub struct ServerSpec {
     pub protocol: Protocol,
     /// Fields the host does not know, to log once.
     pub unknown: Vec<String>,
+    /// `confine`, or VS Code's `sandbox` mapped onto it (PROTOCOL.md §9.1).
+    pub(crate) confine: Option<crate::confine::Declared>,
 }
 
 impl ServerSpec {
@@ -158,6 +163,7 @@ impl ServerSpec {
             env: self.env.clone(),
             restart: self.restart,
             dir: self.cwd.clone(),
+            confine: self.confine.clone(),
         }
     }
 }
@@ -246,6 +252,7 @@ fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
         roots: Roots::Off,
         protocol: Protocol::Auto,
         unknown: Vec::new(),
+        confine: None,
     };
     let Value::Object(obj) = entry else {
         spec.error = Some("its entry must be a JSON object".into());
@@ -330,6 +337,7 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<
         }
         Some(_) => return Err("field `roots` must be true or an array of folders".into()),
     };
+    spec.confine = crate::confine::policy::from_object(obj, base.to_path_buf())?;
     Ok(())
 }
 

@@ -199,6 +199,9 @@ fn manifest(name: &str, lang: &str, exec: &str, args: &[&str]) -> String {
         "language": lang,
         "description": format!("/{name} and the {} tool", tool_name(name)),
         "enabled": true,
+        // What its own code needs (PROTOCOL.md §9.1): its folder, its data,
+        // no network; tsx talks to its own child over a Unix socket.
+        "confine": {"read": ["${EXT}"], "write": ["${DATA}"], "net": false, "unix": lang == "typescript"},
     });
     // Serializing a Value cannot fail.
     let mut s = serde_json::to_string_pretty(&m).unwrap_or_default();

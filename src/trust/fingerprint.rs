@@ -27,8 +27,13 @@
 //!   its command and arguments as an extension's `exec` and `args`
 //!   (resolved against the server's folder).
 //!
+//! - what runs from beyond: see [`reach`] (scripts, folders, interpreters
+//!   and module paths outside `.zot`), and what a link reaches inside a
+//!   left-out `.git/` (walked as any folder reached through a link).
+//!
 //! A folder or link that resolves outside the project is named in
-//! [`Print::outside`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
+//! [`Print::outside`]; what an interpreter may find that the fingerprint
+//! cannot see, in [`Print::not_covered`]. More than [`MAX_ENTRIES`] entries or [`MAX_BYTES`]
 //! of content is refused rather than fingerprinted in part.
 //!
 //! File contents are hashed once per (device, inode, size, mtime, ctime):
@@ -37,6 +42,8 @@
 //! changed file never matches its old key. The extensions are walked on up
 //! to four threads, each into its own digest, fed in folder order: the
 //! result does not depend on the threads.
+
+mod reach;
 
 use super::cache::{Cache, Key, Segment};
 use super::sha256::Sha256;
@@ -51,7 +58,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Most entries (files, folders, links) one fingerprint covers.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Most bytes of content one fingerprint covers.
@@ -65,6 +72,11 @@ pub struct Print {
     /// `.zot`, `.zot/extensions`, `.zot/mcp.json` or extension folders that
     /// are links or resolve outside the project, as `path -> target`.
     pub outside: Vec<String>,
+    /// Folders an interpreter may find modules in on its own, which the
+    /// fingerprint does not cover (a `node_modules` in or above the
+    /// project, a virtual environment or module path outside `.zot`, the
+    /// project's own folder when a script runs from it), each once.
+    pub not_covered: Vec<String>,
 }
 
 /// Fingerprints `project` (canonical), hashing file contents through
@@ -113,23 +125,29 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     };
     done.sort_by_key(|(i, _)| *i);
     let mut segments = Vec::new();
+    let mut not_covered = Vec::new();
     for (_, r) in done {
-        let (digest, seg) = r?;
+        let (digest, seg, nc) = r?;
         w.feed("extension", &digest);
         segments.push(seg);
+        not_covered.extend(nc);
     }
     if let Some(zot) = zot_dir {
-        let walked: Vec<PathBuf> = jobs.iter().map(|(_, path, _)| path.clone()).collect();
-        w.rest(&zot, walked)?;
+        w.rest(&zot, &jobs)?;
     }
-    let (digest, seg, outside) = w.digest();
+    w.not_covered.splice(0..0, not_covered);
+    w.found_by_interpreters();
+    let (digest, seg, outside, mut not_covered) = w.digest();
+    let mut seen = HashSet::new();
+    not_covered.retain(|p| seen.insert(p.clone()));
     segments.insert(0, seg);
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((Print { digest: format!("sha256:{hex}"), outside }, segments))
+    Ok((Print { digest: format!("sha256:{hex}"), outside, not_covered }, segments))
 }
 
-/// An extension's digest and cache segment, or why it has none.
-type Walked<'c> = Result<([u8; 32], Segment<'c>), String>;
+/// An extension's digest, cache segment and what it cannot cover, or why
+/// it has none.
+type Walked<'c> = Result<([u8; 32], Segment<'c>, Vec<String>), String>;
 
 /// One extension folder `dir` (reached as `path`): its tree, then what it
 /// runs, into a digest of its own.
@@ -137,6 +155,7 @@ fn extension<'c>(project: &Path, counts: &Counts, cache: &'c Cache, job: &(Strin
     let (rel, path, dir) = job;
     let mut w = Walk::new(project, counts, cache.segment(rel.as_bytes()));
     w.root = fs::canonicalize(dir).map_err(|e| read_err(dir, e))?;
+    w.left_out = vec![w.root.join(".git")];
     w.tree(dir, "", true)?;
     // Only a regular manifest is read (a FIFO there would hang the read).
     let regular = fs::metadata(path.join(MANIFEST_FILE)).is_ok_and(|m| m.is_file());
@@ -144,8 +163,8 @@ fn extension<'c>(project: &Path, counts: &Counts, cache: &'c Cache, job: &(Strin
         Some(Ok(m)) => w.runs(&m)?,
         _ => w.feed("invalid-manifest", rel.as_bytes()),
     }
-    let (digest, seg, _) = w.digest();
-    Ok((digest, seg))
+    let (digest, seg, _, not_covered) = w.digest();
+    Ok((digest, seg, not_covered))
 }
 
 /// Entries and bytes counted so far, across threads.
@@ -168,6 +187,11 @@ struct Walk<'a, 'c> {
     root: PathBuf,
     /// Folders the walk leaves out (walked on their own already).
     skip: Vec<PathBuf>,
+    /// Canonical folders the walk itself leaves out (a `.git`): what a
+    /// link reaches inside them is walked all the same.
+    left_out: Vec<PathBuf>,
+    /// See [`Print::not_covered`].
+    not_covered: Vec<String>,
 }
 
 fn read_err(p: &Path, e: io::Error) -> String {
@@ -186,6 +210,8 @@ impl<'a, 'c> Walk<'a, 'c> {
             walked: HashSet::new(),
             root: PathBuf::new(),
             skip: Vec::new(),
+            left_out: Vec::new(),
+            not_covered: Vec::new(),
         }
     }
 
@@ -206,9 +232,9 @@ impl<'a, 'c> Walk<'a, 'c> {
         }
     }
 
-    fn digest(mut self) -> ([u8; 32], Segment<'c>, Vec<String>) {
+    fn digest(mut self) -> ([u8; 32], Segment<'c>, Vec<String>, Vec<String>) {
         self.h.update(&self.buf);
-        (self.h.finish(), self.seg, self.outside)
+        (self.h.finish(), self.seg, self.outside, self.not_covered)
     }
 
     fn count(&mut self, size: u64) -> Result<(), String> {
@@ -405,15 +431,31 @@ impl<'a, 'c> Walk<'a, 'c> {
             return self.leaf(&format!("{rel}=>"), &real, &meta);
         }
         self.feed("to-dir", real.as_os_str().as_bytes());
-        if real.starts_with(&self.root) || !self.walked.insert(real.clone()) {
-            // Walked as part of the extension, or already through another link.
+        let left_out = self.left_out.iter().any(|g| real.starts_with(g));
+        if real.starts_with(&self.root) && !left_out {
+            // Walked as part of the extension, except what the walk leaves
+            // out under it (`lib -> .` reaches `lib/.git`).
+            let under: Vec<PathBuf> = self.left_out.iter().filter(|g| g.starts_with(&real) && g.is_dir()).cloned().collect();
+            for g in under {
+                if self.walked.insert(g.clone()) {
+                    let below = g.strip_prefix(&real).unwrap_or(&g).to_string_lossy().into_owned();
+                    self.tree(&g, &format!("{rel}=>/{below}"), false)?;
+                }
+            }
+            return Ok(());
+        }
+        if !self.walked.insert(real.clone()) {
+            // Already walked through another link.
             return Ok(());
         }
         self.feed("mode", &(meta.mode() & 0o7777).to_be_bytes());
         self.tree(&real, &format!("{rel}=>"), false)
     }
 
-    /// The `exec` and the arguments that name existing files.
+    /// The `exec` and the arguments that name existing files (a script
+    /// outside `.zot` with its folder), the interpreters their `#!` lines
+    /// name, the folders an argument, the working folder or an `env` value
+    /// names ([`reach`]).
     fn runs(&mut self, m: &Manifest) -> Result<(), String> {
         if !m.is_static() {
             let bare = !m.exec.contains('/');
@@ -421,7 +463,10 @@ impl<'a, 'c> Walk<'a, 'c> {
                 Some(real) if bare && !real.starts_with(self.project) => {
                     self.feed("exec-system", m.exec.as_bytes());
                 }
-                Some(real) => self.resolved("exec", &real)?,
+                Some(real) => {
+                    self.resolved("exec", &real)?;
+                    self.script("exec", &real, m)?;
+                }
                 None => self.feed("exec-missing", m.exec.as_bytes()),
             }
         }
@@ -429,11 +474,18 @@ impl<'a, 'c> Walk<'a, 'c> {
             let tag = format!("arg{i}");
             let p = m.dir.join(arg);
             match fs::canonicalize(&p) {
-                Ok(real) if !arg.is_empty() && real.is_file() => self.resolved(&tag, &real)?,
+                Ok(real) if !arg.is_empty() && real.is_file() => {
+                    self.resolved(&tag, &real)?;
+                    self.script(&tag, &real, m)?;
+                }
+                Ok(real) if !arg.is_empty() && real.is_dir() => self.folder(&tag, &real)?,
                 _ => self.feed(&tag, b""),
             }
         }
-        Ok(())
+        if let Ok(cwd) = fs::canonicalize(&m.dir) {
+            self.folder("cwd", &cwd)?;
+        }
+        self.env_paths(m)
     }
 
     /// Everything else under `.zot` (the extension folders, `walked`, were
@@ -442,9 +494,10 @@ impl<'a, 'c> Walk<'a, 'c> {
     /// in `.zot/extensions`, a server's helper modules); then what
     /// the servers of `.zot/mcp.json` run, each one's command and arguments
     /// as an extension's `exec` and `args`.
-    fn rest(&mut self, zot: &Path, walked: Vec<PathBuf>) -> Result<(), String> {
+    fn rest(&mut self, zot: &Path, jobs: &[(String, PathBuf, PathBuf)]) -> Result<(), String> {
         self.root = fs::canonicalize(zot).map_err(|e| read_err(zot, e))?;
-        self.skip = walked;
+        self.skip = jobs.iter().map(|(_, path, _)| path.clone()).collect();
+        self.left_out = jobs.iter().filter_map(|(_, _, dir)| fs::canonicalize(dir).ok()).map(|d| d.join(".git")).collect();
         self.tree(zot, ".zot", false)?;
         self.skip.clear();
         let file = zot.join("mcp.json");

@@ -211,8 +211,9 @@ fn lock(home: &Home) -> Result<Lock, String> {
 }
 
 /// Records the project at `dir` as trusted with its current fingerprint;
-/// returns the record and what in it lies outside the project.
-pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
+/// returns the record, what in it lies outside the project, and what an
+/// interpreter may find that the fingerprint does not cover.
+pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>), String> {
     let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _lock = lock(home)?;
     let mut file = read(home)?;
@@ -232,7 +233,7 @@ pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>), String> {
     file.projects.push(entry.clone());
     file.projects.sort_by(|a, b| a.dir.cmp(&b.dir));
     write(home, &file)?;
-    Ok((entry, print.outside))
+    Ok((entry, print.outside, print.not_covered))
 }
 
 /// Forgets the project at `dir`; false when it was not recorded.
@@ -275,7 +276,14 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> St
 /// servers), for the line that says what was trusted: discovery knows
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<String>) -> i32 {
+/// `project_reach` gives, the same way, one line per extension and server
+/// saying what it may read, write and reach (PROTOCOL.md §9.3).
+pub fn run(
+    cmd: TrustCommand,
+    home: &Home,
+    project_names: &dyn Fn(&Path) -> Vec<String>,
+    project_reach: &dyn Fn(&Path) -> Vec<String>,
+) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -289,7 +297,16 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<
             if !d.is_dir() {
                 return Err(format!("{}: no such directory", d.display()));
             }
-            let (e, outside) = trust(home, &d)?;
+            // What each may read, write and reach, shown before anything is recorded.
+            let reach = project_reach(&canonical(&d));
+            if !reach.is_empty() {
+                let mut out = io::stdout().lock();
+                for l in &reach {
+                    let _ = writeln!(out, "{}", crate::text::one_line(l));
+                }
+                let _ = out.flush();
+            }
+            let (e, outside, not_covered) = trust(home, &d)?;
             let names = project_names(&e.dir);
             let what = if names.is_empty() {
                 "no project extensions yet".to_string()
@@ -299,6 +316,9 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &dyn Fn(&Path) -> Vec<
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));
+            }
+            for p in not_covered {
+                lines.push(format!("not covered: {p} (found by the interpreter, not fingerprinted)"));
             }
             Ok(lines)
         }),

@@ -22,14 +22,6 @@ pub(super) struct AgentCall {
     pub(super) done: Responder,
 }
 
-/// An extension's `call_tool` under way.
-pub(super) struct ExtCall {
-    /// The host's key of the call it made for it, to cancel it by.
-    key: u64,
-    /// The tool asked for, named in the answer to a cancel.
-    name: String,
-}
-
 /// How the `tool_id` of a call made for an extension begins: host-made
 /// ids are unique for the life of the host, and only ever shown, never
 /// looked up (an agent's `tool_id` of the same text is another call).
@@ -41,7 +33,7 @@ impl Dispatcher {
         if id.is_empty() {
             return self.exts[slot].log("dropped call_tool without an id");
         }
-        if self.ext_calls.contains_key(&(caller, id.clone())) {
+        if self.ext_calls.under_way(caller, &id) {
             return self.exts[slot].log(&format!("dropped call_tool {id:?}: that id is already in flight"));
         }
         let name_text = name.as_str().unwrap_or("").to_string();
@@ -85,11 +77,11 @@ impl Dispatcher {
             return refuse(self, "tool call depth limit reached".into());
         }
         let known = self.registry.tool_owner(&name).is_some() || self.restarting_owner(&name, true).is_some();
-        if !known && !self.agent_tools.iter().any(|t| t.name == name) {
+        if !known && !self.ext_calls.is_agent_tool(&name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }
         let key = self.next();
-        self.ext_calls.insert((caller, id.clone()), ExtCall { key, name: name.clone() });
+        self.ext_calls.begin(caller, id.clone(), key, name.clone());
         let inbox = self.inbox.clone();
         let (their, tool) = (id, name.clone());
         let done = Responder::new(move |result| {
@@ -104,7 +96,7 @@ impl Dispatcher {
 
     /// The host's call made for an extension's `call_tool` is over.
     pub(super) fn on_call_tool_done(&mut self, caller: ExtId, id: String, name: String, result: Result<Response, HostError>) {
-        if self.ext_calls.remove(&(caller, id.clone())).is_none() {
+        if self.ext_calls.end(caller, &id).is_none() {
             return; // cancelled, or the caller is gone
         }
         let Some(slot) = self.slot_of(caller) else { return };
@@ -120,7 +112,7 @@ impl Dispatcher {
     /// caller is answered that it was. An unknown id is ignored.
     pub(super) fn on_call_tool_cancel(&mut self, slot: usize, id: &str) {
         let caller = self.exts[slot].id;
-        let Some(c) = self.ext_calls.remove(&(caller, id.to_string())) else { return };
+        let Some(c) = self.ext_calls.end(caller, id) else { return };
         self.cancel(Pick::Key(CallKey::Host(c.key)), Why::CallerGone);
         let text = vec![serde_json::json!({"type": "text", "text": "tool call cancelled"})];
         self.answer_call_tool(slot, id, &c.name, text, true, None);
@@ -128,11 +120,8 @@ impl Dispatcher {
 
     /// The caller is gone: what it started is cancelled, unanswered.
     pub(super) fn cancel_calls_of(&mut self, caller: ExtId) {
-        let mine: Vec<(ExtId, String)> = self.ext_calls.keys().filter(|(c, _)| *c == caller).cloned().collect();
-        for k in mine {
-            if let Some(c) = self.ext_calls.remove(&k) {
-                self.cancel(Pick::Key(CallKey::Host(c.key)), Why::CallerGone);
-            }
+        for key in self.ext_calls.end_all_of(caller) {
+            self.cancel(Pick::Key(CallKey::Host(key)), Why::CallerGone);
         }
     }
 

@@ -232,7 +232,7 @@ impl Dispatcher {
                 // The host stops and the interceptor ended without its
                 // answer: the request is answered `shutting_down` (PROTOCOL.md
                 // §4), not with a failed interceptor's allow or block.
-                if matches!(end, End::TargetGone(_)) && self.phase == (Phase::Stopping { exit: true }) {
+                if matches!(end, End::TargetGone(_)) && self.load.phase == (Phase::Stopping { exit: true }) {
                     return self.end_chain(chain, HostError::ShuttingDown);
                 }
                 let why = match end {
@@ -253,7 +253,7 @@ impl Dispatcher {
                 ext.log(&format!("{what} (request {id}) timed out after {}", fmt_duration(after)));
                 HostError::Timeout { extension, what, after }
             }
-            End::TargetGone(_) if self.phase == (Phase::Stopping { exit: true }) => HostError::ShuttingDown,
+            End::TargetGone(_) if self.load.phase == (Phase::Stopping { exit: true }) => HostError::ShuttingDown,
             End::TargetGone(detail) => HostError::Exited { extension, detail: detail.to_string() },
             End::Shutdown { .. } => HostError::ShuttingDown,
         };
@@ -298,6 +298,7 @@ mod tests {
             env: Vec::new(),
             restart: Default::default(),
             dir: dir.clone(),
+            confine: None,
         };
         let found = crate::discovery::Found { manifest, source: crate::discovery::Source::Ext, mcp: None };
         d.exts.push(Ext::new(EXT, found, super::super::limits::Bucket::new(1)));
@@ -405,7 +406,7 @@ mod tests {
         for ((label, end), want) in reasons.into_iter().zip(want) {
             for ((key, stage), want) in STAGES.into_iter().zip(want) {
                 let (mut d, _events) = dispatcher();
-                d.phase = Phase::Running;
+                d.load.phase = Phase::Running;
                 let (tx, rx) = unbounded();
                 let pick = put(&mut d, key, &tx);
                 drop(tx);
@@ -431,7 +432,7 @@ mod tests {
     fn each_reason_takes_its_stages_and_leaves_the_rest() {
         let taken_by = |f: &dyn Fn(&mut Dispatcher)| -> Vec<u64> {
             let (mut d, _events) = dispatcher();
-            d.phase = Phase::Running;
+            d.load.phase = Phase::Running;
             let (tx, rx) = unbounded();
             for (key, _) in STAGES {
                 put(&mut d, key, &tx);
@@ -464,7 +465,7 @@ mod tests {
     fn an_interceptor_gone_at_shutdown_ends_its_chain_shutting_down() {
         for (key, pick) in [(3, Pick::SentTo(EXT)), (6, Pick::Sent(600))] {
             let (mut d, _events) = dispatcher();
-            d.phase = Phase::Stopping { exit: true };
+            d.load.phase = Phase::Stopping { exit: true };
             let (tx, rx) = unbounded();
             put(&mut d, key, &tx);
             drop(tx);

@@ -107,7 +107,7 @@ impl Dispatcher {
             }
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
-                let restart_asked = !ext.restart_waiters.is_empty() && matches!(self.phase, Phase::Running | Phase::Loading);
+                let restart_asked = !ext.restart_waiters.is_empty() && matches!(self.load.phase, Phase::Running | Phase::Loading);
                 if !restart_asked {
                     self.registry.release(slot);
                 }

@@ -91,6 +91,8 @@ pub(super) struct Proc {
     pub eof: bool,
     /// Its end was handled: the calls in flight were answered or failed.
     pub ended: bool,
+    /// Its `${TMP}` (PROTOCOL.md §9.1), removed with this record.
+    pub _tmp: Option<crate::confine::TmpDir>,
 }
 
 /// A tool as registered (PROTOCOL.md §6.2).
@@ -139,6 +141,8 @@ pub(super) struct Ext {
     pub unknown_logged: bool,
     /// An MCP server's era: the one found, and its handshake tries.
     pub eras: super::mcp::Eras,
+    /// `hello_ack`'s `data_dir` for its current start.
+    pub data_dir: std::path::PathBuf,
 }
 
 impl Ext {
@@ -166,6 +170,7 @@ impl Ext {
             idle: Default::default(),
             unknown_logged: false,
             eras: Default::default(),
+            data_dir: std::path::PathBuf::new(),
         }
     }
 

@@ -50,14 +50,15 @@ impl Dispatcher {
             }
             let m = &ext.found.manifest;
             let dir = m.dir.display().to_string();
+            let data_dir = ext.data_dir.display().to_string();
             let ack = HostFrame::HelloAck(HelloAck {
                 protocol_version: PROTOCOL_VERSION,
                 zot_version: self.cfg.zot_version.clone(),
                 provider: self.cfg.provider.clone(),
                 model: self.cfg.model.clone(),
                 cwd: self.cfg.cwd.display().to_string(),
-                extension_dir: dir.clone(),
-                data_dir: dir,
+                extension_dir: dir,
+                data_dir,
                 capabilities: HOST_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
             });
             if let Err(e) = ext.send(Arc::new(encode(&ack))) {

@@ -36,7 +36,7 @@ impl Dispatcher {
             }
             if !payload.get("agent_run_id").is_some_and(Value::is_string) {
                 let n = self.next();
-                let run = format!("{}-run-{n}", self.session_id);
+                let run = self.envelope.run_id(n);
                 payload.insert("agent_run_id".into(), Value::String(run));
             }
         }
@@ -58,7 +58,7 @@ impl Dispatcher {
             let Some(chain) = self.table.chains.get_mut(id) else { return };
             // The host stops: the interceptors left are stopping, never to
             // be asked; a verdict without them would be nobody's.
-            if self.phase == (Phase::Stopping { exit: true }) && chain.has_next() {
+            if self.load.phase == (Phase::Stopping { exit: true }) && chain.has_next() {
                 return self.end_chain(id, HostError::ShuttingDown);
             }
             let (slot, event, payload) = match chain.step(|s, e| asks(&exts[s], e)) {
@@ -66,7 +66,7 @@ impl Dispatcher {
                 Step::Done(outcome) => return self.finish_chain(id, outcome),
             };
             let call_id = self.next();
-            let payload = self.enveloped(&event, payload);
+            let payload = self.envelope.wrap(&event, payload);
             let frame = HostFrame::EventIntercept { id: call_id.to_string(), event, payload };
             let sent = capped(self.exts[slot].name(), "event_intercept", &frame)
                 .and_then(|bytes| self.has_room(slot).and_then(|()| self.exts[slot].send(Arc::new(bytes))));

@@ -80,28 +80,28 @@ impl Dispatcher {
                 } else {
                     Vec::new()
                 },
-                ..static_info(&e.found)
+                ..static_info(&e.found, self.cfg.confine)
             });
         }
-        for f in &self.untrusted {
+        for f in &self.load.untrusted {
             out.extensions.push(ExtInfo {
                 source: f.source.as_str(),
                 state: State::Untrusted,
-                error: Some(match &self.trust_problem {
+                error: Some(match &self.load.trust_problem {
                     Some(p) => format!("trust cannot be checked: {p}"),
                     None => "the project is not trusted: run 'zot trust' in it".into(),
                 }),
-                ..static_info(f)
+                ..static_info(f, self.cfg.confine)
             });
         }
-        for (name, dir, source, error) in &self.broken {
+        for b in &self.load.broken {
             out.extensions.push(ExtInfo {
-                source,
+                source: b.source,
                 // An MCP configuration file that could not be used.
-                kind: if dir.ends_with(".json") { "mcp" } else { "extension" },
+                kind: if b.dir.ends_with(".json") { "mcp" } else { "extension" },
                 state: State::Failed,
-                error: Some(error.clone()),
-                ..bare_info(name.clone(), String::new(), dir.clone())
+                error: Some(b.error.clone()),
+                ..bare_info(b.name.clone(), String::new(), b.dir.clone())
             });
         }
         out.orphans = crate::child::unattributed_orphans();
@@ -111,10 +111,13 @@ impl Dispatcher {
 
 /// The listing fields taken from the manifest alone, the state `starting`
 /// and nothing registered.
-fn static_info(f: &crate::discovery::Found) -> ExtInfo {
+fn static_info(f: &crate::discovery::Found, mode: crate::confine::Mode) -> ExtInfo {
     let m = &f.manifest;
     let show = |p: &std::path::Path| p.display().to_string();
+    let confinement = crate::confine::listed(m.confine.as_ref(), mode, &m.dir);
     ExtInfo {
+        confinement: confinement.to_json(),
+        confinement_mark: confinement.mark(),
         kind: f.kind(),
         is_static: m.is_static(),
         skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
@@ -148,5 +151,7 @@ fn bare_info(name: String, version: String, dir: String) -> ExtInfo {
         is_static: false,
         skills: Vec::new(),
         theme: None,
+        confinement: serde_json::Value::Null,
+        confinement_mark: "full access",
     }
 }

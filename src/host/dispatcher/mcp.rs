@@ -170,7 +170,7 @@ impl Dispatcher {
         let Some(slot) = self.slot_of(id) else { return };
         let ext = &mut self.exts[slot];
         let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
-        if ext.life != Life::Ready || self.phase != Phase::Running {
+        if ext.life != Life::Ready || self.load.phase != Phase::Running {
             return;
         }
         if self.table.sent.count(slot) > 0 {
@@ -258,7 +258,7 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         let Some(spec) = ext.found.mcp.as_ref() else { return self.fail(slot, why) };
         let first_try = ext.eras.first.is_none() && ext.eras.current == Some(Era::Legacy);
-        let auto = spec.protocol == Protocol::Auto && ext.life == Life::Spawned && matches!(self.phase, Phase::Running | Phase::Loading);
+        let auto = spec.protocol == Protocol::Auto && ext.life == Life::Spawned && matches!(self.load.phase, Phase::Running | Phase::Loading);
         if auto && ext.eras.found == Some(Era::Modern) && ext.eras.first.is_none() {
             // The era found before failed on a restart: both tries again.
             ext.log(&format!("{why}; trying initialize first again"));

@@ -12,18 +12,31 @@
 //! and reload, [`calls`] the calls in flight, [`limits`] the
 //! per-extension bounds, [`listing`] the listing, [`mcp`] what only MCP
 //! servers do (their start, live tool lists, progress).
+//!
+//! The state is owned by types the dispatcher routes between, each with
+//! its rules and unit tests: [`table`] (every call at its stage),
+//! [`registry`](super::registry) (names), [`ext`] (one extension),
+//! [`supervisor`] (restarts), [`load`] (the phase, loads and reloads, who
+//! waits for them), [`envelope`] (events' session id and sequence),
+//! [`ext_calls`] (extensions' `call_tool`s under way), [`clock`] (timers
+//! and ids), [`hooks`] (the embedder's sink and idle hook).
 
 mod blocks;
 mod call_tool;
 mod calls;
+mod clock;
 mod ending;
 mod chain;
 mod ends;
+mod envelope;
+mod ext_calls;
 mod ext;
 mod frames;
+mod hooks;
 mod intercept;
 mod limits;
 mod listing;
+mod load;
 mod mcp;
 mod requests;
 mod restart;
@@ -33,20 +46,24 @@ mod table;
 mod timers;
 
 use super::registry::{self, Registry};
-use crate::host::{AgentTool, Config, EventSink, HostError, HostEvent, IdleHook, LoadReport, ReloadReport, Request, Responder, Response, ToolCall};
+use crate::host::{Config, EventSink, HostError, HostEvent, IdleHook, Request, Responder, Response, ToolCall};
 use std::thread::JoinHandle;
 use calls::{Call, CallKind};
 use table::CallTable;
 use ext::{Ext, ExtId, Life, Proc};
+use clock::Clock;
+use envelope::Envelope;
+use ext_calls::ExtCalls;
+use hooks::Hooks;
 use limits::Bucket;
+use load::{Load, Phase};
 use stop::StopStage;
 use crate::child::{Child, ChildMsg, Log};
 use crate::mcpserver::edge::McpMsg;
 use crate::discovery::discover_with;
 use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -121,10 +138,38 @@ pub(super) fn spawn(
             }
             // No orphan of an extension outlives the host.
             crate::child::settle_orphans();
-            d.idle();
+            d.hooks.idle();
             crate::log::flush();
         })
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
+}
+
+/// One start as confinement makes it (PROTOCOL.md §9): its plan (data
+/// folder, `${TMP}`), its environment (the host's additions, then the
+/// manifest's `env` with the placeholders expanded), its arguments with
+/// the placeholders expanded, and its jail.
+struct Confined {
+    plan: crate::confine::Plan,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    jail: Option<crate::confine::Jail>,
+}
+
+fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path::Path, log: &Log) -> Result<Confined, String> {
+    let m = &found.manifest;
+    let who = crate::confine::Who {
+        name: &m.name,
+        dir: &m.dir,
+        declared: m.confine.as_ref(),
+        project_local: found.source == crate::discovery::Source::Project,
+        is_server: found.mcp.is_some(),
+    };
+    let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
+    let mut env = plan.env();
+    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
+    let args = plan.args(&m.args);
+    let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
+    Ok(Confined { plan, env, args, jail })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -150,65 +195,29 @@ enum Timer {
     Idle(ExtId),
 }
 
-enum Waiter {
-    Ready(Responder),
-    Reload(Responder),
-}
-
-#[derive(PartialEq, Eq)]
-enum Phase {
-    Loading,
-    Running,
-    Stopping { exit: bool },
-    Done,
-}
-
 struct Dispatcher {
     cfg: Config,
     inbox: crate::wake::Tx<Inbox>,
-    sink: EventSink,
-    idle: IdleHook,
+    /// The embedder's event sink and idle hook.
+    hooks: Hooks,
     /// The bounds of every child's queue, with the budget they share.
     queue: crate::child::QueueBounds,
     exts: Vec<Ext>,
     registry: Registry,
     /// Every call the host has, at its stage.
     table: CallTable,
-    timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
-    next_id: u64,
-    phase: Phase,
-    load_gen: u64,
-    load_errors: Vec<String>,
-    last_load: Option<LoadReport>,
-    /// Each running extension's tools when a reload began, to announce
-    /// what changed once it is over.
-    tools_before_reload: Vec<(String, Vec<String>)>,
-    waiters: Vec<Waiter>,
-    stopped_count: usize,
-    exit_waiters: Vec<Responder>,
-    /// Reloads asked for while a load was under way: its discovery is
-    /// older than the request, so another reload follows it.
-    reload_after_load: Vec<Responder>,
-    /// The session id of the envelope when the agent gives none.
-    session_id: String,
-    /// The last `sequence` of the envelope.
-    sequence: u64,
-    /// The agent's own tools (`agent_tools`), for extensions' `call_tool`.
-    agent_tools: Vec<AgentTool>,
+    /// Deadlines, and the one source of ids.
+    clock: Clock,
+    /// The phase, the current load and who waits for it.
+    load: Load,
+    /// The session id and the sequence of events' envelopes.
+    envelope: Envelope,
     /// Processes dropped from the table before they were reaped, by the id
     /// their exit will come with.
     unreaped: HashMap<ExtId, Child>,
-    /// The front end's input ended: interactive calls are cancelled.
-    input_ended: bool,
-    /// Extensions' `call_tool`s under way, by caller and its id.
-    ext_calls: HashMap<(ExtId, String), call_tool::ExtCall>,
-    /// Project-local extensions of an untrusted project: listed, never started.
-    untrusted: Vec<crate::discovery::Found>,
-    /// Why the project's trust could not be checked, if so (with the fix).
-    trust_problem: Option<String>,
-    /// Extensions whose manifest could not be loaded: listed as failed,
-    /// as (folder name, folder, source, why).
-    broken: Vec<(String, String, &'static str, String)>,
+    /// Extensions' `call_tool`s under way, and the agent's tools they
+    /// may call.
+    ext_calls: ExtCalls,
 }
 
 fn respond(done: Responder, r: Result<Response, HostError>) {
@@ -225,12 +234,6 @@ pub(super) fn on_dispatcher_thread() -> bool {
     DISPATCHER.with(|d| d.get())
 }
 
-/// One id per host run: the process and the time it started.
-fn new_session_id() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("zot-{:x}-{:x}", std::process::id(), nanos)
-}
-
 /// `d` from now; a duration too long for the clock means "as good as never".
 fn after(d: Duration) -> Instant {
     let now = Instant::now();
@@ -242,6 +245,7 @@ fn after(d: Duration) -> Instant {
 impl Dispatcher {
     fn new(cfg: Config, inbox: crate::wake::Tx<Inbox>, sink: EventSink, idle: IdleHook) -> Dispatcher {
         let registry = Registry::new(cfg.reserved_commands.clone());
+        let envelope = Envelope::new(&cfg.cwd);
         let queue = crate::child::QueueBounds {
             frames: cfg.queue_limit,
             bytes: cfg.queue_bytes,
@@ -251,53 +255,28 @@ impl Dispatcher {
             queue,
             cfg,
             inbox,
-            sink,
-            idle,
+            hooks: Hooks::new(sink, idle),
             exts: Vec::new(),
             registry,
             table: CallTable::default(),
-            timers: BinaryHeap::new(),
-            next_id: 1,
-            phase: Phase::Loading,
-            load_gen: 0,
-            load_errors: Vec::new(),
-            last_load: None,
-            tools_before_reload: Vec::new(),
-            waiters: Vec::new(),
-            stopped_count: 0,
-            exit_waiters: Vec::new(),
-            reload_after_load: Vec::new(),
-            ext_calls: HashMap::new(),
-            input_ended: false,
+            clock: Clock::new(),
+            load: Load::new(),
+            ext_calls: ExtCalls::default(),
             unreaped: HashMap::new(),
-            agent_tools: Vec::new(),
-            session_id: new_session_id(),
-            sequence: 0,
-            untrusted: Vec::new(),
-            trust_problem: None,
-            broken: Vec::new(),
+            envelope,
         }
     }
 
     fn next(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
+        self.clock.next()
     }
 
     fn at(&mut self, when: Instant, t: Timer) {
-        let seq = self.next();
-        self.timers.push(Reverse((when, seq, t)));
-    }
-
-    /// The embedder's idle hook; its panic must not stop the host.
-    fn idle(&self) {
-        let _ = catch_unwind(AssertUnwindSafe(|| (self.idle)()));
+        self.clock.at(when, t);
     }
 
     fn emit(&self, e: HostEvent) {
-        // The sink is the embedder's code; its panic must not stop the host.
-        let _ = catch_unwind(AssertUnwindSafe(|| (self.sink)(e)));
+        self.hooks.emit(e);
     }
 
     /// The slot of extension `id`, if it is still of this load.
@@ -307,7 +286,7 @@ impl Dispatcher {
 
     fn run(&mut self, rx: &crate::wake::Rx<Inbox>) {
         let mut unflushed = 0;
-        while self.phase != Phase::Done {
+        while self.load.phase != Phase::Done {
             if rx.is_empty() || unflushed >= FLUSH_EVERY {
                 // Out of work for now (or busy for a while): write what was
                 // sent to children meanwhile, one write per child
@@ -315,11 +294,11 @@ impl Dispatcher {
                 for c in self.exts.iter().filter_map(|e| e.child()) {
                     c.flush();
                 }
-                self.idle();
+                self.hooks.idle();
                 unflushed = 0;
             }
             unflushed += 1;
-            let next_timer = self.timers.peek().map(|Reverse((when, _, _))| *when);
+            let next_timer = self.clock.next_due();
             let next = match (next_timer, self.table.sent.next_deadline()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -346,11 +325,7 @@ impl Dispatcher {
         while let Some(id) = self.table.sent.expired(now) {
             self.on_call_timeout(id);
         }
-        while let Some(Reverse((when, _, t))) = self.timers.peek().copied() {
-            if when > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some(t) = self.clock.due(now) {
             self.on_timer(t, now);
         }
     }
@@ -389,27 +364,26 @@ impl Dispatcher {
     // ----- loading -------------------------------------------------------
 
     fn load(&mut self) {
-        self.phase = Phase::Loading;
-        self.load_gen += 1;
-        self.load_errors.clear();
+        let gen = self.load.begin();
         for slot in 0..self.exts.len() {
             self.bury(slot);
         }
         self.exts.clear();
         self.registry.clear();
         let disc = discover_with(&self.cfg.sources, &self.cfg.mcp_configs, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
-        self.untrusted = disc.untrusted.clone();
-        self.trust_problem = disc.trust_problem.clone();
-        if !self.untrusted.is_empty() {
-            let extensions = self.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
+        self.load.untrusted = disc.untrusted.clone();
+        self.load.trust_problem = disc.trust_problem.clone();
+        if !self.load.untrusted.is_empty() {
+            let extensions = self.load.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
             let error = disc.trust_problem.clone();
             self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions, error });
         }
-        self.broken.clear();
+        self.load.broken.clear();
         for b in &disc.broken {
             let msg = b.error.to_string();
-            self.broken.push((b.label(), b.dir.display().to_string(), b.source.as_str(), msg.clone()));
-            self.load_errors.push(msg.clone());
+            let (name, dir, source) = (b.label(), b.dir.display().to_string(), b.source.as_str());
+            self.load.broken.push(load::Broken { name, dir, source, error: msg.clone() });
+            self.load.error(msg.clone());
             self.emit(HostEvent::LoadFailed { extension: b.label(), message: msg, log: None });
         }
         for (found, winner) in &disc.shadowed {
@@ -424,7 +398,6 @@ impl Dispatcher {
                 ));
             }
         }
-        let gen = self.load_gen;
         for found in disc.load {
             let id = ExtId { slot: self.exts.len(), gen };
             self.exts.push(Ext::new(id, found, Bucket::new(self.cfg.limits.notes_burst)));
@@ -473,14 +446,22 @@ impl Dispatcher {
                 return self.fail(slot, e);
             }
         };
-        let env = match crate::envexpand::expand_from_env(m.env()) {
-            Ok(env) => env,
+        log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
+        let Confined { plan, env, args, jail } = match confine_start(&ext.found, &self.cfg, &exec, &log) {
+            Ok(started) => started,
             Err(e) => {
                 ext.log = Some(log);
-                return self.fail(slot, e.to_string());
+                return self.fail(slot, e);
             }
         };
-        log.line(&format!("starting {} from {} at {}", m.name, m.dir.display(), crate::log::utc(std::time::SystemTime::now())));
+        ext.data_dir = plan.data_dir().to_path_buf();
+        let expanded;
+        let m = if args == m.args {
+            m
+        } else {
+            expanded = crate::manifest::Manifest { args, ..m.clone() };
+            &expanded
+        };
         let wrap = move |msg| Inbox::Child(id, msg);
         let mut edge = None;
         let (spawned, hello_at) = match &ext.found.mcp {
@@ -490,14 +471,14 @@ impl Dispatcher {
                 let e = mcp::edge(spec, era, &self.cfg, &log, inbox.clone(), id);
                 edge = Some(e.clone());
                 let at = after(spec.connect_timeout);
-                (Child::spawn_dialect(m, &exec, &env, &log, &queue, trace.as_ref(), e, inbox, wrap), at)
+                (Child::spawn_dialect(m, &exec, &env, &log, &queue, trace.as_ref(), e, jail.as_ref(), inbox, wrap), at)
             }
-            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), inbox, wrap), hello_at),
+            None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), jail.as_ref(), inbox, wrap), hello_at),
         };
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
-                ext.proc = Some(Proc { child, edge, exit: None, eof: false, ended: false });
+                ext.proc = Some(Proc { child, edge, exit: None, eof: false, ended: false, _tmp: plan.tmp });
                 self.at(hello_at, Timer::Hello(id));
             }
             Err(e) => self.fail(slot, format!("cannot start {}: {e}", exec.display())),
@@ -517,7 +498,7 @@ impl Dispatcher {
         ext.life = Life::Failed;
         ext.error = Some(why.clone());
         ext.signal(libc::SIGKILL);
-        self.load_errors.push(msg);
+        self.load.error(msg);
         let log = self.exts[slot].log.as_ref().map(|l| l.path().to_path_buf());
         self.emit(HostEvent::LoadFailed { extension: name, message: why.clone(), log });
         // Calls that woke an idle server fail with it.
@@ -560,7 +541,7 @@ impl Dispatcher {
         let (commands, tools) = (ext.command_names(), ext.tool_names());
         // A server that was still connecting when the load ended brings its
         // tools now (PROTOCOL.md §8.2).
-        let late = self.phase != Phase::Loading && ext.restart_names.is_none() && ext.found.mcp.is_some();
+        let late = !self.load.loading() && ext.restart_names.is_none() && ext.found.mcp.is_some();
         self.emit(HostEvent::ExtensionReady { extension: extension.clone(), commands, tools: tools.clone() });
         if late && !tools.is_empty() && !self.exts[slot].idle.waking {
             self.emit(HostEvent::ToolsChanged { extension, reason: "listed".into(), tools });
@@ -570,70 +551,31 @@ impl Dispatcher {
         self.check_load_done(false);
     }
 
-    /// After a reload, each extension's tools are announced anew: those it
-    /// has now and those it had before and lost, also for an extension
-    /// that did not come back.
-    fn announce_reloaded_tools(&mut self) {
-        let mut before = std::mem::take(&mut self.tools_before_reload);
-        let mut news = Vec::new();
-        for e in &self.exts {
-            let mut tools = if e.life == Life::Ready { e.tool_names() } else { Vec::new() };
-            if let Some(i) = before.iter().position(|(n, _)| n == e.name()) {
-                let (_, old) = before.remove(i);
-                let lost: Vec<String> = old.into_iter().filter(|t| !tools.contains(t)).collect();
-                tools.extend(lost);
-            }
-            news.push((e.name().to_string(), tools));
-        }
-        news.extend(before);
-        for (extension, tools) in news.into_iter().filter(|(_, t)| !t.is_empty()) {
-            self.emit(HostEvent::ToolsChanged { extension, reason: "reloaded".into(), tools });
-        }
-    }
-
     fn check_load_done(&mut self, grace_over: bool) {
-        if self.phase != Phase::Loading {
+        if !self.load.loading() || (!grace_over && self.exts.iter().any(|e| e.life.starting())) {
             return;
         }
-        if !grace_over && self.exts.iter().any(|e| e.life.starting()) {
-            return;
-        }
-        self.phase = Phase::Running;
         let ready: Vec<String> =
             self.exts.iter().filter(|e| e.life == Life::Ready).map(|e| e.name().to_string()).collect();
-        let report = LoadReport { loaded: self.exts.len(), ready: ready.clone(), errors: self.load_errors.clone() };
-        let first = self.last_load.is_none();
-        self.last_load = Some(report.clone());
-        if first {
+        if self.load.end(self.exts.len(), ready.clone()) {
             self.emit(HostEvent::Ready { extensions: ready });
         } else {
-            self.announce_reloaded_tools();
-        }
-        for w in std::mem::take(&mut self.waiters) {
-            match w {
-                Waiter::Ready(done) => respond(done, Ok(Response::Load(report.clone()))),
-                Waiter::Reload(done) => respond(
-                    done,
-                    Ok(Response::Reload(ReloadReport {
-                        stopped: self.stopped_count,
-                        loaded: report.loaded,
-                        ready: report.ready.len(),
-                        errors: report.errors.clone(),
-                    })),
-                ),
+            let now = self.exts.iter().map(|e| {
+                let tools = if e.life == Life::Ready { e.tool_names() } else { Vec::new() };
+                (e.name().to_string(), tools)
+            });
+            for (extension, tools) in self.load.reloaded_tools(now.collect()) {
+                self.emit(HostEvent::ToolsChanged { extension, reason: "reloaded".into(), tools });
             }
         }
+        self.load.answer_waiters();
         for (req, done) in std::mem::take(&mut self.table.waiting) {
             self.on_request(req, done);
         }
-        if !self.reload_after_load.is_empty() {
-            for d in std::mem::take(&mut self.reload_after_load) {
-                self.waiters.push(Waiter::Reload(d));
-            }
+        if self.load.reload_again() {
             self.begin_stop_all(false);
         }
     }
-
 }
 
 /// A model's call waiting for its intercept chain.

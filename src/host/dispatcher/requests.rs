@@ -3,7 +3,7 @@
 //! commands, tool calls (as the model's: the intercept chain, the event,
 //! then the call), events with their envelope, panels, and cancellation.
 
-use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, Waiter, after, blocks, chain, respond};
+use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, after, chain, respond};
 use super::calls::ToolStage;
 use super::ending::{Pick, Why};
 use crate::host::{CallKey, HostError, InterceptOutcome, Request, Responder, Response, ToolCall, ToolReply};
@@ -15,16 +15,12 @@ use super::mcp;
 
 impl Dispatcher {
     pub(super) fn on_request(&mut self, req: Request, done: Responder) {
-        if matches!(self.phase, Phase::Stopping { exit: true } | Phase::Done) {
+        if self.load.exiting() {
             return respond(done, Err(HostError::ShuttingDown));
         }
         // During a load or a reload the names are about to be there: calls
         // wait for it instead of failing as unknown.
-        let loading = match self.phase {
-            Phase::Loading => self.last_load.is_some() || self.cfg.hold_until_loaded,
-            Phase::Stopping { exit } => !exit,
-            _ => false,
-        };
+        let loading = self.load.holds(self.cfg.hold_until_loaded);
         if loading && req.needs_extensions() {
             return self.table.waiting.push((req, done));
         }
@@ -35,10 +31,7 @@ impl Dispatcher {
             }
         }
         match req {
-            Request::WaitReady => match (&self.phase, &self.last_load) {
-                (Phase::Running, Some(r)) => respond(done, Ok(Response::Load(r.clone()))),
-                _ => self.waiters.push(Waiter::Ready(done)),
-            },
+            Request::WaitReady => self.load.wait_ready(done),
             Request::List => respond(done, Ok(Response::List(self.listing()))),
             Request::Command { name, args } => self.start_command(name, args, done),
             Request::Tool { name, args, tool_id } => {
@@ -46,7 +39,7 @@ impl Dispatcher {
             }
             Request::ToolCall(call) => self.start_tool(call, None, done),
             Request::AgentTools(tools) => {
-                self.agent_tools = tools;
+                self.ext_calls.set_agent_tools(tools);
                 respond(done, Ok(Response::Done))
             }
             Request::CallToolResult { call_id, content, is_error, structured_content } => {
@@ -58,7 +51,7 @@ impl Dispatcher {
                 respond(done, Ok(Response::Cancelled(n > 0)))
             }
             Request::EndOfInput => {
-                self.input_ended = true;
+                self.table.input_ended = true;
                 self.cancel(Pick::Interactive, Why::EndOfInput);
                 respond(done, Ok(Response::Done))
             }
@@ -88,27 +81,16 @@ impl Dispatcher {
                 let frame = HostFrame::PanelClose { panel_id };
                 respond(done, self.send_to_named(&extension, "panel_close", &frame).map(|()| Response::Done))
             }
-            Request::Reload => match self.phase {
-                Phase::Loading => self.reload_after_load.push(done),
-                _ => {
-                    self.waiters.push(Waiter::Reload(done));
-                    if self.phase == Phase::Running {
-                        self.begin_stop_all(false);
-                    }
+            Request::Reload => {
+                if self.load.ask_reload(done) {
+                    self.begin_stop_all(false);
                 }
-            },
+            }
             // PROTOCOL.md §4: requests that came before `shutdown` and
             // wait for the load are dispatched first, when it ends.
             Request::Shutdown if loading && !self.table.waiting.is_empty() => self.table.waiting.push((Request::Shutdown, done)),
             Request::Shutdown => {
-                self.exit_waiters.push(done);
-                for w in std::mem::take(&mut self.waiters) {
-                    let (Waiter::Ready(d) | Waiter::Reload(d)) = w;
-                    respond(d, Err(HostError::ShuttingDown));
-                }
-                for d in std::mem::take(&mut self.reload_after_load) {
-                    respond(d, Err(HostError::ShuttingDown));
-                }
+                self.load.ask_exit(done);
                 self.begin_stop_all(true);
             }
         }
@@ -177,7 +159,7 @@ impl Dispatcher {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return respond(done, Err(HostError::BadRequest("tool args must be a JSON object".into()))),
         };
-        let agent_tool = origin.is_some() && self.agent_tools.iter().any(|t| t.name == call.name);
+        let agent_tool = origin.is_some() && self.ext_calls.is_agent_tool(&call.name);
         if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
             if let Some(r) = self.restarting_owner(&call.name, true) {
                 let timeout = self.cfg.timeouts.tool;
@@ -214,7 +196,7 @@ impl Dispatcher {
             return respond(done, Ok(Response::Tool(reply)));
         }
         // Allowed while the host stops: there is nobody left to call.
-        if self.phase == (Phase::Stopping { exit: true }) {
+        if self.load.phase == (Phase::Stopping { exit: true }) {
             return respond(done, Err(HostError::ShuttingDown));
         }
         let args = payload.remove("tool_args").unwrap_or_else(|| Value::Object(Default::default()));
@@ -237,7 +219,7 @@ impl Dispatcher {
                 let call = ToolCall { args: Some(args), as_model: false, ..call };
                 return self.park_call(r, Request::ToolCall(call), origin, done, timeout);
             }
-            if let Some(o) = origin.filter(|_| self.agent_tools.iter().any(|t| t.name == call.name)) {
+            if let Some(o) = origin.filter(|_| self.ext_calls.is_agent_tool(&call.name)) {
                 return self.call_agent_tool(call, args, o, done);
             }
             return respond(done, Err(HostError::UnknownTool(call.name)));
@@ -261,7 +243,7 @@ impl Dispatcher {
         // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
         // a cancel ends it.
         let interactive = origin.is_none() && self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
-        if interactive && self.input_ended {
+        if interactive && self.table.input_ended {
             let extension = self.exts[slot].name().to_string();
             return respond(done, Err(HostError::Cancelled { extension, what: format!("tool {name}") }));
         }
@@ -298,33 +280,6 @@ impl Dispatcher {
         Some(ToolReply { extension: ext.name().to_string(), content, is_error: true, refused: true, ..Default::default() })
     }
 
-    /// The payload of an `event` or `event_intercept` frame with its
-    /// envelope (PROTOCOL.md §6.4): the agent's `session_id` and `cwd` or
-    /// the host's, a strictly increasing `sequence`, and a `tool_result`'s
-    /// content bounded as a `call_tool` result is.
-    pub(super) fn enveloped(&mut self, event: &str, mut payload: Payload) -> Payload {
-        self.sequence += 1;
-        if !payload.get("session_id").is_some_and(Value::is_string) {
-            payload.insert("session_id".into(), Value::String(self.session_id.clone()));
-        }
-        if !payload.get("cwd").is_some_and(Value::is_string) {
-            payload.insert("cwd".into(), Value::String(self.cfg.cwd.display().to_string()));
-        }
-        payload.insert("sequence".into(), Value::from(self.sequence));
-        if event == "tool_result" {
-            if let Some(Value::Object(result)) = payload.get_mut("result") {
-                if let Some(Value::Array(content)) = result.remove("content") {
-                    let (content, truncated) = blocks::bound(content);
-                    result.insert("content".into(), Value::Array(content));
-                    if truncated {
-                        result.insert("truncated".into(), Value::Bool(true));
-                    }
-                }
-            }
-        }
-        payload
-    }
-
     /// Sends `event` to its subscribers; how many it reached. Each frame
     /// gets its own `sequence` (PROTOCOL.md §6.4: the counter is over
     /// frames), in load order.
@@ -334,12 +289,11 @@ impl Dispatcher {
         if subscribers.is_empty() {
             return 0;
         }
-        let mut payload = self.enveloped(event, payload);
+        let mut payload = self.envelope.wrap(event, payload);
         let mut n = 0;
         for (i, &s) in subscribers.iter().enumerate() {
             if i > 0 {
-                self.sequence += 1;
-                payload.insert("sequence".into(), Value::from(self.sequence));
+                self.envelope.next_frame(&mut payload);
             }
             let bytes = encode(&HostFrame::Event { event: event.to_string(), payload: payload.clone() });
             if bytes.len() > MAX_FRAME_OUT {

@@ -68,7 +68,7 @@ impl Dispatcher {
     /// What this exit of the extension in `slot` leads to; an exit while
     /// the host stops or reloads is one it asked for.
     fn verdict(&self, slot: usize, status: Option<ExitStatus>) -> Verdict {
-        let asked = !matches!(self.phase, Phase::Running | Phase::Loading);
+        let asked = !matches!(self.load.phase, Phase::Running | Phase::Loading);
         self.exts[slot].supervisor.verdict(self.policy(slot), status, asked, Instant::now())
     }
 
@@ -81,7 +81,7 @@ impl Dispatcher {
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {
         let Some(slot) = self.slot_of(id) else { return };
-        if self.exts[slot].life != Life::Restarting || !matches!(self.phase, Phase::Running | Phase::Loading) {
+        if self.exts[slot].life != Life::Restarting || !matches!(self.load.phase, Phase::Running | Phase::Loading) {
             return;
         }
         self.start_again(slot);

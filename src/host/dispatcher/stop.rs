@@ -6,7 +6,7 @@
 
 use super::{Dispatcher, ExtId, Life, Phase, Timer, after, respond};
 use crate::child::Bytes;
-use crate::host::{HostError, Request, Response, Timeouts, fmt_duration};
+use crate::host::{HostError, Request, Timeouts, fmt_duration};
 use crate::protocol::{HostFrame, encode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,13 +69,10 @@ impl StopStage {
 
 impl Dispatcher {
     pub(super) fn begin_stop_all(&mut self, exit: bool) {
-        if !exit {
-            self.tools_before_reload =
-                self.exts.iter().filter(|e| e.life.running()).map(|e| (e.name().to_string(), e.tool_names())).collect();
-        }
-        self.phase = Phase::Stopping { exit };
+        let exts = &self.exts;
+        let tools = || exts.iter().filter(|e| e.life.running()).map(|e| (e.name().to_string(), e.tool_names())).collect();
+        self.load.begin_stop(exit, tools);
         self.shutdown_calls(exit);
-        self.stopped_count = 0;
         let shutdown = Arc::new(encode(&HostFrame::Shutdown));
         let when = after(self.cfg.timeouts.shutdown_grace);
         for slot in 0..self.exts.len() {
@@ -85,7 +82,7 @@ impl Dispatcher {
             self.registry.release(slot);
             let ext = &mut self.exts[slot];
             if ext.proc.is_some() {
-                self.stopped_count += 1;
+                self.load.count_stopped();
             }
             if matches!(ext.life, Life::Restarting | Life::CrashLoop | Life::Idle) {
                 ext.life = Life::Stopped;
@@ -161,7 +158,7 @@ impl Dispatcher {
 
     /// Why calls still in flight to a stopped extension fail.
     pub(super) fn stop_detail(&self) -> &'static str {
-        if self.phase == (Phase::Stopping { exit: true }) {
+        if self.load.phase == (Phase::Stopping { exit: true }) {
             "the host is shutting down"
         } else {
             "stopped for reload"
@@ -169,16 +166,10 @@ impl Dispatcher {
     }
 
     pub(super) fn check_stopped(&mut self) {
-        let Phase::Stopping { exit } = self.phase else { return };
-        if self.exts.iter().any(|e| !e.ended()) {
+        if !matches!(self.load.phase, Phase::Stopping { .. }) || self.exts.iter().any(|e| !e.ended()) {
             return;
         }
-        if exit {
-            self.phase = Phase::Done;
-            for done in std::mem::take(&mut self.exit_waiters) {
-                respond(done, Ok(Response::Done));
-            }
-        } else {
+        if self.load.all_stopped() {
             self.load();
         }
     }

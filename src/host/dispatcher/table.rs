@@ -135,6 +135,9 @@ pub(super) struct CallTable {
     pub chains: Chains,
     pub sent: InFlight,
     pub agent: HashMap<String, AgentCall>,
+    /// The front end's input ended: an interactive call is cancelled at
+    /// once.
+    pub input_ended: bool,
 }
 
 impl CallTable {

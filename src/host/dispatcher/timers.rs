@@ -38,7 +38,7 @@ impl Dispatcher {
                 }
             }
             Timer::LoadGrace(gen) => {
-                if gen == self.load_gen {
+                if self.load.is_current(gen) {
                     self.check_load_done(true);
                 }
             }
@@ -57,7 +57,7 @@ impl Dispatcher {
                 }
             }
             Timer::LogCheck(gen) => {
-                if gen != self.load_gen || self.phase == Phase::Done {
+                if !self.load.is_current(gen) || self.load.phase == Phase::Done {
                     return;
                 }
                 let max = self.cfg.limits.log_bytes;

@@ -170,6 +170,8 @@ pub struct Config {
     pub trust_project: bool,
     /// `--restart`: overrides every manifest's `restart` for this run.
     pub restart: Option<crate::manifest::RestartPolicy>,
+    /// `--confine` (PROTOCOL.md §9.3): `declared` unless set.
+    pub confine: crate::confine::Mode,
 }
 
 impl Config {
@@ -195,6 +197,7 @@ impl Config {
             trace: None,
             trust_project: false,
             restart: None,
+            confine: crate::confine::Mode::Declared,
         }
     }
 }

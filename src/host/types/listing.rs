@@ -95,6 +95,12 @@ pub struct ExtInfo {
     /// Absolute path of a static extension's theme.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub theme: Option<String>,
+    /// What is enforced of its confinement (PROTOCOL.md §9.3): `null` when
+    /// it has none, or `{"enforced", "not_enforced", "landlock_abi"}`.
+    pub confinement: Value,
+    /// The console's mark for it: `confined`, `partly confined` or `full access`.
+    #[serde(skip)]
+    pub confinement_mark: &'static str,
 }
 
 /// A command in effect.

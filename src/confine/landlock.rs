@@ -1,0 +1,163 @@
+//! The Landlock ruleset of a confined process, built before the fork: the
+//! kernel's ABI probed once, each grant a path-beneath rule (a grant with
+//! a denied path under it replaced by its entries one by one, down to the
+//! denied path), the TCP port rules and the scopes.
+
+use super::base::{Access, Grant};
+use super::sys::*;
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The Landlock ABI of this kernel: 0 where it has none (probed once).
+pub fn abi() -> u32 {
+    static ABI: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(|| {
+        // SAFETY: the version query reads no memory.
+        let v = unsafe { libc::syscall(SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION) };
+        u32::try_from(v).unwrap_or(0)
+    })
+}
+
+const READ: u64 = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+/// What a rule on a file (not a folder) may carry.
+const FILE_ONLY: u64 = LANDLOCK_ACCESS_FS_EXECUTE
+    | LANDLOCK_ACCESS_FS_WRITE_FILE
+    | LANDLOCK_ACCESS_FS_READ_FILE
+    | LANDLOCK_ACCESS_FS_TRUNCATE
+    | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+
+/// Every filesystem access right `abi` knows.
+fn handled_fs(abi: u32) -> u64 {
+    let mut all = READ
+        | LANDLOCK_ACCESS_FS_WRITE_FILE
+        | LANDLOCK_ACCESS_FS_REMOVE_DIR
+        | LANDLOCK_ACCESS_FS_REMOVE_FILE
+        | LANDLOCK_ACCESS_FS_MAKE_CHAR
+        | LANDLOCK_ACCESS_FS_MAKE_DIR
+        | LANDLOCK_ACCESS_FS_MAKE_REG
+        | LANDLOCK_ACCESS_FS_MAKE_SOCK
+        | LANDLOCK_ACCESS_FS_MAKE_FIFO
+        | LANDLOCK_ACCESS_FS_MAKE_BLOCK
+        | LANDLOCK_ACCESS_FS_MAKE_SYM;
+    if abi >= 2 {
+        all |= LANDLOCK_ACCESS_FS_REFER;
+    }
+    if abi >= 3 {
+        all |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    }
+    if abi >= 5 {
+        all |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    }
+    all
+}
+
+/// The TCP rules: `None` for any network.
+pub struct Tcp<'a> {
+    pub connect: &'a [u16],
+    pub bind: &'a [u16],
+}
+
+/// A ruleset fd, ready for `landlock_restrict_self` in the child.
+pub struct Ruleset(pub OwnedFd);
+
+/// Builds the ruleset. `deny` entries split the grants above them;
+/// `read_only` entries split write grants only and are granted read.
+/// Paths that do not exist are skipped and named in `skipped`.
+pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf], tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
+    let fs_all = handled_fs(abi);
+    let attr = landlock_ruleset_attr {
+        handled_access_fs: fs_all,
+        handled_access_net: if abi >= 4 && tcp.is_some() { LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP } else { 0 },
+        scoped: if abi >= 6 { LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL } else { 0 },
+    };
+    let size = match abi {
+        0..=3 => 8,
+        4 | 5 => 16,
+        _ => std::mem::size_of::<landlock_ruleset_attr>(),
+    };
+    // SAFETY: `attr` is a valid landlock_ruleset_attr of at least `size` bytes.
+    let fd = unsafe { libc::syscall(SYS_landlock_create_ruleset, &attr as *const landlock_ruleset_attr, size, 0u32) };
+    if fd < 0 {
+        return Err(format!("cannot create a Landlock ruleset: {}", io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh fd, ours (close-on-exec, as Landlock makes it).
+    let ruleset = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+    for g in grants {
+        let access = match g.access {
+            Access::Read => READ,
+            Access::Write => fs_all,
+        };
+        let Ok(real) = fs::canonicalize(&g.path) else {
+            skipped.push(g.path.clone());
+            continue;
+        };
+        let mut splits: Vec<&Path> = deny.iter().map(PathBuf::as_path).collect();
+        if g.access == Access::Write {
+            splits.extend(read_only.iter().map(PathBuf::as_path));
+        }
+        ruleset.grant(&real, access, &splits)?;
+    }
+    for p in read_only {
+        if let Ok(real) = fs::canonicalize(p) {
+            ruleset.grant(&real, READ, &[])?;
+        }
+    }
+    if let (Some(tcp), true) = (tcp, abi >= 4) {
+        for (ports, access) in [(tcp.connect, LANDLOCK_ACCESS_NET_CONNECT_TCP), (tcp.bind, LANDLOCK_ACCESS_NET_BIND_TCP)] {
+            for &port in ports {
+                let rule = landlock_net_port_attr { allowed_access: access, port: port.into() };
+                ruleset.add(LANDLOCK_RULE_NET_PORT, &rule as *const _ as *const u8).map_err(|e| format!("cannot add a rule for port {port}: {e}"))?;
+            }
+        }
+    }
+    Ok(ruleset)
+}
+
+impl Ruleset {
+    fn add(&self, kind: u32, attr: *const u8) -> io::Result<()> {
+        // SAFETY: `attr` points to the struct `kind` names.
+        let r = unsafe { libc::syscall(SYS_landlock_add_rule, self.0.as_raw_fd(), kind, attr, 0u32) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Grants `path` (real) with `access`, or, when a split path lies
+    /// under it, each of its entries along the way instead.
+    fn grant(&self, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
+        if splits.contains(&path) {
+            return Ok(());
+        }
+        let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
+        let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if under.is_empty() || !meta.is_dir() {
+            return self.rule(path, if meta.is_dir() { access } else { access & FILE_ONLY });
+        }
+        let entries = fs::read_dir(path).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+            // A link is reached through its target, granted or not on its own.
+            if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
+                self.grant(&entry.path(), access, &under)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn rule(&self, path: &Path, access: u64) -> Result<(), String> {
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
+        // SAFETY: a NUL-terminated path; O_PATH opens nothing's contents.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+        if fd < 0 {
+            return Err(format!("{}: {}", path.display(), io::Error::last_os_error()));
+        }
+        // SAFETY: fresh and ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let rule = landlock_path_beneath_attr { allowed_access: access, parent_fd: fd.as_raw_fd() };
+        self.add(LANDLOCK_RULE_PATH_BENEATH, &rule as *const _ as *const u8).map_err(|e| format!("cannot grant {}: {e}", path.display()))
+    }
+}

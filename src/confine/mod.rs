@@ -1,0 +1,406 @@
+//! Confinement (PROTOCOL.md §9): what an extension or MCP server declares
+//! ([`policy`]), what every confined process gets ([`base`]), and its
+//! enforcement by the kernel — Landlock ([`landlock`]), a seccomp filter
+//! ([`seccomp`]), rlimits, no new privileges and no capabilities — built
+//! before the fork into a [`Jail`] that the child enters between fork and
+//! exec with system calls alone ([`Jail::enter`]). [`report`] says what
+//! is enforced and what is not.
+//!
+//! Decisions where the protocol is silent:
+//! - `--confine off` starts a `required` extension too: off is the user's
+//!   explicit choice, and the listings say every rule is not enforced.
+//! - A declared limit above the host's own hard limit is set to that limit.
+//! - `${EXT}` of an MCP server is its `cwd`.
+
+pub mod base;
+pub mod landlock;
+pub mod policy;
+mod report;
+pub mod seccomp;
+pub mod sys;
+
+pub use policy::{Declared, Net};
+pub use report::{kernel_support, report, trust_line, Report};
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// `--confine` / `ZOT_CONFINE`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Each extension's own `confine`.
+    #[default]
+    Declared,
+    /// Those that declare nothing get the base set, the project to read
+    /// and their data to write, no network.
+    All,
+    /// Nothing is confined.
+    Off,
+}
+
+impl Mode {
+    /// `declared`, `all` or `off`.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "declared" => Some(Mode::Declared),
+            "all" => Some(Mode::All),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+
+    /// `ZOT_CONFINE`, `declared` when unset; the error names the value.
+    pub fn from_env() -> Result<Mode, String> {
+        match std::env::var("ZOT_CONFINE") {
+            Err(_) => Ok(Mode::Declared),
+            Ok(v) if v.is_empty() => Ok(Mode::Declared),
+            Ok(v) => Mode::parse(&v).ok_or_else(|| format!("ZOT_CONFINE={v:?}: expected declared, all or off")),
+        }
+    }
+}
+
+/// The line every front end writes on stderr at start under `--confine off`.
+pub const OFF_NOTICE: &str = "zot: confinement is off (--confine off)";
+
+/// The rules in force for `declared` (a manifest's or entry's own) under
+/// `mode`; `base` anchors relative paths of the `all` default.
+pub fn effective(declared: Option<&Declared>, mode: Mode, base: &Path) -> Option<Declared> {
+    match (mode, declared) {
+        (Mode::Off, _) => None,
+        (_, Some(d)) => Some(d.clone()),
+        (Mode::All, None) => Some(Declared::everything_default(base.to_path_buf())),
+        (Mode::Declared, None) => None,
+    }
+}
+
+/// What listings say of `declared` under `mode` (PROTOCOL.md §9.3).
+pub fn listed(declared: Option<&Declared>, mode: Mode, base: &Path) -> Report {
+    match effective(declared, mode, base) {
+        Some(d) => report(Some(&d), false),
+        None => report(declared.filter(|_| mode == Mode::Off), true),
+    }
+}
+
+/// `$ZOT_HOME/data/<name>/`: the data folder of a confined or
+/// project-local extension.
+pub fn data_folder(home: &Path, name: &str) -> PathBuf {
+    home.join("data").join(name)
+}
+
+/// A start's `${TMP}`, removed (with all it holds) when dropped.
+#[derive(Debug)]
+pub struct TmpDir(PathBuf);
+
+impl TmpDir {
+    /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700.
+    fn create(home: &Path, name: &str) -> std::io::Result<TmpDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let instance = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let dir = home.join("tmp").join(format!("{name}.{instance}"));
+        crate::home::create_private_dir(&dir)?;
+        Ok(TmpDir(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One start of one extension or server, as far as confinement goes:
+/// its data folder, its `${TMP}`, and the rules in force.
+pub struct Plan {
+    pub rules: Option<Declared>,
+    /// Under `--confine off`, what it declared (listed as not enforced).
+    own_when_off: Option<Declared>,
+    data: Option<PathBuf>,
+    pub tmp: Option<TmpDir>,
+    project: PathBuf,
+    ext: PathBuf,
+    project_local: bool,
+    is_server: bool,
+    home: PathBuf,
+}
+
+/// What a [`Plan`] needs to know of the extension.
+pub struct Who<'a> {
+    pub name: &'a str,
+    pub dir: &'a Path,
+    pub declared: Option<&'a Declared>,
+    pub project_local: bool,
+    pub is_server: bool,
+}
+
+impl Plan {
+    /// Creates the data folder (confined or project-local) and `${TMP}`
+    /// (confined).
+    pub fn new(who: &Who, mode: Mode, home: &Path, project: &Path) -> Result<Plan, String> {
+        let rules = effective(who.declared, mode, who.dir);
+        let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name));
+        if let Some(d) = &data {
+            crate::home::create_private_dir(d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
+        }
+        let tmp = match rules {
+            Some(_) => Some(TmpDir::create(home, who.name).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
+            None => None,
+        };
+        Ok(Plan {
+            own_when_off: if rules.is_none() { who.declared.cloned() } else { None },
+            rules,
+            data,
+            tmp,
+            project: project.to_path_buf(),
+            ext: who.dir.to_path_buf(),
+            project_local: who.project_local,
+            is_server: who.is_server,
+            home: home.to_path_buf(),
+        })
+    }
+
+    /// What is enforced of this start's rules.
+    pub fn report(&self) -> Report {
+        report(self.rules.as_ref().or(self.own_when_off.as_ref()), self.rules.is_none())
+    }
+
+    /// `hello_ack`'s `data_dir`: its data folder, or (neither confined nor
+    /// project-local) its own folder, as upstream.
+    pub fn data_dir(&self) -> &Path {
+        self.data.as_deref().unwrap_or(&self.ext)
+    }
+
+    /// What the host adds to the environment before the manifest's `env`.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = Vec::new();
+        if self.project_local {
+            env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        }
+        if let Some(t) = &self.tmp {
+            env.push(("TMPDIR".into(), t.path().display().to_string()));
+        }
+        env
+    }
+
+    /// `${PROJECT}`, `${EXT}`, `${DATA}`, `${TMP}`, then the host's variables.
+    pub fn lookup(&self, name: &str) -> Option<String> {
+        match self.placeholder(name) {
+            Some(p) => Some(p.display().to_string()),
+            None => std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// `args` with `${PROJECT}`, `${EXT}`, `${DATA}` and `${TMP}` expanded
+    /// (those this start has); nothing else in them is.
+    pub fn args(&self, args: &[String]) -> Vec<String> {
+        let mut out = args.to_vec();
+        for name in ["PROJECT", "EXT", "DATA", "TMP"] {
+            if let Some(v) = self.placeholder(name) {
+                let (key, v) = (format!("${{{name}}}"), v.display().to_string());
+                out.iter_mut().for_each(|a| *a = a.replace(&key, &v));
+            }
+        }
+        out
+    }
+
+    fn placeholder(&self, name: &str) -> Option<&Path> {
+        match name {
+            "PROJECT" => Some(self.project.as_path()),
+            "EXT" => Some(self.ext.as_path()),
+            "DATA" => self.data.as_deref(),
+            "TMP" => self.tmp.as_ref().map(TmpDir::path),
+            _ => None,
+        }
+    }
+
+    /// A declared path made absolute: placeholders and `${VAR}` expanded,
+    /// `~/` from `$HOME`, relative against the declaration's folder.
+    fn path(&self, d: &Declared, raw: &str) -> Result<PathBuf, String> {
+        let s = crate::envexpand::expand("confine", raw, &|n| self.lookup(n)).map_err(|e| e.to_string().replacen("env confine", "confine", 1))?;
+        let p = match s.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                let home = std::env::var_os("HOME").ok_or_else(|| format!("confine: {raw}: HOME is not set"))?;
+                PathBuf::from(home).join(rest.trim_start_matches('/'))
+            }
+            _ => d.base.join(s),
+        };
+        Ok(p)
+    }
+
+    /// Builds the jail of this start: `Ok(None)` when not confined; an
+    /// error when it cannot be built or a `required` rule is not enforced.
+    /// `log` gets one line per skipped path and one saying what is enforced.
+    pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
+        let rep = self.report();
+        if let Some(d) = self.rules.as_ref().and_then(|d| d.note.as_deref()) {
+            log(d);
+        }
+        log(&rep.log_line());
+        let Some(d) = &self.rules else { return Ok(None) };
+        if d.required {
+            let missing: Vec<&str> = rep.not_enforced.iter().copied().filter(|k| *k != "metadata").collect();
+            if !missing.is_empty() {
+                return Err(format!("its confinement is required but this kernel does not enforce: {}", missing.join(", ")));
+            }
+        }
+        jail(self, d, exec, args, env, log).map(Some)
+    }
+}
+
+fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Jail, String> {
+    use base::{Access, Grant};
+    let var = |k: &str| env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_os_str());
+    let home = var("HOME").map(PathBuf::from);
+    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home };
+    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
+    let own = (!plan.is_server).then_some(plan.ext.as_path());
+    let mut grants = base::base_set(own, &program, data, tmp);
+    let mut declared = |list: &[String], access: Access, out: &mut Vec<Grant>| -> Result<(), String> {
+        for raw in list {
+            let path = plan.path(d, raw)?;
+            if path.exists() {
+                out.push(Grant { path, access });
+            } else {
+                log(&format!("confine: {raw} ({}) does not exist; skipped", path.display()));
+            }
+        }
+        Ok(())
+    };
+    declared(&d.read, Access::Read, &mut grants)?;
+    declared(&d.write, Access::Write, &mut grants)?;
+    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> { list.iter().map(|r| plan.path(d, r).map(|p| real_as_far_as_exists(&p))).collect() };
+    let (deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
+    let abi = landlock::abi();
+    let mut skipped = Vec::new();
+    let ruleset = match abi {
+        0 => None,
+        _ => {
+            let tcp = match &d.net {
+                Net::Any => None,
+                Net::Off => Some(landlock::Tcp { connect: &[], bind: &[] }),
+                Net::Ports { connect, bind } => Some(landlock::Tcp { connect, bind }),
+            };
+            Some(landlock::build(abi, &grants, &deny, &read_only, tcp, &mut skipped)?.0)
+        }
+    };
+    let sockets = match d.net {
+        Net::Off => seccomp::Sockets::Local,
+        Net::Ports { .. } => seccomp::Sockets::Internet,
+        Net::Any => seccomp::Sockets::All,
+    };
+    Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
+}
+
+/// `p` with its deepest existing ancestor resolved through links.
+fn real_as_far_as_exists(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = p.to_path_buf();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |acc, c: &OsString| acc.join(c));
+        }
+        match (at.file_name().map(OsStr::to_os_string), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+/// Everything the child needs to confine itself, built before the fork.
+pub struct Jail {
+    ruleset: Option<OwnedFd>,
+    filter: Option<Vec<libc::sock_filter>>,
+    fprog: libc::sock_fprog,
+    rlimits: [(libc::__rlimit_resource_t, libc::rlim_t); 4],
+    caps: Option<(sys::user_cap_header, [sys::user_cap_data; 2])>,
+    /// Drop the bounding set up to this capability (when we may).
+    drop_bounding: Option<libc::c_int>,
+}
+
+// SAFETY: `fprog` points into `filter`, owned by the same value.
+unsafe impl Send for Jail {}
+
+impl Jail {
+    fn new(ruleset: Option<OwnedFd>, filter: Option<Vec<libc::sock_filter>>, limits: &policy::Limits) -> Jail {
+        let hard = |res| {
+            let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: fills `r`.
+            unsafe { libc::getrlimit(res, &mut r) };
+            r.rlim_max
+        };
+        let lim = |res, v: Option<u64>, scale: u64| (res, v.map_or(libc::RLIM_INFINITY, |v| (v.saturating_mul(scale)).min(hard(res))));
+        let rlimits = [
+            (libc::RLIMIT_CORE, 0),
+            lim(libc::RLIMIT_DATA, limits.memory_mb, 1 << 20),
+            lim(libc::RLIMIT_NOFILE, limits.open_files, 1),
+            lim(libc::RLIMIT_CPU, limits.cpu_seconds, 1),
+        ];
+        let mut hdr = sys::user_cap_header { version: sys::LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let mut data = [sys::user_cap_data::default(); 2];
+        // SAFETY: version 3 takes two data structs.
+        let got = unsafe { libc::syscall(libc::SYS_capget, &mut hdr, data.as_mut_ptr()) } == 0;
+        // CAP_SETPCAP (8): needed to drop from the bounding set.
+        let setpcap = got && data[0].effective & (1 << 8) != 0;
+        let caps = (got && data.iter().any(|d| d.inheritable != 0)).then(|| {
+            data.iter_mut().for_each(|d| d.inheritable = 0);
+            (hdr, data)
+        });
+        let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(63);
+        let mut jail = Jail {
+            ruleset,
+            fprog: libc::sock_fprog { len: 0, filter: std::ptr::null_mut() },
+            filter,
+            rlimits,
+            caps,
+            drop_bounding: setpcap.then_some(last),
+        };
+        if let Some(f) = &mut jail.filter {
+            jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };
+        }
+        jail
+    }
+
+    /// Confines the calling process; the errno of the step that failed.
+    ///
+    /// # Safety
+    /// For the child between fork and exec: system calls only, nothing
+    /// allocated, `self` read in place.
+    pub unsafe fn enter(&self) -> Result<(), libc::c_int> {
+        let errno = || *libc::__errno_location();
+        let check = |r: libc::c_long| if r < 0 { Err(errno()) } else { Ok(()) };
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+        if let Some(last) = self.drop_bounding {
+            for cap in 0..=last {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno() != libc::EINVAL {
+                    return Err(errno());
+                }
+            }
+        }
+        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno() != libc::EINVAL {
+            return Err(errno());
+        }
+        if let Some((hdr, data)) = &self.caps {
+            check(libc::syscall(libc::SYS_capset, hdr as *const _, data.as_ptr()))?;
+        }
+        for (res, v) in self.rlimits {
+            if v != libc::RLIM_INFINITY || res == libc::RLIMIT_CORE {
+                check(libc::setrlimit(res, &libc::rlimit { rlim_cur: v, rlim_max: v }) as libc::c_long)?;
+            }
+        }
+        if let Some(fd) = &self.ruleset {
+            check(libc::syscall(sys::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32))?;
+        }
+        if self.filter.is_some() {
+            check(libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &self.fprog as *const libc::sock_fprog) as libc::c_long)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Confinement (PROTOCOL.md §9) with real processes: a probe extension
+//! (tests/fixtures/probe.py) tries what a confined process must not do and
+//! reports the kernel's answer; each refusal has its control, the same
+//! probe from an unconfined extension succeeding.
+
+mod common;
+
+use common::{host_config, start_host, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use zot_host::host::{ConfineMode, Host, Request, Response};
+
+fn landlock() -> bool {
+    // SAFETY: the version query reads no memory.
+    let v = unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) };
+    v >= 1
+}
+
+/// Skips (and says so) where the kernel has no Landlock.
+macro_rules! need_landlock {
+    () => {
+        if !landlock() {
+            common::skip("this kernel has no Landlock");
+            return;
+        }
+    };
+}
+
+/// A probe extension named `name` in `<parent>/<name>`, with `confine`
+/// when given.
+fn probe(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
+    let mut m = json!({"name": name, "exec": "python3", "args": [common::fixture("probe.py").display().to_string(), name]});
+    if let Some(c) = confine {
+        m["confine"] = c;
+    }
+    write_manifest(parent, name, m)
+}
+
+/// Runs `op` with `arg` in extension `name`: `ok ...`, `errno N` or `error ...`.
+fn run(host: &Host, name: &str, op: &str, arg: impl Into<Value>) -> String {
+    let req = Request::Tool { name: format!("{name}_probe"), args: Some(json!({"op": op, "arg": arg.into()})), tool_id: None };
+    match host.call(req) {
+        Ok(Response::Tool(r)) => common::text_of(&r.content),
+        other => panic!("{name} {op}: {other:?}; {:?}", common::ext_info(host, name)),
+    }
+}
+
+/// A host for `exts` with its project at `project`, `HOME` as the host has it.
+fn host(t: &TempDir, project: &Path, exts: Vec<PathBuf>, mode: ConfineMode) -> Host {
+    let mut cfg = host_config(t.path(), exts);
+    cfg.cwd = project.to_path_buf();
+    cfg.confine = mode;
+    let (host, _rx) = start_host(cfg);
+    host.call(Request::WaitReady).expect("ready");
+    host
+}
+
+#[test]
+fn reads_outside_the_grants_are_refused_and_declared_reads_work() {
+    need_landlock!();
+    let t = TempDir::new("confine-read");
+    let home = std::env::var("HOME").expect("HOME");
+    let secret = PathBuf::from(&home).join(format!(".zot-confine-test-{}", std::process::id()));
+    std::fs::write(&secret, "secret").expect("plant");
+    let project = t.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(project.join("notes.txt"), "notes").expect("write");
+    let exts = vec![
+        probe(t.path(), "open", None),
+        probe(t.path(), "reader", Some(json!({"read": ["${PROJECT}"]}))),
+        probe(t.path(), "blind", Some(json!({}))),
+    ];
+    let h = host(&t, &project, exts, ConfineMode::Declared);
+    let (s, notes) = (secret.display().to_string(), project.join("notes.txt").display().to_string());
+    assert!(run(&h, "open", "read", s.as_str()).starts_with("ok"));
+    assert_eq!(run(&h, "reader", "read", s.as_str()), "errno 13");
+    assert!(run(&h, "reader", "read", notes.as_str()).starts_with("ok"));
+    assert_eq!(run(&h, "blind", "read", notes.as_str()), "errno 13");
+    assert!(run(&h, "open", "read", notes.as_str()).starts_with("ok"));
+    let _ = std::fs::remove_file(&secret);
+}
+
+#[test]
+fn writes_outside_the_grants_are_refused_and_data_and_tmp_are_writable() {
+    need_landlock!();
+    let t = TempDir::new("confine-write");
+    let project = t.path().join("project");
+    std::fs::create_dir_all(project.join("out")).expect("mkdir");
+    let w = probe(t.path(), "w", Some(json!({"read": ["${PROJECT}"], "write": ["${PROJECT}/out"]})));
+    // The placeholders expand in its args too.
+    let mut m: Value = serde_json::from_slice(&std::fs::read(w.join("extension.json")).expect("manifest")).expect("json");
+    m["args"].as_array_mut().expect("args").push(json!("${DATA}/state"));
+    std::fs::write(w.join("extension.json"), m.to_string()).expect("write");
+    let exts = vec![probe(t.path(), "open", None), w];
+    let h = host(&t, &project, exts, ConfineMode::Declared);
+    let outside = project.join("x.txt").display().to_string();
+    assert!(run(&h, "open", "write", outside.as_str()).starts_with("ok"));
+    std::fs::remove_file(&outside).expect("the control wrote it");
+    assert_eq!(run(&h, "w", "write", outside.as_str()), "errno 13");
+    assert!(!Path::new(&outside).exists());
+    assert!(run(&h, "w", "write", project.join("out/y.txt").display().to_string()).starts_with("ok"));
+    // Its data folder, $ZOT_HOME/data/<name>/, 0700 and named by hello_ack.
+    let data = t.path().join("home/data/w");
+    assert_eq!(run(&h, "w", "data_dir", ""), format!("ok {}", data.display()));
+    assert!(run(&h, "w", "data", "state.json").starts_with("ok"));
+    assert_eq!(run(&h, "w", "argv", 2), format!("ok {}/state", data.display()));
+    assert!(data.join("state.json").is_file());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);
+    // ${TMP}: $ZOT_HOME/tmp/<name>.<instance>/, named by TMPDIR, gone at stop.
+    let tmp = run(&h, "w", "env", "TMPDIR");
+    let tmp = PathBuf::from(tmp.strip_prefix("ok ").expect("TMPDIR"));
+    assert!(tmp.starts_with(t.path().join("home/tmp")) && tmp.file_name().unwrap().to_string_lossy().starts_with("w."), "{tmp:?}");
+    assert!(run(&h, "w", "tmp", "scratch").starts_with("ok"));
+    assert!(tmp.join("scratch").is_file());
+    // Nothing of $ZOT_HOME else: not even its own log.
+    let log = t.path().join("home/logs/ext-w.log").display().to_string();
+    assert!(run(&h, "open", "read", log.as_str()).starts_with("ok"));
+    assert_eq!(run(&h, "w", "read", log.as_str()), "errno 13");
+    h.shutdown();
+    assert!(!tmp.exists(), "its ${{TMP}} outlived its stop");
+    assert!(data.join("state.json").is_file(), "its data folder is kept");
+}
+
+#[test]
+fn network_off_refuses_tcp_and_declared_ports_are_the_only_ones_reached() {
+    need_landlock!();
+    let t = TempDir::new("confine-net");
+    let a = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let b = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    let exts = vec![
+        probe(t.path(), "open", None),
+        probe(t.path(), "off", Some(json!({"net": false}))),
+        probe(t.path(), "ports", Some(json!({"net": {"connect": [pa]}}))),
+    ];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    assert_eq!(run(&h, "open", "connect", pb), format!("ok {pb}"));
+    assert_eq!(run(&h, "off", "connect", pa), "errno 13");
+    assert_eq!(run(&h, "ports", "connect", pa), format!("ok {pa}"));
+    assert_eq!(run(&h, "ports", "connect", pb), "errno 13");
+    // Unix sockets: refused unless declared; socketpair stays.
+    assert!(run(&h, "open", "unix", "").starts_with("ok"));
+    assert_eq!(run(&h, "off", "unix", ""), "errno 13");
+    assert!(run(&h, "off", "socketpair", "").starts_with("ok"));
+}
+
+#[test]
+fn it_cannot_signal_the_host_gain_privileges_or_escape_through_setsid() {
+    need_landlock!();
+    let t = TempDir::new("confine-proc");
+    let home = std::env::var("HOME").expect("HOME");
+    let secret = PathBuf::from(&home).join(format!(".zot-confine-setsid-{}", std::process::id()));
+    std::fs::write(&secret, "secret").expect("plant");
+    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({})))];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    let me = std::process::id();
+    assert_eq!(run(&h, "open", "kill", me), "ok None");
+    assert_eq!(run(&h, "jailed", "kill", me), "errno 1");
+    assert_eq!(run(&h, "open", "status", ""), "ok NoNewPrivs:\t0");
+    assert_eq!(run(&h, "jailed", "status", ""), "ok NoNewPrivs:\t1");
+    let s = secret.display().to_string();
+    assert_eq!(run(&h, "open", "setsid_read", s.as_str()), "ok ok");
+    assert_eq!(run(&h, "jailed", "setsid_read", s.as_str()), "errno 13");
+    let _ = std::fs::remove_file(&secret);
+}
+
+#[test]
+fn a_memory_limit_is_hit_while_the_host_and_the_others_keep_answering() {
+    need_landlock!();
+    let t = TempDir::new("confine-mem");
+    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "small", Some(json!({"limits": {"memory_mb": 200}})))];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    assert_eq!(run(&h, "open", "alloc", 400), format!("ok {}", 400 << 20));
+    assert_eq!(run(&h, "small", "alloc", 400), "error MemoryError");
+    assert_eq!(run(&h, "small", "alloc", 1), format!("ok {}", 1 << 20));
+    assert_eq!(run(&h, "open", "alloc", 1), format!("ok {}", 1 << 20));
+    let info = common::ext_info(&h, "small");
+    assert_eq!(info.confinement["enforced"].as_array().unwrap().iter().filter(|k| *k == "limits").count(), 1);
+}
+
+#[test]
+fn deny_inside_a_read_folder_is_out_of_reach_and_the_rest_is_not() {
+    need_landlock!();
+    let t = TempDir::new("confine-deny");
+    let project = t.path().join("project");
+    std::fs::create_dir_all(project.join("keys/inner")).expect("mkdir");
+    std::fs::create_dir_all(project.join("src")).expect("mkdir");
+    std::fs::write(project.join("keys/inner/id"), "k").expect("write");
+    std::fs::write(project.join("src/a.txt"), "a").expect("write");
+    std::fs::write(project.join("top.txt"), "t").expect("write");
+    let c = json!({"read": ["${PROJECT}"], "deny": ["${PROJECT}/keys", "${PROJECT}/later/secret"]});
+    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "d", Some(c))];
+    let h = host(&t, &project, exts, ConfineMode::Declared);
+    let p = |rel: &str| project.join(rel).display().to_string();
+    assert!(run(&h, "open", "read", p("keys/inner/id")).starts_with("ok"));
+    assert_eq!(run(&h, "d", "read", p("keys/inner/id")), "errno 13");
+    assert!(run(&h, "d", "read", p("src/a.txt")).starts_with("ok"));
+    assert!(run(&h, "d", "read", p("top.txt")).starts_with("ok"));
+    // A file created after the start in a folder on the way is out of reach.
+    std::fs::write(project.join("new.txt"), "n").expect("write");
+    assert_eq!(run(&h, "d", "read", p("new.txt")), "errno 13");
+    assert!(run(&h, "open", "read", p("new.txt")).starts_with("ok"));
+}

@@ -1,0 +1,369 @@
+//! Confinement (PROTOCOL.md §9) through the real binary: `--confine` and
+//! `ZOT_CONFINE`, an invalid `confine`, the listings' `confinement`, `zot
+//! trust`'s lines, real MCP servers confined through their `mcp.json`
+//! entry (and VS Code's `sandbox` form), and a Python project extension
+//! that keeps its own project trusted.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{fixture, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
+
+fn landlock() -> bool {
+    // SAFETY: the version query reads no memory.
+    unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) >= 1 }
+}
+
+macro_rules! need_landlock {
+    () => {
+        if !landlock() {
+            common::skip("this kernel has no Landlock");
+            return;
+        }
+    };
+}
+
+/// A probe extension (tests/fixtures/probe.py) named `name` in `<parent>/<name>`.
+fn probe(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
+    let mut m = json!({"name": name, "exec": "python3", "args": [fixture("probe.py").display().to_string(), name]});
+    if let Some(c) = confine {
+        m["confine"] = c;
+    }
+    write_manifest(parent, name, m)
+}
+
+/// `zot serve` in `cwd` with `args`.
+struct Serve {
+    z: Zot,
+    next: u64,
+}
+
+impl Serve {
+    fn start(t: &TempDir, cwd: &Path, args: &[String], env: &[(&str, &str)]) -> Serve {
+        let mut all = strings(&["serve", "--cwd"]);
+        all.push(cwd.display().to_string());
+        all.extend(strings(&FAST));
+        all.extend(strings(&["--tool-timeout", "60"]));
+        all.extend(args.iter().cloned());
+        let mut s = Serve { z: Zot::spawn(t.path(), &all, env), next: 0 };
+        s.ok("list", json!({}));
+        s
+    }
+
+    fn req(&mut self, ty: &str, mut v: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        v["id"] = json!(id);
+        v["type"] = json!(ty);
+        self.z.send(&v.to_string());
+        let end = Instant::now() + LINE_WAIT * 2;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let line = self.z.next_line(left).unwrap_or_else(|| panic!("no response {id}\n{}", self.z.context()));
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f;
+            }
+        }
+    }
+
+    fn ok(&mut self, ty: &str, v: Value) -> Value {
+        let r = self.req(ty, v.clone());
+        assert_eq!(r["ok"], true, "{ty} {v}: {r}\n{}", self.z.context());
+        r["result"].clone()
+    }
+
+    /// The text of a tool's result.
+    fn tool(&mut self, name: &str, args: Value) -> String {
+        let r = self.ok("tool", json!({"name": name, "args": args}));
+        r["content"].as_array().map(|c| c.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("")).unwrap_or_default()
+    }
+
+    fn probe(&mut self, name: &str, op: &str, arg: &str) -> String {
+        self.tool(&format!("{name}_probe"), json!({"op": op, "arg": arg}))
+    }
+
+    /// The listing entry of `name`, once it is no longer starting.
+    fn ext(&mut self, name: &str) -> Value {
+        let end = Instant::now() + LINE_WAIT * 2;
+        loop {
+            let l = self.ok("list", json!({}));
+            let e = l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == name).cloned()).unwrap_or(Value::Null);
+            if e["state"] != "starting" || Instant::now() > end {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(mut self) -> String {
+        self.z.close_stdin();
+        self.z.wait_exit(LINE_WAIT);
+        self.z.stderr_text()
+    }
+}
+
+fn ext_args(exts: &[&PathBuf]) -> Vec<String> {
+    let mut a = strings(&["--no-ext"]);
+    for e in exts {
+        a.push("--ext".into());
+        a.push(e.display().to_string());
+    }
+    a
+}
+
+fn kinds(c: &Value, list: &str) -> Vec<String> {
+    c[list].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+#[test]
+fn confine_off_and_all_and_their_environment_variable() {
+    need_landlock!();
+    let t = TempDir::new("confine-modes");
+    let cwd = t.path().join("project");
+    std::fs::create_dir_all(&cwd).expect("mkdir");
+    std::fs::write(cwd.join("readme.txt"), "r").expect("write");
+    let outside = t.path().join("outside.txt");
+    std::fs::write(&outside, "o").expect("write");
+    let (o, r) = (outside.display().to_string(), cwd.join("readme.txt").display().to_string());
+    let declared = probe(t.path(), "declared", Some(json!({"net": {"connect": [443]}})));
+    let plain = probe(t.path(), "plain", None);
+    let args = ext_args(&[&declared, &plain]);
+
+    // declared (the default): only the one that declares is confined.
+    let mut s = Serve::start(&t, &cwd, &args, &[]);
+    assert_eq!(s.probe("declared", "read", &o), "errno 13");
+    assert!(s.probe("plain", "read", &o).starts_with("ok"));
+    assert_eq!(s.ext("plain")["confinement"], Value::Null);
+    let c = s.ext("declared")["confinement"].clone();
+    assert!(kinds(&c, "enforced").contains(&"tcp".to_string()), "{c}");
+    let err = s.stop();
+    assert!(!err.contains("confinement is off"), "{err}");
+
+    // off: nothing confined, said on stderr, every declared rule not enforced.
+    for (extra, env) in [(vec!["--confine", "off"], vec![]), (vec![], vec![("ZOT_CONFINE", "off")])] {
+        let mut a = args.clone();
+        a.extend(strings(&extra));
+        let mut s = Serve::start(&t, &cwd, &a, &env);
+        assert!(s.probe("declared", "read", &o).starts_with("ok"));
+        let c = s.ext("declared")["confinement"].clone();
+        assert_eq!(kinds(&c, "enforced"), Vec::<String>::new(), "{c}");
+        assert!(kinds(&c, "not_enforced").contains(&"files".to_string()) && kinds(&c, "not_enforced").contains(&"tcp".to_string()), "{c}");
+        assert_eq!(s.ext("plain")["confinement"], Value::Null);
+        let err = s.stop();
+        assert!(err.lines().any(|l| l == "zot: confinement is off (--confine off)"), "{err}");
+    }
+
+    // all: the one that declares nothing gets the base set, the project to read, no network.
+    for (extra, env) in [(vec!["--confine", "all"], vec![]), (vec![], vec![("ZOT_CONFINE", "all")])] {
+        let mut a = args.clone();
+        a.extend(strings(&extra));
+        let mut s = Serve::start(&t, &cwd, &a, &env);
+        assert_eq!(s.probe("plain", "read", &o), "errno 13");
+        assert!(s.probe("plain", "read", &r).starts_with("ok"));
+        assert_eq!(s.probe("plain", "connect", "443"), "errno 13");
+        let c = s.ext("plain")["confinement"].clone();
+        assert!(kinds(&c, "enforced").contains(&"net_off".to_string()), "{c}");
+        s.stop();
+    }
+}
+
+#[test]
+fn an_invalid_confine_fails_only_that_extension_naming_the_field() {
+    let t = TempDir::new("confine-invalid");
+    let good = probe(t.path(), "good", Some(json!({})));
+    let bad = probe(t.path(), "bad", Some(json!({"net": {"connect": [443, 70000]}})));
+    let typo = probe(t.path(), "typo", Some(json!({"reed": ["/"]})));
+    let cfg = t.path().join("mcp.json");
+    std::fs::write(&cfg, json!({"mcpServers": {"srv": {"command": "python3", "args": ["x.py"], "confine": {"limits": {"memory_mb": "lots"}}}}}).to_string()).expect("write");
+    let mut args = ext_args(&[&good, &bad, &typo]);
+    args.extend(strings(&["--mcp-config", cfg.to_str().expect("utf-8")]));
+    let mut s = Serve::start(&t, t.path(), &args, &[]);
+    let by_dir = |s: &mut Serve, dir: &Path| {
+        let l = s.ok("list", json!({}));
+        l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["dir"] == dir.display().to_string() || e["name"] == "srv" && dir == cfg.as_path()).cloned()).unwrap_or(Value::Null)
+    };
+    let b = by_dir(&mut s, &bad);
+    assert_eq!(b["state"], "failed", "{b}");
+    assert!(b["error"].as_str().unwrap_or("").contains("confine.net.connect: port 70000 is outside 1-65535"), "{b}");
+    let b = by_dir(&mut s, &typo);
+    assert!(b["error"].as_str().unwrap_or("").contains("confine.reed: unknown field"), "{b}");
+    let b = by_dir(&mut s, &cfg);
+    assert_eq!(b["state"], "failed", "{b}");
+    assert!(b["error"].as_str().unwrap_or("").contains("confine.limits.memory_mb:"), "{b}");
+    assert_eq!(s.ext("good")["state"], "ready");
+    assert!(s.probe("good", "status", "").contains("NoNewPrivs:\t1"));
+    s.stop();
+}
+
+#[test]
+fn zot_ext_list_json_and_doctor_carry_confinement() {
+    let t = TempDir::new("confine-list");
+    let home = t.path().join("zot-home");
+    let exts = home.join("extensions");
+    probe(&exts, "boxed", Some(json!({"limits": {"open_files": 64}})));
+    probe(&exts, "free", None);
+    let out = common::run_zot(BIN, t.path(), Some(&home), &["ext", "list", "--json"], &[]);
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let row = |n: &str| rows.as_array().and_then(|a| a.iter().find(|r| r["name"] == n).cloned()).unwrap_or(Value::Null);
+    assert_eq!(row("free")["confinement"], Value::Null, "{rows}");
+    let c = row("boxed")["confinement"].clone();
+    let all: Vec<String> = kinds(&c, "enforced").into_iter().chain(kinds(&c, "not_enforced")).collect();
+    for k in ["files", "no_new_privs", "metadata", "unix", "syscalls", "scopes", "net_off", "limits"] {
+        assert_eq!(all.iter().filter(|x| *x == k).count(), 1, "{k} in exactly one list: {c}");
+    }
+    if landlock() {
+        assert_eq!(kinds(&c, "not_enforced"), ["metadata"], "{c}");
+    }
+    assert!(c["landlock_abi"].is_u64(), "{c}");
+    let doctor = common::run_zot(BIN, t.path(), Some(&home), &["ext", "doctor", "--json"], &[]);
+    let d: Value = serde_json::from_str(&doctor.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", doctor.stdout, doctor.stderr));
+    assert!(d["kernel"].as_str().unwrap_or("").starts_with("confinement: Landlock ABI"), "{d}");
+    let e = d["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == "boxed").cloned()).unwrap_or(Value::Null);
+    assert_eq!(e["confinement"], c, "{d}");
+    let text = common::run_zot(BIN, t.path(), Some(&home), &["ext", "doctor"], &[]);
+    assert_eq!(text.stdout.matches("confinement: Landlock ABI").count(), 1, "{}", text.stdout);
+}
+
+#[test]
+fn zot_trust_shows_what_each_may_read_write_and_reach_before_recording() {
+    let t = TempDir::new("confine-trust");
+    let home = t.path().join("zot-home");
+    let project = t.path().join("project");
+    let exts = project.join(".zot/extensions");
+    probe(&exts, "weather", Some(json!({"read": ["${PROJECT}", "~/.config/weather"], "write": ["${DATA}"], "net": {"connect": [443, 80]}})));
+    probe(&exts, "legacy", None);
+    probe(&exts, "quiet", Some(json!({"read": ["${PROJECT}"]})));
+    std::fs::write(project.join(".zot/mcp.json"), json!({"mcpServers": {"srv": {"command": "python3", "args": ["s.py"], "confine": {"net": true}}}}).to_string()).expect("write");
+    let out = common::run_zot(BIN, t.path(), Some(&home), &["trust", project.to_str().expect("utf-8")], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let at = |needle: &str| lines.iter().position(|l| *l == needle).unwrap_or_else(|| panic!("no line {needle:?} in:\n{}", out.stdout));
+    let recorded = lines.iter().position(|l| l.starts_with("trusted ")).expect("trusted line");
+    for l in [
+        "  weather: reads ${PROJECT}, ~/.config/weather; writes ${DATA}; network: ports 443, 80",
+        "  legacy: full access to your files and network",
+        "  quiet: reads ${PROJECT}; writes nothing; network: none",
+        "  srv: reads nothing; writes nothing; network: any",
+    ] {
+        assert!(at(l) < recorded, "{l:?} after the record:\n{}", out.stdout);
+    }
+}
+
+/// Where the real servers are (tests/mcp_servers.rs installs them the same way).
+fn real(rel: &str) -> Option<PathBuf> {
+    Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).filter(|p| p.exists())
+}
+
+#[test]
+fn real_mcp_servers_confined_through_their_entry() {
+    need_landlock!();
+    let t = TempDir::new("confine-mcp");
+    let mut servers = serde_json::Map::new();
+    let (data, other) = (t.path().join("data"), t.path().join("other"));
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(data.join("hello.txt"), "hello from data").expect("write");
+    std::fs::write(other.join("secret.txt"), "the secret").expect("write");
+    let fs = real("target/mcp-node/node_modules/.bin/mcp-server-filesystem");
+    let time = real("target/mcp-venv/bin/mcp-server-time");
+    if let Some(fs) = &fs {
+        let args = json!([data, other]);
+        servers.insert("fsbox".into(), json!({"command": fs, "args": args, "confine": {"read": [data]}}));
+        servers.insert("fsopen".into(), json!({"command": fs, "args": args}));
+        servers.insert("fsvs".into(), json!({"command": fs, "args": args, "sandboxEnabled": true,
+            "sandbox": {"filesystem": {"denyRead": [other]}, "network": {"allowedDomains": ["registry.npmjs.org"]}}}));
+    } else {
+        common::skip("@modelcontextprotocol/server-filesystem is not installed in target/mcp-node");
+    }
+    if let Some(time) = &time {
+        servers.insert("time".into(), json!({"command": time, "args": ["--local-timezone", "UTC"], "confine": {"net": false}}));
+    } else {
+        common::skip("mcp-server-time is not installed in target/mcp-venv");
+    }
+    if servers.is_empty() {
+        return;
+    }
+    let cfg = t.path().join("mcp.json");
+    std::fs::write(&cfg, json!({"mcpServers": servers}).to_string()).expect("write");
+    let mut s = Serve::start(&t, t.path(), &strings(&["--no-ext", "--ready-grace", "60", "--mcp-config", cfg.to_str().expect("utf-8")]), &[]);
+    let (hello, secret) = (data.join("hello.txt").display().to_string(), other.join("secret.txt").display().to_string());
+    if fs.is_some() {
+        for name in ["fsbox", "fsopen", "fsvs"] {
+            assert_eq!(s.ext(name)["state"], "ready", "{name}: {}", s.ext(name));
+            let read = format!("mcp__{name}__read_text_file");
+            assert!(s.tool(&read, json!({"path": hello})).contains("hello from data"), "{name}");
+        }
+        assert!(s.tool("mcp__fsopen__read_text_file", json!({"path": secret})).contains("the secret"));
+        for name in ["fsbox", "fsvs"] {
+            let r = s.tool(&format!("mcp__{name}__read_text_file"), json!({"path": secret}));
+            assert!(!r.contains("the secret") && (r.contains("EACCES") || r.contains("permission denied")), "{name}: {r}");
+        }
+        let c = s.ext("fsvs")["confinement"].clone();
+        assert!(kinds(&c, "not_enforced").contains(&"domains".to_string()), "{c}");
+    }
+    if time.is_some() {
+        assert_eq!(s.ext("time")["state"], "ready", "{}", s.ext("time"));
+        let r = s.tool("mcp__time__get_current_time", json!({"timezone": "UTC"}));
+        assert!(r.contains("\"timezone\"") && r.contains("UTC"), "{r}");
+        let c = s.ext("time")["confinement"].clone();
+        assert!(kinds(&c, "enforced").contains(&"net_off".to_string()), "{c}");
+    }
+    s.stop();
+}
+
+#[test]
+fn a_python_project_extension_run_twice_keeps_its_project_trusted() {
+    let t = TempDir::new("confine-pycache");
+    let home = t.path().join("zot-home");
+    let project = t.path().join("project");
+    let dir = project.join(".zot/extensions/py");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let probe = std::fs::read_to_string(fixture("probe.py")).expect("probe.py");
+    std::fs::write(dir.join("main.py"), format!("import helper\n{probe}")).expect("write");
+    std::fs::write(dir.join("helper.py"), "X = 1\n").expect("write");
+    std::fs::write(dir.join("extension.json"), json!({"name": "py", "exec": "python3", "args": ["main.py", "py"]}).to_string()).expect("write");
+    let out = common::run_zot(BIN, t.path(), Some(&home), &["trust", project.to_str().expect("utf-8")], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for run in 0..2 {
+        let mut s = Serve::start(&t, &project, &[], &[]);
+        let e = s.ext("py");
+        assert_eq!(e["state"], "ready", "run {run}: {e}");
+        assert_eq!(s.probe("py", "env", "PYTHONDONTWRITEBYTECODE"), "ok 1");
+        let data = home.join("data/py");
+        assert_eq!(s.probe("py", "data_dir", ""), format!("ok {}", data.display()));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);
+        s.stop();
+        assert!(!dir.join("__pycache__").exists(), "run {run} wrote __pycache__ into .zot");
+    }
+}
+
+#[test]
+fn the_console_marks_each_extension_confined_partly_or_full_access() {
+    need_landlock!();
+    let t = TempDir::new("confine-console");
+    let exts = [
+        probe(t.path(), "boxed", Some(json!({}))),
+        probe(t.path(), "leaky", Some(json!({"unix": true}))),
+        probe(t.path(), "free", None),
+    ];
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(ext_args(&exts.iter().collect::<Vec<_>>())).args(["--ready-grace", "60", "--hello-timeout", "60"]);
+    cmd.current_dir(t.path()).env("ZOT_HOME", t.path().join("zot-home")).env("NO_COLOR", "1");
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("zot");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(b"/extensions\n").expect("write");
+    let out = child.wait_with_output().expect("zot");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| text.lines().find(|l| l.starts_with(&format!("  {name} "))).unwrap_or_else(|| panic!("no {name} in:\n{text}")).to_string();
+    assert!(line("boxed").contains(" confined ") && !line("boxed").contains("partly"), "{text}");
+    assert!(line("leaky").contains(" partly confined "), "{text}");
+    assert!(line("free").contains(" full access "), "{text}");
+}

@@ -1,0 +1,225 @@
+//! What a trusted project runs from beyond an extension's own files
+//! (PROTOCOL.md §7.3), through the real binary: content reached through a
+//! link counts wherever it is, a `.git/` the walk leaves out included;
+//! scripts, folders, interpreters and module paths a project's extensions
+//! and servers name outside `.zot` count too; and what the fingerprint
+//! cannot see is named by `zot trust` in a `not covered:` line. Every test
+//! has its own `ZOT_HOME` and project.
+
+mod common;
+
+use common::{write_exec, write_manifest, Out, TempDir};
+use serde_json::json;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zot");
+
+/// One test's world: `<t>/home` as `ZOT_HOME`, `<t>/proj` as the project.
+struct World {
+    t: TempDir,
+}
+
+impl World {
+    fn new(tag: &str) -> World {
+        let t = TempDir::new(tag);
+        fs::create_dir_all(t.path().join("proj/.zot/extensions")).expect("mkdir");
+        World { t }
+    }
+    fn home(&self) -> PathBuf {
+        self.t.path().join("home")
+    }
+    fn proj(&self) -> PathBuf {
+        self.t.path().join("proj")
+    }
+    fn exts(&self) -> PathBuf {
+        self.proj().join(".zot/extensions")
+    }
+    fn zot(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        common::run_zot(BIN, &self.proj(), Some(&self.home()), args, env)
+    }
+    fn trust(&self) -> Out {
+        let r = self.zot(&["trust"], &[]);
+        assert_eq!(r.code, 0, "zot trust: {}{}", r.stdout, r.stderr);
+        r
+    }
+    /// `trusted` or `changed`, as `zot trust --list` shows the project.
+    fn state(&self) -> String {
+        let r = self.zot(&["trust", "--list"], &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let line = r.stdout.lines().find(|l| l.starts_with(s(&self.proj()))).unwrap_or("").to_string();
+        if line.ends_with("  trusted") {
+            "trusted".into()
+        } else if line.contains("changed since trusted") {
+            "changed".into()
+        } else {
+            format!("other: {}", r.stdout)
+        }
+    }
+    /// Trusts the project, makes `edit`, and expects the project to ask
+    /// again (or, for a control, to stay trusted).
+    fn edit_after_trust(&self, what: &str, counts: bool, edit: impl FnOnce()) {
+        self.trust();
+        assert_eq!(self.state(), "trusted", "{what}: just trusted");
+        edit();
+        let want = if counts { "changed" } else { "trusted" };
+        assert_eq!(self.state(), want, "{what}");
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn write(p: &Path, text: &str) {
+    if let Some(d) = p.parent() {
+        fs::create_dir_all(d).expect("mkdir");
+    }
+    fs::write(p, text).expect("write");
+}
+
+/// `lib -> .git` inside the extension: what the link reaches counts,
+/// although the walk leaves `.git/` out. The control: without the link,
+/// an edit in `.git/` changes nothing.
+#[test]
+fn a_link_into_the_extensions_own_git_counts_what_it_reaches() {
+    for linked in [true, false] {
+        let w = World::new("reach-git");
+        let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py"]}));
+        write(&d.join("main.py"), "import lib.helper\n");
+        write(&d.join(".git/helper.py"), "X = 1\n");
+        if linked {
+            symlink(".git", d.join("lib")).expect("symlink");
+        }
+        w.edit_after_trust("editing .git/helper.py", linked, || write(&d.join(".git/helper.py"), "X = 2\n"));
+    }
+}
+
+/// The same through a link elsewhere in `.zot` into `extensions/a/.git`.
+#[test]
+fn a_zot_link_into_an_extensions_git_counts_what_it_reaches() {
+    for linked in [true, false] {
+        let w = World::new("reach-zot-git");
+        let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py"]}));
+        write(&d.join("main.py"), "print(1)\n");
+        write(&d.join(".git/hooks/tool.py"), "X = 1\n");
+        if linked {
+            symlink("extensions/a/.git", w.proj().join(".zot/tools")).expect("symlink");
+        }
+        w.edit_after_trust("editing .git/hooks/tool.py", linked, || write(&d.join(".git/hooks/tool.py"), "X = 2\n"));
+    }
+}
+
+/// A project MCP server `python3 ../tools/server.py` (from `.zot`): the
+/// script's whole folder counts, its helper modules with it.
+#[test]
+fn a_servers_script_outside_zot_counts_with_its_folder() {
+    let w = World::new("reach-server");
+    write(&w.proj().join("tools/server.py"), "import helper\n");
+    write(&w.proj().join("tools/helper.py"), "X = 1\n");
+    write(
+        &w.proj().join(".zot/mcp.json"),
+        &json!({"mcpServers": {"srv": {"command": "python3", "args": ["../tools/server.py"]}}}).to_string(),
+    );
+    w.edit_after_trust("editing tools/helper.py", true, || write(&w.proj().join("tools/helper.py"), "X = 2\n"));
+}
+
+/// A script in the project's root: the script counts, and its folder (the
+/// whole project) is named `not covered:` rather than walked.
+#[test]
+fn a_script_in_the_projects_root_counts_and_its_folder_is_named_not_covered() {
+    let w = World::new("reach-root");
+    write(&w.proj().join("server.py"), "print(1)\n");
+    write(&w.proj().join(".zot/mcp.json"), &json!({"mcpServers": {"srv": {"command": "python3", "args": ["../server.py"]}}}).to_string());
+    let r = w.trust();
+    let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", w.proj().display());
+    assert!(r.stdout.lines().any(|l| l == line), "{}", r.stdout);
+    write(&w.proj().join("server.py"), "print(2)\n");
+    assert_eq!(w.state(), "changed", "editing the script itself");
+}
+
+/// An interpreter named by a relative `#!` path, resolved from the
+/// extension's folder (where it runs).
+#[test]
+fn an_interpreter_named_by_a_relative_shebang_counts() {
+    let w = World::new("reach-shebang");
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "./run"}));
+    write_exec(&d.join("run"), "#!../../../bin/interp\n");
+    fs::create_dir_all(w.proj().join("bin")).expect("mkdir");
+    write_exec(&w.proj().join("bin/interp"), "#!/bin/sh\necho 1\n");
+    w.edit_after_trust("editing bin/interp", true, || write(&w.proj().join("bin/interp"), "#!/bin/sh\necho 2\n"));
+}
+
+/// An interpreter found through the manifest's `PATH` by `#!/usr/bin/env`.
+#[test]
+fn an_interpreter_found_through_the_manifests_path_counts() {
+    let w = World::new("reach-env-path");
+    let bin = w.proj().join("bin");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "./run", "env": {"PATH": path}}));
+    write_exec(&d.join("run"), "#!/usr/bin/env myinterp\n");
+    fs::create_dir_all(&bin).expect("mkdir");
+    write_exec(&bin.join("myinterp"), "#!/bin/sh\necho 1\n");
+    w.edit_after_trust("editing bin/myinterp", true, || write(&bin.join("myinterp"), "#!/bin/sh\necho 2\n"));
+}
+
+/// A module found through `PYTHONPATH` set in the manifest's `env`.
+#[test]
+fn a_module_found_through_the_manifests_pythonpath_counts() {
+    let w = World::new("reach-pythonpath");
+    let lib = w.proj().join("lib");
+    let d = write_manifest(
+        &w.exts(),
+        "a",
+        json!({"name": "a", "exec": "python3", "args": ["main.py"], "env": {"PYTHONPATH": format!("{}:../../../other", lib.display())}}),
+    );
+    write(&d.join("main.py"), "import mod\n");
+    write(&lib.join("mod.py"), "X = 1\n");
+    write(&w.proj().join("other/more.py"), "X = 1\n");
+    w.edit_after_trust("editing lib/mod.py", true, || write(&lib.join("mod.py"), "X = 2\n"));
+    w.edit_after_trust("editing other/more.py (a relative entry)", true, || write(&w.proj().join("other/more.py"), "X = 2\n"));
+}
+
+/// `python3 -m srv` with a server `cwd` of `..`, and a folder given as an
+/// argument: each folder counts as a tree (the project's `.git` left out).
+#[test]
+fn a_server_cwd_and_a_folder_argument_count_as_trees() {
+    let w = World::new("reach-cwd");
+    write(&w.proj().join("srv/__main__.py"), "print(1)\n");
+    write(&w.proj().join("data/conf.py"), "X = 1\n");
+    write(&w.proj().join(".git/HEAD"), "ref: refs/heads/main\n");
+    let servers = json!({"mcpServers": {
+        "m": {"command": "python3", "args": ["-m", "srv"], "cwd": ".."},
+    }});
+    write(&w.proj().join(".zot/mcp.json"), &servers.to_string());
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py", "../../../data"]}));
+    write(&d.join("main.py"), "print(1)\n");
+    w.edit_after_trust("editing srv/__main__.py", true, || write(&w.proj().join("srv/__main__.py"), "print(2)\n"));
+    w.edit_after_trust("editing data/conf.py", true, || write(&w.proj().join("data/conf.py"), "X = 2\n"));
+    w.edit_after_trust("a commit (the project's .git)", false, || write(&w.proj().join(".git/HEAD"), "ref: refs/heads/other\n"));
+}
+
+/// What an interpreter may find on its own outside `.zot` is named, one
+/// line each: a `node_modules` in the project or above it, and a virtual
+/// environment or `PYTHONPATH` entry outside `.zot`.
+#[test]
+fn what_the_fingerprint_cannot_see_is_named_not_covered() {
+    let w = World::new("reach-not-covered");
+    write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py"]}));
+    fs::create_dir_all(w.proj().join("node_modules")).expect("mkdir");
+    fs::create_dir_all(w.t.path().join("node_modules")).expect("mkdir");
+    let venv = w.t.path().join("venv");
+    fs::create_dir_all(&venv).expect("mkdir");
+    let r = w.zot(&["trust"], &[("VIRTUAL_ENV", s(&venv)), ("PYTHONPATH", "")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for p in [w.proj().join("node_modules"), w.t.path().join("node_modules"), venv] {
+        let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", p.display());
+        assert!(r.stdout.lines().any(|l| l == line), "{line} missing from\n{}", r.stdout);
+    }
+    // Nothing of the kind: no such line.
+    let plain = World::new("reach-covered");
+    write_manifest(&plain.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py"]}));
+    let r = plain.zot(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
+    assert!(!r.stdout.contains("not covered"), "{}", r.stdout);
+}
