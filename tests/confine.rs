@@ -139,6 +139,14 @@ fn network_off_refuses_tcp_and_declared_ports_are_the_only_ones_reached() {
     assert_eq!(run(&h, "off", "connect", pa), "errno 13");
     assert_eq!(run(&h, "ports", "connect", pa), format!("ok {pa}"));
     assert_eq!(run(&h, "ports", "connect", pb), "errno 13");
+    // Landlock confines TCP ports only: Multipath TCP, which a plain TCP
+    // listener answers as TCP, must not reach an undeclared port either.
+    if std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|v| v.trim() == "1") {
+        assert_eq!(run(&h, "open", "connect_mptcp", pb), format!("ok {pb}"));
+        assert_eq!(run(&h, "ports", "connect_mptcp", pb), "errno 13");
+    } else {
+        common::skip("Multipath TCP is not enabled on this kernel");
+    }
     // Unix sockets: refused unless declared; socketpair stays.
     assert!(run(&h, "open", "unix", "").starts_with("ok"));
     assert_eq!(run(&h, "off", "unix", ""), "errno 13");
@@ -201,4 +209,35 @@ fn deny_inside_a_read_folder_is_out_of_reach_and_the_rest_is_not() {
     std::fs::write(project.join("new.txt"), "n").expect("write");
     assert_eq!(run(&h, "d", "read", p("new.txt")), "errno 13");
     assert!(run(&h, "open", "read", p("new.txt")).starts_with("ok"));
+}
+
+#[test]
+fn an_extension_folder_named_bin_does_not_open_the_folder_of_the_others() {
+    need_landlock!();
+    let t = TempDir::new("confine-bin");
+    // Installed side by side: `wallet` keeps a token in its own folder
+    // (its data_dir when unconfined); `bin` runs its `#!` script from its
+    // folder, whose name must not make the folder above a "prefix".
+    let exts = t.path().join("extensions");
+    std::fs::create_dir_all(exts.join("wallet")).expect("mkdir");
+    let token = exts.join("wallet/token.json");
+    std::fs::write(&token, "token").expect("plant");
+    let script = |name: &str| {
+        let dir = exts.join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::copy(common::fixture("probe.py"), dir.join("probe.py")).expect("copy");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("probe.py"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    script("bin");
+    script("shims");
+    let bin = write_manifest(&exts, "bin", json!({"name": "bin", "exec": "./probe.py", "args": ["bin"], "confine": {}}));
+    let shims = write_manifest(&exts, "shims", json!({"name": "shims", "exec": "./probe.py", "args": ["shims"]}));
+    let h = host(&t, t.path(), vec![bin, shims], ConfineMode::Declared);
+    let token = token.display().to_string();
+    assert_eq!(run(&h, "shims", "read", token.as_str()), "ok 5");
+    assert_eq!(run(&h, "bin", "read", token.as_str()), "errno 13");
+    // Its own folder is still its own.
+    assert!(run(&h, "bin", "read", exts.join("bin/extension.json").display().to_string()).starts_with("ok"));
+    h.shutdown();
 }

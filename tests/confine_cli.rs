@@ -367,3 +367,187 @@ fn the_console_marks_each_extension_confined_partly_or_full_access() {
     assert!(line("leaky").contains(" partly confined "), "{text}");
     assert!(line("free").contains(" full access "), "{text}");
 }
+
+/// `zot serve` run from a terminal: a session of its own whose controlling
+/// terminal is a pty this test holds (its slave side, returned), stdin and
+/// stdout piped. A confined extension pushing bytes into that terminal's
+/// input (`TIOCSTI`) would have the user's shell run them, unconfined.
+#[test]
+fn a_confined_extension_cannot_type_into_the_terminal() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    need_landlock!();
+    let t = TempDir::new("confine-tiocsti");
+    let (open, jailed) = (probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({}))));
+    let (mut m, mut s) = (0, 0);
+    // SAFETY: openpty fills two descriptors.
+    let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: fresh descriptors, owned from here on.
+    let (_master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+    let tty = slave.as_raw_fd();
+    let mut cmd = Command::new(BIN);
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(tty, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut args = strings(&["serve", "--cwd"]);
+    args.push(t.path().display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(ext_args(&[&open, &jailed]));
+    let mut child = cmd
+        .args(&args)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .current_dir(t.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn zot");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut call = |id: u64, name: &str| -> String {
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": "tiocsti", "arg": "echo typed\n"}});
+        writeln!(stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            }
+        }
+    };
+    // What reached the terminal's input: what the shell would read next.
+    // SAFETY: a non-blocking read of our own descriptor into our buffer.
+    unsafe { libc::fcntl(tty, libc::F_SETFL, libc::fcntl(tty, libc::F_GETFL) | libc::O_NONBLOCK) };
+    let typed = || {
+        let mut buf = [0u8; 256];
+        // SAFETY: reads at most the buffer's length.
+        let n = unsafe { libc::read(tty, buf.as_mut_ptr().cast(), buf.len()) };
+        String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned()
+    };
+    // The control: unconfined, the bytes reach the shell's input.
+    assert_eq!(call(1, "open"), "ok 11");
+    assert_eq!(typed(), "echo typed\n");
+    // Confined: refused, nothing typed.
+    assert_eq!(call(2, "jailed"), "errno 1");
+    assert_eq!(typed(), "");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// The probe (tests/fixtures/probe.py) as a `#!` script at `path`, run as
+/// the extension `name` in `<parent>/<name>`.
+fn probe_script(parent: &Path, name: &str, path: &Path, confine: Option<Value>, env: Value) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if !path.exists() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(fixture("probe.py"), path).expect("copy");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let mut m = json!({"name": name, "exec": path, "args": [name], "env": env});
+    if let Some(c) = confine {
+        m["confine"] = c;
+    }
+    write_manifest(parent, name, m)
+}
+
+#[test]
+fn a_script_in_home_bin_never_gets_the_home_through_a_link_or_another_home() {
+    need_landlock!();
+    let t = TempDir::new("confine-home-link");
+    // $HOME is a link to the real folder (as /home -> /var/home), and the
+    // program is a `#!` script in ~/bin: its real path names the home by
+    // its target, which must be guarded as $HOME is.
+    let (real_home, home) = (t.path().join("real-home"), t.path().join("home"));
+    std::fs::create_dir_all(real_home.join(".ssh")).expect("mkdir");
+    std::fs::write(real_home.join(".ssh/id_test"), "secret").expect("plant");
+    std::os::unix::fs::symlink(&real_home, &home).expect("link");
+    let tool = real_home.join("bin/probe-tool");
+    let exts = t.path().join("exts");
+    let open = probe_script(&exts, "open", &tool, None, json!({}));
+    let linked = probe_script(&exts, "linked", &tool, Some(json!({})), json!({}));
+    // A manifest that names another $HOME does not unguard the user's.
+    let moved = probe_script(&exts, "moved", &tool, Some(json!({})), json!({"HOME": t.path().join("elsewhere")}));
+    let home_s = home.display().to_string();
+    let mut s = Serve::start(&t, t.path(), &ext_args(&[&open, &linked, &moved]), &[("HOME", home_s.as_str())]);
+    let secret = home.join(".ssh/id_test").display().to_string();
+    assert_eq!(s.probe("open", "read", &secret), "ok 6");
+    assert_eq!(s.probe("linked", "read", &secret), "errno 13");
+    assert_eq!(s.probe("moved", "read", &secret), "errno 13");
+    // ~/bin alone stays granted: the script reads its own folder.
+    assert!(s.probe("linked", "read", &tool.display().to_string()).starts_with("ok"));
+    s.stop();
+}
+
+#[test]
+fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    need_landlock!();
+    // SAFETY: reads our own ids.
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("not root: the capabilities of a root host cannot be tried");
+        return;
+    }
+    let t = TempDir::new("confine-setpcap");
+    let (open, jailed) = (probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({}))));
+    let mut args = strings(&["serve", "--cwd"]);
+    args.push(t.path().display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(ext_args(&[&open, &jailed]));
+    let mut cmd = Command::new(BIN);
+    // As a container that took CAP_SETPCAP away runs it: root, every other
+    // capability, and no right to empty the bounding set of its children.
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_CAPBSET_DROP, 8 /* CAP_SETPCAP */, 0, 0, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .args(&args)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .current_dir(t.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn zot");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut call = |id: u64, name: &str, what: &str| -> String {
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": "status", "arg": what}});
+        writeln!(stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            }
+        }
+    };
+    // The control: unconfined, a root extension has the host's capabilities.
+    let open_caps = call(1, "open", "CapEff");
+    assert!(open_caps.starts_with("ok CapEff:") && !open_caps.ends_with("0000000000000000"), "{open_caps}");
+    // Confined: none, effective or permitted.
+    assert_eq!(call(2, "jailed", "CapEff"), "ok CapEff:\t0000000000000000");
+    assert_eq!(call(3, "jailed", "CapPrm"), "ok CapPrm:\t0000000000000000");
+    drop(stdin);
+    let _ = child.wait();
+}

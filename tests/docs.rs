@@ -161,7 +161,8 @@ fn the_readme_names_no_test() {
 }
 
 /// The README blocks that tests/readme_examples.rs runs, by first line.
-const README_RUN: [(&str, &str); 2] = [
+const README_RUN: [(&str, &str); 3] = [
+    ("$ zot ext new jail --lang shell", "a_confined_extension"),
     ("$ zot ext new hello", "a_first_extension_in_python"),
     ("$ zot serve --no-ext --ext examples/python/notes", "the_readmes_zot_serve"),
 ];

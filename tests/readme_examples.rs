@@ -260,6 +260,14 @@ fn a_first_extension_in_python() {
 }
 
 #[test]
+fn a_confined_extension() {
+    let t = TempDir::new("readme-confined");
+    let work = t.path().join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    run_session(&t, "$ zot ext new jail --lang shell", &work, "/home/me");
+}
+
+#[test]
 fn a_first_extension_in_shell() {
     let t = TempDir::new("docs-first");
     let work = t.path().join("work");

@@ -36,10 +36,15 @@ pub struct Program<'a> {
     pub cwd: &'a Path,
     /// The `PATH` it runs with, for `#!/usr/bin/env NAME`.
     pub path_var: Option<&'a std::ffi::OsStr>,
-    /// `$HOME`, never granted as a prefix.
+    /// `$HOME` as the program gets it, never granted as a prefix (nor the
+    /// host's own `$HOME`, nor either through links).
     pub home: Option<&'a Path>,
     /// `$ZOT_HOME`: no folder holding it is granted as a prefix.
     pub zot_home: &'a Path,
+    /// The extension's own folder (`None` for an MCP server): when it is
+    /// itself named `bin/` (or `.bin/`, `shims/`), the folder above it
+    /// holds the other extensions, never a prefix.
+    pub own: Option<&'a Path>,
 }
 
 /// The base set: system folders, devices, `/sys/devices/system/cpu`, the
@@ -99,7 +104,7 @@ pub fn program_grants(p: &Program) -> Vec<PathBuf> {
 fn prefix(exe: &Path, p: &Program, out: &mut Vec<PathBuf>) {
     for exe in [Some(exe.to_path_buf()), exe.canonicalize().ok()].into_iter().flatten() {
         let Some(bin) = exe.parent() else { continue };
-        let is_bin = matches!(bin.file_name().and_then(|n| n.to_str()), Some("bin" | ".bin" | "shims"));
+        let is_bin = matches!(bin.file_name().and_then(|n| n.to_str()), Some("bin" | ".bin" | "shims")) && !p.own.is_some_and(|o| same(o, bin));
         match bin.parent() {
             Some(top) if is_bin && !guarded(top, p) => out.push(top.to_path_buf()),
             _ if !guarded(bin, p) => out.push(bin.to_path_buf()),
@@ -116,9 +121,26 @@ fn folder_of(script: &Path, p: &Program, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `/`, `$HOME`, and any folder holding `$ZOT_HOME`.
+/// `/`, `$HOME` (the program's and the host's), and any folder holding
+/// `$ZOT_HOME`, each as named and as resolved through links: a prefix is
+/// taken from the program's real path too, which names a linked home by
+/// its target.
 fn guarded(dir: &Path, p: &Program) -> bool {
-    dir.parent().is_none() || Some(dir) == p.home || p.zot_home.starts_with(dir)
+    let host_home = std::env::var_os("HOME").map(PathBuf::from);
+    let homes = p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty());
+    let real_zot = real(p.zot_home);
+    [dir.to_path_buf(), real(dir)].iter().any(|d| d.parent().is_none() || p.zot_home.starts_with(d) || real_zot.starts_with(d))
+        || homes.into_iter().any(|h| same(&h, dir))
+}
+
+/// `p` resolved through links, or as it is.
+fn real(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Whether `a` and `b` name the same folder, as named or resolved.
+fn same(a: &Path, b: &Path) -> bool {
+    a == b || real(a) == real(b)
 }
 
 /// The interpreter a `#!` line names, `env NAME` looked up on `path_var`.
@@ -155,7 +177,7 @@ mod tests {
     fn grants(exec: &Path, args: &[&str], cwd: &Path, home: &Path, path_var: &Path) -> Vec<PathBuf> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let zot_home = home.join(".zot");
-        let p = Program { exec, args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), zot_home: &zot_home };
+        let p = Program { exec, args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), zot_home: &zot_home, own: None };
         program_grants(&p)
     }
 

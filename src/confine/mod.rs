@@ -256,9 +256,9 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     use base::{Access, Grant};
     let var = |k: &str| env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_os_str());
     let home = var("HOME").map(PathBuf::from);
-    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home };
-    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
     let own = (!plan.is_server).then_some(plan.ext.as_path());
+    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home, own };
+    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
     let mut grants = base::base_set(own, &program, data, tmp);
     let mut declared = |list: &[String], access: Access, out: &mut Vec<Grant>| -> Result<(), String> {
         for raw in list {
@@ -349,10 +349,12 @@ impl Jail {
         let got = unsafe { libc::syscall(libc::SYS_capget, &mut hdr, data.as_mut_ptr()) } == 0;
         // CAP_SETPCAP (8): needed to drop from the bounding set.
         let setpcap = got && data[0].effective & (1 << 8) != 0;
-        let caps = (got && data.iter().any(|d| d.inheritable != 0)).then(|| {
-            data.iter_mut().for_each(|d| d.inheritable = 0);
-            (hdr, data)
-        });
+        // Every set emptied, permitted too: a root host that may not drop
+        // the bounding set (no CAP_SETPCAP, as in a container that took it
+        // away) would otherwise see its child regain the whole bounding
+        // set at the exec of a root process; with no new privileges, that
+        // exec gives no more than the permitted set it had, nothing.
+        let caps = (got && data.iter().any(|d| d.inheritable | d.permitted | d.effective != 0)).then(|| (hdr, [sys::user_cap_data::default(); 2]));
         let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(63);
         let mut jail = Jail {
             ruleset,

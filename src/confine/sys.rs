@@ -79,6 +79,10 @@ pub const SECCOMP_DATA_NR: u32 = 0;
 pub const SECCOMP_DATA_ARCH: u32 = 4;
 /// The low 32 bits of `args[0]` (little-endian).
 pub const SECCOMP_DATA_ARG0: u32 = 16;
+/// The low 32 bits of `args[1]`.
+pub const SECCOMP_DATA_ARG1: u32 = 24;
+/// The low 32 bits of `args[2]`.
+pub const SECCOMP_DATA_ARG2: u32 = 32;
 
 /// `struct __user_cap_header_struct` / `__user_cap_data_struct`, version 3.
 pub const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
