@@ -212,6 +212,36 @@ fn deny_inside_a_read_folder_is_out_of_reach_and_the_rest_is_not() {
 }
 
 #[test]
+fn required_refuses_to_start_when_a_declared_rule_is_not_enforced() {
+    need_landlock!();
+    let t = TempDir::new("confine-required");
+    // unix: true reaches every socket file: this kernel confines no socket path.
+    let exts = vec![probe(t.path(), "strict", Some(json!({"required": true}))), probe(t.path(), "leaky", Some(json!({"unix": true, "required": true})))];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    assert_eq!(run(&h, "strict", "status", ""), "ok NoNewPrivs:\t1");
+    let info = common::ext_info(&h, "leaky");
+    assert_eq!(info.state, zot_host::host::State::Failed, "{info:?}");
+    let err = info.error.unwrap_or_default();
+    assert!(err.contains("its confinement is required but this kernel does not enforce: unix"), "{err}");
+    assert_eq!(info.pid, None);
+}
+
+#[test]
+fn a_tmp_folder_left_by_a_host_that_is_gone_is_removed() {
+    need_landlock!();
+    let t = TempDir::new("confine-sweep");
+    // A pid that no process has: past pid_max.
+    let stale = t.path().join("home/tmp/old.4194305-1");
+    std::fs::create_dir_all(stale.join("inner")).expect("mkdir");
+    let live = t.path().join(format!("home/tmp/other.{}-1", std::process::id()));
+    std::fs::create_dir_all(&live).expect("mkdir");
+    let h = host(&t, t.path(), vec![probe(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
+    assert_eq!(run(&h, "p", "status", ""), "ok NoNewPrivs:\t1");
+    assert!(!stale.exists(), "the folder of a gone host is still there");
+    assert!(live.exists(), "the folder of a live process was removed");
+}
+
+#[test]
 fn an_extension_folder_named_bin_does_not_open_the_folder_of_the_others() {
     need_landlock!();
     let t = TempDir::new("confine-bin");

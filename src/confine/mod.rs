@@ -11,6 +11,8 @@
 //!   explicit choice, and the listings say every rule is not enforced.
 //! - A declared limit above the host's own hard limit is set to that limit.
 //! - `${EXT}` of an MCP server is its `cwd`.
+//! - `${TMP}` folders left by a host that was killed are removed by the
+//!   next host's first confined start.
 
 pub mod base;
 pub mod landlock;
@@ -98,13 +100,35 @@ impl TmpDir {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let instance = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let dir = home.join("tmp").join(format!("{name}.{instance}"));
+        let root = home.join("tmp");
+        static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+        if let Ok(mut swept) = SWEPT.lock() {
+            if !swept.contains(&root) {
+                sweep(&root);
+                swept.push(root.clone());
+            }
+        }
+        let dir = root.join(format!("{name}.{instance}"));
         crate::home::create_private_dir(&dir)?;
         Ok(TmpDir(dir))
     }
 
     pub fn path(&self) -> &Path {
         &self.0
+    }
+}
+
+/// Removes the `${TMP}` folders a host that is gone left behind (killed
+/// before it could remove them), once per home and process.
+fn sweep(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name.rsplit_once('.').and_then(|(_, i)| i.split_once('-')).and_then(|(p, _)| p.parse::<libc::pid_t>().ok());
+        // SAFETY: signal 0 only asks whether the process exists.
+        if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
