@@ -401,9 +401,11 @@ fn handshake_failures_fail_that_server_only() {
     );
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
-    // A server is named by what it failed to do: answer initialize.
+    // A server is named by what it failed to do: answer initialize, and
+    // (under auto, PROTOCOL.md §8.4.3 rule 12b) server/discover after it.
     let gone = s.wait_state("gone", "failed");
-    assert!(gone["error"].as_str().unwrap_or("").starts_with("exited before answering initialize (exit code 4)"), "{gone}");
+    let want = "initialize: exited before answering initialize (exit code 4); server/discover: exited before answering server/discover (exit code 4)";
+    assert!(gone["error"].as_str().unwrap_or("").starts_with(want), "{gone}");
     let mute = s.wait_state("mute", "failed");
     // What the server wrote on stderr may follow, as for any failed start.
     assert!(mute["error"].as_str().unwrap_or("").starts_with("no answer to initialize within 500ms (connectTimeout)"), "{mute}");
@@ -1079,6 +1081,12 @@ fn real_server_filesystem_lists_a_folder_and_reads_a_file() {
     assert!(text(&r).contains("hello.txt"), "{r}");
     let r = s.tool("mcp__fs__read_text_file", json!({"path": data.join("hello.txt").display().to_string()}));
     assert!(text(&r).contains("hello from the file"), "{r}");
+    // A legacy server under auto: one process, one handshake (PROTOCOL.md
+    // §8.4.3 rule 12a), listed in its era.
+    assert_eq!(e["protocol_version"], "2025-11-25", "{e}");
+    let log = s.log("fs");
+    assert_eq!(log.matches("[zot] starting fs").count(), 1, "{log}");
+    assert!(!log.contains("server/discover"), "{log}");
     s.shutdown();
 }
 
@@ -1099,5 +1107,8 @@ fn real_server_time_tells_the_time_in_utc() {
     assert_eq!(v["timezone"], "UTC", "{r}");
     let year = v["datetime"].as_str().unwrap_or("")[..4].parse::<u32>().unwrap_or(0);
     assert!(year >= 2024, "{r}");
+    let log = s.log("time");
+    assert_eq!(log.matches("[zot] starting time").count(), 1, "one process, one handshake: {log}");
+    assert!(!log.contains("server/discover"), "{log}");
     s.shutdown();
 }
