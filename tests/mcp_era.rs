@@ -326,6 +326,31 @@ fn subscriptions_are_acknowledged_first_then_get_their_tagged_changes_until_canc
     assert!(lines(&z).iter().all(|v| v["method"] != json!("notifications/cancelled")));
 }
 
+#[test]
+fn an_open_subscriptions_id_stays_in_use_and_a_reused_id_is_refused_before_the_envelope_checks() {
+    let t = TempDir::new("era-listen-id");
+    let mut z = spawn(t.path(), &[echo()], &[]);
+    let mut l = json!({"notifications": {"toolsListChanged": true}});
+    l["_meta"] = env(json!({}));
+    send(&mut z, json!({"jsonrpc": "2.0", "id": "s", "method": "subscriptions/listen", "params": l}));
+    z.wait_line("the ack", |l| l.contains("acknowledged"));
+    // The listen request is open: its id is in use. A request reusing it is
+    // not a valid request (4a), answered before its bad version (4c)...
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({PV: "2099-01-01"}));
+    assert_eq!(code(&r), -32600, "{r}");
+    // ...and a good one too: a result with that id would read as the end
+    // of the subscription.
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({}));
+    assert_eq!(code(&r), -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("already in use"), "{r}");
+    // Cancelled, the subscription ends and its id is free again.
+    send(&mut z, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s"}}));
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({}));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+}
+
 // ---------------------------------------------------------------------------
 // The official Python SDK's Client in each mode
 
