@@ -222,7 +222,9 @@ pub(super) fn cancel(shared: &Shared, key: &str) -> bool {
 pub(super) fn end_all(shared: &Shared) {
     let Ok(mut subs) = shared.subs.lock() else { return };
     for s in subs.drain(..) {
-        let r = json!({"jsonrpc": "2.0", "id": s.id, "result": {"resultType": "complete", "_meta": { SUB_ID: s.id }}});
-        shared.send(encode(&r));
+        // A result like any other: stamped (rule 5) beside its own tag.
+        let mut result = json!({"_meta": { SUB_ID: s.id }});
+        stamp(&mut result);
+        shared.send(encode(&json!({"jsonrpc": "2.0", "id": s.id, "result": result})));
     }
 }
