@@ -271,3 +271,23 @@ fn an_extension_folder_named_bin_does_not_open_the_folder_of_the_others() {
     assert!(run(&h, "bin", "read", exts.join("bin/extension.json").display().to_string()).starts_with("ok"));
     h.shutdown();
 }
+
+#[test]
+fn a_deny_written_with_dot_dot_through_a_missing_folder_still_denies() {
+    need_landlock!();
+    let t = TempDir::new("confine-deny-dotdot");
+    let project = t.path().join("project");
+    std::fs::create_dir_all(project.join("keys")).expect("mkdir");
+    std::fs::write(project.join("keys/id"), "k").expect("write");
+    std::fs::write(project.join("top.txt"), "t").expect("write");
+    // `gone` does not exist: the kernel resolves the path to nothing, and
+    // the deny must not then deny nothing.
+    let c = json!({"read": ["${PROJECT}"], "deny": ["${PROJECT}/gone/../keys", "${PROJECT}/./src/../keys/"]});
+    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "d", Some(c))];
+    let h = host(&t, &project, exts, ConfineMode::Declared);
+    let p = |rel: &str| project.join(rel).display().to_string();
+    assert_eq!(run(&h, "open", "read", p("keys/id")), "ok 1");
+    assert_eq!(run(&h, "d", "read", p("keys/id")), "errno 13");
+    assert_eq!(run(&h, "d", "read", p("top.txt")), "ok 1");
+    h.shutdown();
+}

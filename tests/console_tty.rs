@@ -149,6 +149,45 @@ fn notes_print_above_the_line_and_ctrl_c_cancels_a_call() {
     z.assert_cooked();
 }
 
+/// An extension running tests/fixtures/calls.py with `cfg`; what reaches
+/// it is noted in `<t>/<name>.seen`.
+fn calls_ext(t: &TempDir, name: &str, mut cfg: serde_json::Value) -> PathBuf {
+    cfg["name"] = serde_json::json!(name);
+    cfg["log"] = serde_json::json!(t.path().join(format!("{name}.seen")).display().to_string());
+    let args = [common::fixture("calls.py").display().to_string(), cfg.to_string()];
+    common::write_manifest(&t.path().join("exts"), name, serde_json::json!({"name": name, "exec": "python3", "args": args}))
+}
+
+#[test]
+fn ctrl_c_while_the_intercept_chain_runs_means_the_tool_never_runs() {
+    // PROTOCOL.md §6.1: a call cancelled before it reached its tool never
+    // reaches it. The interceptor answers 1.5 s later.
+    let t = TempDir::new("tty-cancel-chain");
+    let t1 = calls_ext(&t, "t1", serde_json::json!({"tools": ["target"], "commands": ["t1ping"]}));
+    let g = calls_ext(&t, "g", serde_json::json!({"intercepts": ["tool_call"], "intercept_ms": 1500, "commands": ["gping"]}));
+    let seen = |name: &str| std::fs::read_to_string(t.path().join(format!("{name}.seen"))).unwrap_or_default();
+    let mut z = Term::spawn(&t, &[t1, g]);
+    let mut at = z.wait_for("zot> ", 0);
+    z.typed("/tool target {\"x\":1}\r\x03");
+    at = z.wait_for("error: tool target of extension \"t1\" was cancelled by the caller", at);
+    at = z.wait_for("zot> ", at);
+    // The interceptor's late answer arrives; g's frames are read in order,
+    // so once its command is answered that answer was handled, and once
+    // t1's is, a tool call sent to t1 before it would have reached it.
+    assert!(common::wait_until(zot_proc::LINE_WAIT, || seen("g").contains("intercept replied")), "{}", seen("g"));
+    z.typed("/gping\r");
+    at = z.wait_for("[g] g\r\n", at);
+    z.typed("/t1ping\r");
+    at = z.wait_for("[t1] t1\r\n", at);
+    assert!(!seen("t1").contains("tool_call target"), "the target ran: {}", seen("t1"));
+    // Control: not cancelled, the same call runs once the interceptor answers.
+    z.typed("/tool target {\"x\":2}\r");
+    at = z.wait_for("[t1] {\"by\": \"t1\"", at);
+    assert!(seen("t1").contains("tool_call target"), "{}", seen("t1"));
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+}
+
 #[test]
 fn a_termination_signal_restores_the_terminal() {
     let t = TempDir::new("tty-signal");

@@ -877,6 +877,34 @@ fn the_console_lists_servers_and_shows_progress_as_status_lines() {
     assert!(out.contains("[fx] done"), "{out}");
 }
 
+#[test]
+fn the_console_waits_for_a_server_still_starting_and_says_when_it_is_ready() {
+    // PROTOCOL.md §8.2: the load ends (ready grace) while the server waits
+    // at a gate the test opens once the console has listed it starting.
+    let t = TempDir::new("mcp-console-starting");
+    let gate = t.path().join("gate");
+    let cfg = write_config(t.path(), "mcp.json", json!({"slowfx": fx(&["--init-gate", gate.to_str().unwrap()], json!({}))}));
+    let mut args = strings(&["--no-ext", "--cwd"]);
+    args.push(cwd_of(&t).display().to_string());
+    args.extend(strings(&FAST));
+    args.extend(strings(&["--ready-grace", "0.2", "--tool-timeout", "60", "--mcp-config"]));
+    args.push(cfg.display().to_string());
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    z.send("/extensions");
+    z.send(r#"/tool mcp__slowfx__echo {"text":"hi"}"#);
+    z.send("/tool mcp__slowfx__nothing {}");
+    z.close_stdin();
+    z.wait_line("slowfx listed starting", |l| l.contains("slowfx") && l.contains("starting"));
+    std::fs::write(&gate, "").unwrap();
+    let out = z.read_to_end(LINE_WAIT * 2).join("\n");
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+    let lines: Vec<&str> = out.lines().collect();
+    let ready = lines.iter().position(|l| *l == "slowfx ready: 11 tools").unwrap_or_else(|| panic!("{out}"));
+    let answer = lines.iter().position(|l| *l == r#"[slowfx] {"text": "hi"}"#).unwrap_or_else(|| panic!("{out}"));
+    assert!(ready < answer, "{out}");
+    assert!(lines.contains(&r#"error: unknown tool "mcp__slowfx__nothing""#), "{out}");
+}
+
 /// An extension that calls `mcp__fx__echo` with `call_tool` when its own
 /// tool `relay` runs, and answers with what it got.
 fn relay_ext(parent: &Path) -> PathBuf {

@@ -297,7 +297,21 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     };
     declared(&d.read, Access::Read, &mut grants)?;
     declared(&d.write, Access::Write, &mut grants)?;
-    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> { list.iter().map(|r| plan.path(d, r).map(|p| real_as_far_as_exists(&p))).collect() };
+    // A denied path as the kernel resolves it, and as written with its `..`
+    // taken lexically: `~/gone/../.ssh` names `~/.ssh` once `gone` exists,
+    // and resolves to nothing (so would deny nothing) before.
+    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> {
+        let mut out = Vec::new();
+        for r in list {
+            let p = plan.path(d, r)?;
+            for q in [real_as_far_as_exists(&p), real_as_far_as_exists(&lexical(&p))] {
+                if !out.contains(&q) {
+                    out.push(q);
+                }
+            }
+        }
+        Ok(out)
+    };
     let (deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
     let abi = landlock::abi();
     let mut skipped = Vec::new();
@@ -318,6 +332,24 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         Net::Any => seccomp::Sockets::All,
     };
     Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
+}
+
+/// `p` with `.` dropped and each `..` taking off the name before it.
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `p` with its deepest existing ancestor resolved through links.

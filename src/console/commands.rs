@@ -2,7 +2,7 @@
 //! `/tool`, `/event`, `/intercept`, `/key`, `/reload-ext`, `/extensions`),
 //! how they show replies and tool results, and tab completion.
 
-use crate::host::{CommandReply, ExtInfo, Host, HostError, InterceptOutcome, Listing, Request, Response, ToolReply};
+use crate::host::{CommandReply, ExtInfo, Host, Listing, Request, Response, ToolReply};
 use crate::protocol::Payload;
 use crate::text::{one_line, strip_controls};
 use serde_json::{json, Value};
@@ -181,72 +181,39 @@ impl Console {
         }
     }
 
-    /// A tool call as the model's: the intercept chain, the event, the
-    /// call, each shown. An unknown tool is said at once.
+    /// A tool call as the model's: the host runs the intercept chain, the
+    /// events and the call (cancellable at every step, PROTOCOL.md §6.1);
+    /// what the chain did and the answer are shown.
     fn run_tool(&mut self, name: &str, args: Payload) {
-        let mut tool_args = Value::Object(args);
-        // An interactive tool is answered in its extension's panel.
-        let mut interactive = None;
-        if let Ok(l) = self.host.list() {
-            match l.tools.iter().find(|t| t.name == name) {
-                Some(t) => interactive = t.interactive.then(|| t.extension.clone()),
-                None => return self.error(&HostError::UnknownTool(name.to_string()).to_string()),
-            }
-        }
+        // An interactive tool is answered in its extension's panel. A name
+        // nobody has is the host's to answer: it may wait for an MCP
+        // server still starting (PROTOCOL.md §8.2).
+        let interactive = self
+            .host
+            .list()
+            .ok()
+            .and_then(|l| l.tools.into_iter().find(|t| t.name == name))
+            .and_then(|t| t.interactive.then_some(t.extension));
         self.tool_seq += 1;
         let tool_id = format!("console-{}", self.tool_seq);
-        let payload = |a: &Value| {
-            let mut p = Payload::new();
-            p.insert("tool_id".into(), json!(tool_id));
-            p.insert("tool_name".into(), json!(name));
-            p.insert("tool_args".into(), a.clone());
-            p
-        };
-        match self.host.intercept("tool_call", payload(&tool_args)) {
-            Ok(InterceptOutcome { block: true, reason, .. }) => {
-                let reason = reason.unwrap_or_default();
-                self.say(self.style.red(&format!("tool call blocked: {}", one_line(&reason))));
-                let result = json!({"content": [{"type": "text", "text": reason}], "is_error": true});
-                return self.tool_result_event(payload(&tool_args), "blocked", false, result);
-            }
-            Ok(InterceptOutcome { modified_args: Some(a), .. }) => {
-                self.say(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
-                tool_args = a;
-            }
-            Ok(_) => {}
-            Err(e) => return self.error(&e.to_string()),
-        }
-        let _ = self.host.event("tool_call", payload(&tool_args));
+        let asked = Value::Object(args);
         let call = InFlight { tool_id: &tool_id, interactive: interactive.as_deref() };
-        let (r, held) = self.call_tool(name, tool_args.clone(), &call);
-        let (status, result) = match &r {
-            Ok(r) => (if r.is_error { "failed" } else { "completed" }, json!({"content": r.content, "is_error": r.is_error})),
-            Err(e) => {
-                let status = match e {
-                    HostError::Cancelled { .. } => "cancelled",
-                    HostError::Timeout { .. } => "timed_out",
-                    _ => "failed",
-                };
-                (status, json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true}))
-            }
-        };
-        match r {
-            Ok(r) => self.show_tool(&r, held),
-            Err(e) => held.say(self.error_line(&e.to_string())),
+        let (r, chain_args, held) = self.call_tool(name, asked.clone(), &call);
+        let mut lines = Vec::new();
+        if let Some(a) = chain_args.filter(|a| *a != asked) {
+            lines.push(format!("{} {}", self.style.dim("args rewritten:"), strip_controls(&a.to_string())));
         }
-        self.tool_result_event(payload(&tool_args), status, true, result);
+        match r {
+            Ok(ToolReply { blocked: Some(reason), .. }) => {
+                lines.push(self.style.red(&format!("tool call blocked: {}", one_line(&reason))));
+            }
+            Ok(r) => lines.push(self.tool_text(&r)),
+            Err(e) => lines.push(self.error_line(&e.to_string())),
+        }
+        held.say(lines.join("\n"));
     }
 
-    /// The `tool_result` event (PROTOCOL.md §6.4) after a call, as an
-    /// agent sends it.
-    fn tool_result_event(&self, mut p: Payload, status: &str, executed: bool, result: Value) {
-        p.insert("status".into(), json!(status));
-        p.insert("executed".into(), json!(executed));
-        p.insert("result".into(), result);
-        let _ = self.host.event("tool_result", p);
-    }
-
-    fn show_tool(&self, r: &ToolReply, held: Held) {
+    fn tool_text(&self, r: &ToolReply) -> String {
         let tag = self.style.dim(&format!("[{}]", one_line(&r.extension)));
         let mut parts = Vec::new();
         for b in &r.content {
@@ -262,9 +229,9 @@ impl Console {
         }
         let body = parts.join("\n");
         if r.is_error {
-            held.say(format!("{tag} {}", self.style.red(&format!("tool error: {body}"))));
+            format!("{tag} {}", self.style.red(&format!("tool error: {body}")))
         } else {
-            held.say(format!("{tag} {body}"));
+            format!("{tag} {body}")
         }
     }
 

@@ -253,14 +253,24 @@ impl Console {
     /// Submits `request`; its answer marks its place among the host's
     /// events, so the reply is printed before what happened after it.
     pub(super) fn submit_held(&mut self, request: Request) -> (Receiver<Result<Response, HostError>>, Held) {
+        self.submit_held_with(request, None)
+    }
+
+    /// [`Console::submit_held`]; a tool call run as the model's sends the
+    /// arguments its chain ended with to `chain_args`.
+    fn submit_held_with(&mut self, request: Request, chain_args: Option<Sender<Value>>) -> (Receiver<Result<Response, HostError>>, Held) {
         self.held += 1;
         let n = self.held;
         let (tx, rx) = crossbeam_channel::bounded(1);
         let holds = self.holds.clone();
-        self.host.submit(request, move |r| {
+        let mut done = crate::host::Responder::new(move |r| {
             let _ = holds.send(super::print::Printed::Hold(n));
             let _ = tx.send(r);
         });
+        if let Some(c) = chain_args {
+            done = done.with_chain_args(c);
+        }
+        self.host.submit_responder(request, done);
         (rx, Held { n, out: self.out.clone(), done: false })
     }
 
@@ -279,10 +289,13 @@ impl Console {
         (outcome.unwrap_or(Err(HostError::ShuttingDown)), held)
     }
 
-    /// Calls the tool. On a terminal Ctrl-C meanwhile cancels it, and the
-    /// keys of an interactive tool's call go to its extension's panel;
-    /// piped, the end of input cancels an interactive tool's call.
-    pub(super) fn call_tool(&mut self, name: &str, args: Value, call: &InFlight<'_>) -> (Result<ToolReply, HostError>, Held) {
+    /// Calls the tool as the model's call (the host runs its `tool_call`
+    /// chain, its events and the call), with the arguments the chain ended
+    /// with when it ended. On a terminal Ctrl-C meanwhile cancels it
+    /// wherever it is, and the keys of an interactive tool's call go to
+    /// its extension's panel; piped, the end of input cancels an
+    /// interactive tool's call.
+    pub(super) fn call_tool(&mut self, name: &str, args: Value, call: &InFlight<'_>) -> (Result<ToolReply, HostError>, Option<Value>, Held) {
         let tool_id = call.tool_id;
         // Progress (an MCP server's) is shown as a status line as it comes.
         let req = Request::ToolCall(crate::host::ToolCall {
@@ -290,9 +303,11 @@ impl Console {
             args: Some(args),
             tool_id: Some(tool_id.into()),
             progress_key: Some(crate::protocol::WireId::string(tool_id)),
+            as_model: true,
             ..Default::default()
         });
-        let (rx, held) = self.submit_held(req);
+        let (args_tx, args_rx) = crossbeam_channel::bounded(1);
+        let (rx, held) = self.submit_held_with(req, Some(args_tx));
         let host = self.host.clone();
         let open = self.panels.clone();
         let out = self.out.clone();
@@ -324,7 +339,7 @@ impl Console {
             Some(Err(e)) => Err(e),
             None => Err(HostError::ShuttingDown),
         };
-        (r, held)
+        (r, args_rx.try_recv().ok(), held)
     }
 
     /// Waits for `rx` while piped lines keep being read (see the header).

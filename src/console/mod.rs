@@ -24,7 +24,7 @@ mod panels;
 mod print;
 mod render;
 
-use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response};
+use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response, State};
 use crate::lineedit::{Editor, RawMode, Screen};
 use crate::protocol::Payload;
 use crate::signals;
@@ -111,14 +111,16 @@ pub fn run(mut config: Config) -> i32 {
     let (jobs_tx, jobs_rx) = unbounded::<Job>();
     let (submit_tx, submitted) = unbounded::<Submitted>();
     let (opened_tx, panel_opened) = unbounded::<()>();
+    let awaited = print::Awaited::default();
     let printer = {
         let panels = panels.clone();
+        let awaited = awaited.clone();
         thread::Builder::new()
             .name("zot-console-out".into())
             .spawn({
                 let screen = screen.clone();
                 move || {
-                    let passed_on = PassedOn { submitted: submit_tx, opened: opened_tx };
+                    let passed_on = PassedOn { submitted: submit_tx, opened: opened_tx, awaited };
                     print_loop(events, jobs_rx, style, panels, screen, passed_on, in_place)
                 }
             })
@@ -181,6 +183,18 @@ pub fn run(mut config: Config) -> i32 {
             }
             console.say(format!("{text}\n{}", style.dim("type /help for commands, /exit to leave")));
         }
+    }
+    // Servers still starting: calls for a name nobody has wait for them,
+    // and each gets a line once ready (PROTOCOL.md §8.2).
+    let starting: Vec<String> = match host.list() {
+        Ok(l) => l.extensions.into_iter().filter(|e| e.kind == "mcp" && e.state == State::Starting).map(|e| e.name).collect(),
+        Err(_) => Vec::new(),
+    };
+    if !starting.is_empty() {
+        *awaited.lock().unwrap_or_else(|p| p.into_inner()) = starting.clone();
+    }
+    if interactive && !starting.is_empty() {
+        console.say(style.dim(&format!("still starting: {} (calls for their tools wait for them)", one_line(&starting.join(", ")))));
     }
     let _ = host.event("session_start", Payload::new());
     console.repl();

@@ -82,6 +82,20 @@ impl Drop for Held {
 pub(super) struct PassedOn {
     pub(super) submitted: Sender<Submitted>,
     pub(super) opened: Sender<()>,
+    /// The servers still starting when the load ended: each gets a line
+    /// when it is ready (PROTOCOL.md §8.2; a failure has its own line).
+    pub(super) awaited: Awaited,
+}
+
+/// The names of the servers the console says a line for once ready.
+pub(super) type Awaited = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Takes `name` out of `awaited`; whether it was there.
+fn was_awaited(awaited: &Awaited, name: &str) -> bool {
+    let mut a = awaited.lock().unwrap_or_else(|p| p.into_inner());
+    let before = a.len();
+    a.retain(|n| n != name);
+    a.len() < before
 }
 
 pub(super) fn print_loop(
@@ -93,7 +107,7 @@ pub(super) fn print_loop(
     passed_on: PassedOn,
     in_place: bool,
 ) {
-    let PassedOn { submitted, opened } = passed_on;
+    let PassedOn { submitted, opened, awaited } = passed_on;
     let print = |s: &str| {
         if !s.is_empty() {
             screen.print(s);
@@ -107,6 +121,16 @@ pub(super) fn print_loop(
             _ => None,
         };
         let panel = matches!(ev, HostEvent::OpenPanel { .. });
+        match &ev {
+            HostEvent::ExtensionReady { extension, tools, .. } if was_awaited(&awaited, extension) => {
+                let n = tools.len();
+                print(&style.dim(&format!("{} ready: {n} tool{}", crate::text::one_line(extension), if n == 1 { "" } else { "s" })));
+            }
+            HostEvent::LoadFailed { extension, .. } => {
+                was_awaited(&awaited, extension);
+            }
+            _ => {}
+        }
         let rest = if in_place { panels::in_place(ev, &panels, &screen, style) } else { Some(ev) };
         if let Some(ev) = rest {
             print(&render_event(ev, style, &panels));

@@ -400,62 +400,25 @@ impl Server {
                 // server's) comes back to it as notifications/progress.
                 let progress_key = p.get("_meta").and_then(|m| m.get("progressToken")).and_then(crate::protocol::WireId::from_value);
                 let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, progress_key, ..Default::default() };
-                // The chain, the event and the call all run in the host; the
-                // answer comes back on its dispatcher thread.
+                // The chain, the `tool_call` event, the call and the
+                // `tool_result` event all run in the host, as for every
+                // caller (PROTOCOL.md §8.3); the answer comes back on its
+                // dispatcher thread.
                 self.shared.log(DEBUG, "zot", json!(format!("tools/call {name}: calling the tool (tool_id {tool_id})")));
-                // The host runs the chain, the `tool_call` event and the call;
-                // the `tool_result` event follows the answer, as a model's
-                // host sends it (PROTOCOL.md §8.3).
-                let host = Arc::downgrade(&self.host);
-                let mut ev = crate::protocol::Payload::new();
-                ev.insert("tool_id".into(), json!(tool_id));
-                ev.insert("tool_name".into(), json!(name));
-                let sent_args = call.args.clone().unwrap_or_else(|| json!({}));
-                // The event names the arguments the chain left (PROTOCOL.md
-                // §8.3: `modified_args` reach the server), the client's own
-                // when the chain never ended.
-                let (args_tx, args_rx) = crossbeam_channel::bounded(1);
                 self.shared.start_tool(&key, &tool_id, || {
-                    let done = Responder::new(move |r: Result<Response, HostError>| {
-                        // Refused before any interceptor or event saw it
-                        // (PROTOCOL.md §6.2): no `tool_result` event either.
-                        let refused = matches!(&r, Ok(Response::Tool(t)) if t.refused);
-                        let (status, executed, result) = match &r {
-                            Ok(Response::Tool(t)) if t.blocked.is_some() => ("blocked", false, json!({"content": t.content, "is_error": true})),
-                            Ok(Response::Tool(t)) => (if t.is_error { "failed" } else { "completed" }, true, json!({"content": t.content, "is_error": t.is_error})),
-                            Err(HostError::UnknownTool(_)) | Ok(_) => ("failed", false, json!({"content": [], "is_error": true})),
-                            Err(e) => {
-                                let status = match e {
-                                    HostError::Cancelled { .. } => "cancelled",
-                                    HostError::Timeout { .. } => "timed_out",
-                                    _ => "failed",
-                                };
-                                (status, true, json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true}))
+                    let done = Responder::new(move |r: Result<Response, HostError>| match r {
+                        Ok(Response::Tool(t)) => {
+                            if let Some(reason) = &t.blocked {
+                                shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
                             }
-                        };
-                        match r {
-                            Ok(Response::Tool(t)) => {
-                                if let Some(reason) = &t.blocked {
-                                    shared.log(DEBUG, "zot", json!(format!("tools/call {name}: blocked: {reason}")));
-                                }
-                                reply.ok(tool_result(&t))
-                            }
-                            Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
-                            Err(HostError::UnknownTool(_)) => return bad_params(reply, &format!("unknown tool {name:?}")),
-                            Err(e) => reply.ok(error_result(&e.to_string())),
+                            reply.ok(tool_result(&t))
                         }
-                        ev.insert("tool_args".into(), args_rx.try_recv().unwrap_or(sent_args));
-                        ev.insert("status".into(), json!(status));
-                        ev.insert("executed".into(), json!(executed));
-                        ev.insert("result".into(), result);
-                        if refused {
-                            return;
-                        }
-                        if let Some(h) = host.upgrade() {
-                            h.submit(Request::Event { event: "tool_result".into(), payload: ev }, |_| {});
-                        }
+                        Ok(other) => reply.ok(error_result(&format!("internal error: unexpected response {other:?}"))),
+                        Err(HostError::UnknownTool(_)) => bad_params(reply, &format!("unknown tool {name:?}")),
+                        Err(e @ HostError::NotOffered { .. }) => bad_params(reply, &e.to_string()),
+                        Err(e) => reply.ok(error_result(&e.to_string())),
                     });
-                    self.host.submit_responder(Request::ToolCall(call), done.with_chain_args(args_tx));
+                    self.host.submit_responder(Request::ToolCall(call), done);
                 });
             }
             "prompts/get" => {
@@ -479,6 +442,7 @@ impl Server {
                         Ok(Response::Command(c)) => prompt_result(reply, &name, c),
                         Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
                         Err(HostError::UnknownCommand(_)) => bad_params(reply, &format!("unknown prompt {name:?}")),
+                        Err(e @ HostError::NotOffered { .. }) => bad_params(reply, &e.to_string()),
                         Err(e) => internal(reply, &e.to_string()),
                     },
                 );

@@ -76,7 +76,8 @@ impl Dispatcher {
         if parents.len() >= MAX_DEPTH {
             return refuse(self, "tool call depth limit reached".into());
         }
-        let known = self.registry.tool_owner(&name).is_some() || self.restarting_owner(&name, true).is_some();
+        // A name an MCP server still starting may bring waits for it (PROTOCOL.md §8.2).
+        let known = self.registry.tool_owner(&name).is_some() || self.restarting_owner(&name, true).is_some() || self.servers_starting();
         if !known && !self.ext_calls.is_agent_tool(&name) {
             return refuse(self, format!("unknown tool {name:?}"));
         }

@@ -16,7 +16,7 @@
 //! | stage | cancelled | timed out | target gone | shutdown (reload) |
 //! |---|---|---|---|---|
 //! | waiting for a load | never runs | — | — | `shutting_down` (waits on) |
-//! | parked for a restart | never runs | `timeout` | routed again: to it when ready, else the next owner of the name, or unknown | `shutting_down` (waits for the reload) |
+//! | parked for a restart | never runs | `timeout` | to it when it is ready and has the name again, else unknown (never to the name's next owner) | `shutting_down` (waits for the reload) |
 //! | in its intercept chain | the step's reply is dropped: the tool is never called, no `tool_call` event | — | — | runs on; ends `shutting_down` unless an interceptor blocks first, or when an interceptor is left to ask |
 //! | sent: a tool | `tool_cancel` (if it opted in) | `tool_cancel` (if it opted in), `timeout` | `extension_exited` (`shutting_down` at shutdown) | its answer, or at its exit |
 //! | sent: a command | given up on | `timeout` | as a tool | as a tool |
@@ -88,6 +88,16 @@ fn what_of_chain(then: &Then) -> String {
     }
 }
 
+/// The answer to `req` when nobody it may run on has its name.
+pub(super) fn unknown(req: Request) -> HostError {
+    match req {
+        Request::Command { name, .. } => HostError::UnknownCommand(name),
+        Request::Tool { name, .. } => HostError::UnknownTool(name),
+        Request::ToolCall(c) => HostError::UnknownTool(c.name),
+        _ => HostError::Internal("a parked request that names nothing".into()),
+    }
+}
+
 fn cancelled(extension: &str, what: String) -> HostError {
     HostError::Cancelled { extension: extension.to_string(), what }
 }
@@ -112,8 +122,8 @@ impl Dispatcher {
     }
 
     /// The requests parked for the extension in `slot` are routed again:
-    /// to it when it is ready, to the next owner of the name (or failed as
-    /// unknown) when it is not coming back.
+    /// to it when it is ready and has their name, else failed as unknown
+    /// (the name's next owner is not who they asked for).
     pub(super) fn route_parked(&mut self, slot: usize) {
         self.end(Pick::ParkedOn(slot), End::TargetGone("not coming back"));
     }
@@ -161,9 +171,15 @@ impl Dispatcher {
                     ext.log(&format!("intercept (request {cid}) given up on: its call was {why}"));
                 }
                 let what = what_of_chain(&then);
+                // A model's call names the extension whose tool it asked for.
+                let owner = match &then {
+                    Then::Tool(m) => self.registry.tool_owner(&m.call.name).map(|s| self.exts[s].name().to_string()),
+                    Then::Answer(_) => None,
+                };
+                let owner = owner.unwrap_or_default();
                 let err = match end {
-                    End::Cancel(_) => cancelled("", what),
-                    End::Timeout => HostError::Timeout { extension: String::new(), what, after: self.cfg.timeouts.intercept },
+                    End::Cancel(_) => cancelled(&owner, what),
+                    End::Timeout => HostError::Timeout { extension: owner, what, after: self.cfg.timeouts.intercept },
                     End::TargetGone(detail) => HostError::Exited { extension: String::new(), detail: detail.to_string() },
                     End::Shutdown { .. } => shutting_down(),
                 };
@@ -184,7 +200,7 @@ impl Dispatcher {
         }
     }
 
-    fn end_parked(&mut self, p: Parked, end: End) {
+    fn end_parked(&mut self, mut p: Parked, end: End) {
         let Some(ext) = self.exts.get(p.slot) else { return respond(p.done, Err(HostError::ShuttingDown)) };
         let what = what_of(&p.req);
         match end {
@@ -200,13 +216,31 @@ impl Dispatcher {
                 ext.log(&format!("{what} timed out waiting for the restart"));
                 respond(p.done, Err(HostError::Timeout { extension: ext.name().to_string(), what, after }));
             }
+            // PROTOCOL.md §7.1: the caller asked for this owner's name; it
+            // runs there or nowhere, never on whoever has the name now.
+            End::TargetGone(_) if p.starting.is_some() => {
+                let starting = p.starting.take().unwrap_or_default();
+                self.servers_started(p, starting)
+            }
             End::TargetGone(_) => match (p.req, p.origin) {
+                (req, _) if !self.owns(p.slot, &req) => respond(p.done, Err(unknown(req))),
                 (Request::ToolCall(call), Some(origin)) => self.start_tool(call, Some(origin), p.done),
                 (req, _) => self.on_request(req, p.done),
             },
             End::Shutdown { exit: true } => respond(p.done, Err(HostError::ShuttingDown)),
             End::Shutdown { exit: false } => self.table.waiting.push((p.req, p.done)),
         }
+    }
+
+    /// Whether the extension in `slot` has the name `req` asks for.
+    fn owns(&self, slot: usize, req: &Request) -> bool {
+        let owner = match req {
+            Request::Command { name, .. } => self.registry.command_owner(name),
+            Request::Tool { name, .. } => self.registry.tool_owner(name),
+            Request::ToolCall(c) => self.registry.tool_owner(&c.name),
+            _ => return true,
+        };
+        owner == Some(slot)
     }
 
     fn end_sent(&mut self, id: u64, call: Call, end: End) {
@@ -345,7 +379,7 @@ mod tests {
                 Pick::Key(CallKey::Caller(1))
             }
             2 => {
-                t.parked.push(Parked { slot: 0, req: Request::ToolCall(tool_call("p")), origin: None, done, key: 20 });
+                t.parked.push(Parked { slot: 0, req: Request::ToolCall(tool_call("p")), origin: None, done, key: 20, starting: None });
                 Pick::ParkedKey(20)
             }
             3 => {

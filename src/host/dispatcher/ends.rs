@@ -165,8 +165,8 @@ impl Dispatcher {
     }
 
     /// The extension is not coming back (for now): its names go to whoever
-    /// is next in load order, and the requests that waited for it are
-    /// routed again (to that one, or failed as unknown).
+    /// is next in load order, and the requests that waited for it fail as
+    /// unknown (they asked for this one's names).
     pub(super) fn give_up_names(&mut self, slot: usize) {
         self.registry.release(slot);
         self.exts[slot].restart_names = None;

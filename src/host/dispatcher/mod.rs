@@ -34,11 +34,13 @@ mod ext;
 mod frames;
 mod hooks;
 mod intercept;
+mod lifecycle;
 mod limits;
 mod listing;
 mod load;
 mod mcp;
 mod requests;
+mod starting;
 mod restart;
 mod stop;
 mod supervisor;
@@ -548,6 +550,8 @@ impl Dispatcher {
         }
         self.mcp_ready(slot);
         self.restarted(slot);
+        // The requests for a name nobody had, waiting for it (PROTOCOL.md §8.2).
+        self.route_parked(slot);
         self.check_load_done(false);
     }
 

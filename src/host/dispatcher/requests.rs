@@ -130,7 +130,8 @@ impl Dispatcher {
                 let timeout = self.cfg.timeouts.command;
                 return self.park(r, Request::Command { name, args }, done, timeout);
             }
-            return respond(done, Err(HostError::UnknownCommand(name)));
+            let timeout = self.cfg.timeouts.command;
+            return self.unknown_or_wait(Request::Command { name, args }, None, done, timeout);
         };
         if self.exts[slot].idle.asleep(self.exts[slot].life) {
             return self.wake_for(slot, Request::Command { name, args }, None, done);
@@ -161,11 +162,11 @@ impl Dispatcher {
         };
         let agent_tool = origin.is_some() && self.ext_calls.is_agent_tool(&call.name);
         if self.registry.tool_owner(&call.name).is_none() && !agent_tool {
+            let timeout = self.cfg.timeouts.tool;
             if let Some(r) = self.restarting_owner(&call.name, true) {
-                let timeout = self.cfg.timeouts.tool;
                 return self.park_call(r, Request::ToolCall(call), origin, done, timeout);
             }
-            return respond(done, Err(HostError::UnknownTool(call.name)));
+            return self.unknown_or_wait(Request::ToolCall(call), origin, done, timeout);
         }
         // PROTOCOL.md §6.2: refused before any interceptor or event sees it.
         if let Some(reply) = self.interactive_refusal(&call.name) {
@@ -175,6 +176,7 @@ impl Dispatcher {
             return self.send_tool(call, args, origin, done);
         }
         let tool_id = call.tool_id.clone().unwrap_or_else(|| format!("call-{}", self.next()));
+        let done = self.reporting(&tool_id, &call.name, &args, origin.as_ref(), done);
         let mut payload = Payload::new();
         payload.insert("tool_id".into(), Value::String(tool_id));
         payload.insert("tool_name".into(), Value::String(call.name.clone()));

@@ -209,7 +209,7 @@ impl Dispatcher {
     pub(super) fn park_call(&mut self, slot: usize, req: Request, origin: Option<Origin>, done: Responder, timeout: Duration) {
         let key = self.next();
         let deadline = after(timeout);
-        self.table.parked.push(Parked { slot, req, origin, done, key });
+        self.table.parked.push(Parked { slot, req, origin, done, key, starting: None });
         self.at(deadline, Timer::Parked(key));
     }
 

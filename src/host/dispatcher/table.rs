@@ -31,6 +31,9 @@ pub(super) struct Parked {
     pub origin: Option<Origin>,
     pub done: Responder,
     pub key: u64,
+    /// A name nobody had while these MCP servers were still starting
+    /// (PROTOCOL.md §8.2): it waits for them, not for `slot`'s restart.
+    pub starting: Option<Vec<String>>,
 }
 
 /// Which calls to take. Each pick judges a call at every stage
@@ -243,8 +246,8 @@ mod tests {
         let mut t = CallTable::default();
         t.waiting.push((tool_request("t-10"), done(Some(10))));
         t.waiting.push((Request::Command { name: "c".into(), args: String::new() }, done(Some(11))));
-        t.parked.push(Parked { slot: 0, req: tool_request("t-20"), origin: None, done: done(Some(20)), key: 1 });
-        t.parked.push(Parked { slot: 1, req: Request::Command { name: "c".into(), args: String::new() }, origin: None, done: done(Some(21)), key: 2 });
+        t.parked.push(Parked { slot: 0, req: tool_request("t-20"), origin: None, done: done(Some(20)), key: 1, starting: None });
+        t.parked.push(Parked { slot: 1, req: Request::Command { name: "c".into(), args: String::new() }, origin: None, done: done(Some(21)), key: 2, starting: None });
         t.chains.insert(30, model_chain(done(Some(30)), "t-30", false));
         // The host's call for an extension, with the agent's spelling of an id.
         t.chains.insert(31, model_chain(host_done(99), "t-31", true));
@@ -320,8 +323,8 @@ mod tests {
         // reload.
         let host_calls = |t: &mut CallTable| {
             let origin = Some(Origin { name: "a".into(), parents: Vec::new(), parent_tool_id: None });
-            t.parked.push(Parked { slot: 0, req: tool_request("t-22"), origin, done: host_done(96), key: 3 });
-            t.parked.push(Parked { slot: 0, req: tool_request("t-23"), origin: None, done: host_done(95), key: 4 });
+            t.parked.push(Parked { slot: 0, req: tool_request("t-22"), origin, done: host_done(96), key: 3, starting: None });
+            t.parked.push(Parked { slot: 0, req: tool_request("t-23"), origin: None, done: host_done(95), key: 4, starting: None });
             t.waiting.push((tool_request("t-12"), host_done(94)));
         };
         for id in ["t-31", "t-22", "t-23", "t-12"] {

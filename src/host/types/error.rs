@@ -58,6 +58,17 @@ pub enum HostError {
     Internal(String),
     /// No such call waits for an answer.
     UnknownCall(String),
+    /// No tool (or command) of that name, once the MCP servers that were
+    /// still starting when it was asked for are ready or failed
+    /// (PROTOCOL.md §8.2): `unknown_tool` (`unknown_command`).
+    NotOffered {
+        /// The name asked for.
+        name: String,
+        /// A command's name, not a tool's.
+        command: bool,
+        /// The servers that were still starting.
+        starting: Vec<String>,
+    },
     /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
     /// to the extension would be too big, or a reply line over the cap.
     TooLarge {
@@ -86,7 +97,8 @@ impl HostError {
             HostError::TooLarge { .. } => "too_large",
             HostError::UnknownCall(_) => "unknown_call",
             HostError::UnknownCommand(_) => "unknown_command",
-            HostError::UnknownTool(_) => "unknown_tool",
+            HostError::UnknownTool(_) | HostError::NotOffered { command: false, .. } => "unknown_tool",
+            HostError::NotOffered { command: true, .. } => "unknown_command",
             HostError::UnknownExtension(_) => "unknown_extension",
             HostError::Timeout { .. } => "timeout",
             HostError::Exited { .. } => "extension_exited",
@@ -103,6 +115,13 @@ impl fmt::Display for HostError {
             HostError::BadRequest(m) => write!(f, "bad request: {m}"),
             HostError::UnknownCommand(n) => write!(f, "unknown command /{n}"),
             HostError::UnknownTool(n) => write!(f, "unknown tool {n:?}"),
+            HostError::NotOffered { name, command, starting } => {
+                match command {
+                    true => write!(f, "unknown command /{name}")?,
+                    false => write!(f, "unknown tool {name:?}")?,
+                }
+                write!(f, " (not offered by the MCP servers that were still starting: {})", starting.join(", "))
+            }
             HostError::UnknownExtension(n) => write!(f, "unknown extension {n:?}"),
             HostError::Timeout { extension, what, after } => write!(
                 f,

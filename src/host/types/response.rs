@@ -52,6 +52,8 @@ pub struct Responder {
     f: Option<AnswerFn>,
     key: Option<CallKey>,
     chain_args: Option<crossbeam_channel::Sender<Value>>,
+    /// Made by [`Responder::observed`]: the call's end is already seen.
+    observed: bool,
 }
 
 type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
@@ -71,7 +73,31 @@ pub(crate) enum CallKey {
 impl Responder {
     /// A responder that calls `f` with the outcome.
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
-        Responder { f: Some(Box::new(f)), key: None, chain_args: None }
+        Responder { f: Some(Box::new(f)), key: None, chain_args: None, observed: false }
+    }
+
+    /// This responder, with `seen` run first with its answer and the
+    /// arguments its `tool_call` chain ended with (`None` when the chain
+    /// never ended): the key stays, and the caller of
+    /// [`Responder::with_chain_args`] still gets the arguments first.
+    pub(crate) fn observed(mut self, seen: impl FnOnce(&Result<Response, HostError>, Option<Value>) + Send + 'static) -> Responder {
+        let (tx, rx) = crossbeam_channel::bounded::<Value>(1);
+        let key = self.key;
+        let caller = self.chain_args.take();
+        let f = move |r: Result<Response, HostError>| {
+            let args = rx.try_recv().ok();
+            if let (Some(a), Some(c)) = (&args, &caller) {
+                let _ = c.try_send(a.clone());
+            }
+            seen(&r, args);
+            self.answer(r);
+        };
+        Responder { f: Some(Box::new(f)), key, chain_args: Some(tx), observed: true }
+    }
+
+    /// Whether [`Responder::observed`] made it.
+    pub(crate) fn is_observed(&self) -> bool {
+        self.observed
     }
 
     /// The request this answers gets the caller's own `key`, by which
