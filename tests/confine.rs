@@ -291,3 +291,30 @@ fn a_deny_written_with_dot_dot_through_a_missing_folder_still_denies() {
     assert_eq!(run(&h, "d", "read", p("top.txt")), "ok 1");
     h.shutdown();
 }
+
+#[test]
+fn zot_home_stays_out_of_reach_under_a_declared_ancestor() {
+    need_landlock!();
+    let t = TempDir::new("confine-zot-home");
+    // $ZOT_HOME is t/home: a grant of t (as `~` or VS Code's `/` would be)
+    // holds it. Another extension's data folder and the host's logs there
+    // must stay out of reach; its own data folder and the rest of t not.
+    std::fs::write(t.path().join("notes.txt"), "notes").expect("write");
+    let exts = vec![
+        probe(t.path(), "open", None),
+        probe(t.path(), "keeper", Some(json!({}))),
+        probe(t.path(), "wide", Some(json!({"read": [t.path()]}))),
+    ];
+    let h = host(&t, t.path(), exts, ConfineMode::Declared);
+    assert!(run(&h, "keeper", "data", "token").starts_with("ok"));
+    let token = t.path().join("home/data/keeper/token").display().to_string();
+    let log = t.path().join("home/logs/ext-keeper.log").display().to_string();
+    assert_eq!(run(&h, "open", "read", token.as_str()), "ok 1");
+    assert!(run(&h, "open", "read", log.as_str()).starts_with("ok"));
+    assert_eq!(run(&h, "wide", "read", token.as_str()), "errno 13");
+    assert_eq!(run(&h, "wide", "read", log.as_str()), "errno 13");
+    assert_eq!(run(&h, "wide", "read", t.path().join("notes.txt").display().to_string()), "ok 5");
+    assert!(run(&h, "wide", "data", "own").starts_with("ok"));
+    assert!(run(&h, "wide", "read", t.path().join("home/data/wide/own").display().to_string()).starts_with("ok"));
+    h.shutdown();
+}

@@ -312,7 +312,16 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         }
         Ok(out)
     };
-    let (deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
+    let (mut deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
+    // $ZOT_HOME stays out of reach under a declared ancestor (`~`, or the
+    // `/` of VS Code's form): it holds every other extension's data and
+    // temporary folder, the host's logs and trust.json. Its own data,
+    // temporary folder and extension folder are grants inside it and stay
+    // granted; a declared grant of $ZOT_HOME itself is taken as written.
+    let zot_home = real_as_far_as_exists(&plan.home);
+    if !grants.iter().any(|g| real_as_far_as_exists(&g.path) == zot_home) && !deny.contains(&zot_home) {
+        deny.push(zot_home);
+    }
     let abi = landlock::abi();
     let mut skipped = Vec::new();
     let ruleset = match abi {
