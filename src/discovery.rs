@@ -78,8 +78,17 @@ pub struct Broken {
 }
 
 impl Broken {
-    /// The best name to attribute the failure to: the folder's name.
+    /// An MCP configuration file that cannot be used, not an extension.
+    pub fn is_config(&self) -> bool {
+        matches!(self.error, ManifestError::Config { .. })
+    }
+
+    /// The best name to attribute the failure to: the folder's name, or
+    /// for a configuration file its path (it is not a server's name).
     pub fn label(&self) -> String {
+        if self.is_config() {
+            return self.dir.display().to_string();
+        }
         self.dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -223,7 +232,7 @@ fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
 /// that cannot be used is one broken entry (a missing one is nothing,
 /// unless `given` with `--mcp-config`).
 pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found, Broken>> {
-    let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Parse { path: path.to_path_buf(), msg } };
+    let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Config { path: path.to_path_buf(), msg } };
     let file = match mcp_config::read_file(path) {
         Ok(Some(f)) => f,
         Ok(None) if !given => return Vec::new(),
@@ -241,20 +250,49 @@ pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found
     out
 }
 
-/// The names of the project-local extensions and MCP servers of the
-/// project `dir` (a broken one by its label), in load order: what
-/// `zot trust` says it trusted.
-pub fn project_names(dir: &Path) -> Vec<String> {
-    scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
+/// The names of what a trusted project runs: its extensions (a broken
+/// one by its label), then its MCP servers, each in load order; a broken
+/// configuration file is neither. What `zot trust` says it trusted.
+pub fn project_names(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let extensions = scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
         .into_iter()
-        // Its MCP servers run too: a project with only those is not one
-        // with nothing to run.
-        .chain(mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false))
         .map(|r| match r {
             Ok(f) => f.manifest.name,
             Err(b) => b.label(),
         })
-        .collect()
+        .collect();
+    // Its MCP servers run too: a project with only those is not one with
+    // nothing to run.
+    let servers = mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|f| f.manifest.name)
+        .collect();
+    (extensions, servers)
+}
+
+/// The line a front end prints when the project's own extensions and MCP
+/// servers (`names`) were not loaded: each called what it is, and why
+/// (not trusted, changed since it was trusted, or trust that cannot be
+/// checked: `problem`), with the fix. "Changed" is read from the
+/// `trust.json` of `$ZOT_HOME`.
+pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
+    let (_, servers) = project_names(Path::new(dir));
+    let (srv, ext): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| servers.contains(n));
+    let group = |list: &[&String], one: &str, many: &str| match list {
+        [] => None,
+        [n] => Some(format!("project {one} {n}")),
+        _ => Some(format!("{} project {many} ({})", list.len(), list.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))),
+    };
+    let parts: Vec<String> = [group(&ext, "extension", "extensions"), group(&srv, "MCP server", "MCP servers")].into_iter().flatten().collect();
+    let what = format!("{} not loaded", parts.join(" and "));
+    let changed = problem.is_none()
+        && Home::from_env().is_ok_and(|h| crate::trust::status(&h, Path::new(dir)) == crate::trust::Status::Changed);
+    crate::text::one_line(&match problem {
+        Some(p) => format!("{what}: trust cannot be checked: {p}"),
+        None if changed => format!("{what}: the project {dir} changed since trusted (run 'zot trust {dir}' to allow it again)"),
+        None => format!("{what}: the project {dir} is not trusted (zot trust {dir} allows {})", if names.len() == 1 { "it" } else { "them" }),
+    })
 }
 
 /// `zot trust`'s line for each project-local extension and MCP server of

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 /// The file name of a manifest inside an extension directory.
 pub const MANIFEST_FILE: &str = "extension.json";
 
+/// What an unusable MCP configuration file is called in every message
+/// about it ([`ManifestError::Config`]).
+pub const BROKEN_CONFIG: &str = "broken MCP config file";
+
 /// What the host does when an extension exits on its own (PROTOCOL §7.1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum RestartPolicy {
@@ -128,6 +132,14 @@ pub enum ManifestError {
         /// Why it cannot be run.
         msg: String,
     },
+    /// An MCP configuration file (`mcp.json`) that cannot be used: none of
+    /// its servers is loaded.
+    Config {
+        /// The file's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// `confine` is invalid; the message names the field by its path.
     Confine {
         /// The manifest's path.
@@ -161,6 +173,9 @@ impl fmt::Display for ManifestError {
             }
             ManifestError::Exec { path, exec, msg } => {
                 write!(f, "{}: exec {exec:?}: {msg}", path.display())
+            }
+            ManifestError::Config { path, msg } => {
+                write!(f, "{}: {BROKEN_CONFIG}: {msg}", path.display())
             }
             ManifestError::Confine { path, msg } => write!(f, "{}: {msg}", path.display()),
             ManifestError::Write { path, err } => {

@@ -205,7 +205,10 @@ fn an_exec_that_cannot_start_is_shown_broken_with_why() {
     let dest = t.path().join("home/extensions/weather");
     assert_eq!(
         r.stdout,
-        format!("installed weather 1.0.0 to {}\nbroken: weather cannot start: {why}\n", dest.display())
+        format!(
+            "installed weather 1.0.0 to {}\nbroken: weather cannot start: {why}\nto install it: put the built program in the extension's folder, set \"exec\" to it (\"./NAME\"), and install that folder; for a Rust example: cargo build --release --example weather, copy target/release/examples/weather into a copy of its folder (zot ext remove weather first)\n",
+            dest.display()
+        )
     );
     // An exec that is there but not executable.
     let noexec = t.path().join("home/extensions/noexec");
@@ -374,7 +377,8 @@ fn messages_say_what_is_true() {
         .output()
         .expect("console");
     let text = String::from_utf8_lossy(&out.stdout);
-    let want = format!("project extension lint not loaded: the project {proj_s} is not trusted (zot trust {proj_s} allows it)");
+    // It changed since it was trusted: said so, with the fix `zot trust --list` gives.
+    let want = format!("project extension lint not loaded: the project {proj_s} changed since trusted (run 'zot trust {proj_s}' to allow it again)");
     assert!(text.lines().any(|l| l == want), "{text}");
 }
 

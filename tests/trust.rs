@@ -170,7 +170,7 @@ fn editing_what_a_project_mcp_server_runs_asks_again() {
     fs::create_dir_all(zot.join("bin")).expect("mkdir");
     write_exec(&zot.join("bin/run.sh"), "#!/bin/sh\nexit 0\n");
     let r = w.trust();
-    assert!(r.stdout.contains("3 project extension(s): o, s, x"), "servers not named: {}", r.stdout);
+    assert!(r.stdout.contains("(3 MCP server(s): o, s, x)"), "servers not named as servers: {}", r.stdout);
     assert_eq!(w.state(), "trusted");
     fs::write(zot.join("srv.py"), "import helper\nimport os\n").expect("write");
     w.assert_asks_again("the script of a server");

@@ -42,6 +42,7 @@ use zot_host::host::{Config, Host, Request, Response};
 mod confine;
 mod mcp;
 mod serve;
+mod text;
 mod trust;
 
 const MIB: usize = 1024 * 1024;

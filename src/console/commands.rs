@@ -113,7 +113,10 @@ impl Console {
                         // Its confinement mark (PROTOCOL.md §9.3) before its folder.
                         let mark = self.style.dim(&format!("{:<15}", e.confinement_mark));
                         let mut s = format!("  {:<16} {:<8} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
-                        if e.kind == "mcp" {
+                        let broken_file = e.error.as_deref().is_some_and(|x| x.contains(crate::manifest::BROKEN_CONFIG));
+                        if e.kind == "mcp" && broken_file {
+                            s.push_str(&format!("  {}", self.style.dim("(MCP config file)")));
+                        } else if e.kind == "mcp" {
                             let v = e.protocol_version.as_deref().map(|v| format!(" {}", one_line(v))).unwrap_or_default();
                             s.push_str(&format!("  {}", self.style.dim(&format!("(MCP server{v})"))));
                         }

@@ -161,6 +161,10 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             };
             format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")))
         }
+        // An MCP configuration file that cannot be used: no server's line.
+        HostEvent::LoadFailed { message, log: None, .. } if message.contains(crate::manifest::BROKEN_CONFIG) => {
+            st.red(&format!("error: {}; none of its servers is loaded", one_line(&message)))
+        }
         HostEvent::LoadFailed { extension, message, log } => {
             let mut s = format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))));
             if log.is_some() {
@@ -169,7 +173,7 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             s
         }
         HostEvent::UntrustedProject { dir, extensions, error } => {
-            let line = crate::trust::not_loaded_line(&dir, &extensions, error.as_deref());
+            let line = crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref());
             if error.is_some() { st.red(&line) } else { st.dim(&line) }
         }
         HostEvent::ToolProgress { extension, progress, total, message, .. } => {

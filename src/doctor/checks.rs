@@ -164,6 +164,11 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
         )),
         "failed" => {
             let why = e.reason.clone().unwrap_or_else(|| "failed to load".into());
+            // What is wrong in the entry itself is not a handshake that failed.
+            if let Some((code, fix)) = entry_fix(&why, &e.name, &file) {
+                e.findings.push(finding(Severity::Error, code, format!("failed to load: {why}"), fix));
+                return;
+            }
             let hint = if why.contains("not supported (stdio only)") {
                 format!("run the server over stdio (\"command\" and \"args\") in {file}, or remove the entry")
             } else if why.contains("initialize") && why.contains("connectTimeout") {
@@ -206,3 +211,20 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
     }
 }
 
+
+/// The finding's code and fix for a server whose entry in `file` is what
+/// keeps it from starting: no `command`, a `~` in it, a program that is
+/// not there, a variable of `env` that is not set.
+fn entry_fix(why: &str, name: &str, file: &str) -> Option<(&'static str, String)> {
+    if why.contains("field `command` is missing") {
+        return Some(("mcp_config", format!("add \"command\" to the entry {name:?} in {file}: the program that runs the server (\"npx\", \"uvx\", or an absolute path), its arguments in \"args\"")));
+    }
+    if why.contains("`~` is not expanded") {
+        return Some(("mcp_config", format!("write \"command\" of {name:?} in {file} as an absolute path: nothing expands ~ there")));
+    }
+    if why.contains("field `command`") {
+        return Some(("mcp_command", format!("install the program, or correct \"command\" of {name:?} in {file} (an absolute path, or a program on PATH)")));
+    }
+    let var = why.split("variable ").nth(1).and_then(|r| r.strip_suffix(" is not set"))?;
+    Some(("mcp_config", format!("export {var} before zot starts, or give it a default in \"env\" of {name:?} in {file}: ${{{var}:-value}}")))
+}

@@ -190,12 +190,16 @@ pub(super) fn build(
         let dir = b.dir.display().to_string();
         let mut e = ext_report(label.clone(), String::new(), b.source.as_str(), dir, String::new(), "failed");
         e.reason = Some(b.error.to_string());
+        if let crate::manifest::ManifestError::Config { msg, .. } = &b.error {
+            // Named by its path already: the reason does not repeat it.
+            e.reason = Some(format!("{}: {msg}", crate::manifest::BROKEN_CONFIG));
+        }
         if b.dir.extension().is_some_and(|x| x == "json") {
             e.kind = "mcp";
             e.findings.push(finding(
                 Severity::Error,
                 "mcp_config",
-                format!("unusable MCP configuration: {}", b.error),
+                e.reason.clone().unwrap_or_default(),
                 format!("fix {}: it must be {{\"mcpServers\": {{\"NAME\": {{\"command\": ...}}}}}} with names of letters, digits, '.', '_' and '-'", b.dir.display()),
             ));
             exts.push(e);

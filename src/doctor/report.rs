@@ -100,9 +100,19 @@ pub struct Report {
 
 /// The text report.
 pub fn render(r: &Report) -> String {
+    // Servers are counted as servers, a broken configuration file as neither.
+    let broken_file = |e: &ExtReport| e.reason.as_deref().is_some_and(|x| x.contains(crate::manifest::BROKEN_CONFIG));
+    let servers = r.extensions.iter().filter(|e| e.kind == "mcp" && !broken_file(e)).count();
+    let files = r.extensions.iter().filter(|e| e.kind == "mcp" && broken_file(e)).count();
+    let mut counted = format!("{} extension(s)", r.extensions.len() - servers - files);
+    if servers > 0 {
+        counted.push_str(&format!(", {servers} MCP server(s)"));
+    }
+    if files > 0 {
+        counted.push_str(&format!(", {files} broken config file(s)"));
+    }
     let mut s = format!(
-        "zot ext doctor: {} extension(s), load {:.0}ms (home {}, project {})\n",
-        r.extensions.len(),
+        "zot ext doctor: {counted}, load {:.0}ms (home {}, project {})\n",
         r.load_ms,
         one_line(&r.home),
         one_line(&r.cwd)
@@ -113,7 +123,11 @@ pub fn render(r: &Report) -> String {
         let reason = e.reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
         s.push('\n');
         let version = if e.version.is_empty() { String::new() } else { format!(" {}", e.version) };
-        let kind = if e.kind == "mcp" { " (MCP server)" } else { "" };
+        let kind = match e.kind {
+            "mcp" if broken_file(e) => " (MCP config file)",
+            "mcp" => " (MCP server)",
+            _ => "",
+        };
         s.push_str(&one_line(&format!("{}{version}{kind} [{}{}]", e.name, e.state, reason)));
         s.push('\n');
         if let Some(c) = &e.config {

@@ -112,7 +112,19 @@ pub(super) fn install(home: &Home, source: &OsStr) -> Res {
         None => say(&format!("installed {}{version} to {}", m.name, show(&dest))),
         Some(why) => {
             say(&format!("installed {}{version} to {}", m.name, show(&dest)))?;
-            say(&format!("broken: {} cannot start: {why}", m.name))
+            say(&format!("broken: {} cannot start: {why}", m.name))?;
+            // A build of the checkout it came from (a Rust example's
+            // `target/`) is not copied: say how to install one that runs.
+            if why.ends_with("(outside the extension's folder)") {
+                let fix = "put the built program in the extension's folder, set \"exec\" to it (\"./NAME\"), and install that folder";
+                let rust = if m.language == "rust" {
+                    format!("; for a Rust example: cargo build --release --example {0}, copy target/release/examples/{0} into a copy of its folder", m.name)
+                } else {
+                    String::new()
+                };
+                say(&format!("to install it: {fix}{rust} (zot ext remove {} first)", m.name))?;
+            }
+            Ok(())
         }
     }
 }

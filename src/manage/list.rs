@@ -171,6 +171,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     for r in rows {
         let description = if r.error.is_some() && r.kind == "mcp" {
             "(unusable entry, see below)".to_string()
+        } else if r.error.as_deref().is_some_and(|e| e.contains(crate::manifest::BROKEN_CONFIG)) {
+            "(broken config file, see below)".to_string()
         } else if r.error.is_some() {
             "(broken manifest, see below)".to_string()
         } else {
@@ -218,6 +220,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
     }
     for r in rows {
         if let Some(err) = &r.error {
+            // A broken configuration file is named by its path already.
+            let err = err.strip_prefix(&format!("{}: ", r.name)).unwrap_or(err);
             notes.push(format!("error: {} {}: {}", r.scope, sanitize(&r.name), sanitize(err)));
         }
     }

@@ -40,14 +40,14 @@ impl Entry {
 
 /// Management commands edit manifests; a server is changed in its file.
 pub(super) fn refuse_server(e: &Entry, verb: &str) -> Res {
-    match &e.mcp {
-        Some(spec) => Err(Fail::Msg(format!(
-            "{} is an MCP server from {}: edit that file to {verb} it ('zot ext {verb}' changes extensions only)",
-            e.name,
-            show(&spec.file)
-        ))),
-        None => Ok(()),
-    }
+    let Some(spec) = &e.mcp else { return Ok(()) };
+    // The field that does it, for the two verbs that have one.
+    let how = match verb {
+        "disable" => format!("set \"disabled\": true in its entry \"{}\" in {}", e.name, show(&spec.file)),
+        "enable" => format!("set \"disabled\": false (or remove it) in its entry \"{}\" in {}", e.name, show(&spec.file)),
+        _ => format!("edit its entry \"{}\" in {} to {verb} it", e.name, show(&spec.file)),
+    };
+    Err(Fail::Msg(format!("{} is an MCP server, not an extension: {how} ('zot ext {verb}' changes extensions only)", e.name)))
 }
 
 pub(super) fn project_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {

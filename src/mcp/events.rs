@@ -156,7 +156,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             }
         }
         HostEvent::UntrustedProject { dir, extensions, error } => {
-            eprintln!("zot mcp: {}", strip_controls(&crate::trust::not_loaded_line(&dir, &extensions, error.as_deref())));
+            eprintln!("zot mcp: {}", strip_controls(&crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref())));
         }
         // A progress notification is a notification: none before the
         // `initialize` answer of a legacy connection.

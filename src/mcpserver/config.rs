@@ -6,7 +6,10 @@
 //! Decisions where the protocol is silent:
 //! - A server entry with a field of the wrong type (or no `command`) is
 //!   still a server of that name: it is listed `failed` with the reason,
-//!   like an unsupported transport, and nothing else breaks.
+//!   like an unsupported transport, and nothing else breaks. A missing
+//!   `command`, one that starts with `~` (nothing expands it), one that
+//!   names no program and an unset variable in `env` name the file and
+//!   the field.
 //! - A file whose JSON is broken, or without an `mcpServers` object, is
 //!   one failed entry named `mcp.json` in listings; given with
 //!   `--mcp-config` it is an error at start instead.
@@ -124,17 +127,29 @@ impl ServerSpec {
     }
 
     /// The program to run: its `command` resolved as a manifest's `exec`
-    /// (PROTOCOL.md §1) against the file's folder; the error names the file.
+    /// (PROTOCOL.md §1) against the file's folder; the error names the
+    /// file and the field, and the path once (twice only when the command
+    /// as written is not the path tried).
     pub fn resolve_command(&self) -> Result<PathBuf, String> {
         if let Some(why) = &self.error {
             return Err(why.clone());
         }
         self.manifest().resolve_exec().map_err(|e| match e {
-            crate::manifest::ManifestError::Exec { msg, .. } => {
-                format!("{}: command {:?}: {msg}", self.file.display(), self.command)
+            crate::manifest::ManifestError::Exec { msg, exec, .. } => {
+                let file = self.file.display();
+                match msg.strip_prefix(&format!("{exec}: ")) {
+                    Some(why) if exec == self.command => format!("{file}: field `command`: {exec}: {why}"),
+                    _ => format!("{file}: field `command` {:?}: {msg}", self.command),
+                }
             }
             other => other.to_string(),
         })
+    }
+
+    /// Why its `env` cannot be expanded, naming the file and the field.
+    pub(crate) fn env_error(&self, e: &crate::envexpand::ExpandError) -> String {
+        let why = e.to_string();
+        format!("{}: field `env`: {}", self.file.display(), why.strip_prefix("env ").unwrap_or(&why))
     }
 
     /// The manifest the host runs the server by: its command (a path with
@@ -259,13 +274,13 @@ fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
         return spec;
     };
     spec.unknown = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
-    if let Err(e) = fill(&mut spec, &obj, &base) {
+    if let Err(e) = fill(&mut spec, &obj, &base, file) {
         spec.error = Some(e);
     }
     spec
 }
 
-fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<(), String> {
+fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Path) -> Result<(), String> {
     // The disabled flag is read first: a disabled entry is listed as such
     // whatever else is wrong with it.
     if let Some(v) = obj.get("disabled") {
@@ -282,12 +297,24 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<
         Some(_) => return Err("field `command` must be a non-empty string".into()),
     };
     match (transport.as_deref(), &command) {
+        // Nothing expands `~` in a command (no shell runs it): said here
+        // rather than as a file that does not exist.
+        (None | Some("stdio"), Some(c)) if c.starts_with('~') => {
+            let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
+            let full = match (home, c.strip_prefix("~/")) {
+                (Some(h), Some(rest)) => format!(" ({}/{rest})", h.trim_end_matches('/')),
+                _ => String::new(),
+            };
+            return Err(format!("{}: field `command` {c:?}: `~` is not expanded: write the absolute path{full}", file.display()));
+        }
         (None | Some("stdio"), Some(c)) => spec.command = c.clone(),
         (None | Some("stdio"), None) if obj.contains_key("url") => {
             let kind = "streamable-http";
             return Err(format!("transport {kind} is not supported (stdio only)"));
         }
-        (None | Some("stdio"), None) => return Err("field `command` is required".into()),
+        (None | Some("stdio"), None) => {
+            return Err(format!("{}: field `command` is missing: the program that runs the server", file.display()))
+        }
         (Some(other), _) => return Err(format!("transport {other} is not supported (stdio only)")),
     }
     spec.protocol = match obj.get("protocol") {
@@ -437,7 +464,9 @@ mod tests {
         assert_eq!(one(r#"{"mcpServers":{"x":{"command":"a","protocol":"2026-07-28"}}}"#).protocol, Protocol::Modern);
         assert_eq!(one(r#"{"mcpServers":{"x":{"command":"a"}}}"#).protocol, Protocol::Auto);
         let s = one(r#"{"mcpServers":{"x":{"args":[]}}}"#);
-        assert_eq!(s.error.as_deref(), Some("field `command` is required"));
+        assert_eq!(s.error.as_deref(), Some("/cfg/dir/mcp.json: field `command` is missing: the program that runs the server"));
+        let s = one(r#"{"mcpServers":{"x":{"command":"~"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("/cfg/dir/mcp.json: field `command` \"~\": `~` is not expanded: write the absolute path"));
         let s = one(r#"{"mcpServers":{"x":{"command":"a","connectTimeout":-1}}}"#);
         assert!(s.error.unwrap().contains("connectTimeout"));
         let f = parse(br#"{"mcpServers":{"a b":{"command":"x"}}}"#, Path::new("/m.json")).unwrap();

@@ -257,33 +257,18 @@ pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
     Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
 }
 
-/// The one line front ends print for an untrusted project; with
-/// `problem` (`trust.json` cannot be read), that and its fix instead of
-/// advice to run `zot trust`, which would fail.
-pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
-    let what = match names {
-        [one] => format!("project extension {one} not loaded"),
-        _ => format!("{} project extensions not loaded ({})", names.len(), names.join(", ")),
-    };
-    crate::text::one_line(&match problem {
-        Some(p) => format!("{what}: trust cannot be checked: {p}"),
-        None => format!("{what}: the project {dir} is not trusted (zot trust {dir} allows {})", if names.len() == 1 { "it" } else { "them" }),
-    })
-}
+/// The names of what a project in a folder runs: its extensions, then its
+/// MCP servers.
+pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 
 /// `zot trust` / `zot untrust`; returns the exit code. `project_names`
-/// gives the names of what a trusted project runs (its extensions and MCP
-/// servers), for the line that says what was trusted: discovery knows
+/// gives the names of what a trusted project runs (its extensions, then
+/// its MCP servers), for the line that says what was trusted: discovery knows
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
 /// `project_reach` gives, the same way, one line per extension and server
 /// saying what it may read, write and reach (PROTOCOL.md §9.3).
-pub fn run(
-    cmd: TrustCommand,
-    home: &Home,
-    project_names: &dyn Fn(&Path) -> Vec<String>,
-    project_reach: &dyn Fn(&Path) -> Vec<String>,
-) -> i32 {
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &dyn Fn(&Path) -> Vec<String>) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         None => std::env::current_dir()
@@ -307,12 +292,16 @@ pub fn run(
                 let _ = out.flush();
             }
             let (e, outside, not_covered) = trust(home, &d)?;
-            let names = project_names(&e.dir);
-            let what = if names.is_empty() {
-                "no project extensions yet".to_string()
-            } else {
-                format!("{} project extension(s): {}", names.len(), names.join(", "))
-            };
+            // Servers are named as servers.
+            let (extensions, servers) = project_names(&e.dir);
+            let mut parts = Vec::new();
+            if !extensions.is_empty() {
+                parts.push(format!("{} project extension(s): {}", extensions.len(), extensions.join(", ")));
+            }
+            if !servers.is_empty() {
+                parts.push(format!("{} MCP server(s): {}", servers.len(), servers.join(", ")));
+            }
+            let what = if parts.is_empty() { "no project extensions yet".to_string() } else { parts.join("; ") };
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));

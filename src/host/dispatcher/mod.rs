@@ -168,7 +168,9 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     };
     let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
     let mut env = plan.env();
-    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(|e| e.to_string())?);
+    // A server's unset variable names its file and field.
+    let expand_err = |e: crate::envexpand::ExpandError| found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e));
+    env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(expand_err)?);
     let args = plan.args(&m.args);
     let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
     Ok(Confined { plan, env, args, jail })
