@@ -81,3 +81,34 @@ fn zot_mcp_echoes_json_rpc_ids_as_their_text() {
     z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0, "{}", z.context());
 }
+
+/// JSON-RPC's `notifications/cancelled` names its request by the same
+/// text: 2^64+1 does not cancel request 2^64, which is answered; 2^64
+/// itself does, and that request is never answered.
+#[test]
+fn zot_mcp_compares_a_cancels_request_id_as_text() {
+    let t = TempDir::new("ids-mcp-cancel");
+    let echo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rust/echo");
+    let mut args = strings(&["mcp", "--no-ext", "--tool-timeout", "120", "--ext"]);
+    args.push(echo.display().to_string());
+    args.extend(strings(&FAST[..4]));
+    let mut z = Zot::spawn(t.path(), &args, &[]);
+    let init = r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}"#;
+    z.send(&format!(r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{init}}}"#));
+    z.wait_line("the initialize answer", |l| l.contains(r#""id":0,"result""#));
+    z.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let call = |id: &str, ms: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow","arguments":{{"ms":{ms}}}}}}}"#);
+    let cancel = |id: &str| format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#);
+    z.send(&call("18446744073709551616", 1500));
+    z.send(&cancel("18446744073709551617"));
+    let l = z.wait_line("the call's answer", |l| l.contains(r#""id":18446744073709551616,"result""#));
+    assert!(l.contains("slept 1500 ms"), "{l}");
+    z.send(&call("18446744073709551616", 100_000));
+    z.send(&cancel("18446744073709551616"));
+    z.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    z.wait_line("the ping after the cancel", |l| l.contains(r#""id":"after""#));
+    z.close_stdin();
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0, "{}", z.context());
+    let answers = z.seen.iter().filter(|l| l.contains(r#""id":18446744073709551616,"#)).count();
+    assert_eq!(answers, 1, "the cancelled call was answered\n{}", z.context());
+}

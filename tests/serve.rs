@@ -341,7 +341,7 @@ fn ready_with_no_extensions() {
     assert!(s.ready().is_empty());
     assert_eq!(s.ok(json!({"id": 1, "type": "ping"})), json!({"pong": true}));
     let l = s.ok(json!({"id": 2, "type": "list"}));
-    assert_eq!(l, json!({"extensions": [], "commands": [], "tools": []}));
+    assert_eq!(l, json!({"extensions": [], "commands": [], "tools": [], "orphans": 0}));
     // No subscribers: allowed, nothing changed; delivered to nobody.
     let v = s.ok(json!({"id": 3, "type": "intercept", "event": "tool_call", "tool_id": "t", "tool_name": "x", "tool_args": {"a": 1}}));
     assert_eq!(v, json!({"block": false}));

@@ -312,7 +312,7 @@ fn a_record_of_an_older_fingerprint_format_asks_again() {
     w.trust();
     let path = w.home().join("trust.json");
     let current: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
-    assert_eq!(current["projects"][0]["fingerprint_version"], 4, "{current}");
+    assert_eq!(current["projects"][0]["fingerprint_version"], 5, "{current}");
     // The same fingerprint, recorded as format 1 (file and record): never trusted.
     let mut old = current.clone();
     old["version"] = json!(1);

@@ -223,3 +223,74 @@ fn what_the_fingerprint_cannot_see_is_named_not_covered() {
     let r = plain.zot(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
     assert!(!r.stdout.contains("not covered"), "{}", r.stdout);
 }
+
+/// A script or module path inside an extension's `.git/` named without a
+/// link (`python3 .git/main.py`, `PYTHONPATH=.git`, another extension's
+/// `.git`): the folder the interpreter imports from counts, although the
+/// walk leaves `.git/` out.
+#[test]
+fn a_script_or_module_path_inside_a_git_counts_its_folder() {
+    let cases: [(&str, serde_json::Value, &str); 3] = [
+        ("exec", json!({"name": "a", "exec": "python3", "args": [".git/main.py"]}), "a/.git"),
+        ("pythonpath", json!({"name": "a", "exec": "python3", "args": ["main.py"], "env": {"PYTHONPATH": ".git"}}), "a/.git"),
+        ("other", json!({"name": "a", "exec": "python3", "args": ["../b/.git/main.py"]}), "b/.git"),
+    ];
+    for (what, manifest, git) in cases {
+        let w = World::new("reach-git-named");
+        let d = write_manifest(&w.exts(), "a", manifest);
+        write_manifest(&w.exts(), "b", json!({"name": "b", "exec": "true"}));
+        write(&d.join("main.py"), "import helper\n");
+        let git = w.exts().join(git);
+        write(&git.join("main.py"), "import helper\n");
+        write(&git.join("helper.py"), "X = 1\n");
+        w.edit_after_trust(what, true, || write(&git.join("helper.py"), "X = 2\n"));
+    }
+}
+
+/// Paths among the words of an argument, an `env` value or a `#!` line
+/// count as if each were an argument: `bash -c "python3 ../x.py"`,
+/// `--require=../x.js`, `env PYTHONPATH=../lib python3 ...`,
+/// `NODE_OPTIONS=--require ../x.js`, `#!/bin/sh ../x.sh`,
+/// `#!/usr/bin/env -S node --require ../x.js`.
+#[test]
+fn paths_among_the_words_of_an_argument_an_env_value_or_a_shebang_count() {
+    type Setup = fn(&Path);
+    let cases: [(&str, serde_json::Value, Setup); 6] = [
+        ("bash -c", json!({"name": "a", "exec": "bash", "args": ["-c", "python3 '../../../tools/x.py' && true"]}), |_| {}),
+        ("--require=", json!({"name": "a", "exec": "node", "args": ["--require=../../../tools/x.py", "main.js"]}), |_| {}),
+        ("env VAR=", json!({"name": "a", "exec": "env", "args": ["PYTHONPATH=../../../tools", "python3", "main.py"]}), |_| {}),
+        ("NODE_OPTIONS", json!({"name": "a", "exec": "node", "args": ["main.js"], "env": {"NODE_OPTIONS": "--require ../../../tools/x.py"}}), |_| {}),
+        ("#!/bin/sh ARG", json!({"name": "a", "exec": "./run"}), |d| write_exec(&d.join("run"), "#!/bin/sh ../../../tools/x.py\n")),
+        ("#!/usr/bin/env -S", json!({"name": "a", "exec": "./run"}), |d| {
+            write_exec(&d.join("run"), "#!/usr/bin/env -S node --require ../../../tools/x.py\n")
+        }),
+    ];
+    for (what, manifest, setup) in cases {
+        let w = World::new("reach-words");
+        let d = write_manifest(&w.exts(), "a", manifest);
+        setup(&d);
+        write(&w.proj().join("tools/x.py"), "import helper\n");
+        write(&w.proj().join("tools/helper.py"), "X = 1\n");
+        w.edit_after_trust(what, true, || write(&w.proj().join("tools/helper.py"), "X = 2\n"));
+    }
+}
+
+/// An `exec` that is a virtual environment's interpreter in the project
+/// (`.venv/bin/python3`, a link to the system's): what that interpreter
+/// finds in its `site-packages` (modules, `.pth` files) is not
+/// fingerprinted, and the environment is named `not covered:`.
+#[test]
+fn a_virtual_environments_interpreter_names_the_environment_not_covered() {
+    let w = World::new("reach-venv");
+    let venv = w.proj().join(".venv");
+    fs::create_dir_all(venv.join("bin")).expect("mkdir");
+    symlink("/usr/bin/python3", venv.join("bin/python3")).expect("symlink");
+    write(&venv.join("pyvenv.cfg"), "home = /usr/bin\n");
+    write(&venv.join("lib/python3/site-packages/m.pth"), "import os\n");
+    let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "../../../.venv/bin/python3", "args": ["main.py"]}));
+    write(&d.join("main.py"), "print(1)\n");
+    let r = w.zot(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", venv.display());
+    assert!(r.stdout.lines().any(|l| l == line), "{line} missing from\n{}", r.stdout);
+}

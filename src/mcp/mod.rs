@@ -227,7 +227,7 @@ impl Server {
             Ok(id) => id,
             Err(false) => {
                 if let (true, Ok(params)) = (version_ok, params) {
-                    self.notification(&method, params);
+                    self.notification(&method, params, &k.request_id);
                 }
                 return;
             }
@@ -296,19 +296,16 @@ impl Server {
         }
     }
 
-    fn notification(&self, method: &str, params: Map<String, Value>) {
+    /// `request_id` is `params.requestId` as its JSON text, when there is one.
+    fn notification(&self, method: &str, params: Map<String, Value>, request_id: &IdField) {
         match method {
             // Notifications flow from the `initialize` answer on (they are
             // not requests, which MCP holds back until this one).
             "notifications/initialized" => {}
             "notifications/cancelled" => {
-                let key = match params.get("requestId") {
-                    Some(id) => match crate::protocol::WireId::from_value(id) {
-                        Some(id) => id_key(&id),
-                        None => return,
-                    },
-                    None => return,
-                };
+                // Compared as text: 2^64+1 is not 2^64.
+                let IdField::Id(id) = request_id else { return };
+                let key = id_key(id);
                 if modern::cancel(&self.shared, &key) {
                     return;
                 }

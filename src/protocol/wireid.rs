@@ -99,14 +99,17 @@ impl IdField {
     }
 }
 
-/// A JSON object read with its `id` and `target` members kept as text
+/// A JSON object read with the members that name ids kept as text
 /// ([`IdField`]) and the others as values, in one pass.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Keyed {
     /// `id`.
     pub id: IdField,
-    /// `target` (what a `cancel` names).
+    /// `target` (what serve's `cancel` names).
     pub target: IdField,
+    /// `params.requestId` (what JSON-RPC's `notifications/cancelled`
+    /// names); `params` keeps it too, as a value.
+    pub request_id: IdField,
     /// Every other member.
     pub rest: Map<String, Value>,
 }
@@ -137,8 +140,14 @@ impl<'de> Visitor<'de> for KeyedVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keyed, A::Error> {
-        let mut k = Keyed { id: IdField::Absent, target: IdField::Absent, rest: Map::new() };
+        let mut k = Keyed { id: IdField::Absent, target: IdField::Absent, request_id: IdField::Absent, rest: Map::new() };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "params" {
+                let Params(params, request_id) = map.next_value()?;
+                k.request_id = request_id;
+                k.rest.insert("params".into(), params);
+                continue;
+            }
             let slot = match key.as_ref() {
                 "id" => Some(&mut k.id),
                 "target" => Some(&mut k.target),
@@ -163,6 +172,64 @@ impl<'de> Visitor<'de> for KeyedVisitor {
 impl<'de> Deserialize<'de> for Keyed {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Keyed, D::Error> {
         d.deserialize_map(KeyedVisitor)
+    }
+}
+
+/// A `params` member: its value, and its `requestId` kept as text when it
+/// is an object that has one.
+struct Params(Value, IdField);
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Params, D::Error> {
+        d.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        let (mut m, mut id) = (Map::new(), IdField::Absent);
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "requestId" {
+                let raw: &'de RawValue = map.next_value()?;
+                id = IdField::of(raw).map_err(de::Error::custom)?;
+                let v: Value = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+                m.insert(key, v);
+            } else {
+                m.insert(key, map.next_value()?);
+            }
+        }
+        Ok(Params(Value::Object(m), id))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|v| Params(v, IdField::Absent))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Params, E> {
+        Ok(Params(Value::Bool(v), IdField::Absent))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Params, E> {
+        Ok(Params(Value::from(v), IdField::Absent))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Params, E> {
+        Ok(Params(Value::from(v), IdField::Absent))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Params, E> {
+        Ok(Params(Value::from(v), IdField::Absent))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Params, E> {
+        Ok(Params(Value::from(v), IdField::Absent))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Params, E> {
+        Ok(Params(Value::Null, IdField::Absent))
     }
 }
 

@@ -58,7 +58,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Most entries (files, folders, links) one fingerprint covers.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Most bytes of content one fingerprint covers.
@@ -459,7 +459,11 @@ impl<'a, 'c> Walk<'a, 'c> {
     fn runs(&mut self, m: &Manifest) -> Result<(), String> {
         if !m.is_static() {
             let bare = !m.exec.contains('/');
-            match m.resolve_exec().ok().and_then(|p| fs::canonicalize(p).ok()) {
+            let named = m.resolve_exec().ok();
+            if let Some(p) = &named {
+                self.venv_of(p);
+            }
+            match named.and_then(|p| fs::canonicalize(p).ok()) {
                 Some(real) if bare && !real.starts_with(self.project) => {
                     self.feed("exec-system", m.exec.as_bytes());
                 }
@@ -479,7 +483,13 @@ impl<'a, 'c> Walk<'a, 'c> {
                     self.script(&tag, &real, m)?;
                 }
                 Ok(real) if !arg.is_empty() && real.is_dir() => self.folder(&tag, &real)?,
-                _ => self.feed(&tag, b""),
+                // Not a path as a whole: the paths among its words
+                // (`bash -c "python3 ../x.py"`, `--require=../x.js`,
+                // `env PYTHONPATH=../lib python3 ...`).
+                _ => {
+                    self.feed(&tag, b"");
+                    self.paths_in(&tag, arg, false, m)?;
+                }
             }
         }
         if let Ok(cwd) = fs::canonicalize(&m.dir) {

@@ -36,6 +36,14 @@ impl Walk<'_, '_> {
         real.starts_with(self.project) && !real.starts_with(self.project.join(".zot"))
     }
 
+    /// `real` (canonical) is in the project where the walk of `.zot` does
+    /// not go on its own: beyond `.zot`, or inside a `.git` under it (an
+    /// extension's own `.git` is left out of its tree).
+    fn unwalked(&self, real: &Path) -> bool {
+        self.beyond_zot(real)
+            || real.strip_prefix(self.project.join(".zot")).is_ok_and(|r| r.components().any(|c| c.as_os_str() == ".git"))
+    }
+
     fn name_not_covered(&mut self, p: &Path) {
         let p = p.display().to_string();
         if !self.not_covered.contains(&p) {
@@ -46,7 +54,7 @@ impl Walk<'_, '_> {
     /// A file that runs (an `exec`, a script argument): its folder when it
     /// lies beyond `.zot`, and the interpreter its `#!` line names.
     pub(super) fn script(&mut self, tag: &str, real: &Path, m: &Manifest) -> Result<(), String> {
-        if self.beyond_zot(real) {
+        if self.unwalked(real) {
             if let Some(dir) = real.parent() {
                 if dir == self.project {
                     self.name_not_covered(dir);
@@ -61,7 +69,7 @@ impl Walk<'_, '_> {
     /// The folder `real` (canonical) as a tree, once, when it lies in the
     /// project beyond `.zot`; only its path otherwise.
     pub(super) fn folder(&mut self, tag: &str, real: &Path) -> Result<(), String> {
-        if !self.beyond_zot(real) {
+        if !self.unwalked(real) {
             return Ok(());
         }
         self.feed(tag, real.as_os_str().as_bytes());
@@ -80,29 +88,68 @@ impl Walk<'_, '_> {
         walked
     }
 
-    /// What the manifest's `env` names on disk.
+    /// What the manifest's `env` names on disk: every path among the
+    /// words of each value (`NODE_OPTIONS=--require ../x.js`), each entry
+    /// of a `:`-separated list.
     pub(super) fn env_paths(&mut self, m: &Manifest) -> Result<(), String> {
         let env = crate::envexpand::expand_from_env(m.env()).unwrap_or_else(|_| m.env().to_vec());
         for (name, value) in &env {
             let module_path = name == "VIRTUAL_ENV" || (name != "PATH" && (name.ends_with("PATH") || name.ends_with("LIB")));
-            for (i, entry) in value.split(':').enumerate() {
+            self.paths_in(&format!("env-{name}"), value, module_path, m)?;
+        }
+        Ok(())
+    }
+
+    /// The paths named among the words of `text` (an argument that is not
+    /// a path as a whole, an `env` value, the rest of a `#!` line): each
+    /// word, without quotes and without what comes before a `=`
+    /// (`--require=../x.js`, `PYTHONPATH=../lib`), each entry of a
+    /// `:`-separated list, against the folder the process runs in. In the
+    /// project: a file as a script (its folder with it), a folder as a
+    /// tree; outside it, named when `named_outside`.
+    pub(super) fn paths_in(&mut self, tag: &str, text: &str, named_outside: bool, m: &Manifest) -> Result<(), String> {
+        let words = text.split(|c: char| c.is_ascii_whitespace() || c == ';' || c == '&' || c == '|' || c == '(' || c == ')');
+        for (i, word) in words.enumerate() {
+            let word = word.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+            let word = match word.find('=') {
+                Some(k) if !word[..k].contains('/') => &word[k + 1..],
+                _ => word,
+            };
+            for (j, entry) in word.split(':').enumerate() {
                 if entry.is_empty() || !(entry.contains('/') || entry.starts_with('.')) {
                     continue;
                 }
                 let Ok(real) = fs::canonicalize(m.dir.join(entry)) else { continue };
-                let tag = format!("env-{name}-{i}");
+                let tag = format!("{tag}-{i}-{j}");
                 if real.starts_with(self.project) {
                     if real.is_dir() {
                         self.folder(&tag, &real)?;
-                    } else if real.is_file() && self.beyond_zot(&real) {
+                    } else if real.is_file() && self.unwalked(&real) {
                         self.resolved(&tag, &real)?;
+                        self.script(&tag, &real, m)?;
                     }
-                } else if module_path {
+                } else if named_outside {
                     self.name_not_covered(&real);
                 }
             }
         }
         Ok(())
+    }
+
+    /// The root of the virtual environment `exec` (as named, not resolved)
+    /// lies in when it is in the project (`.venv/bin/python3`, a link to
+    /// the system's): its modules and `.pth` files are found by the
+    /// interpreter and are not fingerprinted, so it is named.
+    pub(super) fn venv_of(&mut self, exec: &Path) {
+        let Some(root) = exec.parent().and_then(Path::parent) else { return };
+        if !root.join("pyvenv.cfg").is_file() {
+            return;
+        }
+        if let Ok(real) = fs::canonicalize(root) {
+            if real.starts_with(self.project) {
+                self.name_not_covered(&real);
+            }
+        }
     }
 
     /// The interpreter the `#!` line of `script` names by a relative path,
@@ -112,6 +159,10 @@ impl Walk<'_, '_> {
         let mut words = line.split_ascii_whitespace();
         let Some(interp) = words.next() else { return Ok(()) };
         let tag = format!("{tag}-interp");
+        // What the rest of the line names (`#!/bin/sh ../x.sh`,
+        // `#!/usr/bin/env -S node --require ../x.js`).
+        let rest: Vec<&str> = line.split_ascii_whitespace().skip(1).collect();
+        self.paths_in(&format!("{tag}-args"), &rest.join(" "), false, m)?;
         if !interp.starts_with('/') {
             if let Ok(real) = fs::canonicalize(m.dir.join(interp)) {
                 if real.is_file() {
@@ -123,7 +174,7 @@ impl Walk<'_, '_> {
         if !interp.ends_with("/env") {
             return Ok(());
         }
-        let Some(name) = words.find(|w| !w.starts_with('-')) else { return Ok(()) };
+        let Some(name) = words.find(|w| !w.starts_with('-') && !w.contains('=')) else { return Ok(()) };
         let Some((_, path)) = m.env().iter().find(|(k, _)| k == "PATH") else { return Ok(()) };
         let path = crate::envexpand::expand_from_env(&[("PATH".to_string(), path.clone())])
             .ok()
