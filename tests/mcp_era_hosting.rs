@@ -354,3 +354,37 @@ for line in sys.stdin:
     assert!(e["error"].as_str().unwrap_or("").contains("connectTimeout"), "{e}");
     s.shutdown();
 }
+
+#[test]
+fn each_input_required_round_echoes_only_its_own_state_and_answers() {
+    let t = TempDir::new("era-host-rounds");
+    let counted = t.path().join("m.starts");
+    let args = [root().join("tests/mcp/modern_raw.py").display().to_string(), "--retry".to_string()];
+    let cfg = write_config(t.path(), json!({"m": {"command": "python3", "args": args, "roots": true, "env": {"ERA_STARTS": counted.display().to_string()}}}));
+    let mut s = Serve::start(&t, &cfg);
+    let e = s.settled("m");
+    // auto: initialize refused, then server/discover in a fresh process,
+    // retried once after a -32022 that names 2026-07-28.
+    assert_eq!((e["state"].clone(), e["protocol_version"].clone()), (json!("ready"), json!("2026-07-28")), "{e}");
+    assert_eq!(e["server_info"], json!({"name": "raw-modern", "version": "9"}), "{e}");
+    assert_eq!((starts(&counted), e["restarts"].clone()), (2, json!(0)));
+    let text = |r: &Value| r["result"]["content"][0]["text"].as_str().unwrap_or("").to_string();
+    // One round: the roots asked for, the state echoed.
+    let r = s.req("tool", json!({"name": "mcp__m__rounds", "args": {}}));
+    let got: Value = serde_json::from_str(&text(&r)).unwrap_or_else(|_| panic!("{r}"));
+    assert_eq!(got["requestState"], "s1", "{r}");
+    assert!(got["inputResponses"]["r1"]["roots"][0]["uri"].as_str().is_some_and(|u| u.starts_with("file://")), "{r}");
+    // A second round that asks nothing and keeps no state is retried with
+    // neither: the first round's answers and state are not sent again.
+    let r = s.req("tool", json!({"name": "mcp__m__nostate", "args": {}}));
+    let got: Value = serde_json::from_str(&text(&r)).unwrap_or_else(|_| panic!("{r}"));
+    assert_eq!(got, json!({"requestState": null, "inputResponses": null}), "{r}");
+    let r = s.req("tool", json!({"name": "mcp__m__forever", "args": {}}));
+    assert_eq!(text(&r), "too many input_required rounds", "{r}");
+    let r = s.req("tool", json!({"name": "mcp__m__odd", "args": {}}));
+    assert_eq!(text(&r), "unknown resultType \"weird\"", "{r}");
+    let log = s.log("m");
+    assert_eq!(log.matches("\"method\": \"server/discover\"").count(), 2, "{log}");
+    assert_eq!(log.matches("\"method\": \"initialize\"").count(), 1, "{log}");
+    s.shutdown();
+}

@@ -133,7 +133,13 @@ impl Edge {
                 responses.insert(key.clone(), self.roots_result());
             }
         }
+        // Each round answers only this result's requests and echoes only its
+        // state: nothing of an earlier round is sent again.
         let mut again = params.clone();
+        if let Some(o) = again.as_object_mut() {
+            o.remove("inputResponses");
+            o.remove("requestState");
+        }
         if !responses.is_empty() {
             again["inputResponses"] = Value::Object(responses);
         }
