@@ -92,6 +92,43 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
+/// Creates `dir`, a folder of zot's own below `base` (`logs`, `data/NAME`,
+/// `tmp/NAME.INSTANCE`), and every missing folder between them, `0700`;
+/// `base` as [`create_private_dir`] does. A folder between them that is
+/// already there must be a real folder of this user: a symbolic link
+/// there is refused, never followed (in a home others can write, it could
+/// point at any folder of the user's, which an extension would then be
+/// handed to write in, or a log appended in), and so is a folder of
+/// another user (planted for what zot would put in it). The error names
+/// it.
+pub fn create_own_dir(base: &Path, dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    create_private_dir(base)?;
+    let Ok(rel) = dir.strip_prefix(base) else { return create_private_dir(dir) };
+    let mut p = base.to_path_buf();
+    for c in rel.components() {
+        p.push(c);
+        match DirBuilder::new().mode(0o700).create(&p) {
+            Ok(()) => continue,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let meta = std::fs::symlink_metadata(&p)?;
+        let refused = |why: &str| Err(io::Error::other(format!("{} {why}; zot does not use it for its own files (remove it)", p.display())));
+        if meta.file_type().is_symlink() {
+            return refused("is a symbolic link");
+        }
+        if !meta.is_dir() {
+            return refused("is not a folder");
+        }
+        // SAFETY: getuid has no preconditions.
+        if meta.uid() != unsafe { libc::getuid() } {
+            return refused("belongs to another user");
+        }
+    }
+    Ok(())
+}
+
 /// Options that create a file with mode `0600` (the mode it has from the
 /// moment it exists: a file zot creates is never readable by others, even
 /// for an instant). The caller adds how it opens it.

@@ -73,7 +73,11 @@ impl Log {
     /// Opens (creating, appending) the log file at `path`.
     pub fn open(path: &Path) -> io::Result<Log> {
         if let Some(dir) = path.parent() {
-            crate::home::create_private_dir(dir)?;
+            // `logs` is the home's own: never a link to elsewhere.
+            match dir.parent() {
+                Some(home) if dir.file_name().is_some_and(|n| n == "logs") => crate::home::create_own_dir(home, dir)?,
+                _ => crate::home::create_private_dir(dir)?,
+            }
         }
         let file = crate::home::open_private(path, std::fs::OpenOptions::new().create(true).append(true))?;
         let start = file.metadata().map_or(0, |m| m.len());

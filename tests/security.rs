@@ -273,6 +273,79 @@ fn doctor_flags_installed_files_others_can_write_or_own() {
 // ---------------------------------------------------------------------------
 // Files zot writes in its home
 
+/// A folder of zot's own in its home that is a symbolic link (planted in a
+/// home others can write): `data/NAME`, handed to a project-local
+/// extension as its `data_dir`, and `logs`. Each is refused with a line
+/// naming it, and the folder it points to gets nothing. The control: the
+/// same folders, real, are used.
+#[test]
+fn a_data_or_logs_folder_that_is_a_link_is_refused_and_what_it_points_to_gets_nothing() {
+    use std::os::unix::fs::symlink;
+    const EXT: &str = concat!(
+        "import json, sys\n",
+        "def emit(o): sys.stdout.write(json.dumps(o) + '\\n'); sys.stdout.flush()\n",
+        "emit({'type': 'hello', 'name': 'w', 'version': '1', 'capabilities': []})\n",
+        "for line in sys.stdin:\n",
+        "    m = json.loads(line)\n",
+        "    if m['type'] == 'hello_ack':\n",
+        "        open(m['data_dir'] + '/state.txt', 'w').write('x')\n",
+        "        sys.stderr.write('wrote state\\n')\n",
+        "        emit({'type': 'ready'})\n",
+        "    elif m['type'] == 'shutdown':\n",
+        "        emit({'type': 'shutdown_ack'})\n",
+        "        break\n",
+    );
+    for (folder, linked) in [("data/w", true), ("logs", true), ("data/w", false)] {
+        let t = TempDir::new("sec-dirlink");
+        let home = t.path().join("home");
+        let proj = t.path().join("proj");
+        let d = common::write_manifest(&proj.join(".zot/extensions"), "w", json!({"name": "w", "exec": "python3", "args": ["main.py"]}));
+        fs::write(d.join("main.py"), EXT).expect("write");
+        let victim = t.path().join("victim");
+        fs::create_dir_all(&victim).expect("mkdir");
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let planted = home.join(folder);
+        fs::create_dir_all(planted.parent().expect("parent")).expect("mkdir");
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).expect("chmod");
+        if linked {
+            symlink(&victim, &planted).expect("symlink");
+        }
+        // Serve until its first `ready`, then end its stdin.
+        let mut child = Command::new(BIN)
+            .args(["serve", "--trust-project", "--ready-grace", "30"])
+            .current_dir(&proj)
+            .env("ZOT_HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn zot");
+        let stdin = child.stdin.take();
+        let mut stdout = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().expect("stdout"))) {
+            let line = line.expect("line");
+            stdout += &line;
+            stdout += "\n";
+            if line.starts_with("{\"type\":\"ready\"") {
+                break;
+            }
+        }
+        drop(stdin);
+        assert!(child.wait().expect("wait").success(), "{stdout}");
+        let out = Out { code: 0, stdout, stderr: String::new() };
+        let names: Vec<String> = fs::read_dir(&victim).expect("read").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+        if linked {
+            assert_eq!((names, mode(&victim)), (vec![], 0o755), "{folder}: the folder it points to was changed");
+            let refused = out.stdout.lines().find(|l| l.contains("\"extension_error\"")).unwrap_or_default();
+            assert!(refused.contains(&format!("{} is a symbolic link", planted.display())), "{folder}: {}", out.stdout);
+        } else {
+            assert!(out.stdout.contains("\"extension_ready\""), "{}", out.stdout);
+            assert_eq!(fs::read_to_string(planted.join("state.txt")).expect("state written"), "x");
+            assert_eq!(mode(&planted), 0o700);
+        }
+    }
+}
+
 /// A log file that is a symbolic link (planted in a home others can write)
 /// is refused with a line naming it, and what it points to keeps its
 /// content and mode. The control: the same probe with a regular file there

@@ -71,8 +71,13 @@ fn main() {
         return;
     }
     let result = match args.first().map(String::as_str) {
+        Some("--confine") => Env::new().and_then(|e| confine::run(&e)).map(|c| {
+            let (o, b) = &c.round_trip;
+            println!("start to ready, 10 echo: unconfined {:.2} ms, confined {:.2} ms ({:+.3} ms per extension)", c.ready10.0 / 1e3, c.ready10.1 / 1e3, (c.ready10.1 - c.ready10.0) / 1e4);
+            println!("tool round trip p50/p99: unconfined {:.1}/{:.1} µs, confined {:.1}/{:.1} µs", o.p50(), o.p99(), b.p50(), b.p99());
+        }),
         Some("--profile") => profile(args.get(1).map_or("tool", String::as_str), args.get(2).and_then(|n| n.parse().ok()).unwrap_or(20_000)),
-        Some(a) => Err(format!("unknown argument {a:?} (expected nothing, or --profile KIND N)").into()),
+        Some(a) => Err(format!("unknown argument {a:?} (expected nothing, --confine, or --profile KIND N)").into()),
         None => run(),
     };
     if let Err(e) = result {

@@ -109,7 +109,7 @@ impl TmpDir {
             }
         }
         let dir = root.join(format!("{name}.{instance}"));
-        crate::home::create_private_dir(&dir)?;
+        crate::home::create_own_dir(home, &dir)?;
         Ok(TmpDir(dir))
     }
 
@@ -121,6 +121,10 @@ impl TmpDir {
 /// Removes the `${TMP}` folders a host that is gone left behind (killed
 /// before it could remove them), once per home and process.
 fn sweep(root: &Path) {
+    // Never through a link (what it points to is not zot's).
+    if !std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -169,7 +173,7 @@ impl Plan {
         let rules = effective(who.declared, mode, who.dir);
         let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name));
         if let Some(d) = &data {
-            crate::home::create_private_dir(d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
+            crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
         let tmp = match rules {
             Some(_) => Some(TmpDir::create(home, who.name).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
