@@ -321,9 +321,53 @@ fn subscriptions_are_acknowledged_first_then_get_their_tagged_changes_until_canc
     assert_eq!(z.exit_code(LINE_WAIT), 143, "{}", z.context());
     z.read_to_end(LINE_WAIT);
     let end = lines(&z).into_iter().find(|v| v["id"] == json!(7)).unwrap_or_else(|| panic!("7 not answered: {:?}", z.seen));
-    assert_eq!(end["result"], json!({"resultType": "complete", "_meta": {SUB: 7}}));
+    let info = json!({"name": "zot", "version": env!("CARGO_PKG_VERSION")});
+    assert_eq!(end["result"], json!({"resultType": "complete", "_meta": {SUB: 7, "io.modelcontextprotocol/serverInfo": info}}));
     assert!(lines(&z).iter().all(|v| v["id"] != json!("a")), "a cancelled subscription is not answered");
     assert!(lines(&z).iter().all(|v| v["method"] != json!("notifications/cancelled")));
+}
+
+#[test]
+fn an_open_subscriptions_id_stays_in_use_and_a_reused_id_is_refused_before_the_envelope_checks() {
+    let t = TempDir::new("era-listen-id");
+    let mut z = spawn(t.path(), &[echo()], &[]);
+    let mut l = json!({"notifications": {"toolsListChanged": true}});
+    l["_meta"] = env(json!({}));
+    send(&mut z, json!({"jsonrpc": "2.0", "id": "s", "method": "subscriptions/listen", "params": l}));
+    z.wait_line("the ack", |l| l.contains("acknowledged"));
+    // The listen request is open: its id is in use. A request reusing it is
+    // not a valid request (4a), answered before its bad version (4c)...
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({PV: "2099-01-01"}));
+    assert_eq!(code(&r), -32600, "{r}");
+    // ...and a good one too: a result with that id would read as the end
+    // of the subscription.
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({}));
+    assert_eq!(code(&r), -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("already in use"), "{r}");
+    // Cancelled, the subscription ends and its id is free again.
+    send(&mut z, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s"}}));
+    let r = modern(&mut z, json!("s"), "tools/list", json!({}), json!({}));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+}
+
+#[test]
+fn the_answer_that_ends_a_subscription_on_a_signal_is_stamped_like_every_result() {
+    for (sig, rc) in [(libc::SIGHUP, 129), (libc::SIGINT, 130)] {
+        let t = TempDir::new("era-listen-end");
+        let mut z = spawn(t.path(), &[echo()], &[]);
+        let mut l = json!({"notifications": {"promptsListChanged": true}});
+        l["_meta"] = env(json!({}));
+        send(&mut z, json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": l}));
+        z.wait_line("the ack", |l| l.contains("acknowledged"));
+        z.signal(sig);
+        assert_eq!(z.exit_code(LINE_WAIT), rc, "{}", z.context());
+        z.read_to_end(LINE_WAIT);
+        let end = lines(&z).into_iter().find(|v| v["id"] == json!(3)).unwrap_or_else(|| panic!("3 not answered: {:?}", z.seen));
+        let info = json!({"name": "zot", "version": env!("CARGO_PKG_VERSION")});
+        assert_eq!(end["result"], json!({"resultType": "complete", "_meta": {SUB: 3, "io.modelcontextprotocol/serverInfo": info}}), "{sig}");
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -219,6 +219,9 @@ fn real_server_filesystem_lists_a_folder_and_reads_a_file() {
     assert!(text(&r).contains("hello.txt"), "{r}");
     let r = s.tool("mcp__fs__read_text_file", json!({"path": data.join("hello.txt").display().to_string()}));
     assert!(text(&r).contains("hello from the file"), "{r}");
+    let log = s.log("fs");
+    assert_eq!(log.matches("[zot] starting fs").count(), 1, "a legacy server under auto: one process, one handshake: {log}");
+    assert!(!log.contains("server/discover"), "{log}");
     s.shutdown();
 }
 
@@ -239,5 +242,8 @@ fn real_server_time_tells_the_time_in_utc() {
     assert_eq!(v["timezone"], "UTC", "{r}");
     let year = v["datetime"].as_str().unwrap_or("")[..4].parse::<u32>().unwrap_or(0);
     assert!(year >= 2024, "{r}");
+    let log = s.log("time");
+    assert_eq!(log.matches("[zot] starting time").count(), 1, "a legacy server under auto: one process, one handshake: {log}");
+    assert!(!log.contains("server/discover"), "{log}");
     s.shutdown();
 }

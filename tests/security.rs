@@ -346,6 +346,38 @@ fn a_data_or_logs_folder_that_is_a_link_is_refused_and_what_it_points_to_gets_no
     }
 }
 
+/// The fingerprint cache's folder that is a symbolic link (planted in a
+/// home others can write): `zot trust` still trusts, but writes no cache
+/// through it (nor believes one read there). The control: a real `cache`
+/// folder gets the cache.
+#[test]
+fn a_cache_folder_that_is_a_link_is_neither_written_nor_read() {
+    use std::os::unix::fs::symlink;
+    for linked in [true, false] {
+        let t = TempDir::new("sec-cachelink");
+        let home = t.path().join("home");
+        let proj = t.path().join("proj");
+        let d = common::write_manifest(&proj.join(".zot/extensions"), "a", json!({"name": "a", "exec": "python3", "args": ["m.py"]}));
+        fs::write(d.join("m.py"), "print(1)\n").expect("write");
+        let victim = t.path().join("victim");
+        fs::create_dir_all(&victim).expect("mkdir");
+        fs::create_dir_all(&home).expect("mkdir");
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).expect("chmod");
+        let cache = home.join("cache");
+        if linked {
+            symlink(&victim, &cache).expect("symlink");
+        }
+        let out = zot(&proj, &home, &["trust"], &[]);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let count = |p: &Path| fs::read_dir(p).map_or(0, |r| r.count());
+        if linked {
+            assert_eq!(count(&victim), 0, "a cache was written through the link");
+        } else {
+            assert_eq!(count(&cache), 1, "the control wrote no cache");
+        }
+    }
+}
+
 /// A log file that is a symbolic link (planted in a home others can write)
 /// is refused with a line naming it, and what it points to keeps its
 /// content and mode. The control: the same probe with a regular file there

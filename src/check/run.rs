@@ -172,7 +172,7 @@ impl Proc {
                     Ev::Exited(at, status.unwrap_or_else(|| ExitStatus::from_raw(0)))
                 }
                 // Not sent for a child read as lines.
-                ChildMsg::Frame(_) | ChildMsg::BadReply { .. } | ChildMsg::Mcp(_) => continue,
+                ChildMsg::Frame(_) | ChildMsg::BadReply { .. } => continue,
             });
         }
     }

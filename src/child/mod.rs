@@ -13,7 +13,6 @@
 
 pub use crate::log::Log;
 use crate::manifest::Manifest;
-use crate::mcpserver::edge::Edge;
 use crate::protocol::{DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{Sender, TrySendError};
@@ -46,6 +45,8 @@ pub const THREAD_STACK: usize = 512 * 1024;
 pub type Bytes = Arc<Vec<u8>>;
 
 /// What a child's threads report to the dispatcher.
+// Frames are nearly every message: boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum ChildMsg {
     Frame(ExtFrame),
@@ -63,8 +64,20 @@ pub enum ChildMsg {
     /// The process exited; it is not reaped yet ([`Child::reap`]). `None`
     /// when its status could not be read.
     Exited(Option<ExitStatus>),
-    /// From the edge of an MCP server (PROTOCOL.md §8): what has no zot frame.
-    Mcp(crate::mcpserver::edge::McpMsg),
+}
+
+/// A dialect other than zot frames, chosen when the child is spawned: what
+/// its stdout lines mean and what the host's frames become on its stdin.
+/// The process layer moves lines; the dialect (an MCP server's JSON-RPC,
+/// in `mcpserver`) translates them into the host's own messages and hands
+/// those on itself.
+pub trait Dialect: Send + Sync {
+    /// The bytes written first, before any frame (empty: none).
+    fn opening(&self) -> Vec<u8>;
+    /// One stdout line, without its `\n`.
+    fn incoming(&self, line: &[u8]);
+    /// What to write for an encoded host frame (empty: nothing).
+    fn outgoing(&self, frame: &[u8]) -> Vec<u8>;
 }
 
 /// How the reader thread hands stdout over.
@@ -179,8 +192,8 @@ pub struct Child {
     tap: Option<Tap>,
     /// Ends the reader and writer threads ([`cancel`]).
     cancel: Cancel,
-    /// For an MCP server: the edge that translates frames to JSON-RPC.
-    edge: Option<Arc<Edge>>,
+    /// A dialect other than zot frames, when it speaks one.
+    dialect: Option<Arc<dyn Dialect>>,
 }
 
 /// `env` as the pairs [`child_env`] takes.
@@ -214,18 +227,18 @@ impl Child {
         Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, None, jail, inbox, wrap)
     }
 
-    /// Spawns an MCP server as [`Child::spawn`] spawns an extension; its
-    /// stdout is read through `edge`, every frame sent to it is translated
-    /// there, and its `initialize` is written at once.
+    /// Spawns a child that speaks `dialect` as [`Child::spawn`] spawns an
+    /// extension: its stdout is read through the dialect, every frame sent
+    /// to it is translated there, and the dialect's opening is written at once.
     #[allow(clippy::too_many_arguments)]
-    pub fn spawn_mcp<M, W>(
+    pub fn spawn_dialect<M, W>(
         manifest: &Manifest,
         exec: &Path,
         env: &[(String, String)],
         log: &Log,
         bounds: &QueueBounds,
         trace: Option<&Arc<Tracer>>,
-        edge: Arc<Edge>,
+        dialect: Arc<dyn Dialect>,
         jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
@@ -235,16 +248,13 @@ impl Child {
         W: Fn(ChildMsg) -> M + Send + Sync + Clone + 'static,
     {
         let tap = trace.map(|t| t.tap(&manifest.name));
-        let hello = edge.initialize();
-        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(edge), jail, inbox, wrap)?;
-        child.send_raw(Arc::new(hello)).map_err(|_| io::Error::other("cannot write initialize"))?;
-        child.flush();
+        let opening = dialect.opening();
+        let child = Child::start(manifest, exec, &os_pairs(env), log, bounds, tap, Reading::Frames, Some(dialect), jail, inbox, wrap)?;
+        if !opening.is_empty() {
+            child.send_raw(Arc::new(opening)).map_err(|_| io::Error::other("cannot write its opening"))?;
+            child.flush();
+        }
         Ok(child)
-    }
-
-    /// The edge of an MCP server's process.
-    pub fn mcp(&self) -> Option<&Arc<Edge>> {
-        self.edge.as_ref()
     }
 
     /// Spawns `exec` as [`Child::spawn`] does, for a driver that judges
@@ -282,7 +292,7 @@ impl Child {
         bounds: &QueueBounds,
         tap: Option<Tap>,
         reading: Reading,
-        edge: Option<Arc<Edge>>,
+        dialect: Option<Arc<dyn Dialect>>,
         jail: Option<&crate::confine::Jail>,
         inbox: crate::wake::Tx<M>,
         wrap: W,
@@ -336,7 +346,7 @@ impl Child {
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
         let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024);
-        let redge = edge.clone();
+        let rdialect = dialect.clone();
         let r = spawn_thread(
             "r",
             Box::new(move || {
@@ -348,7 +358,7 @@ impl Child {
                         &rlog,
                         rtap.as_ref(),
                         reading,
-                        redge.as_deref(),
+                        rdialect.as_deref(),
                         |m, more| if more { tx.send_quiet(w(m)) } else { tx.send(w(m)) }.is_ok(),
                         || wake.wake(),
                     )
@@ -367,15 +377,15 @@ impl Child {
             return abandon(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, edge })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, dialect })
     }
 
-    /// Queues an encoded frame without blocking (for an MCP server, what
-    /// its edge makes of it).
+    /// Queues an encoded frame without blocking (for a child of another
+    /// dialect, what its dialect makes of it).
     pub fn send(&self, bytes: Bytes) -> Result<(), SendError> {
-        match &self.edge {
-            Some(edge) => {
-                let out = edge.outgoing(&bytes);
+        match &self.dialect {
+            Some(d) => {
+                let out = d.outgoing(&bytes);
                 if out.is_empty() {
                     return Ok(());
                 }

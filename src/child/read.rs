@@ -2,9 +2,8 @@
 //! [`MAX_LINE`] bytes, handed over as frames (the host) or as they are
 //! (`zot ext check`), each recorded for `--trace`.
 
-use super::{ChildMsg, Log, Reading, MAX_LINE};
+use super::{ChildMsg, Dialect, Log, Reading, MAX_LINE};
 use crate::lines::{Line, LineBuf};
-use crate::mcpserver::edge::Edge;
 use crate::protocol::{decode, DecodeError, ExtFrame};
 use crate::trace::Tap;
 use super::cancel::CancellableRead;
@@ -12,8 +11,8 @@ use super::cancel::CancellableRead;
 /// Splits `reader`'s input into lines of at most [`MAX_LINE`] bytes, records each
 /// in `tap` (`--trace`) and hands it to `emit`: decoded into frames, junk
 /// logged and skipped ([`Reading::Frames`]), or as it is
-/// ([`Reading::Lines`]), or to an MCP server's edge (`mcp`), which
-/// hands on what it makes of them; over-long lines are discarded whole without being
+/// ([`Reading::Lines`]), or to the child's [`Dialect`] (`dialect`),
+/// which hands on what it makes of them; over-long lines are discarded whole without being
 /// kept (and logged when decoding). Returns at EOF, after emitting `Eof`,
 /// when `emit` returns false, or, without a word, when the read was
 /// cancelled because the process is gone.
@@ -26,7 +25,7 @@ pub(super) fn read_loop(
     log: &Log,
     tap: Option<&Tap>,
     reading: Reading,
-    mcp: Option<&Edge>,
+    dialect: Option<&dyn Dialect>,
     mut emit: impl FnMut(ChildMsg, bool) -> bool,
     mut wake: impl FnMut(),
 ) {
@@ -69,9 +68,9 @@ pub(super) fn read_loop(
                 }
                 let more = more(&reader);
                 owed |= more;
-                let go = match (reading, mcp) {
-                    (_, Some(edge)) => {
-                        edge.incoming(line);
+                let go = match (reading, dialect) {
+                    (_, Some(d)) => {
+                        d.incoming(line);
                         true
                     }
                     (Reading::Frames, None) => handle_line(line, log, &mut |m| emit(m, more)),

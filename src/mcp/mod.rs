@@ -243,8 +243,21 @@ impl Server {
             Err(true) => return invalid(reply, None, "`params` must be an object"),
             Err(false) => return bad_params(reply, "`params` must be an object, not an array"),
         };
-        let era = modern::decide(&self.shared, &method, &params);
+        // An id in use is not a valid request (rule 4a): answered before the
+        // envelope's checks. An open subscription's id stays in use.
+        let fresh = match self.shared.flights.lock() {
+            Ok(mut f) if !f.contains_key(&key) => {
+                f.insert(key.clone(), Flight::default());
+                true
+            }
+            _ => false,
+        };
+        if !fresh {
+            return invalid(reply, None, &format!("request id {key} is already in use"));
+        }
         let mut reply = reply;
+        reply.key = Some(key);
+        let era = modern::decide(&self.shared, &method, &params);
         let mut notes = None;
         if era == MODERN_ERA {
             // The reply was made before the era was known.
@@ -259,17 +272,6 @@ impl Server {
         } else if method != "initialize" && modern::has_pv(&params) {
             return invalid(reply, None, "this connection serves the handshake era; requests carrying the 2026-07-28 envelope are not accepted on it");
         }
-        let fresh = match self.shared.flights.lock() {
-            Ok(mut f) if !f.contains_key(&key) => {
-                f.insert(key.clone(), Flight::default());
-                true
-            }
-            _ => false,
-        };
-        if !fresh {
-            return invalid(reply, None, &format!("request id {key} is already in use"));
-        }
-        reply.key = Some(key);
         if let Some(level) = notes {
             self.route_notes(&method, &params, reply.key(), level);
         }

@@ -182,7 +182,10 @@ pub(super) fn listen(shared: &Shared, params: &Map<String, Value>, reply: Reply)
     shared.send(encode(&ack));
     subs.push(Sub { id, key, tools, prompts });
     drop(subs);
-    // The request stays open: it is answered only at the graceful end.
+    // The request stays open, answered only at the graceful end: its id
+    // stays in use (its flight is kept) until the client cancels it.
+    let mut reply = reply;
+    reply.key = None;
     drop(reply);
 }
 
@@ -204,7 +207,14 @@ pub(super) fn cancel(shared: &Shared, key: &str) -> bool {
     let Ok(mut subs) = shared.subs.lock() else { return false };
     let before = subs.len();
     subs.retain(|s| s.key != key);
-    before != subs.len()
+    let ended = before != subs.len();
+    drop(subs);
+    if ended {
+        if let Ok(mut f) = shared.flights.lock() {
+            f.remove(key);
+        }
+    }
+    ended
 }
 
 /// The graceful end (a termination signal): each open subscription is
@@ -212,7 +222,9 @@ pub(super) fn cancel(shared: &Shared, key: &str) -> bool {
 pub(super) fn end_all(shared: &Shared) {
     let Ok(mut subs) = shared.subs.lock() else { return };
     for s in subs.drain(..) {
-        let r = json!({"jsonrpc": "2.0", "id": s.id, "result": {"resultType": "complete", "_meta": { SUB_ID: s.id }}});
-        shared.send(encode(&r));
+        // A result like any other: stamped (rule 5) beside its own tag.
+        let mut result = json!({"_meta": { SUB_ID: s.id }});
+        stamp(&mut result);
+        shared.send(encode(&json!({"jsonrpc": "2.0", "id": s.id, "result": result})));
     }
 }

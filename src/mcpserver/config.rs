@@ -30,7 +30,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-const KNOWN: [&str; 18] = [
+const KNOWN: [&str; 19] = [
     "command",
     "args",
     "env",
@@ -46,10 +46,23 @@ const KNOWN: [&str; 18] = [
     "idleTimeout",
     "restart",
     "roots",
+    "protocol",
     "confine",
     "sandboxEnabled",
     "sandbox",
 ];
+
+/// The era a server is spoken to in (PROTOCOL.md §8.4.3 rule 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// `initialize` first, one modern try when the server refuses it.
+    #[default]
+    Auto,
+    /// `2026-07-28` only.
+    Modern,
+    /// `2025-11-25`: the handshake era only.
+    Legacy,
+}
 
 /// Which roots a server is told of (PROTOCOL.md §8.2).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -96,6 +109,8 @@ pub struct ServerSpec {
     pub restart: RestartPolicy,
     /// `roots`.
     pub roots: Roots,
+    /// `protocol`.
+    pub protocol: Protocol,
     /// Fields the host does not know, to log once.
     pub unknown: Vec<String>,
     /// `confine`, or VS Code's `sandbox` mapped onto it (PROTOCOL.md §9.1).
@@ -250,6 +265,7 @@ fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
         idle_timeout: None,
         restart: RestartPolicy::OnFailure,
         roots: Roots::Off,
+        protocol: Protocol::Auto,
         unknown: Vec::new(),
         confine: None,
     };
@@ -301,6 +317,13 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
         }
         (Some(other), _) => return Err(format!("transport {other} is not supported (stdio only)")),
     }
+    spec.protocol = match obj.get("protocol") {
+        None | Some(Value::Null) => Protocol::Auto,
+        Some(Value::String(s)) if s == "auto" => Protocol::Auto,
+        Some(Value::String(s)) if s == "2026-07-28" => Protocol::Modern,
+        Some(Value::String(s)) if s == "2025-11-25" => Protocol::Legacy,
+        Some(v) => return Err(format!("protocol {v} is not supported (auto, 2026-07-28, 2025-11-25)")),
+    };
     spec.args = strings(obj, "args")?.unwrap_or_default();
     if let Some(v) = obj.get("env") {
         let Value::Object(env) = v else { return Err("field `env` must be an object of strings".into()) };
@@ -436,6 +459,10 @@ mod tests {
         assert_eq!(s.error.as_deref(), Some("transport streamable-http is not supported (stdio only)"));
         let s = one(r#"{"mcpServers":{"web":{"transport":"sse","command":"x"}}}"#);
         assert_eq!(s.error.as_deref(), Some("transport sse is not supported (stdio only)"));
+        let s = one(r#"{"mcpServers":{"x":{"command":"a","protocol":"2025-06-18"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("protocol \"2025-06-18\" is not supported (auto, 2026-07-28, 2025-11-25)"));
+        assert_eq!(one(r#"{"mcpServers":{"x":{"command":"a","protocol":"2026-07-28"}}}"#).protocol, Protocol::Modern);
+        assert_eq!(one(r#"{"mcpServers":{"x":{"command":"a"}}}"#).protocol, Protocol::Auto);
         let s = one(r#"{"mcpServers":{"x":{"args":[]}}}"#);
         assert_eq!(s.error.as_deref(), Some("/cfg/dir/mcp.json: field `command` is missing: the program that runs the server"));
         let s = one(r#"{"mcpServers":{"x":{"command":"~"}}}"#);

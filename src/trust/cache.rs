@@ -52,7 +52,10 @@ pub struct Cache {
 impl Cache {
     /// Loads the cache kept in `file` (empty if it cannot be read).
     pub fn load(file: PathBuf) -> Cache {
-        let data = fs::read(&file).unwrap_or_default();
+        // Its folder is zot's own: through a link (planted in a home others
+        // can write) its digests are not ours to believe.
+        let own = file.parent().is_some_and(|d| fs::symlink_metadata(d).map_or(true, |m| m.is_dir()));
+        let data = if own { fs::read(&file).unwrap_or_default() } else { Vec::new() };
         let segments = parse(&data).unwrap_or_default();
         Cache { file: Some(file), data, segments }
     }
@@ -81,7 +84,12 @@ impl Cache {
             out.extend_from_slice(&s.new);
         }
         let Some(dir) = file.parent() else { return };
-        if crate::home::create_private_dir(dir).is_err() {
+        // Never written through a link or into another user's folder.
+        let made = match dir.parent() {
+            Some(home) => crate::home::create_own_dir(home, dir),
+            None => crate::home::create_private_dir(dir),
+        };
+        if made.is_err() {
             return;
         }
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

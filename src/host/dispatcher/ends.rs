@@ -50,7 +50,7 @@ impl Dispatcher {
         match ext.life {
             Life::Spawned => {
                 let why = format!("closed its stdout before {}", handshake_of(ext));
-                return self.fail(slot, why);
+                return self.handshake_failed(slot, why, true);
             }
             Life::Registering => return self.fail(slot, "closed its stdout during start-up".into()),
             _ => {}
@@ -101,6 +101,10 @@ impl Dispatcher {
         let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
         match ext.life {
             Life::Stopping { .. } if ext.idle.stopping => self.went_idle(slot, &how),
+            Life::Stopping { .. } if std::mem::take(&mut ext.eras.retry_after_stop) => {
+                ext.log(&format!("stopped ({how})"));
+                self.start_again(slot);
+            }
             Life::Stopping { failed } => {
                 ext.log(&format!("stopped ({how})"));
                 let restart_asked = !ext.restart_waiters.is_empty() && matches!(self.load.phase, Phase::Running | Phase::Loading);
@@ -130,8 +134,9 @@ impl Dispatcher {
             Life::Failed | Life::Stopped | Life::Restarting | Life::CrashLoop | Life::Idle => ext.log(&format!("exited ({how})")),
             Life::Spawned => {
                 let why = format!("exited before {} ({how})", handshake_of(ext));
-                self.fail(slot, why)
+                self.handshake_failed(slot, why, true)
             }
+            Life::Registering if ext.found.mcp.is_some() => self.handshake_failed(slot, format!("exited during start-up ({how})"), false),
             Life::Registering => self.fail(slot, format!("exited during start-up ({how})")),
             Life::Ready => {
                 ext.log(&format!("exited ({how})"));
@@ -187,6 +192,10 @@ impl Dispatcher {
 
 /// What an extension in [`Life::Spawned`] has yet to do: a server answers
 /// `initialize` (PROTOCOL.md §8.2), an extension says `hello`.
-fn handshake_of(ext: &super::Ext) -> &'static str {
-    if ext.found.mcp.is_some() { "answering initialize" } else { "saying hello" }
+fn handshake_of(ext: &super::Ext) -> String {
+    match (&ext.found.mcp, ext.eras.current) {
+        (Some(_), Some(era)) => format!("answering {}", super::mcp::opening_of(era)),
+        (Some(_), None) => "answering initialize".into(),
+        (None, _) => "saying hello".into(),
+    }
 }

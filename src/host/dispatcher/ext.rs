@@ -82,6 +82,8 @@ impl Life {
 /// What is known of the process.
 pub(super) struct Proc {
     pub child: Child,
+    /// An MCP server's edge: what listings show of it.
+    pub edge: Option<std::sync::Arc<crate::mcpserver::edge::Edge>>,
     /// The exit was seen (the process is reaped then); its status, when
     /// it could be read.
     pub exit: Option<Option<ExitStatus>>,
@@ -137,6 +139,8 @@ pub(super) struct Ext {
     pub idle: super::mcp::IdleState,
     /// An MCP server's unknown entry fields are logged, once a load.
     pub unknown_logged: bool,
+    /// An MCP server's era: the one found, and its handshake tries.
+    pub eras: super::mcp::Eras,
     /// `hello_ack`'s `data_dir` for its current start.
     pub data_dir: std::path::PathBuf,
 }
@@ -165,6 +169,7 @@ impl Ext {
             restart_waiters: Vec::new(),
             idle: Default::default(),
             unknown_logged: false,
+            eras: Default::default(),
             data_dir: std::path::PathBuf::new(),
         }
     }

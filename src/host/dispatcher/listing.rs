@@ -40,7 +40,7 @@ impl Dispatcher {
                     });
                 }
             }
-            let info = e.child().and_then(|c| c.mcp()).map(|edge| edge.info()).unwrap_or_default();
+            let info = e.proc.as_ref().and_then(|p| p.edge.as_ref()).map(|edge| edge.info()).unwrap_or_default();
             out.extensions.push(ExtInfo {
                 protocol_version: info.protocol_version,
                 server_info: info.server_info,
@@ -51,6 +51,9 @@ impl Dispatcher {
                 // Stopped by a `restart` request, it is coming back.
                 state: if matches!(e.life, Life::Stopping { .. }) && !e.restart_waiters.is_empty() {
                     State::Restarting
+                } else if e.eras.retry_after_stop {
+                    // Between two handshake tries (PROTOCOL.md §8.4.3 rule 12).
+                    State::Starting
                 } else {
                     e.life.state()
                 },

@@ -12,8 +12,8 @@ use crate::host::{fmt_duration, Config, HostError, HostEvent, Request, Responder
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use crate::mcpserver::config::ServerSpec;
-use crate::mcpserver::edge::{Edge, McpMsg, Tool};
+use crate::mcpserver::config::{Protocol, ServerSpec};
+use crate::mcpserver::edge::{Edge, EdgeMsg, Era, McpMsg, Tool};
 use std::path::PathBuf;
 
 /// The program to run: a manifest's `exec`, or a server's `command`
@@ -37,12 +37,64 @@ pub(super) fn log_unknown(found: &crate::discovery::Found, logged: &mut bool, lo
     }
 }
 
-/// The edge of a new process of server `spec`.
-pub(super) fn edge(spec: &Arc<ServerSpec>, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId) -> Arc<Edge> {
-    let emit = Box::new(move |m| {
-        let _ = inbox.send(Inbox::Child(id, m));
+/// The edge of a new process of server `spec`, spoken to in `era`.
+pub(super) fn edge(spec: &Arc<ServerSpec>, era: Era, cfg: &Config, log: &Log, inbox: crate::wake::Tx<Inbox>, id: ExtId) -> Arc<Edge> {
+    let emit = Arc::new(move |m| {
+        let _ = inbox.send(match m {
+            EdgeMsg::Child(m) => Inbox::Child(id, m),
+            EdgeMsg::Mcp(m) => Inbox::Mcp(id, m),
+        });
     });
-    Arc::new(Edge::new(spec.clone(), &cfg.zot_version, &cfg.cwd, log.clone(), emit))
+    Arc::new(Edge::new(spec.clone(), era, &cfg.zot_version, &cfg.cwd, log.clone(), emit))
+}
+
+/// An era as listings and logs name it.
+pub(super) fn era_name(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => crate::mcpserver::edge::PROTOCOL,
+        Era::Modern => crate::mcpserver::edge::MODERN,
+    }
+}
+
+/// The first request of a handshake in `era`.
+pub(super) fn opening_of(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => "initialize",
+        Era::Modern => "server/discover",
+    }
+}
+
+/// A server's eras (PROTOCOL.md §8.4.3 rules 11 and 12): the one found,
+/// kept for the entry until a reload, and the handshake tries of a start.
+#[derive(Default)]
+pub(super) struct Eras {
+    /// The era a handshake succeeded in.
+    pub found: Option<Era>,
+    /// The era of the process running now.
+    pub current: Option<Era>,
+    /// Under `auto`: the `initialize` try failed with this; the modern try
+    /// starts once its process is gone.
+    pub first: Option<String>,
+    pub retry: bool,
+    /// A try is being stopped; its end starts the next.
+    pub retry_after_stop: bool,
+}
+
+impl Eras {
+    /// The era of the next process.
+    pub fn next(&mut self, protocol: Protocol) -> Era {
+        let era = match protocol {
+            Protocol::Legacy => Era::Legacy,
+            Protocol::Modern => Era::Modern,
+            Protocol::Auto if std::mem::take(&mut self.retry) => Era::Modern,
+            Protocol::Auto => {
+                self.first = None;
+                self.found.unwrap_or(Era::Legacy)
+            }
+        };
+        self.current = Some(era);
+        era
+    }
 }
 
 /// A tool call's deadline: a server's `requestTimeout`, else `tool`.
@@ -88,6 +140,8 @@ impl Dispatcher {
     /// woke it go to it.
     pub(super) fn mcp_ready(&mut self, slot: usize) {
         let ext = &mut self.exts[slot];
+        ext.eras.found = ext.eras.current;
+        ext.eras.first = None;
         let Some(d) = ext.found.mcp.as_ref().and_then(|s| s.idle_timeout) else { return };
         ext.idle.last_used = Some(Instant::now());
         let id = ext.id;
@@ -181,13 +235,62 @@ impl Dispatcher {
             }
             McpMsg::Fail(why) => {
                 if self.exts[slot].life.starting() {
-                    self.fail(slot, why);
+                    self.handshake_failed(slot, why, false);
+                }
+            }
+            McpMsg::Refused(why) => {
+                if self.exts[slot].life.starting() {
+                    self.handshake_failed(slot, why, true);
                 }
             }
             McpMsg::Tools(tools) => self.replace_tools(slot, tools),
             McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
         }
+    }
+
+    /// A handshake try failed (`ended`: the server refused it or ended
+    /// before answering). Under `auto`, an `initialize` try that ended so
+    /// gets one modern try in a fresh process, once this one is gone; any
+    /// other failure fails the load, naming every try (PROTOCOL.md §8.4.3
+    /// rule 12). A try is never a crash.
+    pub(super) fn handshake_failed(&mut self, slot: usize, why: String, ended: bool) {
+        let ext = &mut self.exts[slot];
+        let Some(spec) = ext.found.mcp.as_ref() else { return self.fail(slot, why) };
+        let first_try = ext.eras.first.is_none() && ext.eras.current == Some(Era::Legacy);
+        let auto = spec.protocol == Protocol::Auto && ext.life == Life::Spawned && matches!(self.load.phase, Phase::Running | Phase::Loading);
+        if auto && ext.eras.found == Some(Era::Modern) && ext.eras.first.is_none() {
+            // The era found before failed on a restart: both tries again.
+            ext.log(&format!("{why}; trying initialize first again"));
+            ext.eras.found = None;
+            return self.try_again(slot);
+        }
+        if auto && first_try && ended {
+            ext.log(&format!("the initialize try failed; trying {} in a fresh process", era_name(Era::Modern)));
+            ext.eras.first = Some(why);
+            ext.eras.retry = true;
+            ext.eras.found = None;
+            return self.try_again(slot);
+        }
+        let why = match ext.eras.first.take() {
+            Some(first) => {
+                let (first, why) = (first.strip_prefix("initialize failed: ").unwrap_or(&first), why.strip_prefix("server/discover failed: ").unwrap_or(&why));
+                format!("initialize: {first}; server/discover: {why}")
+            }
+            None => why,
+        };
+        self.fail(slot, why);
+    }
+
+    /// Starts the server anew once its process is gone.
+    fn try_again(&mut self, slot: usize) {
+        let ext = &mut self.exts[slot];
+        if ext.proc.as_ref().is_none_or(|p| p.ended) {
+            ext.eras.retry_after_stop = false;
+            return self.start_again(slot);
+        }
+        ext.eras.retry_after_stop = true;
+        self.stop_one(slot);
     }
 
     /// The server listed its tools again: the new set replaces the old in

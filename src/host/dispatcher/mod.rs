@@ -61,6 +61,7 @@ use limits::Bucket;
 use load::{Load, Phase};
 use stop::StopStage;
 use crate::child::{Child, ChildMsg, Log};
+use crate::mcpserver::edge::McpMsg;
 use crate::discovery::discover_with;
 use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
@@ -108,6 +109,8 @@ pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
 pub(super) enum Inbox {
     Request(Request, Responder),
     Child(ExtId, ChildMsg),
+    /// From the edge of an MCP server (PROTOCOL.md §8): what has no zot frame.
+    Mcp(ExtId, McpMsg),
     /// The outcome of an extension's `call_tool`, to answer it with.
     CallToolDone { caller: ExtId, id: String, name: String, result: Result<Response, HostError> },
 }
@@ -335,6 +338,11 @@ impl Dispatcher {
         match msg {
             Inbox::Request(req, done) => self.on_request(req, done),
             Inbox::CallToolDone { caller, id, name, result } => self.on_call_tool_done(caller, id, name, result),
+            Inbox::Mcp(id, m) => {
+                if let Some(slot) = self.slot_of(id) {
+                    self.on_mcp(slot, m);
+                }
+            }
             Inbox::Child(id, m) => {
                 let Some(slot) = self.slot_of(id) else {
                     // A process given up on before its exit (no end after
@@ -350,7 +358,6 @@ impl Dispatcher {
                     ChildMsg::TooLong { id, len } => self.on_too_long(slot, id, len),
                     ChildMsg::Eof => self.on_eof(slot),
                     ChildMsg::Exited(status) => self.on_exit(slot, status),
-                    ChildMsg::Mcp(m) => self.on_mcp(slot, m),
                     // Sent only by a child read as lines (`zot ext check`).
                     ChildMsg::Line(_) => {}
                 }
@@ -460,18 +467,22 @@ impl Dispatcher {
             &expanded
         };
         let wrap = move |msg| Inbox::Child(id, msg);
+        let mut edge = None;
         let (spawned, hello_at) = match &ext.found.mcp {
             Some(spec) => {
-                let edge = mcp::edge(spec, &self.cfg, &log, inbox.clone(), id);
+                let era = ext.eras.next(spec.protocol);
+                log.line(&format!("handshake: trying {} ({})", mcp::era_name(era), mcp::opening_of(era)));
+                let e = mcp::edge(spec, era, &self.cfg, &log, inbox.clone(), id);
+                edge = Some(e.clone());
                 let at = after(spec.connect_timeout);
-                (Child::spawn_mcp(m, &exec, &env, &log, &queue, trace.as_ref(), edge, jail.as_ref(), inbox, wrap), at)
+                (Child::spawn_dialect(m, &exec, &env, &log, &queue, trace.as_ref(), e, jail.as_ref(), inbox, wrap), at)
             }
             None => (Child::spawn(m, &exec, &env, &log, &queue, trace.as_ref(), jail.as_ref(), inbox, wrap), hello_at),
         };
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
-                ext.proc = Some(Proc { child, exit: None, eof: false, ended: false, _tmp: plan.tmp });
+                ext.proc = Some(Proc { child, edge, exit: None, eof: false, ended: false, _tmp: plan.tmp });
                 self.at(hello_at, Timer::Hello(id));
             }
             Err(e) => self.fail(slot, format!("cannot start {}: {e}", exec.display())),

@@ -15,9 +15,13 @@ impl Dispatcher {
         match t {
             Timer::Hello(id) => {
                 let Some(slot) = ext_timer(self, id) else { return };
-                if self.exts[slot].life == Life::Spawned && self.exts[slot].proc.as_ref().is_some_and(|p| p.exit.is_none()) {
-                    let why = super::mcp::no_hello(&self.exts[slot], self.cfg.timeouts.hello);
-                    self.fail(slot, why);
+                let ext = &self.exts[slot];
+                // A server's whole handshake, its listing included, is
+                // bounded by its connectTimeout (PROTOCOL.md §8.2).
+                let waiting = ext.life == Life::Spawned || (ext.life == Life::Registering && ext.found.mcp.is_some());
+                if waiting && ext.proc.as_ref().is_some_and(|p| p.exit.is_none()) {
+                    let why = super::mcp::no_hello(ext, self.cfg.timeouts.hello);
+                    self.handshake_failed(slot, why, false);
                 }
             }
             Timer::ReadyIdle(id) => {

@@ -1,0 +1,424 @@
+//! The edge of one MCP server's process: JSON-RPC 2.0 on its stdio
+//! translated into the host's own messages, so that nothing above the
+//! child knows the dialect (PROTOCOL.md §8.2, §8.3, §8.4.3). It is the
+//! child's [`Dialect`], chosen when the server is spawned, in the era the
+//! host tries it in ([`Era`]).
+//!
+//! From the server (the reader thread, [`Edge::incoming`]): the handshake's
+//! answer becomes `hello` ([`handshake`]), the tools and prompts it lists
+//! `register_tool` and `register_command`, the end of the first listing
+//! `ready`, a `tools/call` answer `tool_result`, a `prompts/get` answer
+//! `command_response` ([`calls`]); a later listing replaces the tools
+//! ([`McpMsg::Tools`]) or the prompts ([`McpMsg::Prompts`]), progress is
+//! [`McpMsg::Progress`]. Its own requests are answered here.
+//!
+//! To the server (the dispatcher's sends, [`Edge::outgoing`], in [`calls`]):
+//! `tool_call` becomes `tools/call` with a `progressToken`, `tool_cancel`
+//! `notifications/cancelled`, `command_invoked` `prompts/get`; `hello_ack`
+//! and `shutdown` write nothing (the stop closes stdin, MCP's shutdown).
+//!
+//! Request ids are this edge's own counter, so none collides with another
+//! and a server's answer is matched to what was asked.
+
+mod calls;
+mod handshake;
+
+use super::config::{Roots, ServerSpec};
+use crate::child::{ChildMsg, Dialect, Log};
+use crate::protocol::{ExtFrame, ToolMore};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+pub use handshake::{MODERN, PROTOCOL};
+
+/// JSON-RPC's "method not found".
+const NOT_FOUND: i64 = -32601;
+
+/// The era a process is spoken to in (PROTOCOL.md §8.4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` first (`2025-11-25` and before).
+    Legacy,
+    /// `server/discover` first, the envelope on every request (`2026-07-28`).
+    Modern,
+}
+
+/// What the edge hands the dispatcher.
+#[derive(Debug)]
+pub enum EdgeMsg {
+    /// What a zot extension would have said.
+    Child(ChildMsg),
+    Mcp(McpMsg),
+}
+
+/// What the edge tells the dispatcher beside frames.
+#[derive(Debug)]
+pub enum McpMsg {
+    /// Bytes to write to the server (answers to its requests, further
+    /// pages, the lists after `list_changed`).
+    Write(Vec<u8>),
+    /// The handshake failed; the load fails with this reason.
+    Fail(String),
+    /// The server refused the handshake with a JSON-RPC error: under
+    /// `auto` the other era may be tried (PROTOCOL.md §8.4.3 rule 12b).
+    Refused(String),
+    /// The server listed its tools again: the whole new set.
+    Tools(Vec<Tool>),
+    /// The server listed its prompts again: the whole new set of commands,
+    /// each with its description.
+    Prompts(Vec<(String, String)>),
+    /// `notifications/progress` for the tool call with host id `id`.
+    Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
+}
+
+/// A tool as offered to the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub more: ToolMore,
+}
+
+/// A prompt, offered as a command.
+#[derive(Debug, Clone)]
+struct Prompt {
+    offered: String,
+    own: String,
+    /// Its arguments in declared order, and whether each is required.
+    args: Vec<(String, bool)>,
+}
+
+enum Pending {
+    Initialize,
+    Discover { retried: bool },
+    Tools,
+    Prompts,
+    Listen,
+    /// `params` kept to ask again after `input_required`, with the rounds so far.
+    Call { host_id: String, params: Option<Value>, rounds: u8 },
+    Prompt { host_id: String, params: Value, rounds: u8 },
+}
+
+/// A listing under way (PROTOCOL.md §8.2: bounded by a repeated cursor,
+/// a page count and an entry count).
+#[derive(Default)]
+struct Listing {
+    items: Vec<Value>,
+    cursors: Vec<String>,
+    pages: usize,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    pending: HashMap<u64, Pending>,
+    /// `ready` was sent: later listings replace the tools.
+    ready: bool,
+    /// Initial lists still to be answered.
+    outstanding: u8,
+    protocol_version: Option<String>,
+    server_info: Option<Value>,
+    /// The tools offered, with the server's own name of each.
+    tools: Vec<(Tool, String)>,
+    /// Tools gathered over the pages of a listing under way.
+    gathering: Option<Listing>,
+    /// A `list_changed` came while a listing was under way.
+    list_again: bool,
+    prompts: Vec<Prompt>,
+    /// Prompts gathered over the pages of a listing under way.
+    prompt_pages: Option<Listing>,
+    /// A prompts `list_changed` came while a listing was under way.
+    prompts_again: bool,
+    /// Tool calls in flight: host id → request id.
+    calls: HashMap<String, u64>,
+    /// Modern: the envelope every request carries.
+    envelope: Option<Value>,
+    /// Modern: the filter of the subscription zot keeps open, and how often
+    /// it was reopened.
+    listen: Option<Value>,
+    reopened: u8,
+}
+
+/// The per-process translator, shared by the reader thread and the
+/// dispatcher's sends.
+pub struct Edge {
+    spec: Arc<ServerSpec>,
+    era: Era,
+    client_version: String,
+    /// `file://` URIs for `roots/list`, when the entry opts in.
+    roots: Option<Vec<String>>,
+    log: Log,
+    emit: Arc<dyn Fn(EdgeMsg) + Send + Sync>,
+    st: Mutex<State>,
+}
+
+/// What listings show of a server once it answered its handshake.
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    pub protocol_version: Option<String>,
+    pub server_info: Option<Value>,
+}
+
+impl Edge {
+    /// An edge for one process of `spec`, spoken to in `era`; `emit` hands
+    /// messages to the dispatcher; `project` is `--cwd` (for `"roots": true`).
+    pub fn new(spec: Arc<ServerSpec>, era: Era, client_version: &str, project: &Path, log: Log, emit: Arc<dyn Fn(EdgeMsg) + Send + Sync>) -> Edge {
+        let uri = |p: &Path| format!("file://{}", p.display());
+        let roots = match &spec.roots {
+            Roots::Off => None,
+            Roots::Project => Some(vec![uri(project)]),
+            Roots::Dirs(d) => Some(d.iter().map(|p| uri(p)).collect()),
+        };
+        Edge { spec, era, client_version: client_version.to_string(), roots, log, emit, st: Mutex::new(State::default()) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The protocol version and server info, once known.
+    pub fn info(&self) -> Info {
+        let st = self.state();
+        Info { protocol_version: st.protocol_version.clone(), server_info: st.server_info.clone() }
+    }
+
+    fn send(&self, m: ChildMsg) {
+        (self.emit)(EdgeMsg::Child(m))
+    }
+
+    fn tell(&self, m: McpMsg) {
+        (self.emit)(EdgeMsg::Mcp(m))
+    }
+
+    fn write(&self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            self.tell(McpMsg::Write(bytes));
+        }
+    }
+
+    // ----- from the server ------------------------------------------------
+
+    fn junk(&self, line: &[u8], why: &str) {
+        self.log.line(&format!("skipped a stdout line ({why}): {}", crate::child::preview(line)));
+    }
+
+    fn server_request(&self, method: &str, id: Value) {
+        if self.era == Era::Modern {
+            // 2026-07-28 servers send no requests on stdio.
+            self.log.line(&format!("refused the server's {method} request: a 2026-07-28 server sends no requests"));
+            return self.write(line(&error_reply(id, &format!("method {method:?} not found"))));
+        }
+        let reply = match method {
+            "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            "roots/list" if self.roots.is_some() => json!({"jsonrpc": "2.0", "id": id, "result": self.roots_result()}),
+            "sampling/createMessage" | "elicitation/create" | "roots/list" => {
+                self.log.line(&format!("refused the server's {method} request: not supported by this host"));
+                error_reply(id, "not supported by this host")
+            }
+            other => {
+                self.log.line(&format!("refused the server's {other} request: unknown method"));
+                error_reply(id, &format!("method {other:?} not found"))
+            }
+        };
+        self.write(line(&reply));
+    }
+
+    fn roots_result(&self) -> Value {
+        let roots: Vec<Value> = self.roots.iter().flatten().map(|u| json!({"uri": u})).collect();
+        json!({ "roots": roots })
+    }
+
+    fn notification(&self, method: &str, params: Value) {
+        match method {
+            "notifications/progress" => {
+                let token = match params.get("progressToken") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Number(n)) => n.to_string(),
+                    _ => return self.log.line("dropped a progress notification without a progressToken"),
+                };
+                if !self.state().calls.contains_key(&token) {
+                    return self.log.line(&format!("dropped progress for token {token:?}: no such call in flight"));
+                }
+                let progress = params.get("progress").cloned().unwrap_or(Value::Null);
+                let total = params.get("total").filter(|v| v.is_number()).cloned();
+                let message = params.get("message").and_then(Value::as_str).map(str::to_string);
+                self.tell(McpMsg::Progress { id: token, progress, total, message });
+            }
+            "notifications/tools/list_changed" => {
+                let mut st = self.state();
+                if !st.ready || st.gathering.is_some() {
+                    st.list_again = true;
+                    return;
+                }
+                let bytes = handshake::list_tools(&mut st, None);
+                drop(st);
+                self.write(bytes);
+            }
+            "notifications/prompts/list_changed" => {
+                let mut st = self.state();
+                if !st.ready || st.prompt_pages.is_some() {
+                    st.prompts_again = true;
+                    return;
+                }
+                let bytes = handshake::list_prompts(&mut st, None);
+                drop(st);
+                self.write(bytes);
+            }
+            "notifications/message" => {
+                let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+                let logger = params.get("logger").and_then(Value::as_str).map(|l| format!(" {l}:")).unwrap_or_default();
+                let data = match params.get("data") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                self.log.line(&format!("server log [{level}]{logger} {data}"));
+            }
+            "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
+            other => self.log.line(&format!("ignored the server's notification {other}")),
+        }
+    }
+
+    fn response(&self, id: Value, result: Result<Value, Value>) {
+        let Some(n) = id.as_u64() else {
+            return self.log.line(&format!("dropped a response for unknown request id {id}"));
+        };
+        let mut st = self.state();
+        let Some(p) = st.pending.remove(&n) else {
+            drop(st);
+            return self.log.line(&format!("dropped a response for unknown request id {n}"));
+        };
+        match p {
+            Pending::Initialize => {
+                drop(st);
+                self.initialized(result)
+            }
+            Pending::Discover { retried } => {
+                drop(st);
+                self.discovered(result, retried)
+            }
+            Pending::Tools => {
+                let next = self.tools_page(&mut st, result);
+                drop(st);
+                self.write(next);
+            }
+            Pending::Prompts => {
+                let next = self.prompts_page(&mut st, result);
+                drop(st);
+                self.write(next);
+            }
+            Pending::Listen => {
+                drop(st);
+                self.listen_ended(result)
+            }
+            Pending::Call { host_id, params, rounds } => {
+                st.calls.remove(&host_id);
+                drop(st);
+                self.call_done(host_id, params, rounds, result);
+            }
+            Pending::Prompt { host_id, params, rounds } => {
+                drop(st);
+                self.prompt_done(host_id, params, rounds, result);
+            }
+        }
+    }
+}
+
+impl Dialect for Edge {
+    /// The handshake's first request, the first line the server reads.
+    fn opening(&self) -> Vec<u8> {
+        match self.era {
+            Era::Legacy => self.initialize(),
+            Era::Modern => self.discover(false),
+        }
+    }
+
+    /// One line of the server's stdout.
+    fn incoming(&self, line: &[u8]) {
+        let m: Message = match serde_json::from_slice(line) {
+            Ok(m) => m,
+            Err(_) if serde_json::from_slice::<Value>(line).is_ok() => return self.junk(line, "not a JSON-RPC object"),
+            Err(_) => return self.junk(line, "not JSON"),
+        };
+        match (m.method, m.id) {
+            (Some(method), Some(id)) => self.server_request(&method, id),
+            (Some(method), None) => self.notification(&method, m.params.unwrap_or(Value::Null)),
+            (None, Some(id)) if m.result.is_some() || m.error.is_some() => {
+                let result = match m.error {
+                    Some(e) => Err(e),
+                    None => Ok(m.result.unwrap_or(Value::Null)),
+                };
+                self.response(id, result)
+            }
+            _ => self.junk(line, "neither a request, a notification nor a response"),
+        }
+    }
+
+    fn outgoing(&self, frame: &[u8]) -> Vec<u8> {
+        self.translate(frame)
+    }
+}
+
+/// One JSON-RPC message from the server, read in one pass.
+#[derive(serde::Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// A request line with the next id, carrying the envelope of a modern
+/// server; what it asks is remembered.
+fn request(st: &mut State, p: Pending, method: &str, mut params: Value) -> Vec<u8> {
+    st.next += 1;
+    let id = st.next;
+    st.pending.insert(id, p);
+    if let (Some(env), Value::Object(o)) = (&st.envelope, &mut params) {
+        let meta = o.entry("_meta").or_insert_with(|| json!({}));
+        if let (Value::Object(m), Value::Object(e)) = (meta, env) {
+            for (k, v) in e {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+}
+
+fn error_reply(id: Value, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": NOT_FOUND, "message": message}})
+}
+
+/// A JSON-RPC error's message (its code when there is none).
+fn error_text(e: &Value) -> String {
+    match e.get("message").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => format!("error {}", e.get("code").map(Value::to_string).unwrap_or_else(|| e.to_string())),
+    }
+}
+
+fn line(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+/// An empty params object.
+fn no_params() -> Value {
+    Value::Object(Map::new())
+}
+
+/// What a frame of the host becomes is in [`calls`]; these are the frames
+/// the edge makes of its own.
+fn frame(f: ExtFrame) -> ChildMsg {
+    ChildMsg::Frame(f)
+}
