@@ -161,7 +161,9 @@ struct Serve {
 impl Serve {
     fn start(t: &TempDir, ext: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Serve {
         let e = ext.display().to_string();
-        let mut args = vec!["serve", "--no-ext", "--ext", e.as_str()];
+        // A scaffold's interpreter (tsx, node) can take seconds to say hello
+        // on a loaded machine: the hello deadline is not what these tests are about.
+        let mut args = vec!["serve", "--no-ext", "--ext", e.as_str(), "--hello-timeout", "60"];
         args.extend_from_slice(extra);
         let mut c = zot_cmd(t.path(), &args);
         for (k, v) in env {
