@@ -153,7 +153,7 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
                 Severity::Error,
                 "mcp_handshake",
                 "still connecting when the ready grace ran out; its tools come later",
-                format!("see {logs}; a slow start (npx, uvx) may need --ready-grace, or \"connectTimeout\" in {file}"),
+                format!("see {logs}; a slow start (npx, uvx, node on a busy machine) needs a longer --ready-grace, such as 30 (and a start over 30 s a longer \"connectTimeout\" in {file})"),
             ));
         }
         "untrusted" => e.findings.push(finding(
