@@ -112,7 +112,7 @@ impl Console {
                     .map(|e| {
                         // Its confinement mark (docs/protocol.md §9.3) before its folder.
                         let mark = self.style.dim(&format!("{:<15}", e.confinement_mark));
-                        let mut s = format!("  {:<16} {:<8} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
+                        let mut s = format!("  {:<16} {:<10} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
                         let broken_file = e.error.as_deref().is_some_and(|x| x.contains(crate::manifest::BROKEN_CONFIG));
                         if e.kind == "mcp" && broken_file {
                             s.push_str(&format!("  {}", self.style.dim("(MCP config file)")));
