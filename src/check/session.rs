@@ -60,7 +60,7 @@ pub(super) struct Session<'a> {
     exited: Option<(Instant, ExitStatus)>,
     eof: bool,
     /// Once the exit is seen: until when stdout may still bring lines
-    /// written before it (PROTOCOL.md §3 rule 8).
+    /// written before it (docs/protocol.md §3 rule 8).
     exit_grace: Option<Instant>,
     /// The process exited and its output is over: nothing more is read.
     output_over: bool,
@@ -232,7 +232,7 @@ impl<'a> Session<'a> {
     /// Waits for the next frame until `deadline`; junk lines are reported
     /// and skipped on the way. The exit and the last stdout lines come
     /// from different threads, so the exit may be seen first: as the host
-    /// does (PROTOCOL.md §3 rule 8), what it wrote before exiting is still
+    /// does (docs/protocol.md §3 rule 8), what it wrote before exiting is still
     /// read, up to stdout's end or [`EXIT_WAIT`] after the exit was seen
     /// (a grandchild holding stdout open), whatever `deadline` says, and
     /// only then is it [`Step::Gone`].
