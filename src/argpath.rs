@@ -1,5 +1,5 @@
 //! Paths given on the command line, checked before anything is spawned
-//! (PROTOCOL.md §4): an `--ext PATH` must be a folder holding
+//! (docs/protocol.md §4): an `--ext PATH` must be a folder holding
 //! `extension.json` or that file itself, an `--mcp-config FILE` a file. A
 //! path that is neither is `--ext PATH: <why>` (the front end adds `zot: `
 //! and exits 1), so that a typo is never a silent empty run.

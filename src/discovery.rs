@@ -42,7 +42,7 @@ pub struct Found {
     pub manifest: Manifest,
     /// Where it was found.
     pub source: Source,
-    /// For an MCP server (PROTOCOL.md §8): its configuration entry.
+    /// For an MCP server (docs/protocol.md §8): its configuration entry.
     pub mcp: Option<Arc<ServerSpec>>,
 }
 
@@ -134,7 +134,7 @@ pub fn discover(sources: &Sources, cwd: &Path, home: &Home, trust_project: bool)
     discover_with(sources, &[], cwd, home, trust_project)
 }
 
-/// [`discover`], with the MCP servers (PROTOCOL.md §8.1) of the
+/// [`discover`], with the MCP servers (docs/protocol.md §8.1) of the
 /// `--mcp-config` files `mcp_configs` (in command-line order) and of the
 /// project and global `mcp.json`, each after the extensions of its source.
 pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, home: &Home, trust_project: bool) -> Discovery {
@@ -297,7 +297,7 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> St
 
 /// `zot trust`'s line for each project-local extension and MCP server of
 /// the project `dir` that can be read: what it may read, write and reach
-/// (PROTOCOL.md §9.3).
+/// (docs/protocol.md §9.3).
 pub fn project_reach(dir: &Path) -> Vec<String> {
     scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
         .into_iter()

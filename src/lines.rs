@@ -6,7 +6,7 @@
 use std::io::{self, BufRead, Read};
 
 /// How much of a skipped line is kept: enough to find the `id` of a reply
-/// (PROTOCOL.md §3 rule 9) and for diagnostics.
+/// (docs/protocol.md §3 rule 9) and for diagnostics.
 pub const HEAD: usize = 64 * 1024;
 
 /// One line read.

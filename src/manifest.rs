@@ -80,11 +80,11 @@ pub struct Manifest {
     pub theme: Option<PathBuf>,
     /// `env`, unexpanded, in key order (expanded from the host's environment at spawn).
     pub env: Vec<(String, String)>,
-    /// `restart` (PROTOCOL.md §7.1); `never` when absent.
+    /// `restart` (docs/protocol.md §7.1); `never` when absent.
     pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).
     pub dir: PathBuf,
-    /// `confine` (PROTOCOL.md §9.1), when declared.
+    /// `confine` (docs/protocol.md §9.1), when declared.
     pub(crate) confine: Option<crate::confine::Declared>,
 }
 

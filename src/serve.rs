@@ -1,4 +1,4 @@
-//! `zot serve`: the host protocol of PROTOCOL.md §4 on stdin/stdout, so an
+//! `zot serve`: the host protocol of docs/protocol.md §4 on stdin/stdout, so an
 //! agent in any language can use zot as its extension subsystem. Requests
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
@@ -27,7 +27,7 @@ pub fn run(config: Config) -> i32 {
 ///
 /// Responses and notifications are queued for the one writer thread from
 /// the host's dispatcher thread, where they happen, so they are written in
-/// that order (PROTOCOL.md §4, order of output). Requests are read at once:
+/// that order (docs/protocol.md §4, order of output). Requests are read at once:
 /// `ping` and `list` are answered during the initial load, the others wait
 /// in the host for it to end.
 /// With `direct`, a non-blocking description of the same output
@@ -145,7 +145,7 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
                 let e = HostError::ShuttingDown;
                 out_tx.line(&err(Some(&id), e.code(), &e.to_string()));
             }
-            // Its cancel would be ambiguous (PROTOCOL.md §4): not run.
+            // Its cancel would be ambiguous (docs/protocol.md §4): not run.
             Ok((id, _)) if in_flight.busy(&id) => {
                 let msg = format!("id {id} is already in use by a request still in flight");
                 out_tx.line(&err(Some(&id), "bad_request", &msg));
@@ -429,7 +429,7 @@ fn opt_id(p: &mut Map<String, Value>, key: &str) -> Result<Option<String>, Strin
     }
 }
 
-/// A response line; fields in the order of PROTOCOL.md §4.
+/// A response line; fields in the order of docs/protocol.md §4.
 #[derive(Serialize)]
 struct Reply<'a, T: Serialize> {
     #[serde(rename = "type")]

@@ -1,4 +1,4 @@
-//! The lifecycle of a call whoever makes it (PROTOCOL.md §6.1, §6.4,
+//! The lifecycle of a call whoever makes it (docs/protocol.md §6.1, §6.4,
 //! §8.3): an extension's `call_tool` ends with the `tool_result` event as
 //! a model's call does, for an extension's tool and an MCP server's; and
 //! a request parked for a restarting extension runs on that extension or
@@ -71,7 +71,7 @@ fn an_extensions_call_tool_ends_with_the_tool_result_event() {
 
 #[test]
 fn a_request_parked_for_a_name_its_owner_gives_up_never_runs_on_the_next_owner() {
-    // PROTOCOL.md §7.1: `a` owns `t`, `b` has it shadowed; `a` crashes and
+    // docs/protocol.md §7.1: `a` owns `t`, `b` has it shadowed; `a` crashes and
     // comes back without `t`. Its new process waits at a gate the test
     // opens once the request is parked, so the outcome does not hang on
     // timing.
@@ -115,7 +115,7 @@ fn a_request_parked_for_a_name_its_owner_gives_up_never_runs_on_the_next_owner()
 
 #[test]
 fn calls_for_a_name_nobody_has_wait_for_the_servers_still_starting() {
-    // PROTOCOL.md §8.2. The server waits at a gate the test opens once the
+    // docs/protocol.md §8.2. The server waits at a gate the test opens once the
     // calls are made; the load ends (ready grace) before it.
     let t = TempDir::new("lifecycle-starting");
     let gate = t.path().join("gate");

@@ -1,4 +1,4 @@
-//! Confinement (PROTOCOL.md §9) with real processes: a probe extension
+//! Confinement (docs/protocol.md §9) with real processes: a probe extension
 //! (tests/fixtures/probe.py) tries what a confined process must not do and
 //! reports the kernel's answer; each refusal has its control, the same
 //! probe from an unconfined extension succeeding.

@@ -1,4 +1,4 @@
-//! The base set of a confined process (PROTOCOL.md §9.2) for the programs
+//! The base set of a confined process (docs/protocol.md §9.2) for the programs
 //! people really run: each confined extension must start and answer, and
 //! still be refused what lies outside its grants. A pyenv-style Python in
 //! a home folder, Node and a `node_modules/.bin` tool outside the

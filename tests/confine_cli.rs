@@ -1,4 +1,4 @@
-//! Confinement (PROTOCOL.md §9) through the real binary: `--confine` and
+//! Confinement (docs/protocol.md §9) through the real binary: `--confine` and
 //! `ZOT_CONFINE`, an invalid `confine`, the listings' `confinement`, `zot
 //! trust`'s lines, real MCP servers confined through their `mcp.json`
 //! entry (and VS Code's `sandbox` form), and a Python project extension

@@ -160,7 +160,7 @@ fn calls_ext(t: &TempDir, name: &str, mut cfg: serde_json::Value) -> PathBuf {
 
 #[test]
 fn ctrl_c_while_the_intercept_chain_runs_means_the_tool_never_runs() {
-    // PROTOCOL.md §6.1: a call cancelled before it reached its tool never
+    // docs/protocol.md §6.1: a call cancelled before it reached its tool never
     // reaches it. The interceptor answers 1.5 s later.
     let t = TempDir::new("tty-cancel-chain");
     let t1 = calls_ext(&t, "t1", serde_json::json!({"tools": ["target"], "commands": ["t1ping"]}));

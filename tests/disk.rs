@@ -279,7 +279,7 @@ fn without_a_manifest_env_the_agent_markers_are_still_set() {
     stop(&mut z);
 }
 
-/// PROTOCOL.md §1's order: the host's environment, then zot's own
+/// docs/protocol.md §1's order: the host's environment, then zot's own
 /// variables (the instance marker among them), then the manifest's `env`,
 /// which wins over both.
 #[test]
@@ -370,7 +370,7 @@ fn project_extensions_run_only_in_a_trusted_project_and_a_changed_exec_voids_tru
     // zot trust DIR: recorded by canonical path; then it runs.
     let r = trust_cmd(t.path(), &["trust", s(&proj)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // What it may do is shown first (PROTOCOL.md §9.3): it declares nothing.
+    // What it may do is shown first (docs/protocol.md §9.3): it declares nothing.
     assert_eq!(r.stdout, format!("  local: full access to your files and network\ntrusted {} (1 project extension(s): local)\n", canon.display()));
     let file: Value = serde_json::from_slice(&fs::read(t.path().join("zot-home/trust.json")).expect("trust.json")).expect("json");
     assert_eq!(file["projects"][0]["dir"], s(&canon));

@@ -1,4 +1,4 @@
-//! Request ids are their JSON text (PROTOCOL.md §4): echoed digit for
+//! Request ids are their JSON text (docs/protocol.md §4): echoed digit for
 //! digit and escape for escape by `zot serve` and `zot mcp`, compared as
 //! text (a `cancel` naming 2^64+1 does not cancel request 2^64), and a
 //! request reusing the id of one still in flight is refused, not run.

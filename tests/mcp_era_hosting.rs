@@ -1,4 +1,4 @@
-//! Hosted MCP servers of both eras (PROTOCOL.md §8.4.3): a server of
+//! Hosted MCP servers of both eras (docs/protocol.md §8.4.3): a server of
 //! 2026-07-28 alone written with the official Python SDK (its `Server`
 //! serves both eras; a middleware refuses `initialize`), the same server
 //! dual-era (legacy under `auto`, modern when pinned), a raw legacy server

@@ -250,7 +250,7 @@ fn handshake_failures_fail_that_server_only() {
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     // A server is named by what it failed to do: answer initialize.
-    // Under auto (PROTOCOL.md §8.4.3 rule 12b) server/discover follows.
+    // Under auto (docs/protocol.md §8.4.3 rule 12b) server/discover follows.
     let gone = s.wait_state("gone", "failed");
     let want = "initialize: exited before answering initialize (exit code 4); server/discover: exited before answering server/discover (exit code 4)";
     assert!(gone["error"].as_str().unwrap_or("").starts_with(want), "{gone}");

@@ -1397,7 +1397,11 @@ fn ext_restart(t: &TempDir, name: &str, restart: &str, flags: &[&str]) -> PathBu
 fn a_crashed_extension_comes_back_and_a_call_made_meanwhile_is_answered_by_it() {
     // docs/protocol.md §7.1.
     let t = TempDir::new("serve-restart");
-    let a = ext_restart(&t, "a", "on-failure", &["--tools", "crash,echo"]);
+    // Its frames up to ready leave in one write: on a busy machine a quiet
+    // spell after hello_ack would have the host count the restarted `a`
+    // ready before it registered `echo`, and the call made meanwhile would
+    // rightly be unknown_tool (§7.1: it did not register the name again).
+    let a = ext_restart(&t, "a", "on-failure", &["--tools", "crash,echo", "--burst"]);
     // The call made meanwhile waits for the restart and a Python start-up:
     // its deadline is not what this test is about, so it is long.
     let mut s = Serve::start(&t, &[a], &["--tool-timeout", "60", "--hello-timeout", "60"]);
@@ -1407,7 +1411,7 @@ fn a_crashed_extension_comes_back_and_a_call_made_meanwhile_is_answered_by_it() 
     assert_eq!(crash["error"]["code"], "extension_exited", "{crash}");
     // Sent while it restarts: waits for the new process.
     let r = s.request(json!({"id": "during", "type": "tool", "name": "echo", "args": {"k": 1}}));
-    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["ok"], true, "{r}\n{}", read_log(&t, "a"));
     assert_eq!(echoed(&r["result"])["args"], json!({"k": 1}));
     let order: Vec<&str> = s
         .frames
@@ -1461,11 +1465,14 @@ fn a_reload_announces_the_tools_that_went_and_came() {
     // after a reload that is what an extension has now and what it lost,
     // and an extension that does not come back lost all of its tools.
     let t = TempDir::new("serve-reload-tools");
-    let a = ext(&t, "a", &["--tools", "keep,gone"]);
+    // What `a` has after the reload is what it registered before it was
+    // counted ready: its frames up to ready leave in one write, and the
+    // reload waits for it however slowly Python starts on a busy machine.
+    let a = ext(&t, "a", &["--tools", "keep,gone", "--burst"]);
     let b = ext(&t, "b", &["--tools", "only_b"]);
-    let mut s = Serve::start(&t, &[a, b.clone()], &[]);
+    let mut s = Serve::start(&t, &[a, b.clone()], &["--ready-grace", "60", "--hello-timeout", "60"]);
     s.ready_all();
-    ext(&t, "a", &["--tools", "keep,new"]);
+    ext(&t, "a", &["--tools", "keep,new", "--burst"]);
     std::fs::write(b.join("extension.json"), r#"{"name":"b","exec":"./nope"}"#).unwrap();
     s.ok(json!({"id": 1, "type": "reload"}));
     let changed: Vec<Value> = s.notes("tools_changed");

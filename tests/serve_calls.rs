@@ -542,7 +542,7 @@ fn a_name_given_up_for_good_goes_to_the_next_in_load_order() {
     s.ready();
     let r = s.request(json!({"id": "crash", "type": "tool", "name": "crash"}));
     assert_eq!(code(&r), "extension_exited", "{r}");
-    // A request parked meanwhile fails as unknown (PROTOCOL.md §7.1:
+    // A request parked meanwhile fails as unknown (docs/protocol.md §7.1:
     // `call_lifecycle::a_request_parked_for_a_name_its_owner_gives_up_never_runs_on_the_next_owner`);
     // once the restart gave the name up, requests go to r1.
     let changed = s.find("tools_changed", |f| f["type"] == "tools_changed");

@@ -1,5 +1,5 @@
 //! What a trusted project runs from beyond an extension's own files
-//! (PROTOCOL.md §7.3), through the real binary: content reached through a
+//! (docs/protocol.md §7.3), through the real binary: content reached through a
 //! link counts wherever it is, a `.git/` the walk leaves out included;
 //! scripts, folders, interpreters and module paths a project's extensions
 //! and servers name outside `.zot` count too; and what the fingerprint

@@ -1,4 +1,4 @@
-//! Confinement's cost (PROTOCOL.md §9.4): start to `ready` of ten echo
+//! Confinement's cost (docs/protocol.md §9.4): start to `ready` of ten echo
 //! extensions declaring `"confine": {}` against the same ten declaring
 //! nothing, interleaved, and the tool round trip through a confined echo
 //! against an unconfined one. The difference per start is the ruleset, the

@@ -8,7 +8,7 @@
 //! through the [`Host`](crate::host::Host), because it must see raw lines
 //! and their order: spawned in its own process group, cwd its manifest's
 //! directory, its manifest's `env` added to its environment as the host
-//! adds it (PROTOCOL.md §7.2, expanded from the check's own environment),
+//! adds it (docs/protocol.md §7.2, expanded from the check's own environment),
 //! `ZOT_HOME` a temporary directory (removed afterwards), stderr to a file
 //! in it, stdout read as lines. The sequence:
 //!
@@ -34,10 +34,11 @@
 //!
 //! Every stdout line is checked on the way: not a frame, an unknown type,
 //! missing or mistyped fields. The lines written just before an exit count
-//! too, as for the host (PROTOCOL.md §3 rule 8): once the exit is seen,
-//! stdout is read to its end, or for [`EXIT_GRACE`](crate::child::EXIT_GRACE)
-//! (100 ms) more when a grandchild holds it open, before the check
-//! concludes. Times are reported as the host would see them: the 200 ms
+//! too, as for the host (docs/protocol.md §3 rule 8): once the exit is seen,
+//! stdout is read to its end, or for 2 s more when a grandchild holds it
+//! open (longer than the host's 100 ms, so that a busy machine does not
+//! make the report misjudge it), before the check concludes. Times are
+//! reported as the host would see them: the 200 ms
 //! hold of `hello_ack` is not counted.
 //!
 //! Exit code: 0 when there is no error (warnings do not fail), 1 otherwise.

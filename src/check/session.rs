@@ -1,7 +1,7 @@
 //! One check session, on a thread of its own that outlives the extension's
 //! process: the state of the extension as the check drives it (the
 //! handshake, then the stop), its output read past its exit as the host
-//! reads it (to stdout's end, or [`EXIT_GRACE`] more); what it sends is
+//! reads it (to stdout's end, or [`EXIT_WAIT`] more); what it sends is
 //! judged in [`frames`], what it is asked in [`calls`].
 
 mod calls;
@@ -9,7 +9,7 @@ mod frames;
 
 use super::run::{group_members, group_running, spawn, Ev, Proc, Sandbox};
 use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
-use crate::child::{EXIT_GRACE, MAX_LINE};
+use crate::child::MAX_LINE;
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
@@ -22,12 +22,20 @@ use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// How long the output is read past the exit when stdout does not end
+/// with it (a grandchild holds it open). Longer than the host's
+/// [`EXIT_GRACE`](crate::child::EXIT_GRACE): a report must not misjudge
+/// what an extension wrote before its exit because the machine was busy
+/// when it was read; only an extension whose grandchild keeps stdout open
+/// pays for it, once.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
 /// What waiting produced.
 enum Step {
     Frame(Box<ExtFrame>, Instant),
     Timeout,
     /// Stdout closed, or the process exited and its output is over:
-    /// stdout read to its end, or [`EXIT_GRACE`] past the exit.
+    /// stdout read to its end, or [`EXIT_WAIT`] past the exit.
     Gone,
     /// A malformed reply to a request in flight (already reported).
     Malformed,
@@ -52,7 +60,7 @@ pub(super) struct Session<'a> {
     exited: Option<(Instant, ExitStatus)>,
     eof: bool,
     /// Once the exit is seen: until when stdout may still bring lines
-    /// written before it (PROTOCOL.md §3 rule 8).
+    /// written before it (docs/protocol.md §3 rule 8).
     exit_grace: Option<Instant>,
     /// The process exited and its output is over: nothing more is read.
     output_over: bool,
@@ -224,8 +232,8 @@ impl<'a> Session<'a> {
     /// Waits for the next frame until `deadline`; junk lines are reported
     /// and skipped on the way. The exit and the last stdout lines come
     /// from different threads, so the exit may be seen first: as the host
-    /// does (PROTOCOL.md §3 rule 8), what it wrote before exiting is still
-    /// read, up to stdout's end or [`EXIT_GRACE`] after the exit was seen
+    /// does (docs/protocol.md §3 rule 8), what it wrote before exiting is still
+    /// read, up to stdout's end or [`EXIT_WAIT`] after the exit was seen
     /// (a grandchild holding stdout open), whatever `deadline` says, and
     /// only then is it [`Step::Gone`].
     fn next(&mut self, deadline: Instant) -> Step {
@@ -259,7 +267,7 @@ impl<'a> Session<'a> {
                         self.output_over = true;
                         return Step::Gone;
                     }
-                    self.exit_grace = Some(Instant::now() + EXIT_GRACE);
+                    self.exit_grace = Some(Instant::now() + EXIT_WAIT);
                 }
                 Ev::TooLong(n) => self.f.error(
                     "line_too_long",
@@ -463,7 +471,7 @@ impl<'a> Session<'a> {
     }
 
     /// Once the exit is seen: reads (and judges) what is left of its
-    /// output, to stdout's end or the end of [`EXIT_GRACE`].
+    /// output, to stdout's end or the end of [`EXIT_WAIT`].
     fn drain_output(&mut self) {
         while self.exited.is_some() && !self.output_over {
             match self.next(Instant::now()) {
@@ -527,8 +535,10 @@ impl<'a> Session<'a> {
     fn report_gone(&mut self, when: &str) {
         self.gone_reported = true;
         if self.exited.is_none() {
-            // Stdout closed: the exit status usually follows at once.
-            let deadline = Instant::now() + Duration::from_millis(500);
+            // Stdout closed: the exit status usually follows at once, but
+            // a busy machine may report it late; only a process that runs
+            // on without its stdout waits this out.
+            let deadline = Instant::now() + Duration::from_secs(5);
             self.drain_exit(deadline);
         }
         let how = match self.exited {

@@ -140,11 +140,17 @@ pub(super) struct CancellableRead {
     cancel: Cancel,
     buf: Vec<u8>,
     pos: usize,
+    /// Bytes read since the token fired.
+    late: usize,
 }
+
+/// What is still read once the token fired: what the process wrote before
+/// it went, not a descendant's endless stream.
+const LATE_LIMIT: usize = 1 << 20;
 
 impl CancellableRead {
     pub(super) fn new(file: File, cancel: Cancel, capacity: usize) -> CancellableRead {
-        CancellableRead { file, cancel, buf: Vec::with_capacity(capacity), pos: 0 }
+        CancellableRead { file, cancel, buf: Vec::with_capacity(capacity), pos: 0, late: 0 }
     }
 
     /// What is read and not consumed yet.
@@ -158,8 +164,12 @@ impl io::BufRead for CancellableRead {
         if self.pos >= self.buf.len() {
             self.buf.clear();
             self.pos = 0;
+            // The token ends a wait, not what is in the pipe already: a
+            // reader that runs late (a busy machine) still reads what the
+            // process wrote before it went.
             loop {
-                if self.cancel.fired() {
+                let fired = self.cancel.fired();
+                if fired && self.late >= LATE_LIMIT {
                     return Err(io::Error::other(Cancelled));
                 }
                 let spare = self.buf.spare_capacity_mut();
@@ -169,11 +179,19 @@ impl io::BufRead for CancellableRead {
                 if n >= 0 {
                     // SAFETY: the first n bytes of the spare capacity were written.
                     unsafe { self.buf.set_len(n as usize) };
+                    if fired {
+                        self.late += n as usize;
+                    }
                     break;
                 }
                 let e = io::Error::last_os_error();
                 match e.kind() {
-                    io::ErrorKind::WouldBlock => self.cancel.wait(self.file.as_raw_fd(), libc::POLLIN)?,
+                    io::ErrorKind::WouldBlock if fired => return Err(io::Error::other(Cancelled)),
+                    // Fired meanwhile: one more read takes what came before.
+                    io::ErrorKind::WouldBlock => match self.cancel.wait(self.file.as_raw_fd(), libc::POLLIN) {
+                        Err(e) if is_cancelled(&e) => {}
+                        r => r?,
+                    },
                     io::ErrorKind::Interrupted => {}
                     _ => return Err(e),
                 }

@@ -29,7 +29,7 @@ use std::thread;
 pub use crate::protocol::MAX_LINE;
 
 /// How long after a child's exit was seen its stdout may stay open (a
-/// grandchild holding it) before its output counts as over (PROTOCOL.md
+/// grandchild holding it) before its output counts as over (docs/protocol.md
 /// §3 rule 8): what it wrote before exiting is read to stdout's end, or
 /// until this much later. The host fails the calls in flight then, and
 /// `zot ext check` concludes.
@@ -100,7 +100,7 @@ enum WriterMsg {
     Close,
 }
 
-/// The bounds of what waits for the writer threads (PROTOCOL.md §3 rule
+/// The bounds of what waits for the writer threads (docs/protocol.md §3 rule
 /// 9): per child at most `frames` frames and `bytes` bytes (a frame that
 /// finds its child's queue empty is always taken, so that one frame of up
 /// to the 4 MiB frame limit never fails for size alone), and for all
@@ -560,13 +560,13 @@ impl Drop for Child {
 }
 
 /// Waits (at most 3 s) until the orphans of every stopped extension are
-/// gone (PROTOCOL.md §3 rule 10): for a host about to exit.
+/// gone (docs/protocol.md §3 rule 10): for a host about to exit.
 pub fn settle_orphans() {
     reaper::settle(std::time::Duration::from_secs(3));
 }
 
 /// How many children of this process alive now are orphans that no
-/// extension can be said to own (PROTOCOL.md §3 rule 10): `list`'s
+/// extension can be said to own (docs/protocol.md §3 rule 10): `list`'s
 /// `orphans`. Always 0 where orphans do not come to the host.
 pub fn unattributed_orphans() -> usize {
     reaper::unattributed()

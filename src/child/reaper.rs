@@ -45,7 +45,7 @@ pub(super) type Notify = Box<dyn FnOnce(Option<ExitStatus>) + Send>;
 /// The variable that marks an extension's descendants as its own.
 pub const INSTANCE_VAR: &str = "ZOT_EXT_INSTANCE";
 
-/// How long orphans have between SIGTERM and SIGKILL (PROTOCOL.md §3 rule 10).
+/// How long orphans have between SIGTERM and SIGKILL (docs/protocol.md §3 rule 10).
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 
 /// How often a doomed lineage is looked at while some process of it may
@@ -351,7 +351,7 @@ impl State {
                 continue;
             }
             let Some(s) = stat(pid) else { continue };
-            // The marker first (PROTOCOL.md §3 rule 10): an extension's
+            // The marker first (docs/protocol.md §3 rule 10): an extension's
             // descendant that moved into the host's own process group is
             // still that extension's. Unmarked there, it is the host's own
             // command's, or what one left behind: left alone.

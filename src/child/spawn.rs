@@ -21,7 +21,7 @@ pub(super) struct Started {
     pub stdout: File,
 }
 
-/// The environment of an extension (PROTOCOL.md §1): the host's own, then
+/// The environment of an extension (docs/protocol.md §1): the host's own, then
 /// zot's own variables (`ZOT_AGENT=1` and `AI_AGENT=zot` as upstream sets
 /// them, the instance `marker` as [`INSTANCE_VAR`](super::INSTANCE_VAR)),
 /// then `extra` (the manifest's `env`, expanded), each later entry

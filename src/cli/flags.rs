@@ -80,10 +80,10 @@ const fn secs(long: &'static str, help: &'static str, default: fn() -> String, s
     Flag { long, short: None, value: Some("SECS"), help, choices: &[], default: Some(default), set: Set::Session(set), not_for: &[] }
 }
 
-/// The restart policies of PROTOCOL.md §7.1.
+/// The restart policies of docs/protocol.md §7.1.
 pub const RESTART_POLICIES: [&str; 3] = ["never", "on-failure", "always"];
 
-/// The confinement modes of PROTOCOL.md §9.3.
+/// The confinement modes of docs/protocol.md §9.3.
 pub const CONFINE_MODES: [&str; 3] = ["declared", "all", "off"];
 
 /// The options of `zot`, `zot serve`, `zot mcp` and `zot ext doctor`.

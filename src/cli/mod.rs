@@ -113,7 +113,7 @@ impl SessionArgs {
         let ext_paths =
             self.ext_paths.iter().map(|p| absolute(p)).collect::<Result<Vec<_>, _>>()?;
         // A server file named on the command line must be there and be
-        // one, before anything is started (PROTOCOL.md §4).
+        // one, before anything is started (docs/protocol.md §4).
         let mut mcp_configs = Vec::new();
         for p in &self.mcp_configs {
             let abs = absolute(p)?;

@@ -101,7 +101,7 @@ impl Args {
     }
 
     /// A duration option: a positive number of seconds, at most
-    /// [`MAX_SECS`] (PROTOCOL.md §3 rule 6).
+    /// [`MAX_SECS`] (docs/protocol.md §3 rule 6).
     pub(super) fn secs(&mut self, opt: &Tok) -> Result<Duration, UsageError> {
         let v = self.value()?;
         let text = v.to_string_lossy();
@@ -355,7 +355,7 @@ fn parse_ext(mut a: Args, mut s: SessionArgs) -> Result<Command, UsageError> {
                     s.cwd = cwd;
                     return parse_session(a, s, "ext doctor");
                 }
-                // `logs` finds the servers a session was given (PROTOCOL.md §8.1).
+                // `logs` finds the servers a session was given (docs/protocol.md §8.1).
                 let takes = |o: &&str| *o == "cwd" || (sub == "logs" && *o == "mcp-config");
                 if let Some(opt) = s.given.iter().find(|o| !takes(o)) {
                     return Err(a.err(format!("option '--{opt}' does not apply to 'zot ext {sub}'")));

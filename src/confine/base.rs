@@ -1,4 +1,4 @@
-//! What every confined process gets beyond its declaration (PROTOCOL.md
+//! What every confined process gets beyond its declaration (docs/protocol.md
 //! §9.2): the system's program and library folders, its own folder, the
 //! program that really runs (through `$PATH`, links and `#!` lines) with
 //! an interpreter's prefix and its script's folder, its data and temporary

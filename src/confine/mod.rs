@@ -1,4 +1,4 @@
-//! Confinement (PROTOCOL.md §9): what an extension or MCP server declares
+//! Confinement (docs/protocol.md §9): what an extension or MCP server declares
 //! ([`policy`]), what every confined process gets ([`base`]), and its
 //! enforcement by the kernel — Landlock ([`landlock`]), a seccomp filter
 //! ([`seccomp`]), rlimits, no new privileges and no capabilities — built
@@ -76,7 +76,7 @@ pub fn effective(declared: Option<&Declared>, mode: Mode, base: &Path) -> Option
     }
 }
 
-/// What listings say of `declared` under `mode` (PROTOCOL.md §9.3).
+/// What listings say of `declared` under `mode` (docs/protocol.md §9.3).
 pub fn listed(declared: Option<&Declared>, mode: Mode, base: &Path) -> Report {
     match effective(declared, mode, base) {
         Some(d) => report(Some(&d), false),

@@ -1,4 +1,4 @@
-//! What a manifest or an `mcp.json` entry declares (PROTOCOL.md §9.1):
+//! What a manifest or an `mcp.json` entry declares (docs/protocol.md §9.1):
 //! the `confine` field read and validated, each error naming its field by
 //! path, and VS Code's `sandboxEnabled` + `sandbox` mapped onto it.
 

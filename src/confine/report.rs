@@ -1,4 +1,4 @@
-//! Saying what is enforced (PROTOCOL.md §9.3): the rule kinds of a
+//! Saying what is enforced (docs/protocol.md §9.3): the rule kinds of a
 //! declaration, each either enforced by this kernel or not; the listing's
 //! `confinement`, the log line at each start, the console's mark and
 //! `zot trust`'s line.

@@ -44,7 +44,7 @@ impl Console {
     }
 
     /// One line per registration that lost its name to a built-in or an
-    /// earlier extension (PROTOCOL.md §3.5: never silent to a user who asks).
+    /// earlier extension (docs/protocol.md §3.5: never silent to a user who asks).
     fn shadowed(&self, l: &Listing, names: impl Fn(&ExtInfo) -> &Vec<String>, prefix: &str, width: usize) -> String {
         let mut s = String::new();
         for e in &l.extensions {
@@ -110,9 +110,9 @@ impl Console {
                     .extensions
                     .iter()
                     .map(|e| {
-                        // Its confinement mark (PROTOCOL.md §9.3) before its folder.
+                        // Its confinement mark (docs/protocol.md §9.3) before its folder.
                         let mark = self.style.dim(&format!("{:<15}", e.confinement_mark));
-                        let mut s = format!("  {:<16} {:<8} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
+                        let mut s = format!("  {:<16} {:<10} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
                         let broken_file = e.error.as_deref().is_some_and(|x| x.contains(crate::manifest::BROKEN_CONFIG));
                         if e.kind == "mcp" && broken_file {
                             s.push_str(&format!("  {}", self.style.dim("(MCP config file)")));
@@ -185,12 +185,12 @@ impl Console {
     }
 
     /// A tool call as the model's: the host runs the intercept chain, the
-    /// events and the call (cancellable at every step, PROTOCOL.md §6.1);
+    /// events and the call (cancellable at every step, docs/protocol.md §6.1);
     /// what the chain did and the answer are shown.
     fn run_tool(&mut self, name: &str, args: Payload) {
         // An interactive tool is answered in its extension's panel. A name
         // nobody has is the host's to answer: it may wait for an MCP
-        // server still starting (PROTOCOL.md §8.2).
+        // server still starting (docs/protocol.md §8.2).
         let interactive = self
             .host
             .list()
@@ -297,7 +297,7 @@ impl Console {
 }
 
 impl Console {
-    /// `/restart NAME`: as serve's `restart` (PROTOCOL.md §4).
+    /// `/restart NAME`: as serve's `restart` (docs/protocol.md §4).
     pub(super) fn restart(&mut self, args: &str) {
         let (name, _) = split_word(args);
         if name.is_empty() {

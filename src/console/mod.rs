@@ -1,5 +1,5 @@
 //! The interactive session: loads extensions, and hosts the lifecycle an
-//! agent would (PROTOCOL.md §6.4): `session_start` at the start; for each
+//! agent would (docs/protocol.md §6.4): `session_start` at the start; for each
 //! prompt `user_prompt_submit`, then the `before_agent_start` chain (before
 //! the first prompt and again after `/reload-ext`), `turn_start`,
 //! `assistant_message` and `turn_end`; `tool_result` after each tool call;
@@ -61,7 +61,7 @@ pub const BUILTINS: [(&str, &str); 12] = [
 /// exit code.
 pub fn run(mut config: Config) -> i32 {
     config.reserved_commands = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
-    // A person is there to answer them (PROTOCOL.md §4).
+    // A person is there to answer them (docs/protocol.md §4).
     config.interactive_tools = true;
     let interactive = is_tty(0);
     let style = Style { color: is_tty(1) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) };
@@ -185,7 +185,7 @@ pub fn run(mut config: Config) -> i32 {
         }
     }
     // Servers still starting: calls for a name nobody has wait for them,
-    // and each gets a line once ready (PROTOCOL.md §8.2).
+    // and each gets a line once ready (docs/protocol.md §8.2).
     let starting: Vec<String> = match host.list() {
         Ok(l) => l.extensions.into_iter().filter(|e| e.kind == "mcp" && e.state == State::Starting).map(|e| e.name).collect(),
         Err(_) => Vec::new(),

@@ -83,7 +83,7 @@ pub(super) struct PassedOn {
     pub(super) submitted: Sender<Submitted>,
     pub(super) opened: Sender<()>,
     /// The servers still starting when the load ended: each gets a line
-    /// when it is ready (PROTOCOL.md §8.2; a failure has its own line).
+    /// when it is ready (docs/protocol.md §8.2; a failure has its own line).
     pub(super) awaited: Awaited,
 }
 

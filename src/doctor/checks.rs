@@ -20,7 +20,7 @@ pub(super) fn finding(severity: Severity, code: &'static str, message: impl Into
 const LOG_FINDINGS: [(&str, &str, &str); 6] = [
     ("hello names ", "hello_name", "use the manifest's name in hello"),
     ("refused ", "refused", "fix that registration (zot ext check DIR shows each problem)"),
-    ("ignored intercept ", "bad_intercept", "intercept only events the host lets extensions intercept (PROTOCOL.md 2.1, 6.4)"),
+    ("ignored intercept ", "bad_intercept", "intercept only events the host lets extensions intercept (docs/protocol.md §2.1, §6.4)"),
     ("ignored a second hello", "second_hello", "send hello once, as the first frame"),
     ("skipped a stdout line", "not_a_frame", "stdout is for protocol frames only: print logs to stderr"),
     ("discarded a line of ", "line_too_long", "send large data in smaller pieces"),
@@ -102,7 +102,7 @@ pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option
     }
 }
 
-/// An MCP server checked as an extension is (PROTOCOL.md §8.3): its
+/// An MCP server checked as an extension is (docs/protocol.md §8.3): its
 /// handshake, its tools, their schemas and names, each problem with a fix
 /// in the terms of its configuration file.
 pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, listing: &Listing) {
@@ -153,7 +153,7 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
                 Severity::Error,
                 "mcp_handshake",
                 "still connecting when the ready grace ran out; its tools come later",
-                format!("see {logs}; a slow start (npx, uvx) may need --ready-grace, or \"connectTimeout\" in {file}"),
+                format!("see {logs}; a slow start (npx, uvx, node on a busy machine) needs a longer --ready-grace, such as 30 (and a start over 30 s a longer \"connectTimeout\" in {file})"),
             ));
         }
         "untrusted" => e.findings.push(finding(

@@ -24,7 +24,7 @@ pub(super) fn build(
 ) -> Report {
     let mut exts = Vec::new();
     let mut conflicts = Vec::new();
-    // Command names are matched without case (PROTOCOL.md §6.3).
+    // Command names are matched without case (docs/protocol.md §6.3).
     let cmd_owner: HashMap<String, &str> =
         listing.commands.iter().map(|c| (c.name.to_lowercase(), c.extension.as_str())).collect();
     let tool_owner: HashMap<String, &str> =

@@ -11,7 +11,7 @@
 //! How an extension became ready is read from its `ready (...)` log line,
 //! and the problems the host logged during the load become warnings.
 //!
-//! Exit code (PROTOCOL.md §5): 0 when every enabled extension loaded and no
+//! Exit code (docs/protocol.md §5): 0 when every enabled extension loaded and no
 //! name is in conflict, else 1. An untrusted extension did not load and a
 //! shadowed one (same name from a higher source) is a name conflict: both
 //! are errors. A disabled one is reported and does not fail.

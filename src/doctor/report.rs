@@ -21,7 +21,7 @@ pub struct Name {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtReport {
     pub name: String,
-    /// `extension`, or `mcp` for an MCP server (PROTOCOL.md §8).
+    /// `extension`, or `mcp` for an MCP server (docs/protocol.md §8).
     pub kind: &'static str,
     pub version: String,
     /// `ext`, `project` or `global`.
@@ -53,7 +53,7 @@ pub struct ExtReport {
     /// An MCP server's configuration file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
-    /// What is enforced of its confinement (PROTOCOL.md §9.3).
+    /// What is enforced of its confinement (docs/protocol.md §9.3).
     pub confinement: serde_json::Value,
 }
 
@@ -91,7 +91,7 @@ pub struct Report {
     pub load_ms: f64,
     pub cwd: String,
     pub home: String,
-    /// What this kernel can enforce (PROTOCOL.md §9.3), said once.
+    /// What this kernel can enforce (docs/protocol.md §9.3), said once.
     pub kernel: String,
     pub extensions: Vec<ExtReport>,
     pub conflicts: Vec<Conflict>,

@@ -1,4 +1,4 @@
-//! Typed lifecycle events (PROTOCOL.md §6.4): [`Event`] with the envelope
+//! Typed lifecycle events (docs/protocol.md §6.4): [`Event`] with the envelope
 //! (`session_id`, `cwd`, `sequence`) and the fields of the 14 events, and
 //! the [`BeforeAgentStart`] intercept's payload. A field of the wrong type
 //! reads as absent; the raw payload stays available.

@@ -2,7 +2,7 @@
 //! (commands, tools, events, interceptors, panels, the on-hello hook), the
 //! cloneable [`Handle`] for notes, panels and `call_tool` from any thread,
 //! and [`log`]/[`logf!`](crate::logf) for the extension's log (stderr). It
-//! mirrors upstream's current Go SDK (PROTOCOL.md §2 and §6) and speaks
+//! mirrors upstream's current Go SDK (docs/protocol.md §2 and §6) and speaks
 //! through [`crate::protocol`]'s frames, decoder and encoder.
 //!
 //! ```no_run

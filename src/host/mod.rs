@@ -57,7 +57,7 @@ pub use types::*;
 
 /// What `--trace FILE` writes: every frame in and out ([`Config::trace`]).
 pub use crate::trace::Tracer;
-/// `--confine` (PROTOCOL.md §9.3), for [`Config::confine`].
+/// `--confine` (docs/protocol.md §9.3), for [`Config::confine`].
 pub use crate::confine::Mode as ConfineMode;
 
 /// Stack size of the per-extension reader and writer threads.
@@ -281,7 +281,7 @@ impl Host {
         }
     }
 
-    /// Stops every extension (PROTOCOL.md §3.10) and the dispatcher. Safe
+    /// Stops every extension (docs/protocol.md §3.10) and the dispatcher. Safe
     /// to call more than once; later calls return at once.
     /// On the dispatcher thread it only asks for the stop.
     pub fn shutdown(&self) {

@@ -2,7 +2,7 @@
 //! order, so the owner is always the earliest live claimant, whatever order
 //! the registrations arrived in; host built-ins come before all.
 //!
-//! An extension that restarts keeps its claims, *held* (PROTOCOL.md §7.1):
+//! An extension that restarts keeps its claims, *held* (docs/protocol.md §7.1):
 //! while held, its names have no owner in force and nobody behind it takes
 //! them over; requests for them wait for it ([`Registry::tool_holder`]).
 //! Once it is back, the claims it did not make again are dropped
@@ -63,7 +63,7 @@ impl Registry {
         }
     }
 
-    /// Command names are matched without case (PROTOCOL.md §6.3): `/Weather`
+    /// Command names are matched without case (docs/protocol.md §6.3): `/Weather`
     /// and `/weather` are one name, first come in load order.
     pub fn claim_command(&mut self, name: &str, slot: usize) -> Option<Shadowed> {
         let what = format!("command /{name}");

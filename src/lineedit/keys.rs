@@ -1,6 +1,6 @@
 //! Keys as the terminal sends them: [`decode`] turns the bytes read so far
 //! into one key (or says more bytes are needed), and [`Key::panel_name`]
-//! names a key the way a panel is told of it (PROTOCOL.md §2 `panel_key`).
+//! names a key the way a panel is told of it (docs/protocol.md §2 `panel_key`).
 
 /// One key, decoded.
 #[derive(Debug, Clone, PartialEq)]

@@ -53,7 +53,7 @@ struct Row {
     /// A static extension's theme file, absolute.
     #[serde(skip_serializing_if = "Option::is_none")]
     theme: Option<String>,
-    /// What is enforced of its confinement (PROTOCOL.md §9.3), under `ZOT_CONFINE`.
+    /// What is enforced of its confinement (docs/protocol.md §9.3), under `ZOT_CONFINE`.
     confinement: serde_json::Value,
 }
 

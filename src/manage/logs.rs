@@ -15,14 +15,14 @@ pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool, mc
     check_name(name)?;
     let mcp_log = |name: &str| home.logs_dir().join(format!("mcp-{name}.log"));
     // A server of a `--mcp-config` file wins over everything installed, as
-    // in the session given the file (PROTOCOL.md §8.1).
+    // in the session given the file (docs/protocol.md §8.1).
     let given = mcp_configs.iter().flat_map(|f| mcp_servers(f, Source::Ext, false)).any(|f| {
         matches!(f, Ok(Found { manifest, mcp: Some(_), .. }) if manifest.name == name)
     });
     let found = if given { Vec::new() } else { matching(home, cwd, name)? };
     // Two extensions of one name share a log file, but which of them wrote
     // it is unknown: a name matching more than one is refused, as for the
-    // other commands (PROTOCOL.md §5).
+    // other commands (docs/protocol.md §5).
     let name = match &found[..] {
         [] => name,
         [one] => one.name.as_str(),

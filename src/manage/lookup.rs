@@ -23,7 +23,7 @@ pub(super) struct Entry {
     pub(super) dir: PathBuf,
     /// The root it was found in.
     pub(super) root: PathBuf,
-    /// An MCP server (PROTOCOL.md §8): its entry in a configuration file.
+    /// An MCP server (docs/protocol.md §8): its entry in a configuration file.
     pub(super) mcp: Option<Arc<ServerSpec>>,
 }
 

@@ -64,7 +64,7 @@ pub(super) fn log_message(level: u8, logger: &str, data: Value) -> Value {
 /// A host event as MCP notifications, sent: on a legacy connection none
 /// while the gate is closed or below the level; on a modern one list
 /// changes only to subscriptions and notes only inside a request that
-/// asked for them (PROTOCOL.md §8.4.2 rules 6 and 9). Load failures and
+/// asked for them (docs/protocol.md §8.4.2 rules 6 and 9). Load failures and
 /// exits also go to stderr.
 pub(super) fn event(ev: HostEvent, shared: &Shared) {
     if shared.modern() {

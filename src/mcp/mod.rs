@@ -67,7 +67,7 @@ pub mod codes {
     /// getting a prompt (the message says which).
     pub const INTERNAL_ERROR: i64 = -32603;
     /// A modern request of a revision this server does not speak, or an
-    /// `initialize` on a modern connection (PROTOCOL.md §8.4).
+    /// `initialize` on a modern connection (docs/protocol.md §8.4).
     pub const UNSUPPORTED_VERSION: i64 = -32022;
 }
 
@@ -90,7 +90,7 @@ pub fn run(config: Config) -> i32 {
 /// `exit_on_shutdown`, the process exits once the host has stopped (and
 /// on SIGINT/SIGTERM/SIGHUP, after stopping the extensions).
 pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut input: R, output: W, exit_on_shutdown: bool) -> i32 {
-    // No person answers an interactive tool's panel over MCP (PROTOCOL.md
+    // No person answers an interactive tool's panel over MCP (docs/protocol.md
     // §6.2): such tools are answered at once as tool errors.
     config.interactive_tools = false;
     let Some((out_tx, writer)) = stdio::start_writer("zot mcp", output) else {
@@ -113,7 +113,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
         return 1;
     };
     if exit_on_shutdown {
-        // A signal ends the open subscriptions gracefully (PROTOCOL.md
+        // A signal ends the open subscriptions gracefully (docs/protocol.md
         // §8.4.2 rule 6), then stops every extension.
         let (host, shared) = (host.clone(), shared.clone());
         let _ = crate::signals::on_termination(move |sig| {
@@ -280,7 +280,7 @@ impl Server {
 
     /// A modern `tools/call` or `prompts/get` whose envelope has a
     /// `logLevel`: the notes of the extension that runs it come back inside
-    /// it (PROTOCOL.md §8.4.2 rule 9).
+    /// it (docs/protocol.md §8.4.2 rule 9).
     fn route_notes(&self, method: &str, params: &Map<String, Value>, key: &str, level: u8) {
         let Some(name) = params.get("name").and_then(Value::as_str) else { return };
         let Ok(l) = self.host.list() else { return };
@@ -399,7 +399,7 @@ impl Server {
                 let call = ToolCall { name: name.clone(), args: Some(args), tool_id: Some(tool_id.clone()), as_model: true, progress_key, ..Default::default() };
                 // The chain, the `tool_call` event, the call and the
                 // `tool_result` event all run in the host, as for every
-                // caller (PROTOCOL.md §8.3); the answer comes back on its
+                // caller (docs/protocol.md §8.3); the answer comes back on its
                 // dispatcher thread.
                 self.shared.log(DEBUG, "zot", json!(format!("tools/call {name}: calling the tool (tool_id {tool_id})")));
                 self.shared.start_tool(&key, &tool_id, || {

@@ -1,4 +1,4 @@
-//! `zot mcp` in MCP's 2026-07-28 era (PROTOCOL.md §8.4.1–8.4.2): which era
+//! `zot mcp` in MCP's 2026-07-28 era (docs/protocol.md §8.4.1–8.4.2): which era
 //! a connection speaks, the envelope every modern request carries and its
 //! checks in order, the stamp on every modern result, `server/discover`,
 //! and `subscriptions/listen` (acknowledgment, tagged list changes, the

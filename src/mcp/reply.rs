@@ -21,7 +21,7 @@ pub(super) struct Flight {
     pub(super) cancelled: bool,
     /// Set once the tool call went to the host (`tools/call` only).
     pub(super) tool_id: Option<String>,
-    /// A modern request that asked for notes (rule 9 of PROTOCOL.md
+    /// A modern request that asked for notes (rule 9 of docs/protocol.md
     /// §8.4.2): the extension running it and the least level.
     pub(super) notes: Option<(String, u8)>,
 }
@@ -141,7 +141,7 @@ pub(super) struct Reply {
     msg: Option<Vec<u8>>,
     /// The `initialize` answer: opens the gate once written.
     pub(super) opens: bool,
-    /// On a modern connection: every result is stamped (PROTOCOL.md §8.4.2 rule 5).
+    /// On a modern connection: every result is stamped (docs/protocol.md §8.4.2 rule 5).
     modern: bool,
     _done: Done,
 }

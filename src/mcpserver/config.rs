@@ -1,4 +1,4 @@
-//! MCP server configuration files (PROTOCOL.md §8.1): the
+//! MCP server configuration files (docs/protocol.md §8.1): the
 //! `{"mcpServers": {"NAME": {...}}}` format other MCP hosts share, read
 //! into one [`ServerSpec`] per server, and each turned into the manifest
 //! the host runs it by.
@@ -52,7 +52,7 @@ const KNOWN: [&str; 19] = [
     "sandbox",
 ];
 
-/// The era a server is spoken to in (PROTOCOL.md §8.4.3 rule 11).
+/// The era a server is spoken to in (docs/protocol.md §8.4.3 rule 11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
     /// `initialize` first, one modern try when the server refuses it.
@@ -64,7 +64,7 @@ pub enum Protocol {
     Legacy,
 }
 
-/// Which roots a server is told of (PROTOCOL.md §8.2).
+/// Which roots a server is told of (docs/protocol.md §8.2).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Roots {
     /// None declared: `roots/list` gets -32601 (the default).
@@ -113,7 +113,7 @@ pub struct ServerSpec {
     pub protocol: Protocol,
     /// Fields the host does not know, to log once.
     pub unknown: Vec<String>,
-    /// `confine`, or VS Code's `sandbox` mapped onto it (PROTOCOL.md §9.1).
+    /// `confine`, or VS Code's `sandbox` mapped onto it (docs/protocol.md §9.1).
     pub(crate) confine: Option<crate::confine::Declared>,
 }
 
@@ -127,7 +127,7 @@ impl ServerSpec {
     }
 
     /// The program to run: its `command` resolved as a manifest's `exec`
-    /// (PROTOCOL.md §1) against the file's folder; the error names the
+    /// (docs/protocol.md §1) against the file's folder; the error names the
     /// file and the field, and the path once (twice only when the command
     /// as written is not the path tried).
     pub fn resolve_command(&self) -> Result<PathBuf, String> {

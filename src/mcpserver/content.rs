@@ -1,4 +1,4 @@
-//! An MCP tool result as the host's result (PROTOCOL.md §8.3): text and
+//! An MCP tool result as the host's result (docs/protocol.md §8.3): text and
 //! image blocks as they are (MCP's `mimeType` as zot's `mime_type`), audio,
 //! `resource_link` and embedded `resource` as a text block describing them
 //! (the resource's text included when it has one), `isError` and

@@ -1,4 +1,4 @@
-//! MCP servers run as extensions (PROTOCOL.md §8): their configuration
+//! MCP servers run as extensions (docs/protocol.md §8): their configuration
 //! files ([`config`]), the names their tools are offered by (`names`),
 //! their results as the host's (`content`), and the edge that translates
 //! one process's JSON-RPC into the host's messages (`edge`). The host runs a server through the same spawn path,

@@ -1,4 +1,4 @@
-//! The names MCP tools and prompts are offered by (PROTOCOL.md §8.3):
+//! The names MCP tools and prompts are offered by (docs/protocol.md §8.3):
 //! `mcp__<server>__<tool>`, every character outside `[A-Za-z0-9_-]`
 //! replaced by `_`, at most 64 bytes, a longer one cut and ended with `_`
 //! and 8 hex digits of a hash of the whole name, so two long names that

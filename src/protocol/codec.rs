@@ -296,7 +296,7 @@ pub fn encode<F: Serialize>(frame: &F) -> Vec<u8> {
 
 /// The `id` of the top-level object that `head` begins, read from as much
 /// of it as there is: for a reply line over the cap, of which only the head
-/// was kept (PROTOCOL.md §3 rule 9). A string id as is, a number as its
+/// was kept (docs/protocol.md §3 rule 9). A string id as is, a number as its
 /// digits; `None` when the head holds no top-level `id`.
 pub fn head_id(head: &[u8]) -> Option<String> {
     let mut s = Scan { b: head, i: 0 };

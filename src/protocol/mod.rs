@@ -1,4 +1,4 @@
-//! The wire format: every frame of PROTOCOL.md §2 in both directions, its
+//! The wire format: every frame of docs/protocol.md §2 in both directions, its
 //! one-line encoding, and a decoder that never panics and says exactly what
 //! was wrong with a line it cannot use.
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Longest line accepted from an extension, in bytes (without the `\n`
-/// and a trailing `\r`): PROTOCOL.md §2.
+/// and a trailing `\r`): docs/protocol.md §2.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// The protocol version sent in `hello_ack`.
@@ -28,7 +28,7 @@ pub enum ExtFrame {
         /// The extension's version, display only.
         #[serde(default, deserialize_with = "lenient")]
         version: String,
-        /// Advisory capabilities; `tool_cancel` and `call_tool` are opt-ins (PROTOCOL.md §6.1).
+        /// Advisory capabilities; `tool_cancel` and `call_tool` are opt-ins (docs/protocol.md §6.1).
         #[serde(default, deserialize_with = "lenient")]
         capabilities: Vec<String>,
     },
@@ -50,7 +50,7 @@ pub enum ExtFrame {
         /// JSON Schema of the tool's `args`; anything but an object is refused.
         #[serde(default)]
         schema: Value,
-        /// The richer tool fields of the current revision (PROTOCOL.md §6.2).
+        /// The richer tool fields of the current revision (docs/protocol.md §6.2).
         #[serde(flatten)]
         more: ToolMore,
     },
@@ -111,7 +111,7 @@ pub enum ExtFrame {
         /// The prompt to submit.
         text: String,
     },
-    /// Run a tool through the host (PROTOCOL.md §6.1); `args` and `name`
+    /// Run a tool through the host (docs/protocol.md §6.1); `args` and `name`
     /// are checked by the host, which answers every such frame.
     CallTool {
         /// The extension's own id for this call; the host's `tool_result` carries it back.
@@ -133,7 +133,7 @@ pub enum ExtFrame {
         #[serde(default, deserialize_with = "lenient_id")]
         id: String,
     },
-    /// `submit_slash`: run `text` as if the user had typed it (PROTOCOL.md §6.3).
+    /// `submit_slash`: run `text` as if the user had typed it (docs/protocol.md §6.3).
     SubmitSlash {
         /// The slash command line; it must start with `/`.
         #[serde(default, deserialize_with = "lenient")]
@@ -234,7 +234,7 @@ pub struct CommandResponse {
     /// A non-empty error is shown as an error, whatever the action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// `tool_prompt` (PROTOCOL.md §6.3): the tool to run before the prompt.
+    /// `tool_prompt` (docs/protocol.md §6.3): the tool to run before the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// `tool_prompt`: the arguments of `tool_name`, a JSON object.
@@ -280,7 +280,7 @@ pub struct InterceptResponse {
     /// Replacement for the event's text (`assistant_message`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_text: Option<String>,
-    /// `before_agent_start` (PROTOCOL.md §6.4): kept as sent, so that a
+    /// `before_agent_start` (docs/protocol.md §6.4): kept as sent, so that a
     /// value that is not a string can be refused by the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<Value>,
@@ -327,7 +327,7 @@ pub struct HelloAck {
     /// Where the extension keeps its own state: the manifest's directory too.
     #[serde(default, deserialize_with = "lenient")]
     pub data_dir: String,
-    /// What the host supports (PROTOCOL.md §6.1): `call_tool` at least.
+    /// What the host supports (docs/protocol.md §6.1): `call_tool` at least.
     #[serde(default, deserialize_with = "lenient")]
     pub capabilities: Vec<String>,
 }
@@ -359,7 +359,7 @@ pub enum HostFrame {
         /// The tool's arguments, a JSON object (`{}` when none).
         #[serde(default = "empty_object")]
         args: Value,
-        /// Passed on when the agent gives them (PROTOCOL.md §6.2), never invented.
+        /// Passed on when the agent gives them (docs/protocol.md §6.2), never invented.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         operation_key: Option<Value>,
         /// Passed on when the agent gives it, never invented.

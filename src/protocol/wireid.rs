@@ -1,4 +1,4 @@
-//! Request ids kept as the JSON text they came as (PROTOCOL.md §4): an id
+//! Request ids kept as the JSON text they came as (docs/protocol.md §4): an id
 //! is echoed digit for digit and escape for escape (an integer beyond 64
 //! bits, a number with a fraction, a string with `\u` escapes), and two
 //! ids are the same when their texts are byte-equal. A `serde_json::Value`

@@ -267,7 +267,7 @@ pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
 /// `project_reach` gives, the same way, one line per extension and server
-/// saying what it may read, write and reach (PROTOCOL.md §9.3).
+/// saying what it may read, write and reach (docs/protocol.md §9.3).
 pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &dyn Fn(&Path) -> Vec<String>) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),

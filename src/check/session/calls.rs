@@ -31,7 +31,7 @@ fn intercept_payload(event: &str) -> Option<Payload> {
     }
 }
 
-/// The events of PROTOCOL.md §6.4.
+/// The events of docs/protocol.md §6.4.
 const KNOWN_EVENTS: [&str; 14] = [
     "session_start", "session_end", "user_prompt_submit", "turn_start", "turn_end", "tool_call",
     "tool_confirmation_requested", "permission_decision", "tool_result", "assistant_message",
@@ -98,7 +98,7 @@ impl Session<'_> {
         }
         for e in self.events.clone() {
             if !KNOWN_EVENTS.contains(&e.as_str()) {
-                self.f.info("unknown_event", format!("subscribes to event {e:?}, which zot does not send itself (an agent may)"), "see PROTOCOL.md 6.4 for the events zot sends");
+                self.f.info("unknown_event", format!("subscribes to event {e:?}, which zot does not send itself (an agent may)"), "see docs/protocol.md §6.4 for the events zot sends");
             }
         }
     }

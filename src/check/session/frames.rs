@@ -51,7 +51,7 @@ impl Session<'_> {
                 self.f.warning(
                     "unknown_frame",
                     format!("a frame of unknown type {ty:?}; the host skips it"),
-                    "see PROTOCOL.md 2.1 for the frames an extension may send",
+                    "see docs/protocol.md §2.1 for the frames an extension may send",
                 );
                 None
             }
@@ -383,7 +383,7 @@ fn frame_hint(ty: &str) -> String {
         "register_tool" => "{\"type\":\"register_tool\",\"name\":\"...\",\"description\":\"...\",\"schema\":{\"type\":\"object\",\"properties\":{}}}".into(),
         "open_panel" => "{\"type\":\"open_panel\",\"panel\":{\"id\":\"...\",\"title\":\"...\",\"lines\":[...]}}".into(),
         "submit" => "{\"type\":\"submit\",\"text\":\"...\"}".into(),
-        _ => "see PROTOCOL.md 2.1 for the frame's fields".into(),
+        _ => "see docs/protocol.md §2.1 for the frame's fields".into(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Content blocks of tool results as the current revision treats them
-//! (PROTOCOL.md §6.2): empty text dropped, unknown types turned into a
+//! (docs/protocol.md §6.2): empty text dropped, unknown types turned into a
 //! note, images checked, empty content made explicit; and the bound on
 //! what goes back to an extension that called a tool (§6.1).
 

@@ -1,4 +1,4 @@
-//! Tools called by extensions (PROTOCOL.md §6.1): the capability, the
+//! Tools called by extensions (docs/protocol.md §6.1): the capability, the
 //! chain of parents with its depth limit and cycle refusal, routing like a
 //! model's call (intercept chain, event, tool) with `origin_extension`,
 //! the bounded answer, `call_tool_cancel`, and the calls of an extension
@@ -76,7 +76,7 @@ impl Dispatcher {
         if parents.len() >= MAX_DEPTH {
             return refuse(self, "tool call depth limit reached".into());
         }
-        // A name an MCP server still starting may bring waits for it (PROTOCOL.md §8.2).
+        // A name an MCP server still starting may bring waits for it (docs/protocol.md §8.2).
         let known = self.registry.tool_owner(&name).is_some() || self.restarting_owner(&name, true).is_some() || self.servers_starting();
         if !known && !self.ext_calls.is_agent_tool(&name) {
             return refuse(self, format!("unknown tool {name:?}"));

@@ -24,11 +24,11 @@ pub(super) struct ToolStage {
     /// for a call an extension made, that of the call it was made inside.
     pub root_tool_id: Option<String>,
     /// The names of the tool calls above it, when an extension made it
-    /// with `call_tool` (PROTOCOL.md §6.1).
+    /// with `call_tool` (docs/protocol.md §6.1).
     pub parents: Vec<String>,
     /// An interactive tool with no reply deadline: only a cancel ends it.
     pub interactive: bool,
-    /// The caller's key for the call's progress (PROTOCOL.md §8.3), kept
+    /// The caller's key for the call's progress (docs/protocol.md §8.3), kept
     /// with the call and gone with it.
     pub progress_key: Option<crate::protocol::WireId>,
 }

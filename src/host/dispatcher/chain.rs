@@ -1,5 +1,5 @@
 //! An intercept chain's state and its rules, without processes
-//! (PROTOCOL.md §3 rule 7, §6.4): who is asked next (load order, only
+//! (docs/protocol.md §3 rule 7, §6.4): who is asked next (load order, only
 //! extensions that still run and intercept the event), what an
 //! interceptor's reply does (the first block wins; `modified_args` and
 //! `replace_text` carried from one interceptor to the next; the
@@ -14,7 +14,7 @@ use crate::protocol::{InterceptResponse, Payload};
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// The event whose chain sets the system prompt (PROTOCOL.md §6.4).
+/// The event whose chain sets the system prompt (docs/protocol.md §6.4).
 const BEFORE_AGENT_START: &str = "before_agent_start";
 
 /// An intercept chain under way.
@@ -138,7 +138,7 @@ impl Chain {
         Reply::Next
     }
 
-    /// A `before_agent_start` reply (PROTOCOL.md §6.4): a string sets the
+    /// A `before_agent_start` reply (docs/protocol.md §6.4): a string sets the
     /// prompt (`""` empties it), none leaves it; a block without a prompt,
     /// a prompt over [`MAX_SYSTEM_PROMPT`] encoded, or one that is not a
     /// string is ignored, with the reason. Blocking is not possible.

@@ -6,7 +6,7 @@
 //!
 //! | reason | function | picks |
 //! |---|---|---|
-//! | a cancel (PROTOCOL.md §6.1) | [`Dispatcher::cancel`] | a key, a `tool_id` |
+//! | a cancel (docs/protocol.md §6.1) | [`Dispatcher::cancel`] | a key, a `tool_id` |
 //! | the end of the front end's input (§6.2) | [`Dispatcher::cancel`] | the interactive calls |
 //! | the caller's exit | `cancel_calls_of` | the calls made for its `call_tool` |
 //! | a deadline | [`Dispatcher::time_out`] | one call, at its stage |
@@ -216,7 +216,7 @@ impl Dispatcher {
                 ext.log(&format!("{what} timed out waiting for the restart"));
                 respond(p.done, Err(HostError::Timeout { extension: ext.name().to_string(), what, after }));
             }
-            // PROTOCOL.md §7.1: the caller asked for this owner's name; it
+            // docs/protocol.md §7.1: the caller asked for this owner's name; it
             // runs there or nowhere, never on whoever has the name now.
             End::TargetGone(_) if p.starting.is_some() => {
                 let starting = p.starting.take().unwrap_or_default();
@@ -264,7 +264,7 @@ impl Dispatcher {
             }
             CallKind::Intercept { chain } => {
                 // The host stops and the interceptor ended without its
-                // answer: the request is answered `shutting_down` (PROTOCOL.md
+                // answer: the request is answered `shutting_down` (docs/protocol.md
                 // §4), not with a failed interceptor's allow or block.
                 if matches!(end, End::TargetGone(_)) && self.load.phase == (Phase::Stopping { exit: true }) {
                     return self.end_chain(chain, HostError::ShuttingDown);

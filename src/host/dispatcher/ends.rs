@@ -56,7 +56,7 @@ impl Dispatcher {
             _ => {}
         }
         // Its calls fail now; whether it restarts is decided at its real
-        // exit (PROTOCOL.md §7.1), its names held for it until then.
+        // exit (docs/protocol.md §7.1), its names held for it until then.
         self.hold_names(slot);
         self.lose(slot, "closed its stdout");
         self.exts[slot].life = Life::Exited;
@@ -191,7 +191,7 @@ impl Dispatcher {
 }
 
 /// What an extension in [`Life::Spawned`] has yet to do: a server answers
-/// `initialize` (PROTOCOL.md §8.2), an extension says `hello`.
+/// `initialize` (docs/protocol.md §8.2), an extension says `hello`.
 fn handshake_of(ext: &super::Ext) -> String {
     match (&ext.found.mcp, ext.eras.current) {
         (Some(_), Some(era)) => format!("answering {}", super::mcp::opening_of(era)),

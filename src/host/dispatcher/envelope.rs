@@ -1,4 +1,4 @@
-//! The envelope of every `event` and `event_intercept` frame (PROTOCOL.md
+//! The envelope of every `event` and `event_intercept` frame (docs/protocol.md
 //! §6.4): the agent's `session_id` and `cwd` or the host's, a `sequence`
 //! that rises with every frame written (one per subscriber, in load order),
 //! and a `tool_result`'s content bounded as a `call_tool` result is. The

@@ -1,5 +1,5 @@
 //! One extension as the dispatcher keeps it: its identity ([`ExtId`]),
-//! where it is in its life ([`Life`], the lifecycle of PROTOCOL.md §3),
+//! where it is in its life ([`Life`], the lifecycle of docs/protocol.md §3),
 //! the facts about its process, and what it registered.
 
 use super::limits::Bucket;
@@ -46,12 +46,12 @@ pub(super) enum Life {
     Failed,
     /// Ended after a stop.
     Stopped,
-    /// Ended on its own; waiting to be started again (PROTOCOL.md §7.1).
+    /// Ended on its own; waiting to be started again (docs/protocol.md §7.1).
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
     /// An MCP server stopped after its `idleTimeout`: its names stay
-    /// offered, and the next call starts it again (PROTOCOL.md §8.1).
+    /// offered, and the next call starts it again (docs/protocol.md §8.1).
     Idle,
 }
 
@@ -91,11 +91,11 @@ pub(super) struct Proc {
     pub eof: bool,
     /// Its end was handled: the calls in flight were answered or failed.
     pub ended: bool,
-    /// Its `${TMP}` (PROTOCOL.md §9.1), removed with this record.
+    /// Its `${TMP}` (docs/protocol.md §9.1), removed with this record.
     pub _tmp: Option<crate::confine::TmpDir>,
 }
 
-/// A tool as registered (PROTOCOL.md §6.2).
+/// A tool as registered (docs/protocol.md §6.2).
 pub(super) struct ToolEntry {
     pub name: String,
     pub description: String,
@@ -111,7 +111,7 @@ pub(super) struct Ext {
     pub life: Life,
     pub proc: Option<Proc>,
     pub log: Option<Log>,
-    /// What its `hello` declared (PROTOCOL.md §6.1).
+    /// What its `hello` declared (docs/protocol.md §6.1).
     pub capabilities: Vec<String>,
     /// The version its `hello` gave, listed when the manifest has none.
     pub hello_version: String,
@@ -127,15 +127,15 @@ pub(super) struct Ext {
     pub refused: u64,
     /// Ids of its panels that are open: keys and closes go only to those.
     pub panels: Vec<String>,
-    /// Its restart schedule (PROTOCOL.md §7.1).
+    /// Its restart schedule (docs/protocol.md §7.1).
     pub supervisor: Supervisor,
     /// While a restart is under way: the commands and tools it had, whose
     /// requests wait for it.
     pub restart_names: Option<(Vec<String>, Vec<String>)>,
-    /// A `restart` request under way (PROTOCOL.md §4): stopped by the
+    /// A `restart` request under way (docs/protocol.md §4): stopped by the
     /// host, to be started again once it ended; answered once it is ready.
     pub restart_waiters: Vec<crate::host::Responder>,
-    /// An MCP server's idle stop and wake (PROTOCOL.md §8.1).
+    /// An MCP server's idle stop and wake (docs/protocol.md §8.1).
     pub idle: super::mcp::IdleState,
     /// An MCP server's unknown entry fields are logged, once a load.
     pub unknown_logged: bool,
@@ -179,7 +179,7 @@ impl Ext {
     }
 
     /// Its command `name` as it registered it first (names match without
-    /// case, PROTOCOL.md §6.3).
+    /// case, docs/protocol.md §6.3).
     pub fn command_spelled(&self, name: &str) -> Option<&str> {
         let lower = name.to_lowercase();
         self.commands.iter().find(|c| c.0.to_lowercase() == lower).map(|c| c.0.as_str())

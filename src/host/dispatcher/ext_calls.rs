@@ -1,4 +1,4 @@
-//! The bookkeeping of extensions' `call_tool` (PROTOCOL.md §6.1): which
+//! The bookkeeping of extensions' `call_tool` (docs/protocol.md §6.1): which
 //! calls are under way, by caller and the caller's id (one id at a time
 //! per caller), with the host's key of the call made for each, and the
 //! agent's own tools an extension may call. [`super::call_tool`] routes

@@ -18,7 +18,7 @@ impl Dispatcher {
         let ext = &mut self.exts[slot];
         if let Life::Stopping { .. } = ext.life {
             // Answers to calls still in flight count, and notes (a note may
-            // come "any time", PROTOCOL.md §2.1: "saving state"); nothing
+            // come "any time", docs/protocol.md §2.1: "saving state"); nothing
             // new starts.
             return match frame {
                 ExtFrame::CommandResponse(r) => self.on_command_response(slot, r),
@@ -186,7 +186,7 @@ impl Dispatcher {
                 return self.refuse(slot, format!("command /{name}: over {} commands", limits.commands));
             }
             None => {
-                // Names match without case (PROTOCOL.md §6.3), within one
+                // Names match without case (docs/protocol.md §6.3), within one
                 // extension too: the spelling registered first wins.
                 if let Some(first) = ext.command_spelled(&name) {
                     ext.log(&format!("command /{name} is shadowed by /{first}, registered first by the same extension"));
@@ -345,7 +345,7 @@ impl Dispatcher {
                 self.note_panel(slot, &id);
             }
             // A `tool_prompt` names its tool, and its `tool_args` are an
-            // object (PROTOCOL.md §6.3); else nothing is run.
+            // object (docs/protocol.md §6.3); else nothing is run.
             let mut tool_args = r.tool_args;
             let bad = match (action.as_str(), r.tool_name.as_deref(), &tool_args) {
                 ("tool_prompt", None | Some(""), _) => Some("without a tool_name"),

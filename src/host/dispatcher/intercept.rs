@@ -21,7 +21,7 @@ impl Dispatcher {
             return respond(done, Err(HostError::BadRequest(msg)));
         }
         if event == "before_agent_start" {
-            // Every field of PROTOCOL.md §6.4's payload reaches each
+            // Every field of docs/protocol.md §6.4's payload reaches each
             // interceptor: the host's provider and model, the prompt the
             // chain starts from ("" when the agent gave none, as the result
             // reads it) and one run id for the whole chain, each when the
@@ -115,7 +115,7 @@ impl Dispatcher {
             Reply::Next => {}
             Reply::Blocked(outcome) => return self.finish_chain(id, outcome),
             Reply::Ignored(why) => {
-                // PROTOCOL.md §6.4: logged, and the user is warned in the
+                // docs/protocol.md §6.4: logged, and the user is warned in the
                 // extension's name.
                 ext.log(&format!("ignored its before_agent_start reply: {why}"));
                 let message = format!("zot: ignored this extension's before_agent_start reply: {why}");

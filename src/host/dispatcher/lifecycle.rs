@@ -1,4 +1,4 @@
-//! The end of a call run as the model's (PROTOCOL.md §6.1, §8.3): whoever
+//! The end of a call run as the model's (docs/protocol.md §6.1, §8.3): whoever
 //! asked (the console, `zot mcp`, an extension's `call_tool`), its answer
 //! is followed by the `tool_result` event (§6.4), once, whatever ended it
 //! (the tool's answer, a block, a cancel, a timeout, an exit). The chain,

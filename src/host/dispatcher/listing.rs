@@ -52,7 +52,7 @@ impl Dispatcher {
                 state: if matches!(e.life, Life::Stopping { .. }) && !e.restart_waiters.is_empty() {
                     State::Restarting
                 } else if e.eras.retry_after_stop {
-                    // Between two handshake tries (PROTOCOL.md §8.4.3 rule 12).
+                    // Between two handshake tries (docs/protocol.md §8.4.3 rule 12).
                     State::Starting
                 } else {
                     e.life.state()

@@ -1,4 +1,4 @@
-//! What only MCP servers need of the dispatcher (PROTOCOL.md §8): their
+//! What only MCP servers need of the dispatcher (docs/protocol.md §8): their
 //! command resolved and their edge made at start, the messages of the edge
 //! that have no zot frame (bytes to write back, a failed handshake, a new
 //! tool or prompt list, progress of a call), their sleep and waking, and
@@ -17,7 +17,7 @@ use crate::mcpserver::edge::{Edge, EdgeMsg, Era, McpMsg, Tool};
 use std::path::PathBuf;
 
 /// The program to run: a manifest's `exec`, or a server's `command`
-/// (PROTOCOL.md §8.1), with the reason it cannot run in the server's own
+/// (docs/protocol.md §8.1), with the reason it cannot run in the server's own
 /// terms.
 pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String> {
     let m = &found.manifest;
@@ -27,7 +27,7 @@ pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String
     }
 }
 
-/// Logs the unknown fields of a server's entry (PROTOCOL.md §8.1: once),
+/// Logs the unknown fields of a server's entry (docs/protocol.md §8.1: once),
 /// at its first start of the load, before anything can fail it.
 /// `logged`: they were logged already.
 pub(super) fn log_unknown(found: &crate::discovery::Found, logged: &mut bool, log: &Log) {
@@ -64,7 +64,7 @@ pub(super) fn opening_of(era: Era) -> &'static str {
     }
 }
 
-/// A server's eras (PROTOCOL.md §8.4.3 rules 11 and 12): the one found,
+/// A server's eras (docs/protocol.md §8.4.3 rules 11 and 12): the one found,
 /// kept for the entry until a reload, and the handshake tries of a start.
 #[derive(Default)]
 pub(super) struct Eras {
@@ -252,7 +252,7 @@ impl Dispatcher {
     /// A handshake try failed (`ended`: the server refused it or ended
     /// before answering). Under `auto`, an `initialize` try that ended so
     /// gets one modern try in a fresh process, once this one is gone; any
-    /// other failure fails the load, naming every try (PROTOCOL.md §8.4.3
+    /// other failure fails the load, naming every try (docs/protocol.md §8.4.3
     /// rule 12). A try is never a crash.
     pub(super) fn handshake_failed(&mut self, slot: usize, why: String, ended: bool) {
         let ext = &mut self.exts[slot];
@@ -373,7 +373,7 @@ impl Dispatcher {
 
 impl Ext {
     /// The commands and tools it offers as listings show them: while it
-    /// wakes, those it offered asleep (PROTOCOL.md §8.1: they stay offered).
+    /// wakes, those it offered asleep (docs/protocol.md §8.1: they stay offered).
     pub(super) fn offered(&self) -> (&[(String, String)], &[ToolEntry]) {
         match &self.idle.slept_with {
             Some((commands, tools)) if self.idle.waking => (commands, tools),

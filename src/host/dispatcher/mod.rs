@@ -102,14 +102,14 @@ const LOG_CHECK: Duration = Duration::from_secs(1);
 /// extension) must not hold back another extension's call.
 const FLUSH_EVERY: u32 = 64;
 
-/// The largest frame written to an extension (PROTOCOL.md §3 rule 9):
+/// The largest frame written to an extension (docs/protocol.md §3 rule 9):
 /// current upstream SDKs read at most 4 MiB a line.
 pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
 
 pub(super) enum Inbox {
     Request(Request, Responder),
     Child(ExtId, ChildMsg),
-    /// From the edge of an MCP server (PROTOCOL.md §8): what has no zot frame.
+    /// From the edge of an MCP server (docs/protocol.md §8): what has no zot frame.
     Mcp(ExtId, McpMsg),
     /// The outcome of an extension's `call_tool`, to answer it with.
     CallToolDone { caller: ExtId, id: String, name: String, result: Result<Response, HostError> },
@@ -146,7 +146,7 @@ pub(super) fn spawn(
         .map_err(|e| HostError::Internal(format!("cannot start the dispatcher thread: {e}")))
 }
 
-/// One start as confinement makes it (PROTOCOL.md §9): its plan (data
+/// One start as confinement makes it (docs/protocol.md §9): its plan (data
 /// folder, `${TMP}`), its environment (the host's additions, then the
 /// manifest's `env` with the placeholders expanded), its arguments with
 /// the placeholders expanded, and its jail.
@@ -189,7 +189,7 @@ enum Timer {
     ExitGrace(ExtId),
     EofKill(ExtId),
     Stop(ExtId, StopStage),
-    /// Start an extension again (PROTOCOL.md §7.1).
+    /// Start an extension again (docs/protocol.md §7.1).
     Restart(ExtId),
     /// A request waiting for a restart reaches its own timeout.
     Parked(u64),
@@ -544,7 +544,7 @@ impl Dispatcher {
         let extension = ext.name().to_string();
         let (commands, tools) = (ext.command_names(), ext.tool_names());
         // A server that was still connecting when the load ended brings its
-        // tools now (PROTOCOL.md §8.2).
+        // tools now (docs/protocol.md §8.2).
         let late = !self.load.loading() && ext.restart_names.is_none() && ext.found.mcp.is_some();
         self.emit(HostEvent::ExtensionReady { extension: extension.clone(), commands, tools: tools.clone() });
         if late && !tools.is_empty() && !self.exts[slot].idle.waking {
@@ -552,7 +552,7 @@ impl Dispatcher {
         }
         self.mcp_ready(slot);
         self.restarted(slot);
-        // The requests for a name nobody had, waiting for it (PROTOCOL.md §8.2).
+        // The requests for a name nobody had, waiting for it (docs/protocol.md §8.2).
         self.route_parked(slot);
         self.check_load_done(false);
     }

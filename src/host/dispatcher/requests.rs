@@ -86,7 +86,7 @@ impl Dispatcher {
                     self.begin_stop_all(false);
                 }
             }
-            // PROTOCOL.md §4: requests that came before `shutdown` and
+            // docs/protocol.md §4: requests that came before `shutdown` and
             // wait for the load are dispatched first, when it ends.
             Request::Shutdown if loading && !self.table.waiting.is_empty() => self.table.waiting.push((Request::Shutdown, done)),
             Request::Shutdown => {
@@ -168,7 +168,7 @@ impl Dispatcher {
             }
             return self.unknown_or_wait(Request::ToolCall(call), origin, done, timeout);
         }
-        // PROTOCOL.md §6.2: refused before any interceptor or event sees it.
+        // docs/protocol.md §6.2: refused before any interceptor or event sees it.
         if let Some(reply) = self.interactive_refusal(&call.name) {
             return respond(done, Ok(Response::Tool(reply)));
         }
@@ -242,7 +242,7 @@ impl Dispatcher {
             return self.wake_for(slot, Request::ToolCall(call), origin, done);
         }
         // Reached through `call_tool`, an interactive tool keeps the tool
-        // timeout (PROTOCOL.md §6.2); else it waits for the user, and only
+        // timeout (docs/protocol.md §6.2); else it waits for the user, and only
         // a cancel ends it.
         let interactive = origin.is_none() && self.exts[slot].tool(&name).is_some_and(|t| t.more.interactive);
         if interactive && self.table.input_ended {
@@ -270,7 +270,7 @@ impl Dispatcher {
     }
 
     /// The refusal of a call to interactive tool `name` by a host without
-    /// interactive support (PROTOCOL.md §6.2), if it is one.
+    /// interactive support (docs/protocol.md §6.2), if it is one.
     fn interactive_refusal(&self, name: &str) -> Option<ToolReply> {
         let slot = self.registry.tool_owner(name)?;
         let ext = &self.exts[slot];
@@ -283,7 +283,7 @@ impl Dispatcher {
     }
 
     /// Sends `event` to its subscribers; how many it reached. Each frame
-    /// gets its own `sequence` (PROTOCOL.md §6.4: the counter is over
+    /// gets its own `sequence` (docs/protocol.md §6.4: the counter is over
     /// frames), in load order.
     pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
         let subscribers: Vec<usize> =
@@ -321,7 +321,7 @@ impl Dispatcher {
 }
 
 /// `frame` encoded, or `too_large` when it is over the 4 MiB an extension
-/// reads (PROTOCOL.md §3 rule 9): a call that large fails at once.
+/// reads (docs/protocol.md §3 rule 9): a call that large fails at once.
 pub(super) fn capped(extension: &str, kind: &str, frame: &HostFrame) -> Result<Vec<u8>, HostError> {
     let bytes = encode(frame);
     if bytes.len() > MAX_FRAME_OUT {

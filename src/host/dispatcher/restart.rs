@@ -1,4 +1,4 @@
-//! Supervision, the dispatcher's side (PROTOCOL.md §7.1): an extension
+//! Supervision, the dispatcher's side (docs/protocol.md §7.1): an extension
 //! that exits on its own is started again as its [`Supervisor`] schedule
 //! says, its names held meanwhile and requests for them parked on it (each
 //! bounded by its own timeout); serve's `restart` request.
@@ -87,7 +87,7 @@ impl Dispatcher {
         self.start_again(slot);
     }
 
-    /// A `restart` request (PROTOCOL.md §4): the extension is stopped as at
+    /// A `restart` request (docs/protocol.md §4): the extension is stopped as at
     /// shutdown (§3 rule 10) and started anew with a fresh count, its
     /// names reserved and its requests parked meanwhile; answered once it
     /// is ready again.
@@ -139,7 +139,7 @@ impl Dispatcher {
 
     /// Why a project extension (or server) in `slot` must not be started
     /// again: its project no longer matches what `zot trust` recorded
-    /// (PROTOCOL.md §7.3), so its files changed since this run loaded it.
+    /// (docs/protocol.md §7.3), so its files changed since this run loaded it.
     /// `None` for others, and with `--trust-project`.
     pub(super) fn untrusted_since(&self, slot: usize) -> Option<String> {
         use crate::trust::Status;

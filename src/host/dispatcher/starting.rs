@@ -1,5 +1,5 @@
 //! Calls for a name nobody has while MCP servers are still starting
-//! (PROTOCOL.md §8.2): a server still connecting when the load ended
+//! (docs/protocol.md §8.2): a server still connecting when the load ended
 //! brings its tools later, so such a call (or command) waits for the
 //! servers starting when it was made to be ready or failed (each bounded
 //! by its own `connectTimeout`, the call by its own timeout), and is then

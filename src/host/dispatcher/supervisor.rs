@@ -1,4 +1,4 @@
-//! The restart schedule of one extension (PROTOCOL.md §7.1), without
+//! The restart schedule of one extension (docs/protocol.md §7.1), without
 //! processes: whether an exit restarts it (by its policy, and whether the
 //! host asked for the exit), after which delay (250 ms, doubling to 30 s),
 //! and when it gives up (`crash_loop` after 5 restarts without staying

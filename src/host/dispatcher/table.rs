@@ -3,7 +3,7 @@
 //! | stage | field | keyed by |
 //! |---|---|---|
 //! | waiting for a load or a reload to end | `waiting` | arrival order |
-//! | parked for a restarting extension (PROTOCOL.md §7.1) | `parked` | a host id |
+//! | parked for a restarting extension (docs/protocol.md §7.1) | `parked` | a host id |
 //! | in its intercept chain (a serve `intercept`, or a tool call run as the model's) | `chains` | the chain's host id |
 //! | sent to an extension (a command, a tool, one interceptor's step) | `sent` | the correlation id |
 //! | waiting on the agent (`call_tool` of an agent tool) | `agent` | the `call_id` |
@@ -32,7 +32,7 @@ pub(super) struct Parked {
     pub done: Responder,
     pub key: u64,
     /// A name nobody had while these MCP servers were still starting
-    /// (PROTOCOL.md §8.2): it waits for them, not for `slot`'s restart.
+    /// (docs/protocol.md §8.2): it waits for them, not for `slot`'s restart.
     pub starting: Option<Vec<String>>,
 }
 

@@ -17,7 +17,7 @@ impl Dispatcher {
                 let Some(slot) = ext_timer(self, id) else { return };
                 let ext = &self.exts[slot];
                 // A server's whole handshake, its listing included, is
-                // bounded by its connectTimeout (PROTOCOL.md §8.2).
+                // bounded by its connectTimeout (docs/protocol.md §8.2).
                 let waiting = ext.life == Life::Spawned || (ext.life == Life::Registering && ext.found.mcp.is_some());
                 if waiting && ext.proc.as_ref().is_some_and(|p| p.exit.is_none()) {
                     let why = super::mcp::no_hello(ext, self.cfg.timeouts.hello);

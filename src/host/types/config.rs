@@ -122,7 +122,7 @@ pub struct Config {
     pub home: Home,
     /// Where to discover extensions: `--ext` paths, project-local, global.
     pub sources: Sources,
-    /// `--mcp-config` files, in command-line order (PROTOCOL.md §8.1);
+    /// `--mcp-config` files, in command-line order (docs/protocol.md §8.1);
     /// the project and global `mcp.json` are read unless `--no-ext`.
     pub mcp_configs: Vec<PathBuf>,
     /// The project directory: project-local discovery and `cwd` in `hello_ack`.
@@ -154,12 +154,12 @@ pub struct Config {
     pub reserved_commands: Vec<String>,
     /// Requests about extensions (commands, tools, events, intercepts,
     /// panels) that arrive during the initial load wait for it to end, as
-    /// `zot serve` promises (PROTOCOL.md §4, start-up); otherwise they run
+    /// `zot serve` promises (docs/protocol.md §4, start-up); otherwise they run
     /// at once against what has registered so far. During a reload they
     /// always wait.
     pub hold_until_loaded: bool,
     /// `interactive` tools run with no reply deadline; without it they are
-    /// refused at once (PROTOCOL.md §6.2).
+    /// refused at once (docs/protocol.md §6.2).
     pub interactive_tools: bool,
     /// `--trace FILE`: every frame in and out, recorded where each child's
     /// lines are read and its frames sent ([`Tracer`](crate::host::Tracer)); flushed by
@@ -170,7 +170,7 @@ pub struct Config {
     pub trust_project: bool,
     /// `--restart`: overrides every manifest's `restart` for this run.
     pub restart: Option<crate::manifest::RestartPolicy>,
-    /// `--confine` (PROTOCOL.md §9.3): `declared` unless set.
+    /// `--confine` (docs/protocol.md §9.3): `declared` unless set.
     pub confine: crate::confine::Mode,
 }
 

@@ -60,7 +60,7 @@ pub enum HostError {
     UnknownCall(String),
     /// No tool (or command) of that name, once the MCP servers that were
     /// still starting when it was asked for are ready or failed
-    /// (PROTOCOL.md §8.2): `unknown_tool` (`unknown_command`).
+    /// (docs/protocol.md §8.2): `unknown_tool` (`unknown_command`).
     NotOffered {
         /// The name asked for.
         name: String,
@@ -69,7 +69,7 @@ pub enum HostError {
         /// The servers that were still starting.
         starting: Vec<String>,
     },
-    /// A frame over the limits of PROTOCOL.md §3 rule 9: a call whose frame
+    /// A frame over the limits of docs/protocol.md §3 rule 9: a call whose frame
     /// to the extension would be too big, or a reply line over the cap.
     TooLarge {
         /// The extension the frame was for or from.

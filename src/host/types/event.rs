@@ -63,7 +63,7 @@ pub enum HostEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_id: Option<String>,
         /// The server that runs the tool. Not part of the wire frame,
-        /// whose fields PROTOCOL.md §4 lists.
+        /// whose fields docs/protocol.md §4 lists.
         #[serde(skip)]
         extension: String,
         /// How far along, as the server says.
@@ -131,7 +131,7 @@ pub enum HostEvent {
         tools: Vec<String>,
     },
     /// An extension exited on its own and is started again after
-    /// `delay_ms` (PROTOCOL.md §7.1); `attempt` counts from 1.
+    /// `delay_ms` (docs/protocol.md §7.1); `attempt` counts from 1.
     ExtensionRestarting {
         /// The extension to be restarted.
         extension: String,

@@ -18,7 +18,7 @@ pub enum State {
     Failed,
     /// Project-local, in a project that is not trusted: never started.
     Untrusted,
-    /// Exited on its own; started again after a delay (PROTOCOL.md §7.1).
+    /// Exited on its own; started again after a delay (docs/protocol.md §7.1).
     Restarting,
     /// Restarted too often; down until a reload.
     CrashLoop,
@@ -53,7 +53,7 @@ pub struct ExtInfo {
     pub dir: String,
     /// `ext`, `project` or `global`.
     pub source: &'static str,
-    /// `extension`, or `mcp` for an MCP server (PROTOCOL.md §8).
+    /// `extension`, or `mcp` for an MCP server (docs/protocol.md §8).
     pub kind: &'static str,
     /// An MCP server's protocol version, once it answered `initialize`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,7 +67,7 @@ pub struct ExtInfo {
     pub pid: Option<u32>,
     /// What its `hello` declared.
     pub capabilities: Vec<String>,
-    /// Restarts since the last reset (PROTOCOL.md §7.1).
+    /// Restarts since the last reset (docs/protocol.md §7.1).
     pub restarts: u32,
     /// Commands it registered, shadowed ones included.
     pub commands: Vec<String>,
@@ -95,7 +95,7 @@ pub struct ExtInfo {
     /// Absolute path of a static extension's theme.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub theme: Option<String>,
-    /// What is enforced of its confinement (PROTOCOL.md §9.3): `null` when
+    /// What is enforced of its confinement (docs/protocol.md §9.3): `null` when
     /// it has none, or `{"enforced", "not_enforced", "landlock_abi"}`.
     pub confinement: Value,
     /// The console's mark for it: `confined`, `partly confined` or `full access`.
@@ -125,11 +125,11 @@ pub struct ToolInfo {
     pub schema: Value,
     /// The extension that owns it.
     pub extension: String,
-    /// As registered; `direct` when absent (PROTOCOL.md §6.2).
+    /// As registered; `direct` when absent (docs/protocol.md §6.2).
     pub exposure: String,
     /// Offered now: false for a deferred tool until a result activates it.
     pub active: bool,
-    /// Waits for the user: no reply deadline (PROTOCOL.md §6.2).
+    /// Waits for the user: no reply deadline (docs/protocol.md §6.2).
     pub interactive: bool,
     /// JSON Schema of its `structured_content`, when registered.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,7 +164,7 @@ pub struct Listing {
     /// Tools in effect.
     pub tools: Vec<ToolInfo>,
     /// Descendants alive now that the host ended up parent of without
-    /// being able to say whose they were (PROTOCOL.md §3 rule 10: they
+    /// being able to say whose they were (docs/protocol.md §3 rule 10: they
     /// shed the instance marker, their extension's group and its session;
     /// they are ended when the host exits). 0 normally.
     pub orphans: usize,

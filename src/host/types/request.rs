@@ -51,9 +51,9 @@ pub enum Request {
     },
     /// The front end's input ended: interactive tool calls in flight (and
     /// any that come later) are cancelled as [`Request::CancelTool`] does,
-    /// since nobody is left to answer them (PROTOCOL.md §6.2). Answers `Done`.
+    /// since nobody is left to answer them (docs/protocol.md §6.2). Answers `Done`.
     EndOfInput,
-    /// Stops extension `name` (PROTOCOL.md §3 rule 10) and starts it anew,
+    /// Stops extension `name` (docs/protocol.md §3 rule 10) and starts it anew,
     /// its restart count and any crash loop reset; requests for its names
     /// wait meanwhile. Answers `Restarted` once it is ready, or
     /// [`HostError::UnknownExtension`].
@@ -64,7 +64,7 @@ pub enum Request {
     /// A tool call with every option: see [`ToolCall`].
     ToolCall(ToolCall),
     /// The agent's own tools that extensions may reach with `call_tool`
-    /// (PROTOCOL.md §6.1); replaces the previous set. Answers `Done`.
+    /// (docs/protocol.md §6.1); replaces the previous set. Answers `Done`.
     AgentTools(Vec<AgentTool>),
     /// The agent's answer to a [`HostEvent::CallTool`]. Answers `Done`, or
     /// [`HostError::UnknownCall`] when that call no longer waits.
@@ -136,9 +136,9 @@ pub struct ToolCall {
     pub args: Option<Value>,
     /// The caller's own key, for [`Request::CancelTool`].
     pub tool_id: Option<String>,
-    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    /// Passed to the extension as given (docs/protocol.md §6.2).
     pub operation_key: Option<Value>,
-    /// Passed to the extension as given (PROTOCOL.md §6.2).
+    /// Passed to the extension as given (docs/protocol.md §6.2).
     pub reconcile: Option<Value>,
     /// Run it as the model's call would be: the `tool_call` intercept chain
     /// first (a block answers with [`ToolReply::blocked`]), then the

@@ -1,4 +1,4 @@
-//! Calls through the edge (PROTOCOL.md §8.3, §8.4.3 rule 13): the host's
+//! Calls through the edge (docs/protocol.md §8.3, §8.4.3 rule 13): the host's
 //! `tool_call`, `tool_cancel` and `command_invoked` frames as `tools/call`,
 //! `notifications/cancelled` and `prompts/get`, and their answers as
 //! `tool_result` and `command_response`; for a modern server also its
@@ -108,7 +108,7 @@ impl Edge {
         }
     }
 
-    /// A modern result's `resultType` (PROTOCOL.md §8.4.3 rule 13).
+    /// A modern result's `resultType` (docs/protocol.md §8.4.3 rule 13).
     fn settle(&self, params: &Value, rounds: u8, r: Value) -> Outcome {
         if self.era == Era::Legacy {
             return Outcome::Complete(r);

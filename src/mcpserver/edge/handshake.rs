@@ -1,5 +1,5 @@
 //! The handshake of a server in either era and its listings: `initialize`
-//! (PROTOCOL.md §8.2) or `server/discover` (§8.4.3 rule 13), the `hello`
+//! (docs/protocol.md §8.2) or `server/discover` (§8.4.3 rule 13), the `hello`
 //! the host is told, `tools/list` and `prompts/list` through `nextCursor`
 //! within their bounds, `ready`, and the modern `subscriptions/listen`
 //! that brings list changes.
@@ -25,7 +25,7 @@ const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// JSON-RPC's "unsupported protocol version" (2026-07-28).
 const UNSUPPORTED: i64 = -32022;
 
-/// A listing ends with an error past these (PROTOCOL.md §8.2).
+/// A listing ends with an error past these (docs/protocol.md §8.2).
 const MAX_PAGES: usize = 100;
 const MAX_ENTRIES: usize = 10_000;
 
@@ -381,7 +381,7 @@ impl Edge {
 }
 
 /// Adds a page to a listing: the cursor of the next page, none at the
-/// end, or why the listing does not end (PROTOCOL.md §8.2).
+/// end, or why the listing does not end (docs/protocol.md §8.2).
 fn gather(l: &mut Listing, page: &Value, key: &str) -> Result<Option<String>, String> {
     l.pages += 1;
     if let Some(Value::Array(items)) = page.get(key) {

@@ -1,6 +1,6 @@
 //! The edge of one MCP server's process: JSON-RPC 2.0 on its stdio
 //! translated into the host's own messages, so that nothing above the
-//! child knows the dialect (PROTOCOL.md §8.2, §8.3, §8.4.3). It is the
+//! child knows the dialect (docs/protocol.md §8.2, §8.3, §8.4.3). It is the
 //! child's [`Dialect`], chosen when the server is spawned, in the era the
 //! host tries it in ([`Era`]).
 //!
@@ -36,7 +36,7 @@ pub use handshake::{MODERN, PROTOCOL};
 /// JSON-RPC's "method not found".
 const NOT_FOUND: i64 = -32601;
 
-/// The era a process is spoken to in (PROTOCOL.md §8.4.3).
+/// The era a process is spoken to in (docs/protocol.md §8.4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
     /// `initialize` first (`2025-11-25` and before).
@@ -62,7 +62,7 @@ pub enum McpMsg {
     /// The handshake failed; the load fails with this reason.
     Fail(String),
     /// The server refused the handshake with a JSON-RPC error: under
-    /// `auto` the other era may be tried (PROTOCOL.md §8.4.3 rule 12b).
+    /// `auto` the other era may be tried (docs/protocol.md §8.4.3 rule 12b).
     Refused(String),
     /// The server listed its tools again: the whole new set.
     Tools(Vec<Tool>),
@@ -102,7 +102,7 @@ enum Pending {
     Prompt { host_id: String, params: Value, rounds: u8 },
 }
 
-/// A listing under way (PROTOCOL.md §8.2: bounded by a repeated cursor,
+/// A listing under way (docs/protocol.md §8.2: bounded by a repeated cursor,
 /// a page count and an entry count).
 #[derive(Default)]
 struct Listing {

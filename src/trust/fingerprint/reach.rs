@@ -1,5 +1,5 @@
 //! What a project's extensions and servers run from beyond `.zot`
-//! (PROTOCOL.md §7.3), fed into the same walk:
+//! (docs/protocol.md §7.3), fed into the same walk:
 //! - a script named by `exec` or an argument that lies in the project but
 //!   outside `.zot`: its whole folder, as a tree (its helper modules),
 //!   unless that folder is the project's own, which is named
