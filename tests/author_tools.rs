@@ -265,7 +265,20 @@ fn scaffold_works(lang: &str, needs: &str) {
         return;
     }
 
-    let (code, report) = check(&t, &ext, &[]);
+    // The host's 250 ms rule (ready after that much quiet once hello_ack
+    // is sent) can be met by a process the loaded machine starved, not by
+    // the scaffold: those findings ask for another run, up to three; a
+    // scaffold that never sends ready has them every time.
+    let starved = |r: &Value| {
+        r["findings"].as_array().is_some_and(|fs| fs.iter().any(|f| ["auto_ready", "late_registration"].contains(&f["code"].as_str().unwrap_or_default())))
+    };
+    let (mut code, mut report) = check(&t, &ext, &[]);
+    for _ in 0..2 {
+        if !starved(&report) {
+            break;
+        }
+        (code, report) = check(&t, &ext, &[]);
+    }
     assert_eq!(code, 0, "{report:#}");
     for f in report["findings"].as_array().expect("findings") {
         let code = f["code"].as_str().unwrap_or_default();
