@@ -114,6 +114,8 @@ pub struct Discovery {
     /// Why the project's trust could not be checked (`$ZOT_HOME/trust.json`
     /// cannot be read), with the fix.
     pub trust_problem: Option<String>,
+    /// The project was trusted, but its files changed since (§7.3).
+    pub trust_changed: bool,
 }
 
 /// What to look at.
@@ -198,6 +200,10 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
                         crate::trust::Status::Trusted => true,
                         crate::trust::Status::Unreadable => {
                             out.trust_problem = crate::trust::file_problem(home);
+                            false
+                        }
+                        crate::trust::Status::Changed => {
+                            out.trust_changed = true;
                             false
                         }
                         _ => false,

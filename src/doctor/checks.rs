@@ -15,6 +15,19 @@ pub(super) fn finding(severity: Severity, code: &'static str, message: impl Into
     Finding { severity, code, message: message.into(), hint: hint.into() }
 }
 
+/// Why a project's own extension or server was not loaded (§7.3): trust
+/// that cannot be checked, a project changed since trusted, or one never
+/// trusted.
+fn untrusted(trust: &crate::discovery::Discovery) -> Finding {
+    let fix = "zot trust (or --trust-project for one run)";
+    match (&trust.trust_problem, trust.trust_changed) {
+        // `zot trust` would fail: the fix is the file's.
+        (Some(p), _) => finding(Severity::Error, "untrusted", "not loaded: trust cannot be checked (trust.json cannot be read)", p.clone()),
+        (None, true) => finding(Severity::Error, "untrusted", "not loaded: the project changed since trusted", fix),
+        (None, false) => finding(Severity::Error, "untrusted", "not loaded: the project is not trusted", fix),
+    }
+}
+
 /// `[zot]` log lines of a load that point at a problem of the extension,
 /// by their start: the code, and the fix.
 const LOG_FINDINGS: [(&str, &str, &str); 6] = [
@@ -28,7 +41,7 @@ const LOG_FINDINGS: [(&str, &str, &str); 6] = [
 
 /// Refines the host's state with the log of the load, and adds the
 /// finding it calls for.
-pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option<&str>) {
+pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust: &crate::discovery::Discovery) {
     let check = format!("zot ext check {}", e.dir);
     let logs = format!("zot ext logs {}", e.name);
     for (start, code, hint) in LOG_FINDINGS {
@@ -84,16 +97,7 @@ pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option
             e.reason = Some(why.clone());
             e.findings.push(finding(Severity::Error, "exited", why, format!("see {logs}, or run {check}")));
         }
-        "untrusted" => e.findings.push(match trust_problem {
-            // `zot trust` would fail: the fix is the file's.
-            Some(p) => finding(Severity::Error, "untrusted", "not loaded: trust cannot be checked (trust.json cannot be read)", p),
-            None => finding(
-                Severity::Error,
-                "untrusted",
-                "not loaded: the project is not trusted",
-                "zot trust (or --trust-project for one run)",
-            ),
-        }),
+        "untrusted" => e.findings.push(untrusted(trust)),
         "static" => {}
         other => {
             let other = other.to_string();
@@ -105,7 +109,7 @@ pub(super) fn diagnose(e: &mut ExtReport, grace: Duration, trust_problem: Option
 /// An MCP server checked as an extension is (docs/protocol.md §8.3): its
 /// handshake, its tools, their schemas and names, each problem with a fix
 /// in the terms of its configuration file.
-pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, listing: &Listing) {
+pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, listing: &Listing, trust: &crate::discovery::Discovery) {
     let file = spec.file.display().to_string();
     let by_hand = std::iter::once(spec.command.as_str()).chain(spec.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
     let logs = format!("zot ext logs {}", e.name);
@@ -156,12 +160,7 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
                 format!("see {logs}; a slow start (npx, uvx, node on a busy machine) needs a longer --ready-grace, such as 30 (and a start over 30 s a longer \"connectTimeout\" in {file})"),
             ));
         }
-        "untrusted" => e.findings.push(finding(
-            Severity::Error,
-            "untrusted",
-            "not loaded: the project is not trusted",
-            "zot trust (or --trust-project for one run)",
-        )),
+        "untrusted" => e.findings.push(untrusted(trust)),
         "failed" => {
             let why = e.reason.clone().unwrap_or_else(|| "failed to load".into());
             // What is wrong in the entry itself is not a handshake that failed.

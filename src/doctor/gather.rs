@@ -88,8 +88,8 @@ pub(super) fn build(
         e.commands = mark(&info.commands, &info.shadowed_commands, &cmd_owner, true);
         e.tools = mark(&info.tools, &info.shadowed_tools, &tool_owner, false);
         match &spec {
-            Some(spec) => diagnose_server(&mut e, spec, listing),
-            None => diagnose(&mut e, grace, disc.trust_problem.as_deref()),
+            Some(spec) => diagnose_server(&mut e, spec, listing, disc),
+            None => diagnose(&mut e, grace, disc),
         }
         exts.push(e);
     }

@@ -89,6 +89,7 @@ impl Dispatcher {
                 state: State::Untrusted,
                 error: Some(match &self.load.trust_problem {
                     Some(p) => format!("trust cannot be checked: {p}"),
+                    None if self.load.trust_changed => "the project changed since trusted: run 'zot trust' in it to allow it again".into(),
                     None => "the project is not trusted: run 'zot trust' in it".into(),
                 }),
                 ..static_info(f, self.cfg.confine)

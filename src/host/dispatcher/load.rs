@@ -52,6 +52,8 @@ pub(super) struct Load {
     pub(super) untrusted: Vec<Found>,
     /// Why the project's trust could not be checked, if so (with the fix).
     pub(super) trust_problem: Option<String>,
+    /// The project was trusted and changed since.
+    pub(super) trust_changed: bool,
     pub(super) broken: Vec<Broken>,
 }
 
@@ -69,6 +71,7 @@ impl Load {
             reload_after: Vec::new(),
             untrusted: Vec::new(),
             trust_problem: None,
+            trust_changed: false,
             broken: Vec::new(),
         }
     }

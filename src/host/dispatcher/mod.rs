@@ -377,6 +377,7 @@ impl Dispatcher {
         let disc = discover_with(&self.cfg.sources, &self.cfg.mcp_configs, &self.cfg.cwd, &self.cfg.home, self.cfg.trust_project);
         self.load.untrusted = disc.untrusted.clone();
         self.load.trust_problem = disc.trust_problem.clone();
+        self.load.trust_changed = disc.trust_changed;
         if !self.load.untrusted.is_empty() {
             let extensions = self.load.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
             let error = disc.trust_problem.clone();

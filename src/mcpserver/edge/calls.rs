@@ -36,7 +36,7 @@ impl Edge {
                 return self.tool_call(c.id, &c.name, c.args);
             }
         }
-        let Ok(f) = serde_json::from_slice::<HostFrame>(text) else { return Vec::new() };
+        let Ok(f) = crate::protocol::decode::<HostFrame>(text) else { return Vec::new() };
         match f {
             HostFrame::ToolCall { id, name, args, .. } => self.tool_call(id, &name, args),
             HostFrame::ToolCancel { id } => {
