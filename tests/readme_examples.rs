@@ -160,7 +160,7 @@ fn zot_mcp_by_hand() {
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
     assert_eq!(
         z.stderr_text(),
-        "zot mcp: 2 extension(s) ready: weather, notes\nzot mcp: initialize from demo (asked 2025-06-18, speaking 2025-06-18)\n"
+        "zot mcp: 2 extensions ready: weather, notes\nzot mcp: initialize from demo (asked 2025-06-18, speaking 2025-06-18)\n"
     );
 }
 

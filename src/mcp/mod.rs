@@ -126,8 +126,8 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
     // Messages are read once the initial load is over, so that the first
     // tools/list already sees every extension's tools.
     if let Ok(r) = host.wait_ready() {
-        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
-        eprintln!("zot mcp: {} extension(s) ready: {}", r.ready.len(), strip_controls(&names));
+        let servers: Vec<String> = host.list().map(|l| l.extensions.into_iter().filter(|e| e.kind == "mcp").map(|e| e.name).collect()).unwrap_or_default();
+        eprintln!("zot mcp: {}", strip_controls(&ready_line(&r.ready, &servers)));
     }
     let server = Server { host: host.clone(), shared: shared.clone() };
 
@@ -464,6 +464,22 @@ impl Server {
             }
         }
     }
+}
+
+/// What stderr says once the load is over: the extensions and the MCP
+/// servers that are ready, each counted as what it is
+/// (`2 extensions and 1 MCP server ready: weather, notes, fs`).
+fn ready_line(ready: &[String], servers: &[String]) -> String {
+    let n_srv = ready.iter().filter(|n| servers.contains(n)).count();
+    let n_ext = ready.len() - n_srv;
+    let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let what = match (n_ext, n_srv) {
+        (_, 0) => count(n_ext, "extension", "extensions"),
+        (0, _) => count(n_srv, "MCP server", "MCP servers"),
+        _ => format!("{} and {}", count(n_ext, "extension", "extensions"), count(n_srv, "MCP server", "MCP servers")),
+    };
+    let names = if ready.is_empty() { "none".to_string() } else { ready.join(", ") };
+    format!("{what} ready: {names}")
 }
 
 #[cfg(test)]

@@ -26,11 +26,10 @@ impl Dispatcher {
             payload.insert("origin_extension".into(), json!(o.name));
         }
         let (asked, inbox) = (args.clone(), self.inbox.clone());
-        done.observed(move |r, chain_args| {
+        done.observed(move |r, chain_args, ran| {
             if matches!(r, Ok(Response::Tool(t)) if t.refused) {
                 return;
             }
-            let ran = chain_args.is_some();
             payload.insert("tool_args".into(), chain_args.unwrap_or(asked));
             let (status, executed, result) = outcome(r, ran);
             payload.insert("status".into(), json!(status));
@@ -43,7 +42,9 @@ impl Dispatcher {
 }
 
 /// The `status`, `executed` and `result` of the event for answer `r`;
-/// `ran`: the chain let the call through.
+/// `ran`: the call reached its tool (§6.4: `executed` says whether the tool
+/// ran, so a call cancelled or timed out while parked for a restart or a
+/// wake was not executed, even though its chain let it through).
 fn outcome(r: &Result<Response, HostError>, ran: bool) -> (&'static str, bool, Value) {
     let error = |e: &dyn std::fmt::Display| json!({"content": [{"type": "text", "text": e.to_string()}], "is_error": true});
     match r {

@@ -258,6 +258,7 @@ impl Dispatcher {
         if let Err(e) = sent {
             return respond(done, Err(e));
         }
+        done.reached();
         let ext = self.exts[slot].id;
         // An interactive tool waits for the user: only cancellation ends it.
         let deadline = after(if interactive { Duration::MAX } else { mcp::tool_timeout(&self.exts[slot], self.cfg.timeouts.tool) });

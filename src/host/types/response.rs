@@ -8,6 +8,8 @@ use crate::protocol::Panel;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The outcome of a request.
 #[derive(Debug, Clone, Serialize)]
@@ -54,6 +56,9 @@ pub struct Responder {
     chain_args: Option<crossbeam_channel::Sender<Value>>,
     /// Made by [`Responder::observed`]: the call's end is already seen.
     observed: bool,
+    /// Set once the call reached its tool (the frame sent to the extension,
+    /// the agent asked): whether it was executed.
+    reached: Option<Arc<AtomicBool>>,
 }
 
 type AnswerFn = Box<dyn FnOnce(Result<Response, HostError>) + Send>;
@@ -73,26 +78,40 @@ pub(crate) enum CallKey {
 impl Responder {
     /// A responder that calls `f` with the outcome.
     pub fn new(f: impl FnOnce(Result<Response, HostError>) + Send + 'static) -> Responder {
-        Responder { f: Some(Box::new(f)), key: None, chain_args: None, observed: false }
+        Responder { f: Some(Box::new(f)), key: None, chain_args: None, observed: false, reached: None }
     }
 
     /// This responder, with `seen` run first with its answer and the
     /// arguments its `tool_call` chain ended with (`None` when the chain
     /// never ended): the key stays, and the caller of
     /// [`Responder::with_chain_args`] still gets the arguments first.
-    pub(crate) fn observed(mut self, seen: impl FnOnce(&Result<Response, HostError>, Option<Value>) + Send + 'static) -> Responder {
+    /// `seen` also learns whether the call reached its tool
+    /// ([`Responder::reached`]).
+    pub(crate) fn observed(mut self, seen: impl FnOnce(&Result<Response, HostError>, Option<Value>, bool) + Send + 'static) -> Responder {
         let (tx, rx) = crossbeam_channel::bounded::<Value>(1);
         let key = self.key;
         let caller = self.chain_args.take();
+        let reached = Arc::new(AtomicBool::new(false));
+        let flag = reached.clone();
         let f = move |r: Result<Response, HostError>| {
             let args = rx.try_recv().ok();
             if let (Some(a), Some(c)) = (&args, &caller) {
                 let _ = c.try_send(a.clone());
             }
-            seen(&r, args);
+            seen(&r, args, flag.load(Ordering::Relaxed));
             self.answer(r);
         };
-        Responder { f: Some(Box::new(f)), key, chain_args: Some(tx), observed: true }
+        Responder { f: Some(Box::new(f)), key, chain_args: Some(tx), observed: true, reached: Some(reached) }
+    }
+
+    /// The call this answers reached its tool: its frame was sent to the
+    /// extension (or server), or the agent was asked. A call answered
+    /// before that (blocked, cancelled or timed out while parked or
+    /// waiting for a wake) was not executed.
+    pub(crate) fn reached(&self) {
+        if let Some(r) = &self.reached {
+            r.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Whether [`Responder::observed`] made it.
