@@ -280,20 +280,26 @@ impl Server {
 
     /// A modern `tools/call` or `prompts/get` whose envelope has a
     /// `logLevel`: the notes of the extension that runs it come back inside
-    /// it (docs/protocol.md §8.4.2 rule 9).
+    /// it (docs/protocol.md §8.4.2 rule 9). Its owner is looked up by the
+    /// dispatcher, never waited for here: the reader goes on reading. The
+    /// look-up is asked before the request itself, and the dispatcher
+    /// answers in order, so the owner is known before the call can note.
     fn route_notes(&self, method: &str, params: &Map<String, Value>, key: &str, level: u8) {
-        let Some(name) = params.get("name").and_then(Value::as_str) else { return };
-        let Ok(l) = self.host.list() else { return };
-        let ext = match method {
-            "tools/call" => l.tools.iter().find(|t| t.name == name).map(|t| t.extension.clone()),
-            "prompts/get" => l.commands.iter().find(|c| c.name == name).map(|c| c.extension.clone()),
-            _ => None,
-        };
-        if let (Some(ext), Ok(mut f)) = (ext, self.shared.flights.lock()) {
-            if let Some(f) = f.get_mut(key) {
-                f.notes = Some((ext, level));
+        let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_string) else { return };
+        let (method, key, shared) = (method.to_string(), key.to_string(), self.shared.clone());
+        self.host.submit(Request::List, move |r| {
+            let Ok(Response::List(l)) = r else { return };
+            let ext = match method.as_str() {
+                "tools/call" => l.tools.iter().find(|t| t.name == name).map(|t| t.extension.clone()),
+                "prompts/get" => l.commands.iter().find(|c| c.name == name).map(|c| c.extension.clone()),
+                _ => None,
+            };
+            if let (Some(ext), Ok(mut f)) = (ext, shared.flights.lock()) {
+                if let Some(f) = f.get_mut(&key) {
+                    f.notes = Some((ext, level));
+                }
             }
-        }
+        });
     }
 
     /// `request_id` is `params.requestId` as its JSON text, when there is one.
