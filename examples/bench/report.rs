@@ -242,8 +242,10 @@ pub fn write(env: &Env, runs: Runs) -> Res<()> {
 
     // Binary.
     let mib = bin as f64 / MIB as f64;
-    t.row("binary: target/release/zot (stripped)", format!("{mib:.2} MiB ({bin} bytes)"), "≤ 2 MiB", Some(mib <= 2.0));
-    t.goal("binary_mib", mib, "<= 2", mib <= 2.0);
+    // Issue 29: 2.5 MiB, counted in bytes so that 2.504 MiB is no pass.
+    let fits = bin as usize <= 5 * MIB / 2;
+    t.row("binary: target/release/zot (stripped)", format!("{mib:.2} MiB ({bin} bytes)"), "≤ 2.5 MiB", Some(fits));
+    t.goal("binary_mib", mib, "<= 2.5", fits);
     j.insert("binary".into(), json!({"bytes": bin}));
 
     // The serve path.

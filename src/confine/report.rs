@@ -120,7 +120,7 @@ mod tests {
         d.domains = vec!["a.example".into()];
         let r = report(Some(&d), false);
         let mut all: Vec<&str> = r.enforced.iter().chain(&r.not_enforced).copied().collect();
-        all.sort();
+        all.sort_unstable();
         assert_eq!(all, ["domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
         assert!(r.not_enforced.contains(&"metadata") && r.not_enforced.contains(&"domains"));
         let off = report(Some(&d), true);

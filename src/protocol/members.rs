@@ -25,7 +25,7 @@ impl Val {
     pub fn json(self) -> Value {
         match self {
             Val::Json(v) => v,
-            Val::Object(m) => Value::Object(m.into_iter().collect()),
+            Val::Object(m) => Value::Object(payload(m.into_iter().map(|(k, v)| (k, Val::Json(v))).collect())),
         }
     }
 }
@@ -303,5 +303,11 @@ pub fn opt_panel(v: Val) -> Res<Option<Panel>> {
 
 /// The members not taken by a frame's own fields, as an event's payload.
 pub fn payload(rest: Vec<(String, Val)>) -> Map<String, Value> {
-    rest.into_iter().map(|(k, v)| (k, v.json())).collect()
+    // Inserted one by one: collecting would sort the pairs first, one more
+    // copy of the stable sort in the binary.
+    let mut map = Map::new();
+    for (k, v) in rest {
+        map.insert(k, v.json());
+    }
+    map
 }
