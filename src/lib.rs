@@ -26,6 +26,7 @@ pub mod protocol;
 mod child;
 mod confine;
 mod envexpand;
+mod lexical;
 mod lines;
 mod log;
 mod text;

@@ -8,26 +8,12 @@
 
 mod common;
 
-use common::{host_config, start_host, TempDir};
-use serde_json::{json, Value};
-use std::path::PathBuf;
+use common::{calls_ext, host_config, start_host, TempDir};
+use serde_json::json;
 use std::time::Duration;
 use zot_host::host::{HostError, HostEvent, Response};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// An extension running tests/fixtures/calls.py with `cfg`; what reaches
-/// it is noted in `<t>/<name>.seen`.
-fn calls_ext(t: &TempDir, name: &str, mut cfg: Value, restart: Option<&str>) -> PathBuf {
-    cfg["name"] = json!(name);
-    cfg["log"] = json!(t.path().join(format!("{name}.seen")).display().to_string());
-    let mut m = json!({"name": name, "version": "1.0.0", "exec": "python3",
-        "args": [common::fixture("calls.py").display().to_string(), cfg.to_string()]});
-    if let Some(r) = restart {
-        m["restart"] = json!(r);
-    }
-    common::write_manifest(&t.path().join("exts"), name, m)
-}
 
 fn seen(t: &TempDir, name: &str) -> Vec<String> {
     std::fs::read_to_string(t.path().join(format!("{name}.seen"))).unwrap_or_default().lines().map(str::to_string).collect()

@@ -5,36 +5,10 @@
 
 mod common;
 
-use common::{host_config, start_host, write_manifest, TempDir};
+use common::{host_config, probe_ext, start_host, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zot_host::host::{ConfineMode, Host, Request, Response};
-
-fn landlock() -> bool {
-    // SAFETY: the version query reads no memory.
-    let v = unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) };
-    v >= 1
-}
-
-/// Skips (and says so) where the kernel has no Landlock.
-macro_rules! need_landlock {
-    () => {
-        if !landlock() {
-            common::skip("this kernel has no Landlock");
-            return;
-        }
-    };
-}
-
-/// A probe extension named `name` in `<parent>/<name>`, with `confine`
-/// when given.
-fn probe(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
-    let mut m = json!({"name": name, "exec": "python3", "args": [common::fixture("probe.py").display().to_string(), name]});
-    if let Some(c) = confine {
-        m["confine"] = c;
-    }
-    write_manifest(parent, name, m)
-}
 
 /// Runs `op` with `arg` in extension `name`: `ok ...`, `errno N` or `error ...`.
 fn run(host: &Host, name: &str, op: &str, arg: impl Into<Value>) -> String {
@@ -66,9 +40,9 @@ fn reads_outside_the_grants_are_refused_and_declared_reads_work() {
     std::fs::create_dir_all(&project).expect("mkdir");
     std::fs::write(project.join("notes.txt"), "notes").expect("write");
     let exts = vec![
-        probe(t.path(), "open", None),
-        probe(t.path(), "reader", Some(json!({"read": ["${PROJECT}"]}))),
-        probe(t.path(), "blind", Some(json!({}))),
+        probe_ext(t.path(), "open", None),
+        probe_ext(t.path(), "reader", Some(json!({"read": ["${PROJECT}"]}))),
+        probe_ext(t.path(), "blind", Some(json!({}))),
     ];
     let h = host(&t, &project, exts, ConfineMode::Declared);
     let (s, notes) = (secret.display().to_string(), project.join("notes.txt").display().to_string());
@@ -86,12 +60,12 @@ fn writes_outside_the_grants_are_refused_and_data_and_tmp_are_writable() {
     let t = TempDir::new("confine-write");
     let project = t.path().join("project");
     std::fs::create_dir_all(project.join("out")).expect("mkdir");
-    let w = probe(t.path(), "w", Some(json!({"read": ["${PROJECT}"], "write": ["${PROJECT}/out"]})));
+    let w = probe_ext(t.path(), "w", Some(json!({"read": ["${PROJECT}"], "write": ["${PROJECT}/out"]})));
     // The placeholders expand in its args too.
     let mut m: Value = serde_json::from_slice(&std::fs::read(w.join("extension.json")).expect("manifest")).expect("json");
     m["args"].as_array_mut().expect("args").push(json!("${DATA}/state"));
     std::fs::write(w.join("extension.json"), m.to_string()).expect("write");
-    let exts = vec![probe(t.path(), "open", None), w];
+    let exts = vec![probe_ext(t.path(), "open", None), w];
     let h = host(&t, &project, exts, ConfineMode::Declared);
     let outside = project.join("x.txt").display().to_string();
     assert!(run(&h, "open", "write", outside.as_str()).starts_with("ok"));
@@ -130,9 +104,9 @@ fn network_off_refuses_tcp_and_declared_ports_are_the_only_ones_reached() {
     let b = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
     let exts = vec![
-        probe(t.path(), "open", None),
-        probe(t.path(), "off", Some(json!({"net": false}))),
-        probe(t.path(), "ports", Some(json!({"net": {"connect": [pa]}}))),
+        probe_ext(t.path(), "open", None),
+        probe_ext(t.path(), "off", Some(json!({"net": false}))),
+        probe_ext(t.path(), "ports", Some(json!({"net": {"connect": [pa]}}))),
     ];
     let h = host(&t, t.path(), exts, ConfineMode::Declared);
     assert_eq!(run(&h, "open", "connect", pb), format!("ok {pb}"));
@@ -160,7 +134,7 @@ fn it_cannot_signal_the_host_gain_privileges_or_escape_through_setsid() {
     let home = std::env::var("HOME").expect("HOME");
     let secret = PathBuf::from(&home).join(format!(".zot-confine-setsid-{}", std::process::id()));
     std::fs::write(&secret, "secret").expect("plant");
-    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({})))];
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({})))];
     let h = host(&t, t.path(), exts, ConfineMode::Declared);
     let me = std::process::id();
     assert_eq!(run(&h, "open", "kill", me), "ok None");
@@ -177,7 +151,7 @@ fn it_cannot_signal_the_host_gain_privileges_or_escape_through_setsid() {
 fn a_memory_limit_is_hit_while_the_host_and_the_others_keep_answering() {
     need_landlock!();
     let t = TempDir::new("confine-mem");
-    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "small", Some(json!({"limits": {"memory_mb": 200}})))];
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "small", Some(json!({"limits": {"memory_mb": 200}})))];
     let h = host(&t, t.path(), exts, ConfineMode::Declared);
     assert_eq!(run(&h, "open", "alloc", 400), format!("ok {}", 400 << 20));
     assert_eq!(run(&h, "small", "alloc", 400), "error MemoryError");
@@ -198,7 +172,7 @@ fn deny_inside_a_read_folder_is_out_of_reach_and_the_rest_is_not() {
     std::fs::write(project.join("src/a.txt"), "a").expect("write");
     std::fs::write(project.join("top.txt"), "t").expect("write");
     let c = json!({"read": ["${PROJECT}"], "deny": ["${PROJECT}/keys", "${PROJECT}/later/secret"]});
-    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "d", Some(c))];
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "d", Some(c))];
     let h = host(&t, &project, exts, ConfineMode::Declared);
     let p = |rel: &str| project.join(rel).display().to_string();
     assert!(run(&h, "open", "read", p("keys/inner/id")).starts_with("ok"));
@@ -216,7 +190,7 @@ fn required_refuses_to_start_when_a_declared_rule_is_not_enforced() {
     need_landlock!();
     let t = TempDir::new("confine-required");
     // unix: true reaches every socket file: this kernel confines no socket path.
-    let exts = vec![probe(t.path(), "strict", Some(json!({"required": true}))), probe(t.path(), "leaky", Some(json!({"unix": true, "required": true})))];
+    let exts = vec![probe_ext(t.path(), "strict", Some(json!({"required": true}))), probe_ext(t.path(), "leaky", Some(json!({"unix": true, "required": true})))];
     let h = host(&t, t.path(), exts, ConfineMode::Declared);
     assert_eq!(run(&h, "strict", "status", ""), "ok NoNewPrivs:\t1");
     let info = common::ext_info(&h, "leaky");
@@ -235,7 +209,7 @@ fn a_tmp_folder_left_by_a_host_that_is_gone_is_removed() {
     std::fs::create_dir_all(stale.join("inner")).expect("mkdir");
     let live = t.path().join(format!("home/tmp/other.{}-1", std::process::id()));
     std::fs::create_dir_all(&live).expect("mkdir");
-    let h = host(&t, t.path(), vec![probe(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
+    let h = host(&t, t.path(), vec![probe_ext(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
     assert_eq!(run(&h, "p", "status", ""), "ok NoNewPrivs:\t1");
     assert!(!stale.exists(), "the folder of a gone host is still there");
     assert!(live.exists(), "the folder of a live process was removed");
@@ -283,7 +257,7 @@ fn a_deny_written_with_dot_dot_through_a_missing_folder_still_denies() {
     // `gone` does not exist: the kernel resolves the path to nothing, and
     // the deny must not then deny nothing.
     let c = json!({"read": ["${PROJECT}"], "deny": ["${PROJECT}/gone/../keys", "${PROJECT}/./src/../keys/"]});
-    let exts = vec![probe(t.path(), "open", None), probe(t.path(), "d", Some(c))];
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "d", Some(c))];
     let h = host(&t, &project, exts, ConfineMode::Declared);
     let p = |rel: &str| project.join(rel).display().to_string();
     assert_eq!(run(&h, "open", "read", p("keys/id")), "ok 1");
@@ -301,9 +275,9 @@ fn zot_home_stays_out_of_reach_under_a_declared_ancestor() {
     // must stay out of reach; its own data folder and the rest of t not.
     std::fs::write(t.path().join("notes.txt"), "notes").expect("write");
     let exts = vec![
-        probe(t.path(), "open", None),
-        probe(t.path(), "keeper", Some(json!({}))),
-        probe(t.path(), "wide", Some(json!({"read": [t.path()]}))),
+        probe_ext(t.path(), "open", None),
+        probe_ext(t.path(), "keeper", Some(json!({}))),
+        probe_ext(t.path(), "wide", Some(json!({"read": [t.path()]}))),
     ];
     let h = host(&t, t.path(), exts, ConfineMode::Declared);
     assert!(run(&h, "keeper", "data", "token").starts_with("ok"));

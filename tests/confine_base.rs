@@ -15,11 +15,6 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn landlock() -> bool {
-    // SAFETY: the version query reads no memory.
-    unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) >= 1 }
-}
-
 /// Calls `<name>_probe` with `{"op": "read", "arg": path}`.
 fn read(host: &Host, name: &str, path: &Path) -> String {
     let req = Request::Tool { name: format!("{name}_probe"), args: Some(json!({"op": "read", "arg": path.display().to_string()})), tool_id: None };
@@ -66,7 +61,7 @@ require("readline").createInterface({ input: process.stdin }).on("line", (l) => 
 
 #[test]
 fn python_from_the_system_and_from_a_pyenv_style_prefix_in_a_home_folder() {
-    if !landlock() {
+    if !common::landlock() {
         return common::skip("this kernel has no Landlock");
     }
     // The system's Python: its standard library lies in the base set, so a
@@ -106,7 +101,7 @@ fn python_from_the_system_and_from_a_pyenv_style_prefix_in_a_home_folder() {
 
 #[test]
 fn node_and_a_node_modules_bin_tool_and_a_sh_script() {
-    if !landlock() {
+    if !common::landlock() {
         return common::skip("this kernel has no Landlock");
     }
     let t = TempDir::new("base-node");
@@ -195,7 +190,7 @@ func main() {
 
 #[test]
 fn a_static_go_binary() {
-    if !landlock() {
+    if !common::landlock() {
         return common::skip("this kernel has no Landlock");
     }
     let Some(go) = which("go") else {

@@ -8,34 +8,11 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{fixture, write_manifest, TempDir};
+use common::{fixture, probe_ext, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
-
-fn landlock() -> bool {
-    // SAFETY: the version query reads no memory.
-    unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) >= 1 }
-}
-
-macro_rules! need_landlock {
-    () => {
-        if !landlock() {
-            common::skip("this kernel has no Landlock");
-            return;
-        }
-    };
-}
-
-/// A probe extension (tests/fixtures/probe.py) named `name` in `<parent>/<name>`.
-fn probe(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
-    let mut m = json!({"name": name, "exec": "python3", "args": [fixture("probe.py").display().to_string(), name]});
-    if let Some(c) = confine {
-        m["confine"] = c;
-    }
-    write_manifest(parent, name, m)
-}
 
 /// `zot serve` in `cwd` with `args`.
 struct Serve {
@@ -131,8 +108,8 @@ fn confine_off_and_all_and_their_environment_variable() {
     let outside = t.path().join("outside.txt");
     std::fs::write(&outside, "o").expect("write");
     let (o, r) = (outside.display().to_string(), cwd.join("readme.txt").display().to_string());
-    let declared = probe(t.path(), "declared", Some(json!({"net": {"connect": [443]}})));
-    let plain = probe(t.path(), "plain", None);
+    let declared = probe_ext(t.path(), "declared", Some(json!({"net": {"connect": [443]}})));
+    let plain = probe_ext(t.path(), "plain", None);
     let args = ext_args(&[&declared, &plain]);
 
     // declared (the default): only the one that declares is confined.
@@ -176,9 +153,9 @@ fn confine_off_and_all_and_their_environment_variable() {
 #[test]
 fn an_invalid_confine_fails_only_that_extension_naming_the_field() {
     let t = TempDir::new("confine-invalid");
-    let good = probe(t.path(), "good", Some(json!({})));
-    let bad = probe(t.path(), "bad", Some(json!({"net": {"connect": [443, 70000]}})));
-    let typo = probe(t.path(), "typo", Some(json!({"reed": ["/"]})));
+    let good = probe_ext(t.path(), "good", Some(json!({})));
+    let bad = probe_ext(t.path(), "bad", Some(json!({"net": {"connect": [443, 70000]}})));
+    let typo = probe_ext(t.path(), "typo", Some(json!({"reed": ["/"]})));
     let cfg = t.path().join("mcp.json");
     std::fs::write(&cfg, json!({"mcpServers": {"srv": {"command": "python3", "args": ["x.py"], "confine": {"limits": {"memory_mb": "lots"}}}}}).to_string()).expect("write");
     let mut args = ext_args(&[&good, &bad, &typo]);
@@ -206,8 +183,8 @@ fn zot_ext_list_json_and_doctor_carry_confinement() {
     let t = TempDir::new("confine-list");
     let home = t.path().join("zot-home");
     let exts = home.join("extensions");
-    probe(&exts, "boxed", Some(json!({"limits": {"open_files": 64}})));
-    probe(&exts, "free", None);
+    probe_ext(&exts, "boxed", Some(json!({"limits": {"open_files": 64}})));
+    probe_ext(&exts, "free", None);
     let out = common::run_zot(BIN, t.path(), Some(&home), &["ext", "list", "--json"], &[]);
     let rows: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
     let row = |n: &str| rows.as_array().and_then(|a| a.iter().find(|r| r["name"] == n).cloned()).unwrap_or(Value::Null);
@@ -217,7 +194,7 @@ fn zot_ext_list_json_and_doctor_carry_confinement() {
     for k in ["files", "no_new_privs", "metadata", "unix", "syscalls", "scopes", "net_off", "limits"] {
         assert_eq!(all.iter().filter(|x| *x == k).count(), 1, "{k} in exactly one list: {c}");
     }
-    if landlock() {
+    if common::landlock() {
         assert_eq!(kinds(&c, "not_enforced"), ["metadata"], "{c}");
     }
     assert!(c["landlock_abi"].is_u64(), "{c}");
@@ -236,9 +213,9 @@ fn zot_trust_shows_what_each_may_read_write_and_reach_before_recording() {
     let home = t.path().join("zot-home");
     let project = t.path().join("project");
     let exts = project.join(".zot/extensions");
-    probe(&exts, "weather", Some(json!({"read": ["${PROJECT}", "~/.config/weather"], "write": ["${DATA}"], "net": {"connect": [443, 80]}})));
-    probe(&exts, "legacy", None);
-    probe(&exts, "quiet", Some(json!({"read": ["${PROJECT}"]})));
+    probe_ext(&exts, "weather", Some(json!({"read": ["${PROJECT}", "~/.config/weather"], "write": ["${DATA}"], "net": {"connect": [443, 80]}})));
+    probe_ext(&exts, "legacy", None);
+    probe_ext(&exts, "quiet", Some(json!({"read": ["${PROJECT}"]})));
     std::fs::write(project.join(".zot/mcp.json"), json!({"mcpServers": {"srv": {"command": "python3", "args": ["s.py"], "confine": {"net": true}}}}).to_string()).expect("write");
     let out = common::run_zot(BIN, t.path(), Some(&home), &["trust", project.to_str().expect("utf-8")], &[]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -349,9 +326,9 @@ fn the_console_marks_each_extension_confined_partly_or_full_access() {
     need_landlock!();
     let t = TempDir::new("confine-console");
     let exts = [
-        probe(t.path(), "boxed", Some(json!({}))),
-        probe(t.path(), "leaky", Some(json!({"unix": true}))),
-        probe(t.path(), "free", None),
+        probe_ext(t.path(), "boxed", Some(json!({}))),
+        probe_ext(t.path(), "leaky", Some(json!({"unix": true}))),
+        probe_ext(t.path(), "free", None),
     ];
     let mut cmd = std::process::Command::new(BIN);
     cmd.args(ext_args(&exts.iter().collect::<Vec<_>>())).args(["--ready-grace", "60", "--hello-timeout", "60"]);
@@ -380,7 +357,7 @@ fn a_confined_extension_cannot_type_into_the_terminal() {
     use std::process::{Command, Stdio};
     need_landlock!();
     let t = TempDir::new("confine-tiocsti");
-    let (open, jailed) = (probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({}))));
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
     let (mut m, mut s) = (0, 0);
     // SAFETY: openpty fills two descriptors.
     let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
@@ -501,7 +478,7 @@ fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
         return;
     }
     let t = TempDir::new("confine-setpcap");
-    let (open, jailed) = (probe(t.path(), "open", None), probe(t.path(), "jailed", Some(json!({}))));
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
     let mut args = strings(&["serve", "--cwd"]);
     args.push(t.path().display().to_string());
     args.extend(strings(&FAST));

@@ -64,9 +64,7 @@ fn serve_echoes_ids_as_their_text_and_compares_them_as_text() {
 #[test]
 fn zot_mcp_echoes_json_rpc_ids_as_their_text() {
     let t = TempDir::new("ids-mcp");
-    let mut args = strings(&["mcp", "--no-ext"]);
-    args.extend(strings(&FAST));
-    let mut z = Zot::spawn(t.path(), &args, &[]);
+    let mut z = zot_proc::spawn_mcp(t.path(), &[], &[]);
     let init = r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}"#;
     let big = "123456789012345678901234567890";
     z.send(&format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"initialize","params":{init}}}"#));

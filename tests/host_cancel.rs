@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{host_config, py_ext, start_host, text_of, TempDir};
+use common::{calls_ext, host_config, py_ext, start_host, text_of, TempDir};
 use serde_json::{json, Value};
 use std::time::Duration;
 use zot_host::host::{HostError, Response};
@@ -41,18 +41,6 @@ fn cancel_tool_answers_the_caller_and_tells_the_extension() {
     // Other calls are unaffected.
     let r = host.call(zot_host::host::Request::Tool { name: "sleep".into(), args: Some(json!({"ms": 1})), tool_id: Some("k2".into()) });
     assert!(matches!(r, Ok(Response::Tool(_))), "{r:?}");
-}
-
-/// An extension running tests/fixtures/calls.py with `cfg`.
-fn calls_ext(t: &TempDir, name: &str, mut cfg: Value, restart: Option<&str>) -> std::path::PathBuf {
-    cfg["name"] = json!(name);
-    cfg["log"] = json!(t.path().join(format!("{name}.seen")).display().to_string());
-    let mut m = json!({"name": name, "version": "1.0.0", "exec": "python3",
-        "args": [common::fixture("calls.py").display().to_string(), cfg.to_string()]});
-    if let Some(r) = restart {
-        m["restart"] = json!(r);
-    }
-    common::write_manifest(&t.path().join("exts"), name, m)
 }
 
 #[test]

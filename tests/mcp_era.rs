@@ -11,7 +11,7 @@ use common::{fixture, py_ext, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
+use zot_proc::{spawn_mcp as spawn, Zot, BIN, LINE_WAIT};
 
 const PV: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -25,18 +25,6 @@ fn echo() -> String {
     let exe = root().join("target/debug/examples/echo");
     assert!(exe.exists(), "{} is missing: run `cargo build --examples` (make test does)", exe.display());
     root().join("examples/rust/echo").display().to_string()
-}
-
-/// `zot mcp --no-ext` with extensions `exts` and `extra` arguments.
-fn spawn(home: &Path, exts: &[String], extra: &[&str]) -> Zot {
-    let mut args = strings(&["mcp", "--no-ext"]);
-    for e in exts {
-        args.push("--ext".into());
-        args.push(e.clone());
-    }
-    args.extend(strings(&FAST));
-    args.extend(strings(extra));
-    Zot::spawn(home, &args, &[])
 }
 
 /// The modern envelope, with `more` keys.

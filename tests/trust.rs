@@ -5,70 +5,20 @@
 //! test has its own `ZOT_HOME` and project.
 
 mod common;
+#[path = "common/trust_world.rs"]
+mod trust_world;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{write_exec, write_manifest, Out, TempDir};
+use common::{write_exec, write_manifest};
+use trust_world::{s, World};
 use serde_json::{json, Value};
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zot");
-
-/// One test's world: `<t>/home` as `ZOT_HOME`, `<t>/proj` as the project.
-struct World {
-    t: TempDir,
-}
-
-impl World {
-    fn new(tag: &str) -> World {
-        let t = TempDir::new(tag);
-        fs::create_dir_all(t.path().join("proj/.zot/extensions")).expect("mkdir");
-        World { t }
-    }
-    fn home(&self) -> PathBuf {
-        self.t.path().join("home")
-    }
-    fn proj(&self) -> PathBuf {
-        self.t.path().join("proj")
-    }
-    fn exts(&self) -> PathBuf {
-        self.proj().join(".zot/extensions")
-    }
-    fn zot(&self, args: &[&str]) -> Out {
-        common::run_zot(BIN, &self.proj(), Some(&self.home()), args, &[])
-    }
-    fn trust(&self) -> Out {
-        let r = self.zot(&["trust"]);
-        assert_eq!(r.code, 0, "zot trust: {}{}", r.stdout, r.stderr);
-        r
-    }
-    /// The state `zot trust --list` shows for the project.
-    fn state(&self) -> String {
-        let r = self.zot(&["trust", "--list"]);
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        let line = r.stdout.lines().find(|l| l.starts_with(s(&self.proj()))).unwrap_or("").to_string();
-        if line.ends_with("  trusted") {
-            "trusted".into()
-        } else if line.contains("changed since trusted") {
-            "changed".into()
-        } else {
-            format!("other: {}", r.stdout)
-        }
-    }
-    fn assert_asks_again(&self, what: &str) {
-        assert_eq!(self.state(), "changed", "{what}: still trusted");
-        self.trust();
-        assert_eq!(self.state(), "trusted", "{what}: trusting anew");
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 #[test]
 fn retargeting_a_symlink_the_extension_runs_asks_again() {

@@ -7,70 +7,16 @@
 //! has its own `ZOT_HOME` and project.
 
 mod common;
+#[path = "common/trust_world.rs"]
+mod trust_world;
 
-use common::{write_exec, write_manifest, Out, TempDir};
+use common::{write_exec, write_manifest};
+use trust_world::{s, World};
 use serde_json::json;
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zot");
-
-/// One test's world: `<t>/home` as `ZOT_HOME`, `<t>/proj` as the project.
-struct World {
-    t: TempDir,
-}
-
-impl World {
-    fn new(tag: &str) -> World {
-        let t = TempDir::new(tag);
-        fs::create_dir_all(t.path().join("proj/.zot/extensions")).expect("mkdir");
-        World { t }
-    }
-    fn home(&self) -> PathBuf {
-        self.t.path().join("home")
-    }
-    fn proj(&self) -> PathBuf {
-        self.t.path().join("proj")
-    }
-    fn exts(&self) -> PathBuf {
-        self.proj().join(".zot/extensions")
-    }
-    fn zot(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
-        common::run_zot(BIN, &self.proj(), Some(&self.home()), args, env)
-    }
-    fn trust(&self) -> Out {
-        let r = self.zot(&["trust"], &[]);
-        assert_eq!(r.code, 0, "zot trust: {}{}", r.stdout, r.stderr);
-        r
-    }
-    /// `trusted` or `changed`, as `zot trust --list` shows the project.
-    fn state(&self) -> String {
-        let r = self.zot(&["trust", "--list"], &[]);
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        let line = r.stdout.lines().find(|l| l.starts_with(s(&self.proj()))).unwrap_or("").to_string();
-        if line.ends_with("  trusted") {
-            "trusted".into()
-        } else if line.contains("changed since trusted") {
-            "changed".into()
-        } else {
-            format!("other: {}", r.stdout)
-        }
-    }
-    /// Trusts the project, makes `edit`, and expects the project to ask
-    /// again (or, for a control, to stay trusted).
-    fn edit_after_trust(&self, what: &str, counts: bool, edit: impl FnOnce()) {
-        self.trust();
-        assert_eq!(self.state(), "trusted", "{what}: just trusted");
-        edit();
-        let want = if counts { "changed" } else { "trusted" };
-        assert_eq!(self.state(), want, "{what}");
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 fn write(p: &Path, text: &str) {
     if let Some(d) = p.parent() {
@@ -211,7 +157,7 @@ fn what_the_fingerprint_cannot_see_is_named_not_covered() {
     fs::create_dir_all(w.t.path().join("node_modules")).expect("mkdir");
     let venv = w.t.path().join("venv");
     fs::create_dir_all(&venv).expect("mkdir");
-    let r = w.zot(&["trust"], &[("VIRTUAL_ENV", s(&venv)), ("PYTHONPATH", "")]);
+    let r = w.zot_env(&["trust"], &[("VIRTUAL_ENV", s(&venv)), ("PYTHONPATH", "")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for p in [w.proj().join("node_modules"), w.t.path().join("node_modules"), venv] {
         let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", p.display());
@@ -220,7 +166,7 @@ fn what_the_fingerprint_cannot_see_is_named_not_covered() {
     // Nothing of the kind: no such line.
     let plain = World::new("reach-covered");
     write_manifest(&plain.exts(), "a", json!({"name": "a", "exec": "python3", "args": ["main.py"]}));
-    let r = plain.zot(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
+    let r = plain.zot_env(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
     assert!(!r.stdout.contains("not covered"), "{}", r.stdout);
 }
 
@@ -289,7 +235,7 @@ fn a_virtual_environments_interpreter_names_the_environment_not_covered() {
     write(&venv.join("lib/python3/site-packages/m.pth"), "import os\n");
     let d = write_manifest(&w.exts(), "a", json!({"name": "a", "exec": "../../../.venv/bin/python3", "args": ["main.py"]}));
     write(&d.join("main.py"), "print(1)\n");
-    let r = w.zot(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
+    let r = w.zot_env(&["trust"], &[("VIRTUAL_ENV", ""), ("PYTHONPATH", "")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", venv.display());
     assert!(r.stdout.lines().any(|l| l == line), "{line} missing from\n{}", r.stdout);

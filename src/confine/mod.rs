@@ -24,6 +24,7 @@ pub mod sys;
 pub use policy::{Declared, Net};
 pub use report::{kernel_support, report, trust_line, Report};
 
+use crate::lexical::{lexical, Above};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -308,7 +309,7 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         let mut out = Vec::new();
         for r in list {
             let p = plan.path(d, r)?;
-            for q in [real_as_far_as_exists(&p), real_as_far_as_exists(&lexical(&p))] {
+            for q in [real_as_far_as_exists(&p), real_as_far_as_exists(&lexical(&p, Above::Keep))] {
                 if !out.contains(&q) {
                     out.push(q);
                 }
@@ -345,24 +346,6 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         Net::Any => seccomp::Sockets::All,
     };
     Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
-}
-
-/// `p` with `.` dropped and each `..` taking off the name before it.
-fn lexical(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push(c);
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// `p` with its deepest existing ancestor resolved through links.

@@ -161,42 +161,32 @@ pub(super) fn print_loop(
     };
     // A resize draws the prompt row and the panel in place again at once.
     let resized = if in_place { crate::lineedit::resizes().unwrap_or_else(|_| never()) } else { never() };
+    // While a reply's place is held, the events wait in their channel.
+    let held = never();
     loop {
-        let job = if holding.is_some() {
-            select! {
-                recv(jobs) -> job => match job {
-                    Ok(job) => job,
-                    Err(_) => return,
-                },
-                recv(resized) -> _ => {
-                    panels::show_newest(&panels, &screen, style, None);
-                    continue;
-                }
-            }
-        } else {
-            select! {
-                recv(events) -> p => {
-                    match p {
-                        Ok(Printed::Event(ev)) => show(ev),
-                        Ok(Printed::Hold(n)) => holding = Some(n),
-                        Err(_) => {
-                            // The host is gone; finish the remaining jobs.
-                            for job in jobs.iter() {
-                                finish(job);
-                            }
-                            return;
+        let events_now = if holding.is_some() { &held } else { &events };
+        let job = select! {
+            recv(events_now) -> p => {
+                match p {
+                    Ok(Printed::Event(ev)) => show(ev),
+                    Ok(Printed::Hold(n)) => holding = Some(n),
+                    Err(_) => {
+                        // The host is gone; finish the remaining jobs.
+                        for job in jobs.iter() {
+                            finish(job);
                         }
+                        return;
                     }
-                    continue;
                 }
-                recv(jobs) -> job => match job {
-                    Ok(job) => job,
-                    Err(_) => return,
-                },
-                recv(resized) -> _ => {
-                    panels::show_newest(&panels, &screen, style, None);
-                    continue;
-                }
+                continue;
+            }
+            recv(jobs) -> job => match job {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+            recv(resized) -> _ => {
+                panels::show_newest(&panels, &screen, style, None);
+                continue;
             }
         };
         match job.release {

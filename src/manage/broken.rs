@@ -3,8 +3,9 @@
 //! `zot ext doctor` show such an extension as `broken` with this reason,
 //! rather than as one that loads.
 
+use crate::lexical::{lexical, Above};
 use crate::manifest::{Manifest, ManifestError};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 /// The reason `m`'s `exec` cannot run now, in a few words (`exec not
 /// found: /abs/path`, `exec not executable: /abs/path (chmod +x it)`,
@@ -17,7 +18,7 @@ pub fn exec_problem(m: &Manifest) -> Option<String> {
     let Err(e) = m.resolve_exec() else { return None };
     let ManifestError::Exec { exec, msg, .. } = &e else { return Some(e.to_string()) };
     let (path, why) = msg.rsplit_once(": ").unwrap_or(("", msg.as_str()));
-    let path = lexical(Path::new(path));
+    let path = lexical(Path::new(path), Above::Drop);
     let shown = path.display();
     Some(match why {
         "no such file" if !exec.starts_with('/') && !path.starts_with(&m.dir) => {
@@ -28,19 +29,4 @@ pub fn exec_problem(m: &Manifest) -> Option<String> {
         "not found on PATH" => format!("exec {exec:?} not found on PATH"),
         _ => format!("exec {exec:?}: {msg}"),
     })
-}
-
-/// `p` with `.` dropped and each `..` taking off the component before it.
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }

@@ -57,6 +57,20 @@ pub fn py_ext(parent: &Path, dir: &str, name: &str, flags: &[&str]) -> PathBuf {
     write_manifest(parent, dir, json!({"name": name, "version": "1.0.0", "exec": "python3", "args": args}))
 }
 
+/// An extension under `<t>/exts/<name>` running tests/fixtures/calls.py
+/// with `cfg` (its `name` and `log` filled in: what reaches it is noted in
+/// `<t>/<name>.seen`), with `restart` in its manifest when given.
+pub fn calls_ext(t: &TempDir, name: &str, mut cfg: Value, restart: Option<&str>) -> PathBuf {
+    cfg["name"] = json!(name);
+    cfg["log"] = json!(t.path().join(format!("{name}.seen")).display().to_string());
+    let mut m = json!({"name": name, "version": "1.0.0", "exec": "python3",
+        "args": [fixture("calls.py").display().to_string(), cfg.to_string()]});
+    if let Some(r) = restart {
+        m["restart"] = json!(r);
+    }
+    write_manifest(&t.path().join("exts"), name, m)
+}
+
 /// Writes a manifest into `<parent>/<dir>/`.
 pub fn write_manifest(parent: &Path, dir: &str, manifest: Value) -> PathBuf {
     let d = parent.join(dir);
@@ -289,4 +303,33 @@ pub fn write_exec(p: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(p, text).expect("write");
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+// ----- confinement (confine.rs, confine_cli.rs, confine_base.rs) -------------
+
+/// True when this kernel has Landlock (its ABI version query answers).
+pub fn landlock() -> bool {
+    // SAFETY: the version query reads no memory.
+    unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) >= 1 }
+}
+
+/// Skips the calling test (and says so) where the kernel has no Landlock.
+#[macro_export]
+macro_rules! need_landlock {
+    () => {
+        if !$crate::common::landlock() {
+            $crate::common::skip("this kernel has no Landlock");
+            return;
+        }
+    };
+}
+
+/// A probe extension (tests/fixtures/probe.py) named `name` in
+/// `<parent>/<name>`, with `confine` when given.
+pub fn probe_ext(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
+    let mut m = json!({"name": name, "exec": "python3", "args": [fixture("probe.py").display().to_string(), name]});
+    if let Some(c) = confine {
+        m["confine"] = c;
+    }
+    write_manifest(parent, name, m)
 }

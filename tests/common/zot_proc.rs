@@ -1,8 +1,9 @@
 //! Driving the `zot` binary through pipes (`zot serve` and the console):
 //! a child process whose stdout lines arrive on a channel read by a
 //! thread, so every wait has a deadline and a broken test fails instead of
-//! hanging. Included with `#[path]` (beside `mod common`) by tests/serve.rs,
-//! tests/console.rs and tests/lifetime.rs.
+//! hanging. Included with `#[path]` (beside `mod common`) by the tests
+//! that run the binary (tests/serve_*.rs, tests/console_*.rs, tests/mcp*.rs
+//! and more).
 #![allow(dead_code)]
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
@@ -304,6 +305,18 @@ pub fn session_args(dir: &Path, sub: Option<&str>, exts: &[PathBuf], extra: &[&s
         args.push(e.display().to_string());
     }
     args
+}
+
+/// `zot mcp --no-ext --ext E... <FAST> <extra>` in `home`.
+pub fn spawn_mcp(home: &Path, exts: &[String], extra: &[&str]) -> Zot {
+    let mut args = strings(&["mcp", "--no-ext"]);
+    for e in exts {
+        args.push("--ext".into());
+        args.push(e.clone());
+    }
+    args.extend(strings(&FAST));
+    args.extend(strings(extra));
+    Zot::spawn(home, &args, &[])
 }
 
 /// Polls until no process in `pids`, nor in their process groups, is left;
