@@ -3,7 +3,7 @@
 //! are handed to the host as they arrive and answered as each completes;
 //! host events become notifications. Stdout carries protocol lines only.
 
-use crate::host::{AgentTool, Config, HostError, Request, Response, ToolCall};
+use crate::host::{AgentTool, Config, HostError, HostEvent, Request, Response, ToolCall};
 use crate::protocol::{Element, IdField, Message, Payload, WireId};
 use crossbeam_channel::{Receiver, Sender};
 use crate::stdio::{self, Line, Lines, Output, Pending};
@@ -46,7 +46,12 @@ pub fn serve_with<R: Read, W: Write + Send + 'static>(
     };
     let sink = {
         let out = out_tx.clone();
-        Box::new(move |ev| out.line(&encode(&ev)))
+        Box::new(move |ev| {
+            // §4 has no notification for a server's prompts listed again.
+            if !matches!(ev, HostEvent::CommandsListed { .. }) {
+                out.line(&encode(&ev))
+            }
+        })
     };
     let idle = {
         let out = out_tx.clone();

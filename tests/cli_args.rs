@@ -7,15 +7,9 @@ use std::process::{Command, Output, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_zot");
 
 mod common;
-use common::TempDir;
+use common::{Out, TempDir};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn zot(args: &[&str]) -> Run {
+fn zot(args: &[&str]) -> Out {
     let home = TempDir::new("home");
     let cwd = TempDir::new("cwd");
     let out: Output = Command::new(BIN)
@@ -26,11 +20,7 @@ fn zot(args: &[&str]) -> Run {
         .stdin(Stdio::null())
         .output()
         .expect("run zot");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::of(out)
 }
 
 /// A usage error: exit 2, nothing on stdout, exactly one line on stderr.

@@ -1,6 +1,7 @@
 //! `zot ext logs` end to end through the real binary, including
 //! `--follow` (lines appended later, and a log that does not exist yet).
 
+use crossbeam_channel::Receiver;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -43,7 +44,7 @@ impl Drop for Killer {
 }
 
 /// Lines from a pipe, through a reader thread.
-fn lines_of(r: impl std::io::Read + Send + 'static) -> crossbeam_channel::Receiver<String> {
+fn lines_of(r: impl std::io::Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = crossbeam_channel::unbounded();
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
@@ -57,7 +58,7 @@ fn lines_of(r: impl std::io::Read + Send + 'static) -> crossbeam_channel::Receiv
 }
 
 /// Waits (with a deadline) for a line equal to / containing `want`.
-fn expect_line(rx: &crossbeam_channel::Receiver<String>, want: &str, exact: bool) {
+fn expect_line(rx: &Receiver<String>, want: &str, exact: bool) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -67,6 +68,15 @@ fn expect_line(rx: &crossbeam_channel::Receiver<String>, want: &str, exact: bool
             Err(e) => panic!("no line {want:?} in time: {e}"),
         }
     }
+}
+
+/// `zot args` running on: its stdout and stderr lines, and the guard that
+/// kills it.
+fn follow(w: &World, args: &[&str]) -> (Receiver<String>, Receiver<String>, Killer) {
+    let mut child = w.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let out = lines_of(child.stdout.take().expect("stdout"));
+    let err = lines_of(child.stderr.take().expect("stderr"));
+    (out, err, Killer(child))
 }
 
 fn append(path: &Path, text: &str) {
@@ -81,15 +91,7 @@ fn logs_follow() {
     let log = w.home.path().join("logs/ext-tail.log");
     write(&log, "first\n");
 
-    let mut child = w
-        .command(&["ext", "logs", "tail", "-f"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = lines_of(child.stdout.take().expect("stdout"));
-    let err = lines_of(child.stderr.take().expect("stderr"));
-    let _guard = Killer(child);
+    let (out, err, _guard) = follow(&w, &["ext", "logs", "tail", "-f"]);
 
     expect_line(&out, "first", true);
     append(&log, "second\n");
@@ -119,15 +121,7 @@ fn logs_follow_waits_for_the_log() {
     let w = World::new();
     make_ext(&w.ext_root().join("later"), "later", "");
     let log = w.home.path().join("logs/ext-later.log");
-    let mut child = w
-        .command(&["ext", "logs", "later", "--follow"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = lines_of(child.stdout.take().expect("stdout"));
-    let err = lines_of(child.stderr.take().expect("stderr"));
-    let _guard = Killer(child);
+    let (out, err, _guard) = follow(&w, &["ext", "logs", "later", "--follow"]);
     expect_line(&err, "waiting for", false);
     write(&log, "hello\n");
     expect_line(&out, "hello", true);

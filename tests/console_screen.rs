@@ -11,15 +11,7 @@ mod term;
 
 use common::TempDir;
 use std::path::PathBuf;
-use term::{Term, Vt};
-
-fn tty_ext(t: &TempDir) -> PathBuf {
-    common::write_manifest(
-        &t.path().join("exts"),
-        "tty",
-        serde_json::json!({"name": "tty", "exec": "python3", "args": [common::fixture("tty_ext.py")]}),
-    )
-}
+use term::{tty_ext, Term, Vt, LEFT, RIGHT};
 
 fn todo_ext(t: &TempDir) -> PathBuf {
     let frames = t.path().join("frames.jsonl");
@@ -30,8 +22,6 @@ fn todo_ext(t: &TempDir) -> PathBuf {
     )
 }
 
-const LEFT: &str = "\x1b[D";
-const RIGHT: &str = "\x1b[C";
 
 #[test]
 fn an_emoji_with_a_modifier_or_a_zwj_is_one_step_and_one_backspace() {

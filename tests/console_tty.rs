@@ -14,15 +14,7 @@ mod term;
 
 use common::TempDir;
 use std::path::{Path, PathBuf};
-use term::{Term, Vt};
-
-fn tty_ext(t: &TempDir) -> PathBuf {
-    common::write_manifest(
-        &t.path().join("exts"),
-        "tty",
-        serde_json::json!({"name": "tty", "exec": "python3", "args": [common::fixture("tty_ext.py")]}),
-    )
-}
+use term::{tty_ext, Term, Vt, LEFT, RIGHT};
 
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path");
@@ -30,8 +22,6 @@ fn mkfifo(p: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }
 
-const LEFT: &str = "\x1b[D";
-const RIGHT: &str = "\x1b[C";
 const UP: &str = "\x1b[A";
 
 #[test]

@@ -13,17 +13,11 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{py_ext, write_manifest, TempDir};
+use common::{py_ext, write_manifest, Out, TempDir};
 use zot_proc::{assert_gone_within, strings, BIN, FAST};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `zot ext doctor --cwd <t>/cwd FAST args...` with `ZOT_HOME=<t>/home`.
-fn doctor(t: &TempDir, args: &[String]) -> Run {
+fn doctor(t: &TempDir, args: &[String]) -> Out {
     let cwd = t.path().join("cwd");
     std::fs::create_dir_all(&cwd).expect("cwd");
     let mut argv = strings(&["ext", "doctor", "--cwd"]);
@@ -38,14 +32,10 @@ fn doctor(t: &TempDir, args: &[String]) -> Run {
         .stdin(Stdio::null())
         .output()
         .expect("run zot ext doctor");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::of(out)
 }
 
-fn json_of(r: &Run) -> Value {
+fn json_of(r: &Out) -> Value {
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\n{}", r.stdout, r.stderr))
 }
 

@@ -44,3 +44,74 @@ fn the_ready_line_counts_extensions_and_mcp_servers_apart() {
     let err = mcp_stderr(&t, &ext(&a));
     assert!(err.lines().any(|l| l == "zot mcp: 1 extension ready: alpha"), "{err}");
 }
+
+/// A raw legacy MCP server with one tool `t`: in mode `list` its
+/// `tools/list` page, in mode `call` its `tools/call` answer, is one line
+/// over zot's line bound (16 MiB).
+const BIG_SERVER: &str = r#"
+import json, sys
+mode = sys.argv[1]
+big = "x" * (17 * 1024 * 1024)
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "t", "description": big if mode == "list" else "t", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": big}]}
+    else:
+        r = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn an_answer_over_the_line_bound_is_reported_as_what_it_is() {
+    let t = TempDir::new("edges-mcp-big");
+    let script = t.path().join("big.py");
+    std::fs::write(&script, BIG_SERVER).expect("script");
+    let server = |mode: &str| json!({"command": "python3", "args": [script.display().to_string(), mode]});
+    let cfg = t.path().join("mcp.json");
+    std::fs::write(&cfg, json!({"mcpServers": {"biglist": server("list"), "bigcall": server("call")}}).to_string()).expect("config");
+    let mut args = zot_proc::session_args(t.path(), Some("serve"), &[], &[]);
+    args.extend(["--mcp-config".to_string(), cfg.display().to_string()]);
+    let mut z = zot_proc::Zot::spawn(t.path(), &args, &[]);
+    // The listing fails the load, naming the method and the bound, not
+    // the handshake's timeout.
+    let failed = z.wait_line("biglist's error", |l| l.contains("\"extension_error\"") && l.contains("biglist"));
+    let v: serde_json::Value = serde_json::from_str(&failed).expect("json");
+    assert_eq!(v["message"], "tools/list did not end: a page of 17825912 bytes is over the limit of 16777216 bytes", "{failed}");
+    z.wait_line("ready", |l| l.contains("\"type\":\"ready\""));
+    // A call's answer over the bound fails that call, saying so, before
+    // its deadline.
+    z.send(r#"{"id":"c1","type":"tool","name":"mcp__bigcall__t","args":{}}"#);
+    let answer = z.wait_line("the call's answer", |l| l.contains("\"id\":\"c1\""));
+    assert!(answer.contains("over the limit of 16777216 bytes"), "{answer}");
+}
+
+#[test]
+fn a_hosted_servers_prompts_listed_again_reach_the_client_as_prompts_list_changed() {
+    // docs/protocol.md §8.4.2: a hosted server relisted pushes
+    // `list_changed` to a legacy client, prompts as tools.
+    let t = TempDir::new("edges-mcp-prompts-changed");
+    let cfg = t.path().join("mcp.json");
+    let server = json!({"command": "python3", "args": [common::fixture("mcp_server.py").display().to_string(), "--prompts"]});
+    std::fs::write(&cfg, json!({"mcpServers": {"fx": server}}).to_string()).expect("config");
+    let mut args = zot_proc::session_args(t.path(), Some("mcp"), &[], &[]);
+    args.extend(["--mcp-config".to_string(), cfg.display().to_string()]);
+    let mut z = zot_proc::Zot::spawn(t.path(), &args, &[]);
+    z.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    z.wait_line("initialize's answer", |l| l.contains("\"id\":1"));
+    z.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    z.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__fx__add","arguments":{"prompt":"wave"}}}"#);
+    z.wait_line("the call's answer", |l| l.contains("\"id\":2"));
+    z.wait_line("prompts/list_changed", |l| l.contains("notifications/prompts/list_changed"));
+    // Sent once the change is in force: the list has it.
+    z.send(r#"{"jsonrpc":"2.0","id":3,"method":"prompts/list"}"#);
+    let list = z.wait_line("prompts/list's answer", |l| l.contains("\"id\":3"));
+    assert!(list.contains("mcp__fx__wave"), "{list}");
+}

@@ -11,17 +11,11 @@ mod common;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
-use common::{sh_ext, TempDir};
+use common::{sh_ext, Out, TempDir};
 use zot_proc::{strings, BIN, FAST};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `zot args...` in `dir` with `ZOT_HOME=<t>/home` and stdin empty.
-fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Run {
+fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Out {
     let out = Command::new(BIN)
         .args(args)
         .current_dir(dir)
@@ -31,14 +25,10 @@ fn zot_in(t: &TempDir, dir: &Path, args: &[String]) -> Run {
         .stdin(Stdio::null())
         .output()
         .expect("run zot");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::of(out)
 }
 
-fn zot(t: &TempDir, args: &[&str]) -> Run {
+fn zot(t: &TempDir, args: &[&str]) -> Out {
     zot_in(t, t.path(), &strings(args))
 }
 

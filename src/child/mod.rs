@@ -78,6 +78,9 @@ pub trait Dialect: Send + Sync {
     fn incoming(&self, line: &[u8]);
     /// What to write for an encoded host frame (empty: nothing).
     fn outgoing(&self, frame: &[u8]) -> Vec<u8>;
+    /// A stdout line over [`MAX_LINE`] bytes, with the `id` read from its
+    /// head: the dialect says what it answered, in its own words.
+    fn too_long(&self, id: Option<&str>, len: usize);
 }
 
 /// How the reader thread hands stdout over.

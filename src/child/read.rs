@@ -58,7 +58,10 @@ pub(super) fn read_loop(
                     (None, _) => log.line(&format!("discarded a line of {len} bytes from stdout (limit {MAX_LINE} bytes)")),
                 }
                 owed |= more(&reader);
-                if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
+                // A dialect's ids are its own: it says what the line answered.
+                if let Some(d) = dialect {
+                    d.too_long(id.as_deref(), len);
+                } else if !emit(ChildMsg::TooLong { id, len }, more(&reader)) {
                     return;
                 }
             }

@@ -114,6 +114,7 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
         HostEvent::Ready { .. }
         | HostEvent::ExtensionReady { .. }
         | HostEvent::ToolsChanged { .. }
+        | HostEvent::CommandsListed { .. }
         | HostEvent::CallTool { .. }
         | HostEvent::CallToolCancel { .. } => String::new(),
         HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {

@@ -91,6 +91,7 @@ fn modern_event(ev: HostEvent, shared: &Shared) {
         HostEvent::ToolsChanged { reason, .. } if reason == "exited" || reason == "reloaded" => {}
         HostEvent::ToolsChanged { reason, .. } => modern::changed(shared, true, reason == "restarted"),
         HostEvent::ExtensionReady { .. } => modern::changed(shared, false, true),
+        HostEvent::CommandsListed { .. } => modern::changed(shared, false, true),
         HostEvent::Submit { extension, text } => {
             eprintln!("zot mcp: {}: asked to submit a prompt (not supported over MCP): {}", strip_controls(&extension), strip_controls(&text));
         }
@@ -153,6 +154,11 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::ToolsChanged { .. } => {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
+            }
+        }
+        HostEvent::CommandsListed { .. } => {
+            if gate.open.load(Ordering::SeqCst) {
+                out.push(encode(&notification("notifications/prompts/list_changed", json!({}))));
             }
         }
         HostEvent::UntrustedProject { dir, extensions, error } => {

@@ -6,6 +6,7 @@
 //! `mod common`.
 #![allow(dead_code)]
 
+pub use super::common::Out;
 use super::common::TempDir;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -51,19 +52,9 @@ pub fn zot_cmd(home: &Path, args: &[&str]) -> Command {
     c
 }
 
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-pub fn run(mut c: Command) -> Run {
+pub fn run(mut c: Command) -> Out {
     let out: Output = c.output().expect("run zot");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::of(out)
 }
 
 /// True when `prog` is an executable file on PATH.

@@ -4,6 +4,7 @@
 //! `#[path]` beside `mod common`.
 #![allow(dead_code)]
 
+pub use super::common::Out;
 use super::common::TempDir;
 use serde_json::Value;
 use std::fs;
@@ -18,12 +19,6 @@ pub struct World {
     pub home: TempDir,
     pub cwd: TempDir,
     pub scratch: TempDir,
-}
-
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 impl World {
@@ -51,13 +46,9 @@ impl World {
         c
     }
 
-    pub fn zot(&self, args: &[&str]) -> Run {
+    pub fn zot(&self, args: &[&str]) -> Out {
         let out = self.command(args).output().expect("run zot");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Out::of(out)
     }
 
     /// Runs and expects success.

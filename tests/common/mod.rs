@@ -277,6 +277,17 @@ pub struct Out {
     pub stderr: String,
 }
 
+impl Out {
+    /// The exit code (-1 for a signal) and the output, as text.
+    pub fn of(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 /// Runs the `zot` binary `bin` with `args` in `cwd`, stdin closed, with no
 /// `XDG_STATE_HOME`, `ZOT_HOME` set to `home` (or removed when `None`), and
 /// the extra `env`, and waits for it.
@@ -290,12 +301,7 @@ pub fn run_zot(bin: &str, cwd: &Path, home: Option<&Path>, args: &[&str], env: &
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c.output().expect("run zot");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::of(c.output().expect("run zot"))
 }
 
 /// Writes an executable file (mode `0755`) at `p`.

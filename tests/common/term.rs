@@ -2,8 +2,9 @@
 //! an `openpty` pair (a session leader with it as its controlling
 //! terminal, as a shell starts it), the test typing into the master side
 //! and reading the screen bytes back; and [`Vt`], a minimal terminal that
-//! shows what those bytes leave on screen. Included with `#[path]` by
-//! tests/console_tty.rs and tests/console_term.rs.
+//! shows what those bytes leave on screen; the tty fixture's extension and
+//! the arrow keys. Included with `#[path]` by tests/console_tty.rs and
+//! tests/console_screen.rs.
 #![allow(dead_code)]
 
 use crossbeam_channel::{unbounded, Receiver};
@@ -18,6 +19,19 @@ use std::time::Instant;
 
 use super::common::TempDir;
 use super::zot_proc::{session_args, BIN, LINE_WAIT};
+
+/// The cursor keys as a terminal sends them.
+pub const LEFT: &str = "\x1b[D";
+pub const RIGHT: &str = "\x1b[C";
+
+/// The extension of tests/fixtures/tty_ext.py, under `<t>/exts/tty`.
+pub fn tty_ext(t: &TempDir) -> PathBuf {
+    super::common::write_manifest(
+        &t.path().join("exts"),
+        "tty",
+        serde_json::json!({"name": "tty", "exec": "python3", "args": [super::common::fixture("tty_ext.py")]}),
+    )
+}
 
 pub struct Term {
     pub master: File,

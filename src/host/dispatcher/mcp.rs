@@ -334,6 +334,8 @@ impl Dispatcher {
         changed.extend(before.iter().filter(|(n, _)| !now.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()));
         if !changed.is_empty() {
             self.exts[slot].log(&format!("prompts listed again; changed commands: {}", changed.join(", ")));
+            let extension = self.exts[slot].name().to_string();
+            self.emit(HostEvent::CommandsListed { extension, commands: changed });
         }
     }
 

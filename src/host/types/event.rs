@@ -54,6 +54,16 @@ pub enum HostEvent {
         /// Names of the tools whose state changed.
         tools: Vec<String>,
     },
+    /// A hosted MCP server listed its prompts again and the commands it
+    /// offers changed (§8.3): `zot mcp` sends
+    /// `notifications/prompts/list_changed` (§8.4.2). `zot serve` has no
+    /// notification for it and sends nothing.
+    CommandsListed {
+        /// The server whose commands changed.
+        extension: String,
+        /// Names of the commands added or gone.
+        commands: Vec<String>,
+    },
     /// Progress of a tool call (an MCP server's `notifications/progress`),
     /// for a call made with a [`ToolCall::progress_key`](super::ToolCall::progress_key).
     ToolProgress {

@@ -239,7 +239,7 @@ impl Edge {
 
     /// A listing that did not end: the load fails, or a relisting leaves
     /// the previous list in force. True when the load failed.
-    fn unended(&self, method: &str, why: &str, st: &State) -> bool {
+    pub(super) fn unended(&self, method: &str, why: &str, st: &State) -> bool {
         let msg = format!("{method} did not end: {why}");
         if st.ready {
             self.log.line(&format!("{msg}; the previous list stays in force"));

@@ -360,6 +360,48 @@ impl Dialect for Edge {
     fn outgoing(&self, frame: &[u8]) -> Vec<u8> {
         self.translate(frame)
     }
+
+    /// An answer over the line bound fails what asked for it, naming the
+    /// method and the bound: the handshake, the listing (a relisting
+    /// leaves the previous list in force), or the one call.
+    fn too_long(&self, id: Option<&str>, len: usize) {
+        let Some(n) = id.and_then(|i| i.parse::<u64>().ok()) else { return };
+        let mut st = self.state();
+        let Some(p) = st.pending.remove(&n) else { return };
+        let over = |what: &str| format!("{what} of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
+        match p {
+            Pending::Initialize | Pending::Discover { .. } => {
+                drop(st);
+                let method = if matches!(p, Pending::Initialize) { "initialize" } else { "server/discover" };
+                self.fail(format!("{method}: {}", over("its answer")));
+            }
+            Pending::Tools | Pending::Prompts => {
+                let tools = matches!(p, Pending::Tools);
+                let (method, again) = if tools { ("tools/list", &mut st.list_again) } else { ("prompts/list", &mut st.prompts_again) };
+                let again = std::mem::take(again);
+                if tools {
+                    st.gathering = None;
+                } else {
+                    st.prompt_pages = None;
+                }
+                if self.unended(method, &over("a page"), &st) || !again {
+                    return;
+                }
+                let next = if tools { handshake::list_tools(&mut st, None) } else { handshake::list_prompts(&mut st, None) };
+                drop(st);
+                self.write(next);
+            }
+            Pending::Listen => {
+                drop(st);
+                self.log.line(&format!("subscriptions/listen: {}", over("its answer")));
+            }
+            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } => {
+                st.calls.remove(&host_id);
+                drop(st);
+                self.send(ChildMsg::TooLong { id: Some(host_id), len });
+            }
+        }
+    }
 }
 
 /// One JSON-RPC message from the server, read in one pass.
