@@ -123,7 +123,7 @@ impl<'de> Visitor<'de> for ValSeed {
 /// derived tagged enums read fields from their buffer, which has none).
 pub type Res<T> = Result<T, String>;
 
-pub fn missing(name: &str) -> String {
+fn missing(name: &str) -> String {
     format!("missing field `{name}`")
 }
 
@@ -147,92 +147,251 @@ fn invalid_type(v: &Value, expected: &str) -> String {
     text(de::Error::invalid_type(unexp, &expected))
 }
 
-/// Stores `name`'s value in `slot` through `read`; a second `name` is refused
-/// before its value is read, as serde's derives do.
-pub fn set<T>(slot: &mut Option<T>, name: &str, v: Val, read: impl FnOnce(Val) -> Res<T>) -> Res<()> {
-    if slot.is_some() {
-        return Err(format!("duplicate field `{name}`"));
-    }
-    *slot = Some(read(v)?);
-    Ok(())
+/// How a field's value is read: the rules of the frame types' fields.
+#[derive(Clone, Copy)]
+pub enum Rule {
+    /// A string; anything else is refused.
+    Str,
+    /// A string or null; anything else is refused.
+    OptStr,
+    /// A string or null (empty then); anything else is refused.
+    NullAsEmpty,
+    /// A boolean; anything else is refused.
+    Bool,
+    /// An array; anything else is refused.
+    Array,
+    /// A `u32`; anything else is refused.
+    U32,
+    /// Any value.
+    Any,
+    /// Any value; null reads as absent.
+    OptAny,
+    /// A string or a number, as a string; anything else is refused.
+    Id,
+    /// A string or a number, as a string; anything else reads as empty.
+    LenientId,
+    /// A display-only string: anything else reads as empty.
+    LenientStr,
+    /// A display-only string: anything else reads as absent.
+    LenientOptStr,
+    /// A display-only flag: anything but a boolean reads as false.
+    LenientBool,
+    /// A list of strings: anything else reads as empty.
+    LenientStrings,
+    /// An array: anything else reads as empty.
+    LenientArray,
+    /// A panel; anything else is refused.
+    Panel,
+    /// A panel or null; anything else is refused.
+    OptPanel,
 }
 
-/// A field that must be there.
-pub fn need<T>(slot: Option<T>, name: &str) -> Res<T> {
-    slot.ok_or_else(|| missing(name))
+/// A field's value as its rule read it.
+pub enum Got {
+    Str(String),
+    OptStr(Option<String>),
+    Bool(bool),
+    Array(Vec<Value>),
+    U32(u32),
+    Json(Value),
+    OptJson(Option<Value>),
+    Strings(Vec<String>),
+    Panel(Panel),
+    OptPanel(Option<Panel>),
+}
+
+fn read(rule: Rule, v: Val) -> Res<Got> {
+    Ok(match rule {
+        Rule::Str => Got::Str(string(v)?),
+        Rule::OptStr => Got::OptStr(opt_string(v)?),
+        Rule::NullAsEmpty => Got::Str(opt_string(v)?.unwrap_or_default()),
+        Rule::Bool => Got::Bool(boolean(v)?),
+        Rule::Array => Got::Array(array(v)?),
+        Rule::U32 => Got::U32(uint32(v)?),
+        Rule::Any => Got::Json(v.json()),
+        Rule::OptAny => Got::OptJson(Some(v.json()).filter(|v| !v.is_null())),
+        Rule::Id => Got::Str(id_string(v)?),
+        Rule::LenientId => Got::Str(id_string(v).unwrap_or_default()),
+        Rule::LenientStr => Got::Str(lenient_string(v)),
+        Rule::LenientOptStr => Got::OptStr(match v.json() {
+            Value::String(s) => Some(s),
+            _ => None,
+        }),
+        Rule::LenientBool => Got::Bool(v.json().as_bool().unwrap_or(false)),
+        Rule::LenientStrings => Got::Strings(lenient_strings(v)),
+        Rule::LenientArray => Got::Array(match v.json() {
+            Value::Array(a) => a,
+            _ => Vec::new(),
+        }),
+        Rule::Panel => Got::Panel(panel(v)?),
+        Rule::OptPanel => Got::OptPanel(match v {
+            Val::Json(Value::Null) => None,
+            v => Some(panel(v)?),
+        }),
+    })
+}
+
+/// A frame's fields taken from its members by name, each read by its rule,
+/// in document order: the first problem serde's derives would meet is the
+/// one reported, and a second member of a known name is refused before its
+/// value is read. Members of other names are kept in `rest`.
+pub struct Taken {
+    spec: &'static [(&'static str, Rule)],
+    got: Vec<Option<Got>>,
+    /// The members no field took, in document order.
+    pub rest: Vec<(String, Val)>,
+}
+
+/// Takes the fields of `spec` from `m`.
+pub fn take(m: Vec<(String, Val)>, spec: &'static [(&'static str, Rule)]) -> Res<Taken> {
+    let mut t = Taken { spec, got: spec.iter().map(|_| None).collect(), rest: Vec::new() };
+    for (k, v) in m {
+        match spec.iter().position(|(name, _)| *name == k) {
+            Some(i) if t.got[i].is_some() => return Err(format!("duplicate field `{k}`")),
+            Some(i) => t.got[i] = Some(read(spec[i].1, v)?),
+            None => t.rest.push((k, v)),
+        }
+    }
+    Ok(t)
+}
+
+impl Taken {
+    fn get(&mut self, i: usize) -> Option<Got> {
+        self.got.get_mut(i).and_then(Option::take)
+    }
+
+    /// Field `i`, which must be there.
+    fn need(&mut self, i: usize) -> Res<Got> {
+        let name = self.spec.get(i).map_or("", |(n, _)| *n);
+        self.get(i).ok_or_else(|| missing(name))
+    }
+
+    /// Field `i`, a string (or id) that must be there.
+    pub fn need_str(&mut self, i: usize) -> Res<String> {
+        Ok(match self.need(i)? {
+            Got::Str(s) => s,
+            _ => String::new(),
+        })
+    }
+
+    /// Field `i`, a panel that must be there.
+    pub fn need_panel(&mut self, i: usize) -> Res<Panel> {
+        Ok(match self.need(i)? {
+            Got::Panel(p) => p,
+            _ => Panel::default(),
+        })
+    }
+
+    /// Field `i` as a string, empty when absent.
+    pub fn str(&mut self, i: usize) -> String {
+        match self.get(i) {
+            Some(Got::Str(s)) => s,
+            _ => String::new(),
+        }
+    }
+
+    /// Field `i` as an optional string.
+    pub fn opt_str(&mut self, i: usize) -> Option<String> {
+        match self.get(i) {
+            Some(Got::OptStr(s)) => s,
+            _ => None,
+        }
+    }
+
+    /// Field `i` as a flag, false when absent.
+    pub fn bool(&mut self, i: usize) -> bool {
+        matches!(self.get(i), Some(Got::Bool(true)))
+    }
+
+    /// Field `i` as an array, empty when absent.
+    pub fn array(&mut self, i: usize) -> Vec<Value> {
+        match self.get(i) {
+            Some(Got::Array(a)) => a,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Field `i` as a list of strings, empty when absent.
+    pub fn strings(&mut self, i: usize) -> Vec<String> {
+        match self.get(i) {
+            Some(Got::Strings(a)) => a,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Field `i` as a `u32`, 0 when absent.
+    pub fn u32(&mut self, i: usize) -> u32 {
+        match self.get(i) {
+            Some(Got::U32(n)) => n,
+            _ => 0,
+        }
+    }
+
+    /// Field `i` as any value; `None` when absent.
+    pub fn json(&mut self, i: usize) -> Option<Value> {
+        match self.get(i) {
+            Some(Got::Json(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Field `i` as an optional value.
+    pub fn opt_json(&mut self, i: usize) -> Option<Value> {
+        match self.get(i) {
+            Some(Got::OptJson(v)) => v,
+            _ => None,
+        }
+    }
+
+    /// Field `i` as an optional panel.
+    pub fn opt_panel(&mut self, i: usize) -> Option<Panel> {
+        match self.get(i) {
+            Some(Got::OptPanel(p)) => p,
+            _ => None,
+        }
+    }
 }
 
 /// A string; anything else is refused.
-pub fn string(v: Val) -> Res<String> {
+fn string(v: Val) -> Res<String> {
     String::deserialize(v.json()).map_err(text)
 }
 
 /// A string or null; anything else is refused.
-pub fn opt_string(v: Val) -> Res<Option<String>> {
+fn opt_string(v: Val) -> Res<Option<String>> {
     Option::<String>::deserialize(v.json()).map_err(text)
 }
 
 /// A boolean; anything else is refused.
-pub fn boolean(v: Val) -> Res<bool> {
+fn boolean(v: Val) -> Res<bool> {
     bool::deserialize(v.json()).map_err(text)
 }
 
 /// An array of any values; anything else is refused.
-pub fn array(v: Val) -> Res<Vec<Value>> {
+fn array(v: Val) -> Res<Vec<Value>> {
     Vec::<Value>::deserialize(v.json()).map_err(text)
 }
 
 /// A `u32`; anything else is refused.
-pub fn uint32(v: Val) -> Res<u32> {
+fn uint32(v: Val) -> Res<u32> {
     u32::deserialize(v.json()).map_err(text)
 }
 
-/// Any value.
-pub fn any(v: Val) -> Res<Value> {
-    Ok(v.json())
-}
-
-/// Any value; null reads as absent.
-pub fn opt_any(v: Val) -> Res<Option<Value>> {
-    Ok(Some(v.json()).filter(|v| !v.is_null()))
-}
-
 /// A display-only string: anything else reads as empty.
-pub fn lenient_string(v: Val) -> Res<String> {
-    Ok(match v.json() {
+fn lenient_string(v: Val) -> String {
+    match v.json() {
         Value::String(s) => s,
         _ => String::new(),
-    })
-}
-
-/// A display-only string that may be absent: anything else reads as absent.
-pub fn lenient_opt_string(v: Val) -> Res<Option<String>> {
-    Ok(match v.json() {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
-/// A display-only flag: anything but a boolean reads as false.
-pub fn lenient_bool(v: Val) -> Res<bool> {
-    Ok(v.json().as_bool().unwrap_or(false))
+    }
 }
 
 /// A list of strings: anything else (one element that is not a string too) reads as empty.
-pub fn lenient_strings(v: Val) -> Res<Vec<String>> {
-    Ok(Vec::<String>::deserialize(v.json()).unwrap_or_default())
-}
-
-/// A list of any values: anything but an array reads as empty.
-pub fn lenient_array(v: Val) -> Res<Vec<Value>> {
-    Ok(match v.json() {
-        Value::Array(a) => a,
-        _ => Vec::new(),
-    })
+fn lenient_strings(v: Val) -> Vec<String> {
+    Vec::<String>::deserialize(v.json()).unwrap_or_default()
 }
 
 /// Ids are strings on the wire; a number is accepted and turned into one.
-pub fn id_string(v: Val) -> Res<String> {
+fn id_string(v: Val) -> Res<String> {
     match v.json() {
         Value::String(s) => Ok(s),
         Value::Number(n) => Ok(n.to_string()),
@@ -240,34 +399,14 @@ pub fn id_string(v: Val) -> Res<String> {
     }
 }
 
-/// An id that may be of the wrong type: `""` then.
-pub fn lenient_id(v: Val) -> Res<String> {
-    Ok(id_string(v).unwrap_or_default())
-}
-
-/// A string that may be `null`: empty then.
-pub fn null_as_empty(v: Val) -> Res<String> {
-    opt_string(v).map(Option::unwrap_or_default)
-}
-
 /// A panel: an object of lenient fields, or (as serde reads structs) an
 /// array of them in order.
-pub fn panel(v: Val) -> Res<Panel> {
-    let mut p = Panel::default();
+fn panel(v: Val) -> Res<Panel> {
+    const SPEC: &[(&str, Rule)] = &[("id", Rule::LenientStr), ("title", Rule::LenientStr), ("lines", Rule::LenientStrings), ("footer", Rule::LenientStr)];
     match v {
         Val::Object(members) => {
-            let (mut id, mut title, mut lines, mut footer) = (None, None, None, None);
-            for (k, v) in members {
-                let v = Val::Json(v);
-                match k.as_str() {
-                    "id" => set(&mut id, "id", v, lenient_string)?,
-                    "title" => set(&mut title, "title", v, lenient_string)?,
-                    "lines" => set(&mut lines, "lines", v, lenient_strings)?,
-                    "footer" => set(&mut footer, "footer", v, lenient_string)?,
-                    _ => {}
-                }
-            }
-            p = Panel { id: id.unwrap_or_default(), title: title.unwrap_or_default(), lines: lines.unwrap_or_default(), footer: footer.unwrap_or_default() };
+            let mut t = take(members.into_iter().map(|(k, v)| (k, Val::Json(v))).collect(), SPEC)?;
+            Ok(Panel { id: t.str(0), title: t.str(1), lines: t.strings(2), footer: t.str(3) })
         }
         Val::Json(Value::Array(items)) => {
             let n = items.len();
@@ -275,29 +414,13 @@ pub fn panel(v: Val) -> Res<Panel> {
                 return Err(text(de::Error::invalid_length(n, &"4 elements in sequence")));
             }
             let mut it = items.into_iter().map(Val::Json);
-            if let Some(v) = it.next() {
-                p.id = lenient_string(v)?;
-            }
-            if let Some(v) = it.next() {
-                p.title = lenient_string(v)?;
-            }
-            if let Some(v) = it.next() {
-                p.lines = lenient_strings(v)?;
-            }
-            if let Some(v) = it.next() {
-                p.footer = lenient_string(v)?;
-            }
+            let mut next = || it.next().map(lenient_string).unwrap_or_default();
+            let (id, title) = (next(), next());
+            let lines = it.next().map(lenient_strings).unwrap_or_default();
+            let footer = it.next().map(lenient_string).unwrap_or_default();
+            Ok(Panel { id, title, lines, footer })
         }
-        Val::Json(other) => return Err(invalid_type(&other, "struct Panel")),
-    }
-    Ok(p)
-}
-
-/// A panel or null.
-pub fn opt_panel(v: Val) -> Res<Option<Panel>> {
-    match v {
-        Val::Json(Value::Null) => Ok(None),
-        v => panel(v).map(Some),
+        Val::Json(other) => Err(invalid_type(&other, "struct Panel")),
     }
 }
 
