@@ -67,6 +67,9 @@ impl Console {
                 // On a terminal each tool is one row: what does not fit
                 // of its description is cut (the name and tag stay).
                 let room = self.editor.is_some().then(|| crate::lineedit::term_size().0.saturating_sub(1));
+                // The name column fits the longest name, so the descriptions
+                // start in one column.
+                let column = l.tools.iter().map(|t| text_width(&one_line(&t.name))).max().unwrap_or(0).max(14);
                 let mut s: String = l
                     .tools
                     .iter()
@@ -79,7 +82,8 @@ impl Console {
                             marks.push_str(" (interactive)");
                         }
                         let tag = format!("[{}]{marks}", one_line(&t.extension));
-                        let name = format!("  {:<14} ", one_line(&t.name));
+                        let shown = one_line(&t.name);
+                        let name = format!("  {shown}{} ", " ".repeat(column - text_width(&shown)));
                         let mut desc = one_line(&t.description);
                         if let Some(room) = room {
                             let fixed = text_width(&name) + 1 + text_width(&tag);

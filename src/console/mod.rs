@@ -173,29 +173,30 @@ pub fn run(mut config: Config) -> i32 {
         told_no_model: false,
     };
     let report = host.wait_ready();
-    if let Ok(r) = &report {
+    let banner = report.as_ref().ok().filter(|_| interactive).map(|r| {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
-        let banner = format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION"));
-        if interactive {
-            let mut text = style.bold(&banner);
-            if r.ready.is_empty() {
-                text = format!("{text}\n{}", style.dim(hints::NOTHING_LOADED));
-            }
-            console.say(format!("{text}\n{}", style.dim("type /help for commands, /exit to leave")));
+        let mut text = style.bold(&format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION")));
+        if r.ready.is_empty() {
+            text = format!("{text}\n{}", style.dim(hints::NOTHING_LOADED));
         }
-    }
+        format!("{text}\n{}", style.dim("type /help for commands, /exit to leave"))
+    });
     // Servers still starting: calls for a name nobody has wait for them,
-    // and each gets a line once ready (docs/protocol.md §8.2).
-    let starting: Vec<String> = match host.list() {
-        Ok(l) => l.extensions.into_iter().filter(|e| e.kind == "mcp" && e.state == State::Starting).map(|e| e.name).collect(),
-        Err(_) => Vec::new(),
-    };
-    if !starting.is_empty() {
-        *awaited.lock().unwrap_or_else(|p| p.into_inner()) = starting.clone();
-    }
-    if interactive && !starting.is_empty() {
-        console.say(style.dim(&format!("still starting: {} (calls for their tools wait for them)", one_line(&starting.join(", ")))));
-    }
+    // and each gets a line once ready (docs/protocol.md §8.2). Which ones is
+    // read on the dispatcher thread and handed to the printer in line with
+    // the host's events, so that none of their ready lines comes before
+    // the banner or is missed; the console goes on once it is there.
+    let (start_tx, started) = bounded::<()>(1);
+    let to_printer = console.holds.clone();
+    host.submit(Request::List, move |r| {
+        let starting = match r {
+            Ok(Response::List(l)) => l.extensions.into_iter().filter(|e| e.kind == "mcp" && e.state == State::Starting).map(|e| e.name).collect(),
+            _ => Vec::new(),
+        };
+        let _ = to_printer.send(Printed::Start { banner, starting, say: interactive });
+        let _ = start_tx.send(());
+    });
+    let _ = started.recv();
     let _ = host.event("session_start", Payload::new());
     console.repl();
     console.sync();

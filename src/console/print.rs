@@ -41,6 +41,9 @@ pub(super) enum Printed {
     /// A reply the console will print arrived here: later events wait
     /// until it is printed.
     Hold(u64),
+    /// The load is over: the banner (on a terminal), and the servers still
+    /// starting, each to get a line once ready (named when `say`).
+    Start { banner: Option<String>, starting: Vec<String>, say: bool },
 }
 
 /// A reply's place in the printed order; printing it (or dropping it)
@@ -142,6 +145,16 @@ pub(super) fn print_loop(
             let _ = opened.send(());
         }
     };
+    let start = |banner: Option<String>, starting: Vec<String>, say: bool| {
+        if let Some(b) = banner {
+            print(&b);
+        }
+        if say && !starting.is_empty() {
+            let names = crate::text::one_line(&starting.join(", "));
+            print(&style.dim(&format!("still starting: {names} (calls for their tools wait for them)")));
+        }
+        *awaited.lock().unwrap_or_else(|p| p.into_inner()) = starting;
+    };
     // A reply whose place is marked and not printed yet: the events after
     // it wait in the channel.
     let mut holding: Option<u64> = None;
@@ -169,6 +182,7 @@ pub(super) fn print_loop(
             recv(events_now) -> p => {
                 match p {
                     Ok(Printed::Event(ev)) => show(ev),
+                    Ok(Printed::Start { banner, starting, say }) => start(banner, starting, say),
                     Ok(Printed::Hold(n)) => holding = Some(n),
                     Err(_) => {
                         // The host is gone; finish the remaining jobs.
@@ -195,6 +209,7 @@ pub(super) fn print_loop(
                 while holding != Some(n) {
                     match events.recv() {
                         Ok(Printed::Event(ev)) => show(ev),
+                        Ok(Printed::Start { banner, starting, say }) => start(banner, starting, say),
                         Ok(Printed::Hold(m)) => holding = Some(m),
                         Err(_) => break,
                     }
@@ -205,6 +220,7 @@ pub(super) fn print_loop(
                 while let Ok(p) = events.try_recv() {
                     match p {
                         Printed::Event(ev) => show(ev),
+                        Printed::Start { banner, starting, say } => start(banner, starting, say),
                         Printed::Hold(m) => {
                             holding = Some(m);
                             break;

@@ -60,7 +60,11 @@ pub(super) fn build(
             confinement: info.confinement.clone(),
             log_lines: own,
             findings: Vec::new(),
+            tries: Vec::new(),
         };
+        if spec.as_ref().is_some_and(|s| s.protocol == crate::mcpserver::config::Protocol::Auto) {
+            e.tries = super::tries::tries(&e.log_lines, &e.state);
+        }
         if info.is_static && e.state == "ready" {
             e.state = "static".into();
         }
@@ -284,6 +288,7 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
         log_lines: Vec::new(),
         findings: Vec::new(),
         confinement: serde_json::Value::Null,
+        tries: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@
 mod checks;
 mod gather;
 mod report;
+mod tries;
 
 pub use report::{render, Report};
 

@@ -55,6 +55,10 @@ pub struct ExtReport {
     pub config: Option<String>,
     /// What is enforced of its confinement (docs/protocol.md §9.3).
     pub confinement: serde_json::Value,
+    /// An MCP server under `auto`: each handshake try and its end
+    /// (docs/protocol.md §8.4.3).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tries: Vec<super::tries::HandshakeTry>,
 }
 
 /// A name claimed more than once.
@@ -133,6 +137,10 @@ pub fn render(r: &Report) -> String {
         if let Some(c) = &e.config {
             let proto = e.protocol_version.as_deref().map(|p| format!(", protocol {p}")).unwrap_or_default();
             s.push_str(&one_line(&format!("  config {c}{proto}")));
+            s.push('\n');
+        }
+        for (i, t) in e.tries.iter().enumerate() {
+            s.push_str(&one_line(&format!("  try {}    {} ({}): {}", i + 1, t.protocol, t.method, t.outcome)));
             s.push('\n');
         }
         s.push_str(&one_line(&format!("  source {}, folder {}", e.source, e.dir)));
