@@ -92,3 +92,31 @@ fn a_call_cancelled_while_parked_was_not_executed() {
     assert_eq!(seen(&t, "w").iter().filter(|l| l.starts_with("result shared ")).count(), 1, "{:#?}", seen(&t, "w"));
     host.shutdown();
 }
+
+#[test]
+fn an_agent_tool_asked_then_cancelled_was_executed() {
+    // §6.1: an agent tool is reached when the agent is sent `call_tool`;
+    // cancelled after that, it ran (the agent was told to stop), whereas a
+    // call cancelled before it reached its tool was not (the test above).
+    let t = TempDir::new("edges-executed-agent");
+    let a = calls_ext(&t, "a", json!({"tools": ["call"]}), None);
+    let w = calls_ext(&t, "w", json!({"events": ["tool_result"]}), None);
+    let (host, events) = start_host(host_config(t.path(), vec![a, w]));
+    host.wait_ready().expect("ready");
+    let tool = zot_host::host::AgentTool { name: "bash".into(), description: "run".into(), schema: json!({"type": "object"}) };
+    host.call(Request::AgentTools(vec![tool])).expect("agent tools");
+
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let call = ToolCall { name: "call".into(), args: Some(json!({"to": "bash", "cancel_ms": 50})), ..Default::default() };
+    host.submit(Request::ToolCall(call), move |r| {
+        let _ = tx.send(r);
+    });
+    // The agent is asked (the frame `call_tool` comes before its cancel on
+    // a's stdout), then the cancel ends the call.
+    let asked = common::wait_event(&events, WAIT, |e| matches!(e, HostEvent::CallTool { name, .. } if name == "bash"));
+    assert!(asked.is_some(), "the agent was asked");
+    let want = "result bash cancelled executed=true from=a";
+    assert!(common::wait_until(WAIT, || seen(&t, "w").iter().any(|l| l == want)), "{:#?}", seen(&t, "w"));
+    assert!(rx.recv_timeout(WAIT).is_ok(), "the outer call is answered");
+    host.shutdown();
+}

@@ -3,7 +3,8 @@
 //! every call, the one-line encoding, and the `id` at the head of a line
 //! too long to keep.
 
-use super::members::{FromMembers, Members, Val};
+use super::members::{FromMembers, Members, MembersSeed, Val};
+use serde::de::DeserializeSeed;
 use super::*;
 use serde::de;
 use std::fmt;
@@ -187,7 +188,9 @@ pub fn decode<F: Frame>(line: &[u8]) -> Result<F, DecodeError> {
     if let Some(f) = F::decode_fast(line) {
         return Ok(f);
     }
-    let Members(mut m) = serde_json::from_slice(line).map_err(|e| DecodeError::NotJson(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let members = MembersSeed(F::reads).deserialize(&mut de).and_then(|m| de.end().map(|()| m));
+    let Members(mut m) = members.map_err(|e| DecodeError::NotJson(e.to_string()))?;
     let (mut tags, mut last) = (0, 0);
     for (i, (k, _)) in m.iter().enumerate() {
         if k == "type" {

@@ -35,20 +35,32 @@ pub trait FromMembers: Sized {
     /// The frame of `type` `ty` from its other members; `None` for a type
     /// this side does not know.
     fn from_members(ty: &str, m: Vec<(String, Val)>) -> Res<Option<Self>>;
+
+    /// Whether a member of this name can be read by some frame type (and
+    /// so is parsed); the value of any other is skipped unread, as a
+    /// derived struct skips a field it does not know.
+    fn reads(_key: &str) -> bool {
+        true
+    }
 }
 
 /// The members of a frame's top-level object, in document order.
 pub struct Members(pub Vec<(String, Val)>);
 
-impl<'de> Deserialize<'de> for Members {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
-        d.deserialize_any(MembersVisitor)
+/// Reads a frame's [`Members`]: those named in `reads` are parsed, the
+/// others skipped unread (a string there that is not valid UTF-8, or holds
+/// a lone surrogate, does not make the frame unreadable).
+pub struct MembersSeed(pub fn(&str) -> bool);
+
+impl<'de> DeserializeSeed<'de> for MembersSeed {
+    type Value = Members;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Members, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct MembersVisitor;
-
-impl<'de> Visitor<'de> for MembersVisitor {
+impl<'de> Visitor<'de> for MembersSeed {
     type Value = Members;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,21 +70,26 @@ impl<'de> Visitor<'de> for MembersVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
         let mut out = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let val = if key == "panel" || key == "open_panel" { map.next_value_seed(ValSeed)? } else { Val::Json(map.next_value()?) };
+            if !(self.0)(&key) {
+                map.next_value::<de::IgnoredAny>()?;
+                continue;
+            }
+            let val = if key == "panel" || key == "open_panel" { map.next_value_seed(ValSeed(self.0))? } else { Val::Json(map.next_value()?) };
             out.push((key, val));
         }
         Ok(Members(out))
     }
 }
 
-/// A value that stays a list of members when it is an object.
-struct ValSeed;
+/// A value that stays a list of members when it is an object; members of
+/// that object its `reads` does not name are skipped unread.
+struct ValSeed(fn(&str) -> bool);
 
 impl<'de> DeserializeSeed<'de> for ValSeed {
     type Value = Val;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Val, D::Error> {
-        d.deserialize_any(ValSeed)
+        d.deserialize_any(self)
     }
 }
 
@@ -112,8 +129,12 @@ impl<'de> Visitor<'de> for ValSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
         let mut out = Vec::new();
-        while let Some(entry) = map.next_entry()? {
-            out.push(entry);
+        while let Some(key) = map.next_key::<String>()? {
+            if (self.0)(&key) {
+                out.push((key, map.next_value()?));
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
         }
         Ok(Val::Object(out))
     }

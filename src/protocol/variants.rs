@@ -77,7 +77,33 @@ const EVENT: Spec = &[("event", Str)];
 const EVENT_INTERCEPT: Spec = &[("id", Id), ("event", Str)];
 const PANEL_KEY: Spec = &[("panel_id", Str), ("key", Str), ("text", LenientOptStr)];
 
+/// Every field an extension's frame may have, `type` aside.
+const EXT_SPECS: &[Spec] = &[
+    HELLO,
+    REGISTER_COMMAND,
+    REGISTER_TOOL,
+    TOOL_MORE,
+    SUBSCRIBE,
+    COMMAND_RESPONSE,
+    EXT_TOOL_RESULT,
+    INTERCEPT_RESPONSE,
+    NOTIFY,
+    OPEN_PANEL,
+    PANEL_RENDER,
+    PANEL_CLOSE,
+    SUBMIT,
+    CALL_TOOL,
+    CALL_TOOL_CANCEL,
+    SUBMIT_SLASH,
+];
+
 impl FromMembers for ExtFrame {
+    // A member no frame reads is skipped unread, however its strings are
+    // encoded: an extension's own extra data never costs it its answer.
+    fn reads(key: &str) -> bool {
+        key == "type" || EXT_SPECS.iter().any(|s| s.iter().any(|(n, _)| *n == key))
+    }
+
     fn from_members(ty: &str, m: Fields) -> Res<Option<ExtFrame>> {
         Ok(Some(match ty {
             "hello" => {

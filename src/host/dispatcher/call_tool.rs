@@ -133,6 +133,8 @@ impl Dispatcher {
         let call_id = format!("c{n}");
         let parent_tool_id = origin.parent_tool_id.clone();
         self.emit(HostEvent::CallTool { call_id: call_id.clone(), extension: origin.name, name: call.name.clone(), args, parent_tool_id });
+        // The agent was asked: its tool ran, whatever ends the call now.
+        done.reached();
         self.at(after(self.cfg.timeouts.tool), Timer::AgentCall(n));
         self.table.agent.insert(call_id, AgentCall { n, name: call.name, done });
     }
