@@ -356,19 +356,21 @@ impl Console {
             // get a while for it, then the call is cancelled all the same,
             // so that a script never hangs on a tool that opens no panel.
             let waiting_keys = ended && !cancelled && call.is_some_and(|c| c.interactive.is_some());
+            // A timeout arm rather than a timer channel: a channel of
+            // `Instant`s would be one more copy of the channel code.
             let give_up = match (waiting_keys, ended_at) {
                 (true, None) => {
                     ended_at = Some(std::time::Instant::now());
-                    crossbeam_channel::after(PANEL_GRACE)
+                    PANEL_GRACE
                 }
-                (true, Some(t)) => crossbeam_channel::at(t + PANEL_GRACE),
-                (false, _) => never(),
+                (true, Some(t)) => (t + PANEL_GRACE).saturating_duration_since(std::time::Instant::now()),
+                (false, _) => std::time::Duration::MAX,
             };
             select! {
                 recv(rx) -> r => return r.ok(),
                 recv(more) -> i => self.backlog.push_back(i.unwrap_or(Input::End)),
                 recv(opened) -> _ => {}
-                recv(give_up) -> _ => {
+                default(give_up) => {
                     let skipped = self.backlog.iter().filter(|i| matches!(i, Input::Line(l) if key_args(l).is_some())).count();
                     self.backlog.retain(|i| !matches!(i, Input::Line(l) if key_args(l).is_some()));
                     self.error(&format!("the tool opened no panel; {skipped} /key line(s) skipped at the end of input"));

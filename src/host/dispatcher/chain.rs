@@ -223,7 +223,7 @@ impl Chains {
     /// The ids of the chains whose end `pred` picks.
     pub(super) fn ids_where(&self, pred: impl Fn(&Then) -> bool) -> Vec<u64> {
         let mut ids: Vec<u64> = self.0.iter().filter(|(_, c)| pred(&c.then)).map(|(id, _)| *id).collect();
-        ids.sort_unstable();
+        crate::order::sort(&mut ids);
         ids
     }
 

@@ -59,7 +59,7 @@ impl ExtCalls {
             }
             *c != caller
         });
-        keys.sort_unstable();
+        crate::order::sort(&mut keys);
         keys
     }
 }

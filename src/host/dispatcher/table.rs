@@ -159,7 +159,7 @@ impl CallTable {
         out.extend(gone.into_iter().map(Taken::Parked));
 
         let mut ids = self.chains.ids_where(|then| pick.picks(&At::Chain(then)));
-        ids.sort_unstable();
+        crate::order::sort(&mut ids);
         for id in ids {
             let Some((then, _)) = self.chains.remove(id) else { continue };
             let mut asked = Vec::new();
@@ -172,7 +172,7 @@ impl CallTable {
         }
 
         let mut ids = self.sent.ids_where_id(|id, c| pick.picks(&At::Sent(id, c)));
-        ids.sort_unstable();
+        crate::order::sort(&mut ids);
         for id in ids {
             if let Some(call) = self.sent.remove(&id) {
                 out.push(Taken::Sent(id, call));
@@ -180,7 +180,7 @@ impl CallTable {
         }
 
         let mut ids: Vec<String> = self.agent.iter().filter(|(_, c)| pick.picks(&At::Agent(c))).map(|(id, _)| id.clone()).collect();
-        ids.sort_unstable();
+        crate::order::sort(&mut ids);
         for id in ids {
             if let Some(c) = self.agent.remove(&id) {
                 out.push(Taken::Agent(id, c));
