@@ -325,6 +325,6 @@ pub fn scan_dir(root: &Path, source: Source) -> Vec<Result<Found, Broken>> {
         .filter(|e| e.path().is_dir())
         .map(|e| e.path())
         .collect();
-    dirs.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
+    crate::order::sort_by(&mut dirs, |a, b| a.file_name().cmp(&b.file_name()));
     dirs.iter().map(|d| load_one(d, source)).collect()
 }

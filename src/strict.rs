@@ -46,7 +46,7 @@ pub fn check(dir: &Path) -> Vec<Problem> {
         if meta.is_dir() {
             if let Ok(rd) = std::fs::read_dir(&p) {
                 let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-                names.sort_unstable();
+                crate::order::sort(&mut names);
                 stack.extend(names.into_iter().rev());
             }
         }

@@ -34,7 +34,7 @@ impl Findings {
     pub(super) fn finish(&mut self) {
         let mut over: Vec<(&'static str, usize)> =
             self.seen.iter().filter(|(_, n)| **n > PER_CODE).map(|(c, n)| (*c, *n - PER_CODE)).collect();
-        over.sort_unstable();
+        crate::order::sort(&mut over);
         for (code, n) in over {
             let sev = self.list.iter().find(|f| f.code == code).map_or(Severity::Info, |f| f.severity);
             self.list.push(Finding { severity: sev, code, message: format!("... and {n} more like this"), hint: String::new() });

@@ -94,7 +94,7 @@ pub fn program_grants(p: &Program) -> Vec<PathBuf> {
     }
     let real: Vec<PathBuf> = out.iter().filter_map(|q| q.canonicalize().ok()).collect();
     out.extend(real);
-    out.sort_unstable();
+    crate::order::sort(&mut out);
     out.dedup();
     out
 }

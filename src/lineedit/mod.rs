@@ -426,7 +426,7 @@ impl Editor {
         let lower = word.to_lowercase();
         let mut found: Vec<String> =
             complete(&before).into_iter().filter(|c| c.to_lowercase().starts_with(&lower)).collect();
-        found.sort_unstable();
+        crate::order::sort(&mut found);
         found.dedup();
         let Some(first) = found.first() else { return };
         let common: String = found.iter().skip(1).fold(first.clone(), |acc, c| {

@@ -118,7 +118,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
             confinement: m.map_or(serde_json::Value::Null, |m| crate::confine::listed(m.confine.as_ref(), mode, &m.dir).to_json()),
         });
     }
-    rows.sort_unstable_by(|a, b| {
+    crate::order::sort_by(&mut rows, |a, b| {
         let rank = |r: &Row| if r.scope == Source::Project.as_str() { 0 } else { 1 };
         (rank(a), &a.name, &a.dir).cmp(&(rank(b), &b.name, &b.dir))
     });

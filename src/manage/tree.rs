@@ -54,7 +54,7 @@ fn sorted_entries(dir: &Path) -> Res<Vec<OsString>> {
     for entry in rd {
         names.push(entry.map_err(|e| format!("cannot read {}: {e}", show(dir)))?.file_name());
     }
-    names.sort_unstable();
+    crate::order::sort(&mut names);
     Ok(names)
 }
 

@@ -123,7 +123,7 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
                 .collect()
         })
     };
-    done.sort_unstable_by_key(|(i, _)| *i);
+    crate::order::sort_by(&mut done, |a, b| a.0.cmp(&b.0));
     let mut segments = Vec::new();
     let mut not_covered = Vec::new();
     for (_, r) in done {
@@ -372,7 +372,7 @@ impl<'a, 'c> Walk<'a, 'c> {
                 names.push(name);
             }
         }
-        names.sort_unstable();
+        crate::order::sort(&mut names);
         let list: Vec<u8> = names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect();
         self.feed("folders", &list);
         Ok(names)
@@ -391,7 +391,7 @@ impl<'a, 'c> Walk<'a, 'c> {
             let meta = e.metadata().map_err(|err| read_err(&e.path(), err))?;
             entries.push((name, meta));
         }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        crate::order::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
         for (name, meta) in entries {
             let path = dir.join(&name);
             let rel = format!("{rel}/{}", name.to_string_lossy());

@@ -231,7 +231,7 @@ pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>
     };
     file.projects.retain(|e| e.dir != dir);
     file.projects.push(entry.clone());
-    file.projects.sort_unstable_by(|a, b| a.dir.cmp(&b.dir));
+    crate::order::sort_by(&mut file.projects, |a, b| a.dir.cmp(&b.dir));
     write(home, &file)?;
     Ok((entry, print.outside, print.not_covered))
 }
