@@ -286,14 +286,15 @@ impl Server {
     /// answers in order, so the owner is known before the call can note.
     fn route_notes(&self, method: &str, params: &Map<String, Value>, key: &str, level: u8) {
         let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_string) else { return };
-        let (method, key, shared) = (method.to_string(), key.to_string(), self.shared.clone());
-        self.host.submit(Request::List, move |r| {
-            let Ok(Response::List(l)) = r else { return };
-            let ext = match method.as_str() {
-                "tools/call" => l.tools.iter().find(|t| t.name == name).map(|t| t.extension.clone()),
-                "prompts/get" => l.commands.iter().find(|c| c.name == name).map(|c| c.extension.clone()),
-                _ => None,
-            };
+        let tool = match method {
+            "tools/call" => true,
+            "prompts/get" => false,
+            _ => return,
+        };
+        let (key, shared) = (key.to_string(), self.shared.clone());
+        // The owner, or the extension a call parked for its restart will run on.
+        self.host.submit(Request::Owner { name, tool }, move |r| {
+            let Ok(Response::Owner(ext)) = r else { return };
             if let (Some(ext), Ok(mut f)) = (ext, shared.flights.lock()) {
                 if let Some(f) = f.get_mut(&key) {
                     f.notes = Some((ext, level));

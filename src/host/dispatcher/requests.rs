@@ -33,6 +33,11 @@ impl Dispatcher {
         match req {
             Request::WaitReady => self.load.wait_ready(done),
             Request::List => respond(done, Ok(Response::List(self.listing()))),
+            Request::Owner { name, tool } => {
+                let owner = if tool { self.registry.tool_owner(&name) } else { self.registry.command_owner(&name) };
+                let slot = owner.or_else(|| self.restarting_owner(&name, tool));
+                respond(done, Ok(Response::Owner(slot.map(|s| self.exts[s].name().to_string()))))
+            }
             Request::Command { name, args } => self.start_command(name, args, done),
             Request::Tool { name, args, tool_id } => {
                 self.start_tool(ToolCall { name, args, tool_id, ..Default::default() }, None, done)

@@ -14,6 +14,15 @@ pub enum Request {
     WaitReady,
     /// Extensions, commands and tools; answers `List`.
     List,
+    /// The extension a call for tool (or command) `name` runs on: its
+    /// owner, or the one it would wait for while that restarts; answers
+    /// `Owner`.
+    Owner {
+        /// The tool's or command's name.
+        name: String,
+        /// A tool's name; else a command's.
+        tool: bool,
+    },
     /// Runs `/name args`; answers `Command`.
     Command {
         /// The command's name, without the `/`.

@@ -19,6 +19,8 @@ pub enum Response {
     Load(LoadReport),
     /// Answer to [`Request::List`].
     List(Listing),
+    /// Answer to [`Request::Owner`]: the extension's name, if any.
+    Owner(Option<String>),
     /// Answer to [`Request::Command`].
     Command(CommandReply),
     /// Answer to a tool call.
