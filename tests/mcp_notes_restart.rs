@@ -1,7 +1,8 @@
 //! docs/protocol.md §8.4.2 rule 9 with §7.1: a modern `tools/call` with a
 //! `logLevel` made while its extension restarts waits for it, runs on the
 //! new process, and that process's notes come back inside the request,
-//! as they do for a call made while it runs. Raw JSON-RPC to `zot mcp`.
+//! as they do for a call made while it runs; so does one made while a
+//! `zot/reload` is under way. Raw JSON-RPC to `zot mcp`.
 
 mod common;
 #[path = "common/mcp_raw.rs"]
@@ -55,13 +56,17 @@ fn notes_before_answer(z: &zot_proc::Zot, from: usize) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_call_parked_for_a_restart_gets_the_new_process_notes() {
-    let t = TempDir::new("mcp-notes-restart");
+fn ext(t: &TempDir) -> std::path::PathBuf {
     let dir = t.path().join("exts").join("r");
     std::fs::create_dir_all(&dir).expect("ext dir");
     std::fs::write(dir.join("ext.py"), EXT).expect("ext.py");
-    common::write_manifest(&t.path().join("exts"), "r", json!({"name": "r", "exec": "python3", "args": ["ext.py"], "restart": "always"}));
+    common::write_manifest(&t.path().join("exts"), "r", json!({"name": "r", "exec": "python3", "args": ["ext.py"], "restart": "always"}))
+}
+
+#[test]
+fn a_call_parked_for_a_restart_gets_the_new_process_notes() {
+    let t = TempDir::new("mcp-notes-restart");
+    let dir = ext(&t);
     let mut z = spawn_mcp(t.path(), &[dir.display().to_string()], &[]);
 
     // The control: a call made while it runs gets its notes.
@@ -80,6 +85,26 @@ fn a_call_parked_for_a_restart_gets_the_new_process_notes() {
     assert!(!l.to_string().contains("\"name\":\"t\""), "t is gone while r restarts: {l}");
     std::fs::write(dir.join("gate"), "").expect("open the gate");
     let r = answer(&mut z, &json!(3));
+    assert_eq!(r["result"]["content"][0]["text"], "done", "{r}");
+    assert_eq!(notes_before_answer(&z, from), ["ran in second"], "{}", z.context());
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0);
+    assert!(!z.stderr_text().contains("zot mcp: r: ran in"), "{}", z.stderr_text());
+}
+
+#[test]
+fn a_call_made_during_a_reload_gets_the_new_process_notes() {
+    let t = TempDir::new("mcp-notes-reload");
+    let dir = ext(&t);
+    std::fs::write(dir.join("gate"), "").expect("no wait at the gate");
+    let mut z = spawn_mcp(t.path(), &[dir.display().to_string()], &[]);
+    let meta = call(0, json!({}), false)["params"]["_meta"].clone();
+    // Both read at once: the call waits for the reload, then runs on the
+    // new process.
+    let from = z.seen.len();
+    send(&mut z, json!({"jsonrpc": "2.0", "id": 1, "method": "zot/reload", "params": {"_meta": meta}}));
+    send(&mut z, call(2, json!({}), true));
+    let r = answer(&mut z, &json!(2));
     assert_eq!(r["result"]["content"][0]["text"], "done", "{r}");
     assert_eq!(notes_before_answer(&z, from), ["ran in second"], "{}", z.context());
     z.close_stdin();
