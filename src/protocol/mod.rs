@@ -488,6 +488,8 @@ mod codec;
 pub use codec::{decode, encode, head_id, DecodeError, Frame};
 mod members;
 mod variants;
+mod repair;
+pub use repair::{repair, repair_note};
 #[cfg(test)]
 mod differential;
 mod wireid;

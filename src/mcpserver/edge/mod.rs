@@ -340,8 +340,15 @@ impl Dialect for Edge {
     fn incoming(&self, line: &[u8]) {
         let m: Message = match serde_json::from_slice(line) {
             Ok(m) => m,
-            Err(_) if serde_json::from_slice::<Value>(line).is_ok() => return self.junk(line, "not a JSON-RPC object"),
-            Err(_) => return self.junk(line, "not JSON"),
+            // Invalid text in its strings is read as Go reads it (docs/protocol.md §2).
+            Err(_) => match repaired(line) {
+                Some((m, note)) => {
+                    self.log.line(&note);
+                    m
+                }
+                None if serde_json::from_slice::<Value>(line).is_ok() => return self.junk(line, "not a JSON-RPC object"),
+                None => return self.junk(line, "not JSON"),
+            },
         };
         match (m.method, m.id) {
             (Some(method), Some(id)) => self.server_request(&method, id),
@@ -402,6 +409,15 @@ impl Dialect for Edge {
             }
         }
     }
+}
+
+/// A line that is not JSON only because of invalid text, repaired and
+/// read, with the log line that says so.
+#[cold]
+fn repaired(line: &[u8]) -> Option<(Message, String)> {
+    let (fixed, n) = crate::protocol::repair(line)?;
+    let m = serde_json::from_slice(&fixed).ok()?;
+    Some((m, crate::protocol::repair_note(&fixed, n, "message")))
 }
 
 /// One JSON-RPC message from the server, read in one pass.
