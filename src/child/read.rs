@@ -4,7 +4,7 @@
 
 use super::{ChildMsg, Dialect, Log, Reading, MAX_LINE};
 use crate::lines::{Line, LineBuf};
-use crate::protocol::{decode, repair, repair_note, DecodeError, ExtFrame};
+use crate::protocol::{decode_repaired, repair_note, DecodeError, ExtFrame};
 use crate::trace::Tap;
 use super::cancel::CancellableRead;
 
@@ -89,7 +89,7 @@ pub(super) fn read_loop(
 }
 
 fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) -> bool {
-    match decode_repaired(line, log) {
+    match decode_logged(line, log) {
         Ok(frame) => emit(ChildMsg::Frame(frame)),
         Err(DecodeError::BadFields { ty, id: Some(id), msg })
             if matches!(ty.as_str(), "command_response" | "tool_result" | "event_intercept_response") =>
@@ -104,22 +104,14 @@ fn handle_line(line: &[u8], log: &Log, emit: &mut impl FnMut(ChildMsg) -> bool) 
     }
 }
 
-/// A line decoded, or, when it is not JSON only because of invalid text
-/// in its strings, decoded again repaired (docs/protocol.md §2), which is
-/// logged.
-fn decode_repaired(line: &[u8], log: &Log) -> Result<ExtFrame, DecodeError> {
-    let err = match decode::<ExtFrame>(line) {
-        Err(e @ DecodeError::NotJson(_)) => e,
-        other => return other,
-    };
-    let Some((fixed, n)) = repair(line) else { return Err(err) };
-    match decode::<ExtFrame>(&fixed) {
-        Err(DecodeError::NotJson(_)) => Err(err),
-        other => {
-            log.line(&repair_note(&fixed, n, "frame"));
-            other
-        }
+/// A line decoded, repaired first when it is not JSON only because of
+/// its text (docs/protocol.md §2), which is logged.
+fn decode_logged(line: &[u8], log: &Log) -> Result<ExtFrame, DecodeError> {
+    let (r, fixed) = decode_repaired::<ExtFrame>(line);
+    if let Some((fixed, n)) = fixed {
+        log.line(&repair_note(&fixed, n, "frame"));
     }
+    r
 }
 
 /// The start of a line, for logs: at most 200 bytes, lossily decoded.

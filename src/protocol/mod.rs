@@ -489,7 +489,7 @@ pub use codec::{decode, encode, head_id, DecodeError, Frame};
 mod members;
 mod variants;
 mod repair;
-pub use repair::{repair, repair_note};
+pub use repair::{decode_repaired, repair, repair_note};
 #[cfg(test)]
 mod differential;
 mod wireid;

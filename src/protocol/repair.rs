@@ -5,10 +5,15 @@
 //! encoding/json reads both (docs/protocol.md §2). Called only after a
 //! parse failed, so a valid line pays nothing.
 
+use super::codec::{decode, DecodeError, Frame};
+
+/// A repaired line and how many characters were replaced in it.
+pub type Repaired = (Vec<u8>, usize);
+
 /// `line` with its invalid text replaced, and how many characters were
 /// replaced; `None` when there is nothing to replace. Bytes outside
 /// strings are left as they are: such a line stays broken.
-pub fn repair(line: &[u8]) -> Option<(Vec<u8>, usize)> {
+pub fn repair(line: &[u8]) -> Option<Repaired> {
     let mut out = Vec::with_capacity(line.len() + 16);
     let (mut i, mut n, mut in_str) = (0, 0, false);
     while i < line.len() {
@@ -61,6 +66,21 @@ pub fn repair(line: &[u8]) -> Option<(Vec<u8>, usize)> {
         i += 1;
     }
     (n > 0).then_some((out, n))
+}
+
+/// [`decode`], and for a line that is not JSON only because of its text,
+/// [`decode`] of it repaired: the result, with the repaired line and how
+/// many characters were replaced when it was.
+pub fn decode_repaired<F: Frame>(line: &[u8]) -> (Result<F, DecodeError>, Option<Repaired>) {
+    let err = match decode::<F>(line) {
+        Err(e @ DecodeError::NotJson(_)) => e,
+        other => return (other, None),
+    };
+    let Some((fixed, n)) = repair(line) else { return (Err(err), None) };
+    match decode::<F>(&fixed) {
+        Err(DecodeError::NotJson(_)) => (Err(err), None),
+        other => (other, Some((fixed, n))),
+    }
 }
 
 /// The log line for a line repaired of `n` characters: `kind` is what a
