@@ -61,6 +61,10 @@ fn invalid_text_in_an_extensions_frame_is_replaced_and_logged() {
     assert_eq!(r["content"][0]["text"], "cut \u{FFFD}", "{r}");
     let r = s.ok(json!({"id": 3, "type": "tool", "name": "t", "args": {"mode": "bytes"}}));
     assert_eq!(r["content"][0]["text"], "bad \u{FFFD}\u{FFFD}!", "{r}");
+    // The log is written behind the answers: two notes, for the valid
+    // reply none.
+    let count = || read_log(&t, "raw").lines().filter(|l| l.contains(NOTE)).count();
+    common::wait_until(zot_proc::LINE_WAIT, || count() >= 2);
     let log = read_log(&t, "raw");
     let notes: Vec<&str> = log.lines().filter(|l| l.contains(NOTE)).collect();
     assert_eq!(notes.len(), 2, "{log}");
@@ -71,9 +75,8 @@ fn invalid_text_in_an_extensions_frame_is_replaced_and_logged() {
     let r = s.request(json!({"id": 4, "type": "tool", "name": "t", "args": {"mode": "broken"}}));
     assert_eq!(r["ok"], false, "{r}");
     assert_eq!(r["error"]["code"], "timeout", "{r}");
-    let log = read_log(&t, "raw");
-    assert_eq!(log.lines().filter(|l| l.contains(NOTE)).count(), 2, "{log}");
-    assert!(log.contains("skipped a stdout line: not JSON"), "{log}");
+    assert!(serve_proc::log_contains_text(&t, "raw", "skipped a stdout line: not JSON"), "{}", read_log(&t, "raw"));
+    assert_eq!(count(), 2, "{}", read_log(&t, "raw"));
     // A client's request with invalid text is read the same way; one
     // broken otherwise is still refused as invalid JSON.
     s.z.write(b"{\"id\":5,\"type\":\"tool\",\"name\":\"t\",\"args\":{\"mode\":\"valid\",\"x\":\"\\udc00\xff\"}}\n");
@@ -123,6 +126,8 @@ fn invalid_text_in_a_hosted_servers_answer_is_replaced_and_logged() {
     let log = s.wait_log("raw", NOTE);
     assert!(log.contains("[zot] the text of a message for request "), "{log}");
     assert!(log.contains(" held 1 invalid character, replaced by U+FFFD"), "{log}");
+    // One note, for the cut text; the log is in order, so none for the valid one.
+    assert_eq!(log.lines().filter(|l| l.contains(NOTE)).count(), 1, "{log}");
     s.shutdown();
 }
 
