@@ -123,13 +123,19 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             eprintln!("zot mcp: {}", strip_controls(&message));
             log(ERROR, &extension, message);
         }
-        HostEvent::Exited { extension, code, signal, .. } => {
+        HostEvent::Exited { extension, code, signal, restart_follows } => {
             let how = match (code, signal) {
                 (_, Some(s)) => format!("killed by signal {s}"),
                 (Some(c), None) => format!("exit code {c}"),
                 (None, None) => "exit status unknown".into(),
             };
-            let msg = format!("extension {extension} exited ({how}); its tools and prompts are gone");
+            // Its restart policy brings it back: gone only until then (a
+            // restart that gives up says so when it does).
+            let msg = if restart_follows {
+                format!("extension {extension} exited ({how}); restarting it, its tools and prompts are back when it is ready")
+            } else {
+                format!("extension {extension} exited ({how}); its tools and prompts are gone")
+            };
             eprintln!("zot mcp: {}", strip_controls(&msg));
             log(WARNING, &extension, msg);
             if gate.open.load(Ordering::SeqCst) {
