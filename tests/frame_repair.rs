@@ -6,6 +6,8 @@
 //! the requests `zot serve` and `zot mcp` read from their clients.
 
 mod common;
+#[path = "common/author.rs"]
+mod author;
 #[path = "common/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "common/serve_proc.rs"]
@@ -146,4 +148,35 @@ fn zot_mcp_reads_a_clients_request_with_invalid_text() {
     assert_eq!(v["id"], Value::Null, "{v}");
     z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0, "{}", z.context());
+}
+
+#[test]
+fn zot_ext_check_reads_invalid_text_as_the_host_does_and_warns() {
+    let t = TempDir::new("frame-repair-check");
+    let dir = t.path().join("cut");
+    std::fs::create_dir_all(&dir).expect("ext dir");
+    let ext = r#"
+import sys, json
+out = sys.stdout.buffer
+def w(b):
+    out.write(b); out.flush()
+w(b'{"type":"hello","name":"cut","version":"1"}\n')
+w(b'{"type":"register_tool","name":"t","description":"t","schema":{"type":"object"}}\n')
+w(b'{"type":"ready"}\n')
+for line in sys.stdin.buffer:
+    m = json.loads(line)
+    if m.get("type") == "tool_call":
+        w(b'{"type":"tool_result","id":"' + m["id"].encode() + b'","content":[{"type":"text","text":"cut \\ud83d"}]}\n')
+    elif m.get("type") == "shutdown":
+        w(b'{"type":"shutdown_ack"}\n')
+        break
+"#;
+    std::fs::write(dir.join("ext.py"), ext).expect("ext.py");
+    common::write_manifest(t.path(), "cut", json!({"name": "cut", "exec": "python3", "args": ["ext.py"]}));
+    let (rc, r) = author::check(&t, &dir, &[]);
+    assert_eq!(rc, 0, "{r:#}");
+    author::expect(&r, "invalid_text", "warning", "the text of a tool_result frame for request ");
+    author::expect(&r, "invalid_text", "warning", " held 1 invalid character, replaced by U+FFFD");
+    // The reply counted: no other finding about it.
+    assert!(author::findings(&r, "not_a_frame").is_empty() && author::findings(&r, "no_reply").is_empty(), "{r:#}");
 }

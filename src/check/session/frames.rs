@@ -4,7 +4,7 @@
 //! answered here), and the bookkeeping of registrations and replies.
 
 use super::*;
-use crate::protocol::{decode, CommandResponse, DecodeError};
+use crate::protocol::{decode_repaired, repair_note, CommandResponse, DecodeError};
 use serde_json::Map;
 
 /// `register_tool.exposure` values (§6.2); anything else makes the host refuse the tool.
@@ -26,7 +26,20 @@ impl Session<'_> {
             self.upstream(ty, &obj);
             return None;
         }
-        match decode::<ExtFrame>(line) {
+        // Invalid text is read as the host reads it (docs/protocol.md §2).
+        let (decoded, fixed) = decode_repaired::<ExtFrame>(line);
+        let line = match &fixed {
+            Some((fixed, n)) => {
+                self.f.warning(
+                    "invalid_text",
+                    format!("{} (as the host reads it)", repair_note(fixed, *n, "frame")),
+                    "write valid UTF-8, and cut text on character boundaries: a lone surrogate escape is half of an emoji",
+                );
+                fixed.as_slice()
+            }
+            None => line,
+        };
+        match decoded {
             Ok(frame) => {
                 self.check_fields(line, &frame);
                 Some(frame)
