@@ -17,6 +17,13 @@ pub fn repair(line: &[u8]) -> Option<Repaired> {
     let mut out = Vec::with_capacity(line.len() + 16);
     let (mut i, mut n, mut in_str) = (0, 0, false);
     while i < line.len() {
+        // A run of bytes that mean nothing here is copied at once.
+        let run = line[i..].iter().position(|&c| c >= 0x80 || c == b'"' || c == b'\\').unwrap_or(line.len() - i);
+        if run > 0 {
+            out.extend_from_slice(&line[i..i + run]);
+            i += run;
+            continue;
+        }
         let b = line[i];
         if b >= 0x80 {
             // At most one character or one invalid sequence (3 bytes at
