@@ -290,13 +290,8 @@ impl InFlight {
 /// method; on failure, the id to answer with (null when there is none)
 /// and a message.
 fn parse_request(text: &[u8]) -> Result<(WireId, Method), (Option<WireId>, String)> {
-    let m: Message = match serde_json::from_slice(text) {
-        Ok(m) => m,
-        // Invalid text in its strings is read as Go reads it (docs/protocol.md §2).
-        Err(e) => crate::protocol::repair(text)
-            .and_then(|(fixed, _)| serde_json::from_slice(&fixed).ok())
-            .ok_or_else(|| (None, format!("invalid JSON: {e}")))?,
-    };
+    // A client's invalid text is refused, never repaired (docs/protocol.md §2).
+    let m: Message = serde_json::from_slice(text).map_err(|e| (None, format!("invalid JSON: {e}")))?;
     let Message::One(Element::Object(mut obj)) = m else {
         return Err((None, "a request must be a JSON object".into()));
     };

@@ -2,8 +2,8 @@
 //! text in its strings (invalid UTF-8, a surrogate escape that is not half
 //! of a pair) is repaired once, each such character replaced by U+FFFD,
 //! and read, as Go's encoding/json reads it; the extension's or server's
-//! log says so. A line broken otherwise stays skipped. The same holds for
-//! the requests `zot serve` and `zot mcp` read from their clients.
+//! log says so. A line broken otherwise stays skipped. The requests `zot
+//! serve` and `zot mcp` read from their clients are never repaired.
 
 mod common;
 #[path = "common/author.rs"]
@@ -79,12 +79,9 @@ fn invalid_text_in_an_extensions_frame_is_replaced_and_logged() {
     assert_eq!(r["error"]["code"], "timeout", "{r}");
     assert!(serve_proc::log_contains_text(&t, "raw", "skipped a stdout line: not JSON"), "{}", read_log(&t, "raw"));
     assert_eq!(count(), 2, "{}", read_log(&t, "raw"));
-    // A client's request with invalid text is read the same way; one
-    // broken otherwise is still refused as invalid JSON.
+    // A client's request with invalid text is not repaired: it is not
+    // JSON, and the tool never sees it.
     s.z.write(b"{\"id\":5,\"type\":\"tool\",\"name\":\"t\",\"args\":{\"mode\":\"valid\",\"x\":\"\\udc00\xff\"}}\n");
-    let r = s.response(&json!(5));
-    assert_eq!(r["ok"], true, "{r}");
-    s.z.write(b"{\"id\":6,\"type\":\"ping\",\"x\":\"\\udc00\"\n");
     let r = s.response(&Value::Null);
     assert_eq!(r["error"]["code"], "bad_request", "{r}");
     s.z.close_stdin();
@@ -134,18 +131,19 @@ fn invalid_text_in_a_hosted_servers_answer_is_replaced_and_logged() {
 }
 
 #[test]
-fn zot_mcp_reads_a_clients_request_with_invalid_text() {
+fn zot_mcp_refuses_a_clients_request_with_invalid_text() {
     let t = TempDir::new("frame-repair-gw");
     let mut z = zot_proc::spawn_mcp(t.path(), &[], &[]);
+    // Invalid text only: still a parse error, never read with U+FFFD.
     z.write(b"{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\xc0\x80\"}}\n");
-    let line = z.wait_line("the ping's answer", |l| l.contains("\"s\""));
-    let v: Value = serde_json::from_str(&line).expect("JSON");
-    assert_eq!(v, json!({"jsonrpc": "2.0", "id": "s", "result": {}}));
-    // Broken otherwise: still a parse error.
-    z.write(b"{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\"}\n");
     let line = z.wait_line("the parse error", |l| l.contains("-32700"));
     let v: Value = serde_json::from_str(&line).expect("JSON");
     assert_eq!(v["id"], Value::Null, "{v}");
+    // Control: the same request with valid text is answered.
+    z.write(b"{\"jsonrpc\":\"2.0\",\"id\":\"ok\",\"method\":\"ping\",\"params\":{\"x\":\"\\ud83d\\ude00\"}}\n");
+    let line = z.wait_line("the ping's answer", |l| l.contains("\"ok\""));
+    let v: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(v, json!({"jsonrpc": "2.0", "id": "ok", "result": {}}));
     z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0, "{}", z.context());
 }

@@ -56,11 +56,11 @@ fn bad_requests() {
         // The code says it is a bad request; the message does not say it again.
         assert!(!r["error"]["message"].as_str().is_some_and(|m| m.starts_with("bad request")), "{line} -> {r}");
     }
-    // Not UTF-8 inside a string: read with U+FFFD in its place
-    // (docs/protocol.md §2); outside one: not JSON.
+    // Not UTF-8, inside a string or outside one: not JSON (a client's
+    // request is never repaired, docs/protocol.md §2).
     s.z.write(b"{\"id\":\"u\",\"type\":\"ping\",\"x\":\"\xff\"}\n");
     let r = s.next_response();
-    assert_eq!((&r["id"], &r["ok"]), (&json!("u"), &json!(true)), "{r}");
+    assert_eq!((&r["id"], &r["error"]["code"]), (&Value::Null, &json!("bad_request")), "{r}");
     s.z.write(b"{\"id\":\"v\",\"type\":\"ping\",\"x\":\xff}\n");
     let r = s.next_response();
     assert_eq!((&r["id"], &r["error"]["code"]), (&Value::Null, &json!("bad_request")), "{r}");

@@ -167,14 +167,11 @@ impl Server {
         // echoed digit for digit).
         let v: Message = match serde_json::from_slice(text) {
             Ok(v) => v,
-            // Invalid text in its strings is read as Go reads it (docs/protocol.md §2).
-            Err(e) => match crate::protocol::repair(text).and_then(|(fixed, _)| serde_json::from_slice(&fixed).ok()) {
-                Some(v) => v,
-                None => {
-                    let msg = format!("parse error: {e}");
-                    return Reply::new(&self.shared, &Sink::Direct, None).err(codes::PARSE_ERROR, &msg, None);
-                }
-            },
+            // A client's invalid text is refused, never repaired (docs/protocol.md §2).
+            Err(e) => {
+                let msg = format!("parse error: {e}");
+                return Reply::new(&self.shared, &Sink::Direct, None).err(codes::PARSE_ERROR, &msg, None);
+            }
         };
         match v {
             // 2026-07-28 has no batches; a batch as the first frame is legacy.
