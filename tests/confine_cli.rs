@@ -349,12 +349,63 @@ fn the_console_marks_each_extension_confined_partly_or_full_access() {
 /// terminal is a pty this test holds (its slave side, returned), stdin and
 /// stdout piped. A confined extension pushing bytes into that terminal's
 /// input (`TIOCSTI`) would have the user's shell run them, unconfined.
+/// `zot serve` of `exts`, started by `cmd` (which may set up the process
+/// first), its probe tools called one at a time.
+struct ProbeServe {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl ProbeServe {
+    fn start(mut cmd: std::process::Command, t: &TempDir, exts: &[&PathBuf]) -> ProbeServe {
+        use std::process::Stdio;
+        let mut args = strings(&["serve", "--cwd"]);
+        args.push(t.path().display().to_string());
+        args.extend(strings(&FAST));
+        args.extend(ext_args(exts));
+        let mut child = cmd
+            .args(&args)
+            .env("ZOT_HOME", t.path().join("zot-home"))
+            .current_dir(t.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn zot");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        ProbeServe { child, stdin, stdout }
+    }
+
+    /// The text of `{name}_probe`'s answer to `op` with `arg`.
+    fn call(&mut self, id: u64, name: &str, op: &str, arg: &str) -> String {
+        use std::io::{BufRead, Write};
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": op, "arg": arg}});
+        writeln!(self.stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            }
+        }
+    }
+
+    fn finish(self) {
+        let ProbeServe { mut child, stdin, .. } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
 #[test]
 fn a_confined_extension_cannot_type_into_the_terminal() {
-    use std::io::{BufRead, BufReader, Write};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     need_landlock!();
     let t = TempDir::new("confine-tiocsti");
     let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
@@ -375,34 +426,8 @@ fn a_confined_extension_cannot_type_into_the_terminal() {
             Ok(())
         });
     }
-    let mut args = strings(&["serve", "--cwd"]);
-    args.push(t.path().display().to_string());
-    args.extend(strings(&FAST));
-    args.extend(ext_args(&[&open, &jailed]));
-    let mut child = cmd
-        .args(&args)
-        .env("ZOT_HOME", t.path().join("zot-home"))
-        .current_dir(t.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn zot");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut call = |id: u64, name: &str| -> String {
-        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": "tiocsti", "arg": "echo typed\n"}});
-        writeln!(stdin, "{req}").expect("write");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
-            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            if f["type"] == "response" && f["id"] == id {
-                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
-            }
-        }
-    };
+    let mut z = ProbeServe::start(cmd, &t, &[&open, &jailed]);
+    let mut call = |id: u64, name: &str| z.call(id, name, "tiocsti", "echo typed\n");
     // What reached the terminal's input: what the shell would read next.
     // SAFETY: a non-blocking read of our own descriptor into our buffer.
     unsafe { libc::fcntl(tty, libc::F_SETFL, libc::fcntl(tty, libc::F_GETFL) | libc::O_NONBLOCK) };
@@ -418,8 +443,7 @@ fn a_confined_extension_cannot_type_into_the_terminal() {
     // Confined: refused, nothing typed.
     assert_eq!(call(2, "jailed"), "errno 1");
     assert_eq!(typed(), "");
-    drop(stdin);
-    let _ = child.wait();
+    z.finish();
 }
 
 /// The probe (tests/fixtures/probe.py) as a `#!` script at `path`, run as
@@ -468,9 +492,8 @@ fn a_script_in_home_bin_never_gets_the_home_through_a_link_or_another_home() {
 
 #[test]
 fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
-    use std::io::{BufRead, BufReader, Write};
     use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     need_landlock!();
     // SAFETY: reads our own ids.
     if unsafe { libc::geteuid() } != 0 {
@@ -479,10 +502,6 @@ fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
     }
     let t = TempDir::new("confine-setpcap");
     let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
-    let mut args = strings(&["serve", "--cwd"]);
-    args.push(t.path().display().to_string());
-    args.extend(strings(&FAST));
-    args.extend(ext_args(&[&open, &jailed]));
     let mut cmd = Command::new(BIN);
     // As a container that took CAP_SETPCAP away runs it: root, every other
     // capability, and no right to empty the bounding set of its children.
@@ -495,36 +514,13 @@ fn a_root_host_without_cap_setpcap_still_passes_no_capability_on() {
             Ok(())
         });
     }
-    let mut child = cmd
-        .args(&args)
-        .env("ZOT_HOME", t.path().join("zot-home"))
-        .current_dir(t.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn zot");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut call = |id: u64, name: &str, what: &str| -> String {
-        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": "status", "arg": what}});
-        writeln!(stdin, "{req}").expect("write");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
-            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            if f["type"] == "response" && f["id"] == id {
-                return f["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
-            }
-        }
-    };
+    let mut z = ProbeServe::start(cmd, &t, &[&open, &jailed]);
+    let mut call = |id: u64, name: &str, what: &str| z.call(id, name, "status", what);
     // The control: unconfined, a root extension has the host's capabilities.
     let open_caps = call(1, "open", "CapEff");
     assert!(open_caps.starts_with("ok CapEff:") && !open_caps.ends_with("0000000000000000"), "{open_caps}");
     // Confined: none, effective or permitted.
     assert_eq!(call(2, "jailed", "CapEff"), "ok CapEff:\t0000000000000000");
     assert_eq!(call(3, "jailed", "CapPrm"), "ok CapPrm:\t0000000000000000");
-    drop(stdin);
-    let _ = child.wait();
+    z.finish();
 }
