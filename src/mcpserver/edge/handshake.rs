@@ -178,12 +178,7 @@ impl Edge {
                     self.listed(st);
                 }
             }
-            Err(why) => {
-                st.gathering = None;
-                if self.unended("tools/list", &why, st) {
-                    return Vec::new();
-                }
-            }
+            Err(why) => return self.listing_failed(st, true, &why),
         }
         if std::mem::take(&mut st.list_again) {
             return list_tools(st, None);
@@ -210,12 +205,7 @@ impl Edge {
                     self.listed(st);
                 }
             }
-            Err(why) => {
-                st.prompt_pages = None;
-                if self.unended("prompts/list", &why, st) {
-                    return Vec::new();
-                }
-            }
+            Err(why) => return self.listing_failed(st, false, &why),
         }
         if std::mem::take(&mut st.prompts_again) {
             return list_prompts(st, None);
@@ -237,9 +227,29 @@ impl Edge {
         }
     }
 
+    /// A `tools/list` (`tools`) or `prompts/list` that cannot go on for
+    /// `why`: its pages are dropped, and unless the load failed, a relisting
+    /// asked for meanwhile starts (what to write).
+    pub(super) fn listing_failed(&self, st: &mut State, tools: bool, why: &str) -> Vec<u8> {
+        let method = if tools { "tools/list" } else { "prompts/list" };
+        if tools {
+            st.gathering = None;
+        } else {
+            st.prompt_pages = None;
+        }
+        if self.unended(method, why, st) {
+            return Vec::new();
+        }
+        match (tools, std::mem::take(if tools { &mut st.list_again } else { &mut st.prompts_again })) {
+            (_, false) => Vec::new(),
+            (true, true) => list_tools(st, None),
+            (false, true) => list_prompts(st, None),
+        }
+    }
+
     /// A listing that did not end: the load fails, or a relisting leaves
     /// the previous list in force. True when the load failed.
-    pub(super) fn unended(&self, method: &str, why: &str, st: &State) -> bool {
+    fn unended(&self, method: &str, why: &str, st: &State) -> bool {
         let msg = format!("{method} did not end: {why}");
         if st.ready {
             self.log.line(&format!("{msg}; the previous list stays in force"));

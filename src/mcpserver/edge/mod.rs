@@ -383,18 +383,7 @@ impl Dialect for Edge {
                 self.fail(format!("{method}: {}", over("its answer")));
             }
             Pending::Tools | Pending::Prompts => {
-                let tools = matches!(p, Pending::Tools);
-                let (method, again) = if tools { ("tools/list", &mut st.list_again) } else { ("prompts/list", &mut st.prompts_again) };
-                let again = std::mem::take(again);
-                if tools {
-                    st.gathering = None;
-                } else {
-                    st.prompt_pages = None;
-                }
-                if self.unended(method, &over("a page"), &st) || !again {
-                    return;
-                }
-                let next = if tools { handshake::list_tools(&mut st, None) } else { handshake::list_prompts(&mut st, None) };
+                let next = self.listing_failed(&mut st, matches!(p, Pending::Tools), &over("a page"));
                 drop(st);
                 self.write(next);
             }
