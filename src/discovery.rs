@@ -280,9 +280,9 @@ pub fn project_names(dir: &Path) -> (Vec<String>, Vec<String>) {
 /// The line a front end prints when the project's own extensions and MCP
 /// servers (`names`) were not loaded: each called what it is, and why
 /// (not trusted, changed since it was trusted, or trust that cannot be
-/// checked: `problem`), with the fix. "Changed" is read from the
-/// `trust.json` of `$ZOT_HOME`.
-pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> String {
+/// checked: `problem`; `changed`: it was trusted and changed since, as
+/// discovery found), with the fix.
+pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>, changed: bool) -> String {
     let (_, servers) = project_names(Path::new(dir));
     let (srv, ext): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| servers.contains(n));
     let group = |list: &[&String], one: &str, many: &str| match list {
@@ -292,8 +292,6 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>) -> St
     };
     let parts: Vec<String> = [group(&ext, "extension", "extensions"), group(&srv, "MCP server", "MCP servers")].into_iter().flatten().collect();
     let what = format!("{} not loaded", parts.join(" and "));
-    let changed = problem.is_none()
-        && Home::from_env().is_ok_and(|h| crate::trust::status(&h, Path::new(dir)) == crate::trust::Status::Changed);
     crate::text::one_line(&match problem {
         Some(p) => format!("{what}: trust cannot be checked: {p}"),
         None if changed => format!("{what}: the project {dir} changed since trusted (run 'zot trust {dir}' to allow it again)"),

@@ -599,6 +599,7 @@ fn an_untrusted_project_extension_claims_no_name_and_static_ones_are_untrusted_t
             dir: proj.display().to_string(),
             extensions: vec!["dup".into(), "project-skills".into()],
             error: None,
+            changed: false,
         })
     );
 

@@ -173,8 +173,8 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
             }
             s
         }
-        HostEvent::UntrustedProject { dir, extensions, error } => {
-            let line = crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref());
+        HostEvent::UntrustedProject { dir, extensions, error, changed } => {
+            let line = crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref(), changed);
             if error.is_some() { st.red(&line) } else { st.dim(&line) }
         }
         HostEvent::ToolProgress { extension, progress, total, message, .. } => {

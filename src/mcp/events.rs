@@ -167,8 +167,8 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
                 out.push(encode(&notification("notifications/prompts/list_changed", json!({}))));
             }
         }
-        HostEvent::UntrustedProject { dir, extensions, error } => {
-            eprintln!("zot mcp: {}", strip_controls(&crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref())));
+        HostEvent::UntrustedProject { dir, extensions, error, changed } => {
+            eprintln!("zot mcp: {}", strip_controls(&crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref(), changed)));
         }
         // A progress notification is a notification: none before the
         // `initialize` answer of a legacy connection.

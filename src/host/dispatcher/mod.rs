@@ -380,8 +380,8 @@ impl Dispatcher {
         self.load.trust_changed = disc.trust_changed;
         if !self.load.untrusted.is_empty() {
             let extensions = self.load.untrusted.iter().map(|f| f.manifest.name.clone()).collect();
-            let error = disc.trust_problem.clone();
-            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions, error });
+            let (error, changed) = (disc.trust_problem.clone(), disc.trust_changed);
+            self.emit(HostEvent::UntrustedProject { dir: self.cfg.cwd.display().to_string(), extensions, error, changed });
         }
         self.load.broken.clear();
         for b in &disc.broken {

@@ -204,5 +204,8 @@ pub enum HostEvent {
         /// read), with the fix; `zot trust` would fail until it is fixed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The project was trusted, and its files changed since (§7.3).
+        #[serde(skip)]
+        changed: bool,
     },
 }
