@@ -58,3 +58,34 @@ fn doctor_lists_each_auto_handshake_try_and_its_end() {
     let text = run(false);
     assert!(text.contains("  try 1    2025-11-25 (initialize): initialize failed: initialize is not supported\n  try 2    2026-07-28 (server/discover): answered"), "{text}");
 }
+
+/// A server between its two `auto` tries is still starting: the load waits
+/// for its second try even when every other server is ready while its
+/// first process is still on its way out.
+#[test]
+fn the_load_waits_for_a_server_between_its_two_tries() {
+    let t = TempDir::new("edges-doctor-between");
+    let root = env!("CARGO_MANIFEST_DIR");
+    // The first process outlives its stdin by two seconds (TERM ignored),
+    // while the legacy server gets ready.
+    let slow = format!("trap '' TERM; python3 {root}/tests/mcp/modern_raw.py; sleep 2");
+    let servers = json!({
+        "legacy": {"command": "python3", "args": [format!("{root}/tests/fixtures/mcp_server.py")]},
+        "slow": {"command": "sh", "args": ["-c", slow]},
+    });
+    let cfg = t.path().join("mcp.json");
+    std::fs::write(&cfg, json!({"mcpServers": servers}).to_string()).expect("config");
+    let out = Command::new(BIN)
+        .args(["ext", "doctor", "--no-ext", "--json", "--ready-grace", "60", "--mcp-config", &cfg.display().to_string()])
+        .current_dir(t.path())
+        .env("ZOT_HOME", t.path().join("home"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("doctor");
+    let d: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let entry = |name: &str| d["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == name)).cloned().unwrap_or_default();
+    assert_eq!(entry("legacy")["state"], "ready", "{d:#}");
+    let slow = entry("slow");
+    assert_eq!(slow["state"], "ready", "{d:#}");
+    assert!(slow["tries"][1]["outcome"].as_str().unwrap_or_default().starts_with("answered (protocol 2026-07-28"), "{d:#}");
+}

@@ -174,6 +174,13 @@ impl Ext {
         }
     }
 
+    /// Still starting: spawned or registering, or between two handshake
+    /// tries of an MCP server (docs/protocol.md §8.4.3 rule 12), its first
+    /// process stopping before the next starts.
+    pub fn starting(&self) -> bool {
+        self.life.starting() || self.eras.retry_after_stop
+    }
+
     pub fn can(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
     }

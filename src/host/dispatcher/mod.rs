@@ -559,7 +559,7 @@ impl Dispatcher {
     }
 
     fn check_load_done(&mut self, grace_over: bool) {
-        if !self.load.loading() || (!grace_over && self.exts.iter().any(|e| e.life.starting())) {
+        if !self.load.loading() || (!grace_over && self.exts.iter().any(Ext::starting)) {
             return;
         }
         let ready: Vec<String> =

@@ -21,7 +21,7 @@ impl Dispatcher {
     /// restart, nor a wake from idle).
     fn starting_servers(&self) -> impl Iterator<Item = usize> + '_ {
         self.exts.iter().enumerate().filter(|(_, e)| {
-            e.found.mcp.is_some() && e.life.starting() && e.restart_names.is_none() && !e.idle.waking
+            e.found.mcp.is_some() && e.starting() && e.restart_names.is_none() && !e.idle.waking
         })
         .map(|(slot, _)| slot)
     }
