@@ -101,7 +101,10 @@ impl Dispatcher {
         let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
         match ext.life {
             Life::Stopping { .. } if ext.idle.stopping => self.went_idle(slot, &how),
-            Life::Stopping { .. } if std::mem::take(&mut ext.eras.retry_after_stop) => {
+            // The next handshake try, unless the host is stopping meanwhile.
+            Life::Stopping { .. }
+                if matches!(self.load.phase, Phase::Running | Phase::Loading) && std::mem::take(&mut ext.eras.retry_after_stop) =>
+            {
                 ext.log(&format!("stopped ({how})"));
                 self.start_again(slot);
             }
