@@ -22,11 +22,23 @@ pub struct Limits {
     pub memory_mb: Option<u64>,
     pub open_files: Option<u64>,
     pub cpu_seconds: Option<u64>,
+    /// Processes (threads included) of the extension and its descendants;
+    /// [`DEFAULT_PROCS`] when not declared.
+    pub procs: Option<u64>,
 }
 
+/// `limits.procs` when a confined extension does not declare it (§9.2).
+pub const DEFAULT_PROCS: u64 = 512;
+
 impl Limits {
+    /// Whether any limit is declared (`procs` is its own rule kind).
     pub fn any(&self) -> bool {
         self.memory_mb.is_some() || self.open_files.is_some() || self.cpu_seconds.is_some()
+    }
+
+    /// The process bound in force: declared, else [`DEFAULT_PROCS`].
+    pub fn procs(&self) -> u64 {
+        self.procs.unwrap_or(DEFAULT_PROCS)
     }
 }
 
@@ -42,6 +54,18 @@ pub struct Declared {
     pub unix: bool,
     pub limits: Limits,
     pub required: bool,
+    /// `call`: the tools it may reach with `call_tool`, exact names or
+    /// prefixes ending in `*`; none by default.
+    pub call: Vec<String>,
+    /// `watch`: may watch folders (`inotify_add_watch`).
+    pub watch: bool,
+    /// `env`: names of the host's variables it gets beyond the small set.
+    pub env: Vec<String>,
+    /// `prompt`: may steer the model (`submit`, `submit_slash`,
+    /// `system_prompt`).
+    pub prompt: bool,
+    /// `namespaces`: may create user namespaces.
+    pub namespaces: bool,
     /// VS Code's `allowedDomains`: never enforced (the kernel knows ports).
     pub domains: Vec<String>,
     /// Where relative paths start: the manifest's folder, or the config file's.
@@ -63,6 +87,11 @@ impl Declared {
             unix: false,
             limits: Limits::default(),
             required: false,
+            call: Vec::new(),
+            watch: false,
+            env: Vec::new(),
+            prompt: false,
+            namespaces: false,
             domains: Vec::new(),
             base,
             note: None,
@@ -105,6 +134,11 @@ pub fn parse(v: &Value, base: PathBuf) -> Result<Declared, String> {
             "unix" => d.unix = flag(v, &at)?,
             "required" => d.required = flag(v, &at)?,
             "limits" => d.limits = limits(v)?,
+            "call" => d.call = tools(v, &at)?,
+            "watch" => d.watch = flag(v, &at)?,
+            "env" => d.env = names(v, &at)?,
+            "prompt" => d.prompt = flag(v, &at)?,
+            "namespaces" => d.namespaces = flag(v, &at)?,
             _ => return Err(format!("{at}: unknown field")),
         }
     }
@@ -128,6 +162,47 @@ fn paths(v: &Value, at: &str) -> Result<Vec<String>, String> {
             None => Err(bad()),
         })
         .collect()
+}
+
+/// `call`: tool names, or prefixes ending in `*` (a lone `*` is every tool).
+fn tools(v: &Value, at: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("{at}: must be an array of tool names");
+    let items = v.as_array().ok_or_else(bad)?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.as_str() {
+            Some("") => Err(format!("{at}[{i}]: must not be empty")),
+            Some(s) if s.strip_suffix('*').unwrap_or(s).contains('*') => Err(format!("{at}[{i}]: \"{s}\": `*` may only end a name")),
+            Some(s) => Ok(s.to_string()),
+            None => Err(bad()),
+        })
+        .collect()
+}
+
+/// `env`: variable names.
+fn names(v: &Value, at: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("{at}: must be an array of variable names");
+    let items = v.as_array().ok_or_else(bad)?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.as_str() {
+            Some(s) if !s.is_empty() && !s.contains(['=', '\0']) => Ok(s.to_string()),
+            Some(s) => Err(format!("{at}[{i}]: \"{s}\" is not a variable name")),
+            None => Err(bad()),
+        })
+        .collect()
+}
+
+impl Declared {
+    /// Whether `call` lets it reach `tool`.
+    pub fn may_call(&self, tool: &str) -> bool {
+        self.call.iter().any(|c| match c.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => c == tool,
+        })
+    }
 }
 
 fn net(v: &Value) -> Result<Net, String> {
@@ -172,6 +247,7 @@ fn limits(v: &Value) -> Result<Limits, String> {
             "memory_mb" => &mut l.memory_mb,
             "open_files" => &mut l.open_files,
             "cpu_seconds" => &mut l.cpu_seconds,
+            "procs" => &mut l.procs,
             _ => return Err(format!("{at}: unknown field")),
         };
         *slot = Some(v.as_u64().filter(|n| (1..=1 << 40).contains(n)).ok_or_else(|| format!("{at}: must be a whole number above 0"))?);
@@ -228,6 +304,20 @@ mod tests {
         assert_eq!(err(json!({"limits": {"memory_mb": -1}})), "confine.limits.memory_mb: must be a whole number above 0");
         assert_eq!(err(json!({"net": "none"})).split(':').next(), Some("confine.net"));
         assert_eq!(err(json!([])), "confine: must be an object");
+    }
+
+    #[test]
+    fn call_watch_env_prompt_namespaces_and_procs() {
+        let d = parse(&json!({"call": ["mcp__github__*", "weather"], "watch": true, "env": ["API_KEY"], "prompt": true, "namespaces": true, "limits": {"procs": 8}}), PathBuf::from("/x")).unwrap();
+        assert!(d.may_call("mcp__github__issues") && d.may_call("weather") && !d.may_call("weather2") && !d.may_call("bash"));
+        assert_eq!((d.watch, d.env, d.prompt, d.namespaces, d.limits.procs()), (true, vec!["API_KEY".to_string()], true, true, 8));
+        let d = parse(&json!({}), PathBuf::from("/x")).unwrap();
+        assert!(!d.may_call("anything") && !d.watch && !d.prompt && !d.namespaces && d.env.is_empty());
+        assert_eq!(d.limits.procs(), DEFAULT_PROCS);
+        assert_eq!(err(json!({"call": ["a*b"]})), "confine.call[0]: \"a*b\": `*` may only end a name");
+        assert_eq!(err(json!({"env": ["A=B"]})), "confine.env[0]: \"A=B\" is not a variable name");
+        assert_eq!(err(json!({"watch": 1})), "confine.watch: must be true or false");
+        assert_eq!(err(json!({"limits": {"procs": 0}})), "confine.limits.procs: must be a whole number above 0");
     }
 
     #[test]
