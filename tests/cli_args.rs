@@ -138,6 +138,16 @@ fn unknown_flags_and_arguments() {
     assert_eq!(usage_error(&["--help", "--bogus"]), "zot: unexpected argument '--bogus' (see 'zot --help')");
     assert!(usage_error(&["serve", "--help", "x"]).contains("'x'"));
     assert!(usage_error(&["ext", "list", "-h", "-y"]).contains("'-y'"));
+    // A typo of a known option names it, as a typo of a subcommand does.
+    assert_eq!(
+        usage_error(&["--tool-timout", "5"]),
+        "zot: unexpected argument '--tool-timout'; did you mean '--tool-timeout'? (see 'zot --help')"
+    );
+    assert_eq!(
+        usage_error(&["serve", "--confnie", "off"]),
+        "zot serve: unexpected argument '--confnie'; did you mean '--confine'? (see 'zot serve --help')"
+    );
+    assert!(usage_error(&["ext", "list", "--jsno"]).ends_with("did you mean '--json'? (see 'zot ext list --help')"));
     // A hostile argument does not reach the terminal.
     let e = usage_error(&["--\x1b]0;evil\x07"]);
     assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");

@@ -118,7 +118,14 @@ impl Args {
         Duration::try_from_secs_f64(secs).map_err(|_| bad())
     }
 
+    /// An argument nothing takes here; a long option close to a known one
+    /// (`--tool-timout`) gets the nearest as a suggestion.
     fn unexpected(&self, tok: &Tok) -> UsageError {
+        if let Tok::Long(l) = tok {
+            if let Some(near) = nearest(l, &known_longs()) {
+                return self.err(format!("unexpected argument '--{l}'; did you mean '--{near}'?"));
+            }
+        }
         self.err(format!("unexpected argument '{}'", tok.spelled()))
     }
 
@@ -188,12 +195,24 @@ const TOP_WORDS: &[&str] = &["serve", "mcp", "ext", "trust", "untrust", "complet
 /// `unknown <what> 'word'`, and the nearest of `known` when one is close
 /// (a typo of one or two letters).
 fn unknown(what: &str, word: &str, known: &[&str]) -> String {
-    let limit = if word.chars().count() <= 3 { 1 } else { 2 };
-    let nearest = known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= limit).min();
-    match nearest {
-        Some((_, k)) => format!("unknown {what} '{word}'; did you mean '{k}'?"),
+    match nearest(word, known) {
+        Some(k) => format!("unknown {what} '{word}'; did you mean '{k}'?"),
         None => format!("unknown {what} '{word}'"),
     }
+}
+
+/// The one of `known` within a typo of `word` (one letter for short words,
+/// two otherwise), the nearest first.
+fn nearest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = if word.chars().count() <= 3 { 1 } else { 2 };
+    known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= limit).min().map(|(_, k)| k)
+}
+
+/// Every long option of every command, the session's included.
+fn known_longs() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = SESSION_FLAGS.iter().map(|f| f.long).collect();
+    out.extend(super::flags::COMMANDS.iter().flat_map(|c| c.flags.iter().map(|f| f.long)));
+    out
 }
 
 /// The Levenshtein distance between `a` and `b`, by characters.
