@@ -198,3 +198,21 @@ fn an_unknown_command_names_the_one_meant_or_the_disabled_extension() {
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
 }
+
+#[test]
+fn an_unknown_command_in_an_untrusted_project_says_its_extensions_are_not_loaded() {
+    let t = TempDir::new("screen-untrusted");
+    let proj = t.path().join("proj");
+    common::write_manifest(
+        &proj.join(".zot/extensions"),
+        "lint",
+        serde_json::json!({"name": "lint", "exec": "python3", "args": [common::fixture("tty_ext.py")]}),
+    );
+    let args: Vec<String> = ["--cwd", &proj.display().to_string(), "--tool-timeout", "60"].map(String::from).to_vec();
+    let mut z = Term::spawn_args(&t, &args, 120);
+    let mut at = z.wait_for("zot> ", 0);
+    z.typed("/lint x\r");
+    at = z.wait_for("error: unknown command /lint — the project's extensions are not loaded: zot trust\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+}

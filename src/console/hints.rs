@@ -36,6 +36,11 @@ pub(super) fn unknown_command(name: &str, known: &[String], config: &Config) -> 
         };
         return format!("unknown command /{shown} — the {what} {} is disabled ({fix})", one_line(&d.manifest.name));
     }
+    // The command may well be one of the project's own extensions.
+    if !disc.untrusted.is_empty() {
+        let why = if disc.trust_changed { "the project changed since it was trusted" } else { "the project's extensions are not loaded" };
+        return format!("unknown command /{shown} — {why}: zot trust");
+    }
     let builtins = BUILTINS.iter().map(|(n, _)| n.to_string());
     match nearest(name, builtins.chain(known.iter().cloned())) {
         Some(near) => format!("unknown command /{shown} — did you mean /{}?", one_line(&near)),

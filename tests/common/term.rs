@@ -50,6 +50,12 @@ impl Term {
 
     /// A session on a terminal `cols` columns wide.
     pub fn spawn_sized(t: &TempDir, exts: &[PathBuf], cols: u16) -> Term {
+        let args = session_args(t.path(), None, exts, &["--tool-timeout", "60"]);
+        Term::spawn_args(t, &args, cols)
+    }
+
+    /// A session with these arguments (no `--no-ext` added), run in `t`.
+    pub fn spawn_args(t: &TempDir, args: &[String], cols: u16) -> Term {
         let (mut m, mut s) = (0, 0);
         let size = libc::winsize { ws_row: 24, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: openpty fills two descriptors.
@@ -60,7 +66,6 @@ impl Term {
         // SAFETY: marking the master close-on-exec, so only the test holds it.
         unsafe { libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC) };
         let home = t.path().join("zot-home");
-        let args = session_args(t.path(), None, exts, &["--tool-timeout", "60"]);
         let mut cmd = Command::new(BIN);
         // As a shell starts it: a session of its own, whose controlling
         // terminal is this one, so that a resize signals it (SIGWINCH).
@@ -74,7 +79,7 @@ impl Term {
             });
         }
         let child = cmd
-            .args(&args)
+            .args(args)
             .env("ZOT_HOME", &home)
             .env("NO_COLOR", "1")
             .env("TERM", "xterm")
