@@ -76,6 +76,17 @@ fn scaffold_works(lang: &str, needs: &str) {
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["result"]["content"], json!([{"type": "text", "text": "echo me"}]), "{r}");
     assert_eq!(r["result"]["is_error"], false, "{r}");
+    // It declares `"restart": "on-failure"`: killed, it comes back by
+    // itself and answers again.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(ext.join("extension.json")).expect("manifest")).expect("json");
+    assert_eq!(manifest["restart"], "on-failure", "{manifest:#}");
+    let l = s.request(json!({"id": 3, "type": "list"}));
+    let pid = l["result"]["extensions"][0]["pid"].as_i64().expect("pid") as i32;
+    // SAFETY: a plain kill of the extension's process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    s.until(|f| f["type"] == "extension_ready" && f["extension"] == name.as_str());
+    let r = s.request(json!({"id": 4, "type": "tool", "name": tool, "args": {"text": "back"}}));
+    assert_eq!(r["result"]["content"], json!([{"type": "text", "text": "back"}]), "{r}");
     s.shutdown();
 }
 

@@ -316,7 +316,9 @@ fn crash_is_reported_and_the_others_still_answer() {
     let b = ext(&t, "b", &["--commands", "other"]);
     let s = run(&t, &[a, b], &["/crash", "/display x", "/other y", "/extensions"], true, &[]);
     assert_eq!(s.code, 0);
-    s.has_line("[a] exited (exit code 4)");
+    // It does not come back by itself (no `restart` declared): the line
+    // says how to bring it back.
+    s.has_line(r#"[a] exited (exit code 4); not restarted: /restart a starts it again, and "restart": "on-failure" in its manifest brings it back by itself"#);
     s.has_line(r#"error: extension "a" exited: exit code 4"#);
     s.has_line("error: unknown command /display");
     s.has_line("[b] b:other:y");

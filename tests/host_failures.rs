@@ -194,7 +194,7 @@ fn a_crash_mid_call_fails_it_at_once_and_leaves_the_others_alone() {
     assert!(started.elapsed() < Duration::from_secs(14), "the in-flight call waited: {:?}", started.elapsed());
 
     let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "crashy".into(), code: Some(3), signal: None, restart_follows: false }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "crashy".into(), code: Some(3), signal: None, restart_follows: false, not_by_policy: true }));
 
     // Unregistered, listed as exited, the other one unaffected.
     assert!(matches!(host.tool("a_tool", None), Err(HostError::UnknownTool(_))));
@@ -227,7 +227,7 @@ fn a_crash_mid_command_fails_it_at_once() {
     // Far from the 30 s command timeout.
     assert!(started.elapsed() < Duration::from_secs(14), "{:?}", started.elapsed());
     let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "cc".into(), code: Some(4), signal: None, restart_follows: false }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "cc".into(), code: Some(4), signal: None, restart_follows: false, not_by_policy: true }));
     assert_eq!(r.unwrap_err().code(), "extension_exited");
 }
 

@@ -146,7 +146,7 @@ fn a_leader_that_exits_on_its_own_takes_its_group_with_it() {
     assert!(matches!(&r, Err(HostError::Exited { extension, .. }) if extension == "parent"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     let exited = wait_event(&ev, Duration::from_secs(30), |e| matches!(e, HostEvent::Exited { .. }));
-    assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None, restart_follows: false }));
+    assert_eq!(exited, Some(HostEvent::Exited { extension: "parent".into(), code: Some(3), signal: None, restart_follows: false, not_by_policy: true }));
     assert!(
         wait_until(Duration::from_secs(30), || group_members(pgid).is_empty()),
         "left behind: {:?}",

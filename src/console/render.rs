@@ -154,13 +154,23 @@ pub(super) fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String 
         }
         // The restart's line says it exited: one line per restart.
         HostEvent::Exited { restart_follows: true, .. } => String::new(),
-        HostEvent::Exited { extension, code, signal, .. } => {
+        HostEvent::Exited { extension, code, signal, not_by_policy, .. } => {
             let how = match (code, signal) {
                 (Some(c), _) => format!("exit code {c}"),
                 (None, Some(s)) => format!("signal {s}"),
                 _ => "unknown status".into(),
             };
-            format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")))
+            let mut line = format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")));
+            // Said only where the policy keeps it down: a crash loop's
+            // gave-up line follows on its own.
+            if not_by_policy {
+                let policy = if code == Some(0) { "always" } else { "on-failure" };
+                let name = one_line(&extension);
+                line.push_str(&st.dim(&format!(
+                    "; not restarted: /restart {name} starts it again, and \"restart\": \"{policy}\" in its manifest brings it back by itself"
+                )));
+            }
+            line
         }
         // An MCP configuration file that cannot be used: no server's line.
         HostEvent::LoadFailed { message, log: None, .. } if message.contains(crate::manifest::BROKEN_CONFIG) => {

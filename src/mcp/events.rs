@@ -123,7 +123,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             eprintln!("zot mcp: {}", strip_controls(&message));
             log(ERROR, &extension, message);
         }
-        HostEvent::Exited { extension, code, signal, restart_follows } => {
+        HostEvent::Exited { extension, code, signal, restart_follows, .. } => {
             let how = match (code, signal) {
                 (_, Some(s)) => format!("killed by signal {s}"),
                 (Some(c), None) => format!("exit code {c}"),

@@ -199,6 +199,8 @@ fn manifest(name: &str, lang: &str, exec: &str, args: &[&str]) -> String {
         "language": lang,
         "description": format!("/{name} and the {} tool", tool_name(name)),
         "enabled": true,
+        // A crash brings it back (docs/protocol.md §7.1); a clean exit does not.
+        "restart": "on-failure",
         // What its own code needs (docs/protocol.md §9.1): its folder, its data,
         // no network; tsx talks to its own child over a Unix socket.
         "confine": {"read": ["${EXT}"], "write": ["${DATA}"], "net": false, "unix": lang == "typescript"},

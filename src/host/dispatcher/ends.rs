@@ -127,8 +127,7 @@ impl Dispatcher {
             Life::Exited => {
                 ext.log(&format!("exited ({how})"));
                 ext.error = Some(format!("exited ({how})"));
-                let restart_follows = self.restart_follows(slot, status);
-                self.emit_exited(slot, status, restart_follows);
+                self.emit_exited(slot, status);
                 if !self.maybe_restart(slot, status) {
                     self.give_up_names(slot);
                     self.tools_gone(slot);
@@ -146,8 +145,7 @@ impl Dispatcher {
                 ext.life = Life::Exited;
                 ext.error = Some(format!("exited ({how})"));
                 // The notice goes out before the failed calls it explains.
-                let restart_follows = self.restart_follows(slot, status);
-                self.emit_exited(slot, status, restart_follows);
+                self.emit_exited(slot, status);
                 self.lose(slot, &how);
                 if !self.maybe_restart(slot, status) {
                     self.give_up_names(slot);
@@ -176,10 +174,11 @@ impl Dispatcher {
         self.route_parked(slot);
     }
 
-    pub(super) fn emit_exited(&self, slot: usize, status: Option<ExitStatus>, restart_follows: bool) {
+    pub(super) fn emit_exited(&self, slot: usize, status: Option<ExitStatus>) {
         let extension = self.exts[slot].name().to_string();
         let (code, signal) = (status.and_then(|s| s.code()), status.and_then(|s| s.signal()));
-        self.emit(HostEvent::Exited { extension, code, signal, restart_follows });
+        let (restart_follows, not_by_policy) = self.after_exit(slot, status);
+        self.emit(HostEvent::Exited { extension, code, signal, restart_follows, not_by_policy });
     }
 
     /// An extension that ended and is not coming back: its tools are gone

@@ -75,8 +75,14 @@ impl Dispatcher {
     /// Whether [`Dispatcher::maybe_restart`] will restart the extension in
     /// `slot` after this exit (not give up on it): an
     /// `extension_restarting` follows the `extension_exited`.
-    pub(super) fn restart_follows(&self, slot: usize, status: Option<ExitStatus>) -> bool {
-        matches!(self.verdict(slot, status), Verdict::Restart { .. })
+    /// And whether it stays down because its restart policy says so (not
+    /// a crash loop given up on).
+    pub(super) fn after_exit(&self, slot: usize, status: Option<ExitStatus>) -> (bool, bool) {
+        match self.verdict(slot, status) {
+            Verdict::Restart { .. } => (true, false),
+            Verdict::Down => (false, true),
+            Verdict::CrashLoop { .. } => (false, false),
+        }
     }
 
     pub(super) fn on_restart_timer(&mut self, id: ExtId) {

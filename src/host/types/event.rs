@@ -129,6 +129,11 @@ pub enum HostEvent {
         /// frame.
         #[serde(skip)]
         restart_follows: bool,
+        /// It stays down because its restart policy does not bring it
+        /// back (not a crash loop given up on): a front end may say how to
+        /// bring it back. Not part of the wire frame.
+        #[serde(skip)]
+        not_by_policy: bool,
     },
     /// An extension became ready (initial load, restart, reload), with the
     /// commands and tools it registered.
