@@ -29,6 +29,7 @@ mod envexpand;
 mod lexical;
 mod lines;
 mod log;
+mod nearest;
 mod order;
 mod text;
 mod trace;

@@ -25,6 +25,10 @@ pub const MANIFEST_FILE: &str = "extension.json";
 pub const BROKEN_CONFIG: &str = "broken MCP config file";
 
 /// What the host does when an extension exits on its own (PROTOCOL §7.1).
+/// The manifest fields the host reads (docs/protocol.md §1, §7, §9).
+pub const FIELDS: [&str; 13] =
+    ["name", "version", "exec", "args", "language", "description", "enabled", "skills", "env", "restart", "confine", "sandboxEnabled", "sandbox"];
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum RestartPolicy {
     /// Never restarted (the default, as upstream).
@@ -84,6 +88,9 @@ pub struct Manifest {
     pub restart: RestartPolicy,
     /// The directory holding `extension.json` (absolute).
     pub dir: PathBuf,
+    /// Top-level fields the host does not read (kept on a rewrite, and
+    /// warned about: a slip such as `restrat` is silently ignored otherwise).
+    pub unknown: Vec<String>,
     /// `confine` (docs/protocol.md §9.1), when declared.
     pub(crate) confine: Option<crate::confine::Declared>,
 }
@@ -295,7 +302,9 @@ impl Manifest {
         }
         let confine = crate::confine::policy::from_object(&obj, dir.clone())
             .map_err(|msg| ManifestError::Confine { path: path.to_path_buf(), msg })?;
+        let unknown = obj.keys().filter(|k| !FIELDS.contains(&k.as_str())).cloned().collect();
         Ok(Manifest {
+            unknown,
             confine,
             version: optional_str(&obj, "version").map_err(|m| field_err("version", m))?,
             language: optional_str(&obj, "language").map_err(|m| field_err("language", m))?,

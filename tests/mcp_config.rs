@@ -240,7 +240,7 @@ fn doctor_flags_a_cut_tool_name_and_unknown_fields_of_a_server_that_never_starte
     assert!(fx["tools"].as_array().unwrap().iter().any(|n| n["name"] == used), "the name used is the one offered: {fx}");
     let unknown = findings("gone", "mcp_unknown_field");
     assert_eq!(unknown.len(), 1, "{report}");
-    assert!(unknown[0]["message"].as_str().unwrap().ends_with("enviroment, timeout"), "{}", unknown[0]);
+    assert!(unknown[0]["message"].as_str().unwrap().ends_with(r#""enviroment", "timeout""#), "{}", unknown[0]);
     // A program that is not there is not a handshake that failed.
     assert_eq!(findings("gone", "mcp_handshake").len(), 0, "{report}");
     assert_eq!(findings("gone", "mcp_command").len(), 1, "it failed before it was spawned: {report}");

@@ -282,6 +282,11 @@ pub fn check(path: &Path, d: &Deadlines) -> Result<Report, String> {
     let mut name = None;
     if let Some(m) = manifest {
         name = Some(m.name.clone());
+        if !m.unknown.is_empty() {
+            // Not an error: upstream's manifests may carry fields zot does not read.
+            let what = crate::nearest::unknown_fields(&m.unknown, &crate::manifest::FIELDS);
+            f.warning("unknown_field", format!("{MANIFEST_FILE} has fields zot does not read: {what}"), "fix the field's name; the fields zot reads: see docs/protocol.md §1 (Manifest)");
+        }
         if !m.enabled {
             f.info("disabled", "the manifest says \"enabled\": false: zot installs it but does not load it", "set \"enabled\": true (zot ext enable NAME)");
         }

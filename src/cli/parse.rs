@@ -204,8 +204,7 @@ fn unknown(what: &str, word: &str, known: &[&str]) -> String {
 /// The one of `known` within a typo of `word` (one letter for short words,
 /// two otherwise), the nearest first.
 fn nearest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
-    let limit = if word.chars().count() <= 3 { 1 } else { 2 };
-    known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= limit).min().map(|(_, k)| k)
+    crate::nearest::nearest(word, known, crate::nearest::slip(word)).copied()
 }
 
 /// Every long option of every command, the session's included.
@@ -213,22 +212,6 @@ fn known_longs() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = SESSION_FLAGS.iter().map(|f| f.long).collect();
     out.extend(super::flags::COMMANDS.iter().flat_map(|c| c.flags.iter().map(|f| f.long)));
     out
-}
-
-/// The Levenshtein distance between `a` and `b`, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// `zot help [WORDS]` and `zot ext help [WORDS]` (`words`: the ones

@@ -139,10 +139,18 @@ pub fn parse(v: &Value, base: PathBuf) -> Result<Declared, String> {
             "env" => d.env = names(v, &at)?,
             "prompt" => d.prompt = flag(v, &at)?,
             "namespaces" => d.namespaces = flag(v, &at)?,
-            _ => return Err(format!("{at}: unknown field")),
+            _ => return Err(unknown(&at, key, &["read", "write", "deny", "net", "unix", "required", "limits", "call", "watch", "env", "prompt", "namespaces"])),
         }
     }
     Ok(d)
+}
+
+/// `confine.raed: unknown field (did you mean "read"?)`.
+fn unknown(at: &str, key: &str, known: &[&str]) -> String {
+    match crate::nearest::nearest(key, known, crate::nearest::slip(key)) {
+        Some(k) => format!("{at}: unknown field (did you mean {k:?}?)"),
+        None => format!("{at}: unknown field"),
+    }
 }
 
 fn flag(v: &Value, at: &str) -> Result<bool, String> {
@@ -216,7 +224,7 @@ fn net(v: &Value) -> Result<Net, String> {
                 match key.as_str() {
                     "connect" => connect = ports(v, &at)?,
                     "bind" => bind = ports(v, &at)?,
-                    _ => return Err(format!("{at}: unknown field")),
+                    _ => return Err(unknown(&at, key, &["connect", "bind"])),
                 }
             }
             Ok(Net::Ports { connect, bind })
@@ -248,7 +256,7 @@ fn limits(v: &Value) -> Result<Limits, String> {
             "open_files" => &mut l.open_files,
             "cpu_seconds" => &mut l.cpu_seconds,
             "procs" => &mut l.procs,
-            _ => return Err(format!("{at}: unknown field")),
+            _ => return Err(unknown(&at, key, &["memory_mb", "open_files", "cpu_seconds", "procs"])),
         };
         *slot = Some(v.as_u64().filter(|n| (1..=1 << 40).contains(n)).ok_or_else(|| format!("{at}: must be a whole number above 0"))?);
     }
@@ -299,7 +307,9 @@ mod tests {
     fn errors_name_the_field_by_its_path() {
         assert_eq!(err(json!({"net": {"connect": [70000]}})), "confine.net.connect: port 70000 is outside 1-65535");
         assert_eq!(err(json!({"net": {"bind": [0]}})), "confine.net.bind: port 0 is outside 1-65535");
-        assert_eq!(err(json!({"reed": []})), "confine.reed: unknown field");
+        assert_eq!(err(json!({"reed": []})), r#"confine.reed: unknown field (did you mean "read"?)"#);
+        assert_eq!(err(json!({"zzzzzz": []})), "confine.zzzzzz: unknown field");
+        assert_eq!(err(json!({"limits": {"proc": 1}})), r#"confine.limits.proc: unknown field (did you mean "procs"?)"#);
         assert_eq!(err(json!({"read": "x"})), "confine.read: must be an array of paths");
         assert_eq!(err(json!({"limits": {"memory_mb": -1}})), "confine.limits.memory_mb: must be a whole number above 0");
         assert_eq!(err(json!({"net": "none"})).split(':').next(), Some("confine.net"));

@@ -51,31 +51,8 @@ pub(super) fn unknown_command(name: &str, known: &[String], config: &Config) -> 
 /// The candidate closest to `typed` (case aside), if it is close enough
 /// to be a slip: within a third of the name's length in edits, at least one.
 fn nearest(typed: &str, candidates: impl Iterator<Item = String>) -> Option<String> {
-    let typed = typed.to_lowercase();
-    let limit = (typed.chars().count() / 3).max(1);
-    candidates
-        .map(|c| (distance(&typed, &c.to_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
-        .map(|(_, c)| c)
-}
-
-/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
-fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut rows = vec![(0..=b.len()).collect::<Vec<usize>>()];
-    for i in 1..=a.len() {
-        let mut row = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            row[j] = (rows[i - 1][j] + 1).min(row[j - 1] + 1).min(rows[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                row[j] = row[j].min(rows[i - 2][j - 2] + 1);
-            }
-        }
-        rows.push(row);
-    }
-    rows[a.len()][b.len()]
+    let candidates: Vec<String> = candidates.collect();
+    crate::nearest::nearest(typed, &candidates, (typed.chars().count() / 3).max(1)).cloned()
 }
 
 #[cfg(test)]
@@ -90,6 +67,5 @@ mod tests {
         assert_eq!(nearest("dsplay", known()), Some("display".into()));
         assert_eq!(nearest("exti", known()), Some("exit".into()));
         assert_eq!(nearest("nope", known()), None);
-        assert_eq!(distance("ab", "ba"), 1);
     }
 }

@@ -30,7 +30,8 @@ fn untrusted(trust: &crate::discovery::Discovery) -> Finding {
 
 /// `[zot]` log lines of a load that point at a problem of the extension,
 /// by their start: the code, and the fix.
-const LOG_FINDINGS: [(&str, &str, &str); 6] = [
+const LOG_FINDINGS: [(&str, &str, &str); 7] = [
+    ("ignored unknown fields of its manifest", "unknown_field", "fix the field's name (a field zot does not read is ignored)"),
     ("hello names ", "hello_name", "use the manifest's name in hello"),
     ("refused ", "refused", "fix that registration (zot ext check DIR shows each problem)"),
     ("ignored intercept ", "bad_intercept", "intercept only events the host lets extensions intercept (docs/protocol.md §2.1, §6.4)"),

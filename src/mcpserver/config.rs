@@ -30,7 +30,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-const KNOWN: [&str; 19] = [
+pub const KNOWN: [&str; 19] = [
     "command",
     "args",
     "env",
@@ -179,6 +179,7 @@ impl ServerSpec {
             restart: self.restart,
             dir: self.cwd.clone(),
             confine: self.confine.clone(),
+            unknown: Vec::new(),
         }
     }
 }

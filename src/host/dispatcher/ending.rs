@@ -333,6 +333,7 @@ mod tests {
             restart: Default::default(),
             dir: dir.clone(),
             confine: None,
+            unknown: Vec::new(),
         };
         let found = crate::discovery::Found { manifest, source: crate::discovery::Source::Ext, mcp: None };
         d.exts.push(Ext::new(EXT, found, super::super::limits::Bucket::new(1)));

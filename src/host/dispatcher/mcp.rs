@@ -27,13 +27,23 @@ pub(super) fn resolve(found: &crate::discovery::Found) -> Result<PathBuf, String
     }
 }
 
-/// Logs the unknown fields of a server's entry (docs/protocol.md §8.1: once),
-/// at its first start of the load, before anything can fail it.
+/// Logs the unknown fields of a server's entry (docs/protocol.md §8.1: once)
+/// or of an extension's manifest, each with the known field it is probably
+/// a slip of, at its first start of the load, before anything can fail it.
 /// `logged`: they were logged already.
 pub(super) fn log_unknown(found: &crate::discovery::Found, logged: &mut bool, log: &Log) {
-    let Some(spec) = found.mcp.as_ref().filter(|s| !s.unknown.is_empty()) else { return };
+    use crate::nearest::unknown_fields;
+    let line = match &found.mcp {
+        Some(spec) if !spec.unknown.is_empty() => {
+            format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), unknown_fields(&spec.unknown, &crate::mcpserver::config::KNOWN))
+        }
+        None if !found.manifest.unknown.is_empty() => {
+            format!("ignored unknown fields of its manifest: {}", unknown_fields(&found.manifest.unknown, &crate::manifest::FIELDS))
+        }
+        _ => return,
+    };
     if !std::mem::replace(logged, true) {
-        log.line(&format!("ignored unknown fields of its entry in {}: {}", spec.file.display(), spec.unknown.join(", ")));
+        log.line(&line);
     }
 }
 
