@@ -353,3 +353,18 @@ fn check_applies_the_manifest_env() {
     let doc: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("doctor --json ({e}): {}{}", r.stdout, r.stderr));
     assert_eq!(doc["extensions"][0]["reason"], want, "{doc:#}");
 }
+
+#[test]
+fn a_crash_at_start_shows_the_last_lines_of_its_stderr() {
+    // As a person reads a traceback: the line that says what went wrong
+    // comes last, after the frames.
+    let t = TempDir::new("check-traceback");
+    let dir = t.path().join("crashy");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("main.py"), "import sys\ndef f():\n    import zot_missing_module\ndef g():\n    f()\ng()\n").expect("main.py");
+    std::fs::write(dir.join("extension.json"), r#"{"name": "crashy", "exec": "python3", "args": ["main.py"]}"#).expect("manifest");
+    let (code, report) = check(&t, &dir, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    expect(&report, "stderr", "info", "ModuleNotFoundError: No module named 'zot_missing_module'");
+    expect(&report, "stderr", "info", "(+");
+}

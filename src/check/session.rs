@@ -558,11 +558,21 @@ impl<'a> Session<'a> {
         if lines.is_empty() {
             return;
         }
-        let first: Vec<String> = lines.iter().take(3).map(|l| crate::child::preview(l.as_bytes())).collect();
-        let more = if lines.len() > 3 { format!(" (+{} more)", lines.len() - 3) } else { String::new() };
+        // A crash is read as a traceback is: the last lines say what
+        // happened (Python's ModuleNotFoundError comes last).
+        let crashed = self.f.list.iter().any(|x| x.code == "exited");
+        let (shown, more) = if crashed {
+            let skip = lines.len().saturating_sub(5);
+            let more = if skip > 0 { format!("(+{skip} earlier) ") } else { String::new() };
+            (&lines[skip..], more)
+        } else {
+            (&lines[..lines.len().min(3)], String::new())
+        };
+        let shown: Vec<String> = shown.iter().map(|l| crate::child::preview(l.as_bytes())).collect();
+        let after = if !crashed && lines.len() > 3 { format!(" (+{} more)", lines.len() - 3) } else { String::new() };
         self.f.info(
             "stderr",
-            format!("wrote {} line(s) to stderr, zot keeps them in its log: {}{more}", lines.len(), first.join(" | ")),
+            format!("wrote {} line(s) to stderr, zot keeps them in its log: {more}{}{after}", lines.len(), shown.join(" | ")),
             "",
         );
     }
