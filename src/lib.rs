@@ -31,6 +31,7 @@ mod lines;
 mod log;
 mod nearest;
 mod order;
+mod project;
 mod text;
 mod trace;
 mod trust;

@@ -103,7 +103,7 @@ pub const SESSION_FLAGS: [Flag; 17] = [
         s.mcp_configs.push(PathBuf::from(a.value()?));
         Ok(())
     }),
-    session("cwd", Some("DIR"), "the project directory (default: the current directory)", |a, s, _| {
+    session("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot at or above the current one, else the current directory)", |a, s, _| {
         s.cwd = Some(PathBuf::from(a.value()?));
         Ok(())
     }),
@@ -175,7 +175,7 @@ pub const SESSION_FLAGS: [Flag; 17] = [
 pub(super) const HELP_FLAG: Flag = Flag { short: Some('h'), ..local("help", None, "print this help") };
 pub(super) const VERSION_FLAG: Flag = Flag { short: Some('V'), ..local("version", None, "print the version") };
 const JSON: Flag = local("json", None, "print JSON instead of text");
-const CWD_DIR: Flag = local("cwd", Some("DIR"), "the project directory (default: the current directory)");
+const CWD_DIR: Flag = local("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot at or above the current one, else the current directory)");
 const YES: Flag = Flag { short: Some('y'), ..local("yes", None, "do not ask") };
 const FOLLOW: Flag = Flag {
     short: Some('f'),

@@ -108,7 +108,7 @@ impl SessionArgs {
         warn_shared_home(&home);
         let cwd = match &self.cwd {
             Some(dir) => resolve_dir(dir)?,
-            None => current_dir()?,
+            None => crate::project::root(&current_dir()?, home.root()),
         };
         let ext_paths =
             self.ext_paths.iter().map(|p| absolute(p)).collect::<Result<Vec<_>, _>>()?;
@@ -222,7 +222,8 @@ where
             };
             warn_shared_home(&home);
             let cwd = match cwd.as_deref().map(resolve_dir).transpose() {
-                Ok(c) => c,
+                Ok(Some(c)) => Some(c),
+                Ok(None) => std::env::current_dir().ok().map(|d| crate::project::root(&d, home.root())),
                 Err(e) => return fail(&e),
             };
             manage::run(cmd, &home, cwd.as_deref())

@@ -87,6 +87,7 @@ pub fn run(mut config: Config) -> i32 {
         })
     };
     let discovery = config.clone();
+    let project = config.cwd.clone();
     let host = match Host::start_with(config, sink) {
         Ok(h) => h,
         Err(e) => {
@@ -173,9 +174,14 @@ pub fn run(mut config: Config) -> i32 {
         told_no_model: false,
     };
     let report = host.wait_ready();
+    // A project found above the folder zot was started in is named.
+    let found_above = std::env::current_dir().ok().filter(|d| d != &project && d.starts_with(&project)).map(|_| project.clone());
     let banner = report.as_ref().ok().filter(|_| interactive).map(|r| {
         let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
         let mut text = style.bold(&format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION")));
+        if let Some(root) = found_above {
+            text = format!("{text}\n{}", style.dim(&format!("project: {}", crate::text::one_line(&root.display().to_string()))));
+        }
         if r.ready.is_empty() {
             text = format!("{text}\n{}", style.dim(hints::NOTHING_LOADED));
         }

@@ -271,7 +271,9 @@ pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &dyn Fn(&Path) -> Vec<String>) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
+        // From a subfolder, the project found above it (as a session finds it).
         None => std::env::current_dir()
+            .map(|d| crate::project::root(&d, home.root()))
             .map_err(|e| format!("cannot determine the current directory: {e}")),
     };
     let result = match cmd {

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -56,6 +56,16 @@ impl Term {
 
     /// A session with these arguments (no `--no-ext` added), run in `t`.
     pub fn spawn_args(t: &TempDir, args: &[String], cols: u16) -> Term {
+        Term::spawn_full(t, t.path(), args, cols, &[])
+    }
+
+    /// A session with these arguments started in `dir`, 120 columns wide,
+    /// with `env` added to its environment.
+    pub fn spawn_in(t: &TempDir, dir: &Path, args: &[String], env: &[(&str, &Path)]) -> Term {
+        Term::spawn_full(t, dir, args, 120, env)
+    }
+
+    fn spawn_full(t: &TempDir, dir: &Path, args: &[String], cols: u16, env: &[(&str, &Path)]) -> Term {
         let (mut m, mut s) = (0, 0);
         let size = libc::winsize { ws_row: 24, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: openpty fills two descriptors.
@@ -84,7 +94,8 @@ impl Term {
             .env("NO_COLOR", "1")
             .env("TERM", "xterm")
             .env_remove("XDG_STATE_HOME")
-            .current_dir(t.path())
+            .envs(env.iter().copied())
+            .current_dir(dir)
             .stdin(Stdio::from(slave.try_clone().expect("dup")))
             .stdout(Stdio::from(slave.try_clone().expect("dup")))
             .stderr(Stdio::from(File::create(t.path().join("stderr")).expect("stderr file")))

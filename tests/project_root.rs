@@ -1,0 +1,126 @@
+//! `zot` started in a subfolder of a project finds the project as git finds
+//! its repository: the nearest folder at or above holding `.zot`, never
+//! above `$HOME`. `zot trust` from the subfolder trusts the root, a session
+//! there loads the project's extensions, `list` and the console's banner
+//! name the project; a folder with no `.zot` above is its own project.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+#[path = "common/term.rs"]
+mod term;
+use common::{fixture, run_zot, write_manifest, TempDir};
+use term::Term;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zot");
+
+/// `<t>/u` as `$HOME`, `<t>/u/app` a project with extension `lint`, its
+/// subfolder `src/deep`, and `<t>/u/plain/x` with no project above.
+fn world(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let t = TempDir::new(tag);
+    let app = t.path().join("u/app");
+    std::fs::create_dir_all(app.join("src/deep")).expect("mkdir");
+    std::fs::create_dir_all(t.path().join("u/plain/x")).expect("mkdir");
+    write_manifest(&app.join(".zot/extensions"), "lint", json!({"name": "lint", "exec": "python3", "args": [fixture("ext.py"), "--name", "lint", "--commands", "lint"]}));
+    let app = app.canonicalize().expect("canonical");
+    (t, app.clone(), app.join("src/deep"))
+}
+
+fn env(t: &TempDir) -> [(&'static str, String); 1] {
+    [("HOME", t.path().join("u").display().to_string())]
+}
+
+fn zot_in(t: &TempDir, dir: &Path, args: &[&str]) -> common::Out {
+    let e = env(t);
+    run_zot(BIN, dir, Some(&t.path().join("zot-home")), args, &[(e[0].0, e[0].1.as_str())])
+}
+
+/// `list` of a `zot serve` started in `dir` with no `--cwd`.
+fn listed_from(t: &TempDir, dir: &Path) -> Value {
+    let mut c = Command::new(BIN);
+    c.args(["serve", "--hello-timeout", "30"])
+        .current_dir(dir)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .env("HOME", t.path().join("u"))
+        .env_remove("XDG_STATE_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().expect("zot serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    use std::io::{BufRead, Write};
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.expect("line")).expect("json");
+        if v["type"] == "ready" {
+            break;
+        }
+    }
+    writeln!(stdin, "{}", json!({"id": 1, "type": "list"})).expect("send");
+    let mut out = Value::Null;
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.expect("line")).expect("json");
+        if v["type"] == "response" && v["id"] == 1 {
+            out = v["result"].clone();
+            break;
+        }
+    }
+    writeln!(stdin, "{}", json!({"id": 2, "type": "shutdown"})).expect("send");
+    drop(stdin);
+    let _ = child.wait();
+    out
+}
+
+fn names(list: &Value) -> Vec<(String, String)> {
+    let exts = list["extensions"].as_array().cloned().unwrap_or_default();
+    exts.iter().map(|e| (e["name"].as_str().unwrap_or("").to_string(), e["state"].as_str().unwrap_or("").to_string())).collect()
+}
+
+#[test]
+fn a_session_in_a_subfolder_finds_the_project_above_it() {
+    let (t, app, deep) = world("project-root");
+    // Not trusted yet: found, and listed as untrusted.
+    let list = listed_from(&t, &deep);
+    assert_eq!(list["project"], json!(app.display().to_string()), "{list:#}");
+    assert_eq!(names(&list), [("lint".to_string(), "untrusted".to_string())], "{list:#}");
+    // `zot trust` from the subfolder trusts the root.
+    let r = zot_in(&t, &deep, &["trust"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains(&format!("trusted {} (1 project extension(s): lint)", app.display())), "{}", r.stdout);
+    let list = listed_from(&t, &deep);
+    assert_eq!(names(&list), [("lint".to_string(), "ready".to_string())], "{list:#}");
+    let r = zot_in(&t, &deep, &["ext", "list"]);
+    assert!(r.stdout.lines().any(|l| l.starts_with("lint ") || l.contains(" lint ")), "{}", r.stdout);
+    // The control: a folder with no `.zot` above is its own project.
+    let plain = t.path().join("u/plain/x").canonicalize().expect("plain");
+    let list = listed_from(&t, &plain);
+    assert_eq!(list["project"], json!(plain.display().to_string()), "{list:#}");
+    assert!(names(&list).is_empty(), "{list:#}");
+}
+
+#[test]
+fn no_project_is_found_above_home() {
+    let (t, _, _) = world("project-above-home");
+    // A `.zot` above $HOME marks nothing for a start inside $HOME.
+    std::fs::create_dir_all(t.path().join(".zot/extensions")).expect("mkdir");
+    let plain = t.path().join("u/plain/x").canonicalize().expect("plain");
+    assert_eq!(listed_from(&t, &plain)["project"], json!(plain.display().to_string()));
+}
+
+#[test]
+fn the_console_banner_names_the_project_found_above() {
+    let (t, app, deep) = world("project-banner");
+    let r = zot_in(&t, &deep, &["trust"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let args: Vec<String> = ["--hello-timeout", "30"].map(String::from).to_vec();
+    let mut z = Term::spawn_in(&t, &deep, &args, &[("HOME", &t.path().join("u"))]);
+    let at = z.wait_for("extensions ready: lint\r\n", 0);
+    let at = z.wait_for(&format!("project: {}\r\n", app.display()), at);
+    let at = z.wait_for("zot> ", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+}
