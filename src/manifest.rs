@@ -24,11 +24,11 @@ pub const MANIFEST_FILE: &str = "extension.json";
 /// about it ([`ManifestError::Config`]).
 pub const BROKEN_CONFIG: &str = "broken MCP config file";
 
-/// What the host does when an extension exits on its own (PROTOCOL §7.1).
 /// The manifest fields the host reads (docs/protocol.md §1, §7, §9).
 pub const FIELDS: [&str; 13] =
     ["name", "version", "exec", "args", "language", "description", "enabled", "skills", "env", "restart", "confine", "sandboxEnabled", "sandbox"];
 
+/// What the host does when an extension exits on its own (PROTOCOL §7.1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum RestartPolicy {
     /// Never restarted (the default, as upstream).

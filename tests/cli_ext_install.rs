@@ -48,7 +48,7 @@ fn install_local_folder() {
     // It is listed, enabled.
     let list = w.ok(&["ext", "list"]);
     assert!(
-        list.lines().any(|l| l.starts_with("global") && l.contains("weather") && l.contains("yes")),
+        list.lines().any(|l| l.starts_with("global") && l.contains("weather") && l.contains(" enabled ")),
         "{list}"
     );
 

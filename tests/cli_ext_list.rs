@@ -50,7 +50,7 @@ fn list_table_and_json() {
     let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(
         cols(lines[0]),
-        ["SCOPE", "NAME", "VERSION", "ENABLED", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"]
+        ["SCOPE", "NAME", "VERSION", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"]
     );
     let order: Vec<(String, String)> = lines[1..7]
         .iter()
@@ -68,15 +68,14 @@ fn list_table_and_json() {
         ("global", "zeta"),
     ];
     assert_eq!(order, want.map(|(a, b)| (a.to_string(), b.to_string())), "{out}");
-    assert_eq!(cols(lines[1])[3], "yes");
-    assert_eq!(cols(lines[1])[4], "untrusted", "the project is not trusted: {out}");
-    assert_eq!(cols(lines[1])[5], "python");
-    assert_eq!(cols(lines[3])[4], "enabled", "global alpha loads, the project's does not: {out}");
-    assert_eq!(cols(lines[4])[4], "broken");
-    assert_eq!(cols(lines[6])[4], "disabled");
+    // One column for one fact: no ENABLED beside STATE.
+    assert_eq!(cols(lines[1])[3], "untrusted", "the project is not trusted: {out}");
+    assert_eq!(cols(lines[1])[4], "python");
+    assert_eq!(cols(lines[3])[3], "enabled", "global alpha loads, the project's does not: {out}");
+    assert_eq!(cols(lines[4])[3], "broken");
+    assert_eq!(cols(lines[6])[3], "disabled");
     assert!(lines[1].contains("project alpha"));
     assert!(lines[1].ends_with(s(&p.join("folder-z"))), "{}", lines[1]);
-    assert!(lines[6].contains(" no "), "disabled shown: {}", lines[6]);
     assert!(lines[5].contains(" REDok "), "escape sequences removed whole: {}", lines[5]);
     assert!(lines[4].contains("broken manifest"), "{}", lines[4]);
     assert!(out.contains("error: global broken:"), "{out}");
@@ -158,7 +157,7 @@ fn list_states_follow_discovery_and_static_extensions_show_their_files() {
     let out = w.ok(&["ext", "list"]);
     assert!(!out.contains("shadowed"), "{out}");
     let line = out.lines().find(|l| l.contains(" look ")).expect("look row");
-    assert_eq!(line.split_whitespace().nth(4), Some("static"), "{out}");
+    assert_eq!(line.split_whitespace().nth(3), Some("static"), "{out}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn enable_disable_round_trip() {
     assert_eq!(mode(&manifest), 0o600);
     let json: Value = serde_json::from_str(&w.ok(&["ext", "list", "--json"])).expect("json");
     assert_eq!(json[0]["enabled"], false);
-    assert!(w.ok(&["ext", "list"]).lines().nth(1).expect("row").contains(" no "));
+    assert!(w.ok(&["ext", "list"]).lines().nth(1).expect("row").contains(" disabled "));
 
     assert_eq!(w.ok(&["ext", "disable", "rt"]), "rt is already disabled\n");
     assert_eq!(fs::read_to_string(&manifest).expect("read"), disabled);

@@ -209,7 +209,7 @@ fn an_exec_that_cannot_start_is_shown_broken_with_why() {
 
     let list = zot(&t, &["ext", "list"]);
     let state = |name: &str| {
-        list.stdout.lines().find(|l| l.starts_with(&format!("global  {name} "))).map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+        list.stdout.lines().find(|l| l.starts_with(&format!("global  {name} "))).map(|l| l.split_whitespace().nth(3).unwrap_or("").to_string())
     };
     assert_eq!(state("weather").as_deref(), Some("broken"), "{}", list.stdout);
     assert_eq!(state("noexec").as_deref(), Some("broken"), "{}", list.stdout);

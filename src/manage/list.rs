@@ -165,9 +165,10 @@ fn escape_json_controls(text: &str) -> String {
 }
 
 fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
-    let header = ["SCOPE", "NAME", "VERSION", "ENABLED", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
+    // One column per fact: STATE says `disabled` (the JSON keeps `enabled`).
+    let header = ["SCOPE", "NAME", "VERSION", "STATE", "LANGUAGE", "DESCRIPTION", "DIRECTORY"];
     let dash = |s: &str| if s.is_empty() { "-".to_string() } else { sanitize(s) };
-    let mut table: Vec<[String; 8]> = vec![header.map(str::to_string)];
+    let mut table: Vec<[String; 7]> = vec![header.map(str::to_string)];
     for r in rows {
         let description = if r.error.is_some() && r.kind == "mcp" {
             "(unusable entry, see below)".to_string()
@@ -182,7 +183,6 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             r.scope.to_string(),
             sanitize(&r.name),
             dash(&r.version),
-            if r.enabled { "yes" } else { "no" }.to_string(),
             if r.is_static && r.state == "enabled" { "static".to_string() } else { r.state.to_string() },
             // A server has no language: the column names its kind.
             if r.kind == "mcp" { "mcp".to_string() } else { dash(&r.language) },
@@ -190,7 +190,7 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             sanitize(&r.dir),
         ]);
     }
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 7];
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
