@@ -94,3 +94,26 @@ fn an_unknown_confine_field_fails_the_manifest_naming_the_field_meant() {
     let (code, report) = check(&t, &good, &[]);
     assert_eq!(code, 0, "{report:#}");
 }
+
+#[test]
+fn a_manifest_error_names_the_field_and_what_it_takes() {
+    let t = TempDir::new("slip-fix");
+    let fix_of = |extra: Value| {
+        let dir = write_manifest(t.path(), "bad", ext_manifest(extra));
+        let (code, report) = check(&t, &dir, &[]);
+        assert_eq!(code, 1, "{report:#}");
+        let f = findings(&report, "manifest");
+        assert_eq!(f.len(), 1, "{report:#}");
+        f[0]["hint"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(fix_of(json!({"restart": "sometimes"})), r#"fix "restart" in extension.json: it takes one of "never", "on-failure", "always""#);
+    assert_eq!(fix_of(json!({"enabled": "yes"})), r#"fix "enabled" in extension.json: it takes true or false"#);
+    assert!(fix_of(json!({"args": "-v"})).starts_with(r#"fix "args" in extension.json: it takes an array of strings"#));
+    // Doctor says "invalid manifest" once for a manifest that is not JSON.
+    let broken = t.path().join("broken");
+    std::fs::create_dir_all(&broken).expect("dir");
+    std::fs::write(broken.join("extension.json"), "{ nope").expect("manifest");
+    let d = doctor(&t, &["--ext", &broken.display().to_string()]);
+    let message = entry(&d, "broken")["findings"][0]["message"].as_str().unwrap_or_default().to_string();
+    assert_eq!(message.matches("invalid manifest").count(), 1, "{message}");
+}

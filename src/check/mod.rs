@@ -274,7 +274,7 @@ pub fn check(path: &Path, d: &Deadlines) -> Result<Report, String> {
         None => match Manifest::load(&dir) {
             Ok(m) => Some(m),
             Err(e) => {
-                f.error("manifest", e.to_string(), manifest_hint(&dir));
+                f.error("manifest", e.to_string(), manifest_fix(&e, &dir));
                 None
             }
         },
@@ -317,6 +317,33 @@ fn manifest_hint(dir: &Path) -> String {
         return format!("point at a folder holding {MANIFEST_FILE}, or create one with 'zot ext new NAME'");
     }
     "extension.json must be a JSON object with a string name ([A-Za-z0-9._-], at most 64 bytes) and a string exec".into()
+}
+
+/// The fix for a manifest that failed: the field at fault and what it
+/// accepts.
+fn manifest_fix(e: &crate::manifest::ManifestError, dir: &Path) -> String {
+    use crate::manifest::ManifestError as E;
+    let field = match e {
+        E::Field { field, .. } => *field,
+        E::Name { .. } => "name",
+        E::Confine { .. } => "confine",
+        E::Parse { msg, .. } if msg.contains("exec, theme, or skills") => {
+            return "add \"exec\" (the program to run: ./run.sh relative to this folder, or a command on PATH such as python3), or \"skills\" or a theme.json for a static extension".into();
+        }
+        _ => return manifest_hint(dir),
+    };
+    let accepts = match field {
+        "name" => "a string of letters, digits, '.', '_' and '-', at most 64 bytes, not . or ..",
+        "exec" => "a string: the program to run, ./run.sh relative to this folder or a command on PATH such as python3",
+        "args" => "an array of strings",
+        "enabled" => "true or false",
+        "restart" => "one of \"never\", \"on-failure\", \"always\"",
+        "skills" => "an array of paths inside this folder (folders holding a SKILL.md, or SKILL.md files)",
+        "env" => "an object of string values (${VAR} and ${VAR:-default} are expanded)",
+        "confine" => "an object of read, write, deny, net, unix, limits, call, watch, env, prompt, namespaces, required (docs/trust-and-confinement.md)",
+        _ => "a string",
+    };
+    format!("fix \"{field}\" in {MANIFEST_FILE}: it takes {accepts}")
 }
 
 fn env_hint(e: &ExpandError) -> String {

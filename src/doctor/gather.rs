@@ -212,7 +212,11 @@ pub(super) fn build(
         let manifest = b.dir.join(MANIFEST_FILE);
         let (message, hint) = if manifest.exists() {
             (
-                format!("invalid manifest: {}", b.error),
+                // The error may say "invalid manifest" itself: said once.
+                match &b.error {
+                    crate::manifest::ManifestError::Parse { .. } => b.error.to_string(),
+                    _ => format!("invalid manifest: {}", b.error),
+                },
                 format!("fix {} (zot ext check {} says what is wrong)", manifest.display(), b.dir.display()),
             )
         } else {
