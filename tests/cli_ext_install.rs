@@ -101,9 +101,14 @@ fn install_refuses_bad_sources_and_leaves_nothing() {
     write(&empty.join("README"), "hi");
     let e = w.fails(&["ext", "install", s(&empty)]);
     assert!(e.contains("holds no extension.json"), "{e}");
+    assert!(e.contains("(give its folder, its extension.json, or a git URL)"), "{e}");
+    // A file of the extension, not its folder: every accepted form named.
+    write(&empty.join("main.py"), "print(1)");
+    let e = w.fails(&["ext", "install", s(&empty.join("main.py"))]);
+    assert!(e.ends_with("main.py: not an extension: give its folder (holding extension.json), its extension.json, or a git URL"), "{e}");
     // Not there at all.
     let e = w.fails(&["ext", "install", s(&w.scratch.path().join("nope"))]);
-    assert!(e.contains("no such directory"), "{e}");
+    assert!(e.contains("no such directory (give an extension's folder, its extension.json, or a git URL)"), "{e}");
     // Invalid manifests.
     let bad = w.scratch.path().join("bad");
     write(&bad.join("extension.json"), r#"{"name":"bad","version":"1"}"#);

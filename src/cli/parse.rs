@@ -122,7 +122,9 @@ impl Args {
     /// (`--tool-timout`) gets the nearest as a suggestion.
     fn unexpected(&self, tok: &Tok) -> UsageError {
         if let Tok::Long(l) = tok {
-            if let Some(near) = nearest(l, &known_longs()) {
+            // An option of another command is unexpected here, not a slip.
+            let known = known_longs();
+            if let (false, Some(near)) = (known.contains(&l.as_str()), nearest(l, &known)) {
                 return self.err(format!("unexpected argument '--{l}'; did you mean '--{near}'?"));
             }
         }

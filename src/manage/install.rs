@@ -174,18 +174,24 @@ fn precheck_local(src: &Path, root: &Path) -> Res {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
             return Err(Fail::Msg(format!(
-                "{}: not a directory (expected a folder holding {MANIFEST_FILE}, or a git URL)",
+                "{}: not an extension: give its folder (holding {MANIFEST_FILE}), its {MANIFEST_FILE}, or a git URL",
                 show(src)
             )))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(Fail::Msg(format!("{}: no such directory", show(src))))
+            return Err(Fail::Msg(format!(
+                "{}: no such directory (give an extension's folder, its {MANIFEST_FILE}, or a git URL)",
+                show(src)
+            )))
         }
         Err(e) => return Err(Fail::Msg(format!("{}: {e}", show(src)))),
     }
     let manifest_path = src.join(MANIFEST_FILE);
     if fs::symlink_metadata(&manifest_path).is_err() {
-        return Err(Fail::Msg(format!("{} holds no {MANIFEST_FILE}: not an extension", show(src))));
+        return Err(Fail::Msg(format!(
+            "{} holds no {MANIFEST_FILE}: not an extension (give its folder, its {MANIFEST_FILE}, or a git URL)",
+            show(src)
+        )));
     }
     let m = Manifest::load(src).map_err(|e| e.to_string())?;
     let dest = root.join(&m.name);
