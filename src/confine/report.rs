@@ -24,6 +24,8 @@ pub fn report(d: Option<&Declared>, off: bool) -> Report {
     };
     let seccomp = super::sys::AUDIT_ARCH_NATIVE.is_some();
     let mut kinds = vec![("files", abi >= 1), ("no_new_privs", true), ("metadata", false), ("unix", !d.unix && seccomp), ("syscalls", seccomp), ("scopes", abi >= 6)];
+    // `call` is enforced by the host itself, on every kernel.
+    kinds.push(("calls", true));
     match d.net {
         Net::Off => kinds.push(("net_off", seccomp)),
         Net::Ports { .. } => kinds.push(("tcp", abi >= 4)),
@@ -121,10 +123,10 @@ mod tests {
         let r = report(Some(&d), false);
         let mut all: Vec<&str> = r.enforced.iter().chain(&r.not_enforced).copied().collect();
         all.sort_unstable();
-        assert_eq!(all, ["domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
+        assert_eq!(all, ["calls", "domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
         assert!(r.not_enforced.contains(&"metadata") && r.not_enforced.contains(&"domains"));
         let off = report(Some(&d), true);
-        assert!(off.enforced.is_empty() && off.not_enforced.len() == 9);
+        assert!(off.enforced.is_empty() && off.not_enforced.len() == 10);
         assert_eq!(report(None, false).to_json(), Value::Null);
     }
 
