@@ -316,22 +316,6 @@ fn calls_is_always_enforced_for_a_confined_extension() {
     assert_eq!(s.finish(), 0);
 }
 
-/// `<id>` of docs/protocol.md §2.2 for `dir`, computed apart from zot.
-fn project_id(dir: &Path) -> String {
-    let canonical = dir.canonicalize().expect("canonical");
-    let out = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().expect("stdin").write_all(canonical.as_os_str().as_encoded_bytes())?;
-            c.wait_with_output()
-        })
-        .expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)[..16].to_string()
-}
-
 /// A `weather` running probe.py, confined, in `parent/weather`.
 fn weather(parent: &Path) -> PathBuf {
     let m = json!({"name": "weather", "exec": "python3", "args": [fixture("probe.py").display().to_string(), "weather"], "confine": {}});
@@ -364,7 +348,7 @@ fn a_projects_extension_has_its_own_data_folder() {
     weather(&zot_home.join("extensions"));
     weather(&proj.join(".zot/extensions"));
     let global_data = zot_home.join("data/weather");
-    let project_data = zot_home.join("data/project").join(project_id(&proj)).join("weather");
+    let project_data = zot_home.join("data/project").join(common::project_id(&proj)).join("weather");
 
     // The user's own weather, in a folder with no project.
     let got = probe_weather(&t, &elsewhere, &[("data_dir", ""), ("data", "g.txt")]);
