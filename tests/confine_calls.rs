@@ -377,3 +377,20 @@ fn a_projects_extension_has_its_own_data_folder() {
     let got = probe_weather(&t, &elsewhere, &[("read", &theirs)]);
     assert_eq!(got[0], "ok 1");
 }
+
+#[test]
+fn the_trust_line_names_calls_env_and_prompt() {
+    let t = TempDir::new("confine-calls-trust");
+    let (zot_home, proj) = (t.path().join("zot-home"), t.path().join("proj"));
+    let confine = json!({"call": ["weather", "mcp__gh__*"], "env": ["API_KEY"], "prompt": true});
+    let m = json!({"name": "steer", "exec": "python3", "args": [fixture("probe.py").display().to_string()], "confine": confine});
+    write_manifest(&proj.join(".zot/extensions"), "steer", m);
+    let plain = json!({"name": "plain", "exec": "python3", "args": [fixture("probe.py").display().to_string()], "confine": {}});
+    write_manifest(&proj.join(".zot/extensions"), "plain", plain);
+    let r = common::run_zot(env!("CARGO_BIN_EXE_zot"), &proj, Some(&zot_home), &["trust"], &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    let line = |name: &str| all.lines().find(|l| l.starts_with(&format!("  {name}: "))).unwrap_or_else(|| panic!("no line for {name}: {all}")).to_string();
+    assert!(line("steer").ends_with("; calls: weather, mcp__gh__*; env: API_KEY; steers the model"), "{all}");
+    assert!(line("plain").ends_with("network: none"), "{all}");
+}

@@ -94,7 +94,18 @@ pub fn trust_line(name: &str, d: Option<&Declared>) -> String {
             format!("ports {}", ports.join(", "))
         }
     };
-    format!("  {name}: reads {}; writes {}; network: {net}", list(&d.read), list(&d.write))
+    let mut line = format!("  {name}: reads {}; writes {}; network: {net}", list(&d.read), list(&d.write));
+    // What it may reach through the host (docs/protocol.md §9.3).
+    if !d.call.is_empty() {
+        line += &format!("; calls: {}", d.call.join(", "));
+    }
+    if !d.env.is_empty() {
+        line += &format!("; env: {}", d.env.join(", "));
+    }
+    if d.prompt {
+        line += "; steers the model";
+    }
+    line
 }
 
 /// `zot ext doctor`'s line on what this kernel can enforce.
@@ -139,5 +150,8 @@ mod tests {
         d.net = Net::Any;
         assert!(trust_line("a", Some(&d)).ends_with("network: any"));
         assert_eq!(trust_line("b", None), "  b: full access to your files and network");
+        d.net = Net::Off;
+        (d.call, d.env, d.prompt) = (vec!["weather".into(), "mcp__gh__*".into()], vec!["API_KEY".into()], true);
+        assert!(trust_line("a", Some(&d)).ends_with("network: none; calls: weather, mcp__gh__*; env: API_KEY; steers the model"));
     }
 }
