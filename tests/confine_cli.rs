@@ -312,7 +312,7 @@ fn a_python_project_extension_run_twice_keeps_its_project_trusted() {
         let e = s.ext("py");
         assert_eq!(e["state"], "ready", "run {run}: {e}");
         assert_eq!(s.probe("py", "env", "PYTHONDONTWRITEBYTECODE"), "ok 1");
-        let data = home.join("data/py");
+        let data = home.join("data/project").join(common::project_id(&project)).join("py");
         assert_eq!(s.probe("py", "data_dir", ""), format!("ok {}", data.display()));
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);

@@ -274,7 +274,7 @@ fn doctor_flags_installed_files_others_can_write_or_own() {
 // Files zot writes in its home
 
 /// A folder of zot's own in its home that is a symbolic link (planted in a
-/// home others can write): `data/NAME`, handed to a project-local
+/// home others can write): `data/project/<id>/NAME`, handed to a project-local
 /// extension as its `data_dir`, and `logs`. Each is refused with a line
 /// naming it, and the folder it points to gets nothing. The control: the
 /// same folders, real, are used.
@@ -295,7 +295,7 @@ fn a_data_or_logs_folder_that_is_a_link_is_refused_and_what_it_points_to_gets_no
         "        emit({'type': 'shutdown_ack'})\n",
         "        break\n",
     );
-    for (folder, linked) in [("data/w", true), ("logs", true), ("data/w", false)] {
+    for (folder, linked) in [("data", true), ("logs", true), ("data", false)] {
         let t = TempDir::new("sec-dirlink");
         let home = t.path().join("home");
         let proj = t.path().join("proj");
@@ -304,7 +304,10 @@ fn a_data_or_logs_folder_that_is_a_link_is_refused_and_what_it_points_to_gets_no
         let victim = t.path().join("victim");
         fs::create_dir_all(&victim).expect("mkdir");
         fs::set_permissions(&victim, fs::Permissions::from_mode(0o755)).expect("chmod");
-        let planted = home.join(folder);
+        let planted = match folder {
+            "data" => home.join("data/project").join(common::project_id(&proj)).join("w"),
+            _ => home.join(folder),
+        };
         fs::create_dir_all(planted.parent().expect("parent")).expect("mkdir");
         fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).expect("chmod");
         if linked {

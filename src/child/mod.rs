@@ -307,7 +307,10 @@ impl Child {
         let name = &manifest.name;
         let cancel = Cancel::new()?;
         let (lineage, marker) = reaper::lineage()?;
-        let env = child_env(&marker, env);
+        let env = match jail {
+            Some(j) => spawn::confined_env(j, &marker, env),
+            None => child_env(&marker, env),
+        };
         let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log, jail).inspect_err(|_| reaper::forget(lineage))?;
         let (tx, w) = (inbox.clone(), wrap.clone());
         if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {

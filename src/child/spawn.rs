@@ -27,7 +27,18 @@ pub(super) struct Started {
 /// then `extra` (the manifest's `env`, expanded), each later entry
 /// replacing an earlier one of its name: the manifest's wins.
 pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    with_additions(std::env::vars_os().collect(), marker, extra)
+}
+
+/// The environment of a confined process (docs/protocol.md §9.1 `env`): as
+/// [`child_env`], but of the host's own variables only those `jail` keeps
+/// (the small set and the declared names), so that a key in the user's
+/// shell is not handed to every confined process.
+pub fn confined_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(jail: &crate::confine::Jail, marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
+    with_additions(std::env::vars_os().filter(|(k, _)| jail.keeps_var(k)).collect(), marker, extra)
+}
+
+fn with_additions<K: AsRef<OsStr>, V: AsRef<OsStr>>(mut env: Vec<(OsString, OsString)>, marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
     let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (super::INSTANCE_VAR, marker)]
         .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
         .into_iter()

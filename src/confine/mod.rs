@@ -85,10 +85,29 @@ pub fn listed(declared: Option<&Declared>, mode: Mode, base: &Path) -> Report {
     }
 }
 
-/// `$ZOT_HOME/data/<name>/`: the data folder of a confined or
-/// project-local extension.
-pub fn data_folder(home: &Path, name: &str) -> PathBuf {
-    home.join("data").join(name)
+/// The data folder of a confined or project-local extension or server
+/// (docs/protocol.md §9.1): `$ZOT_HOME/data/project/<id>/<name>/` for a
+/// project's (`project`: its project's id, §2.2), else
+/// `$ZOT_HOME/data/<name>/`, but `$ZOT_HOME/data/project/global/` for
+/// one named `project`, whose folder would otherwise hold every
+/// project's data (ids are hex: no project's folder is named `global`).
+pub fn data_folder(home: &Path, name: &str, project: Option<&str>) -> PathBuf {
+    match project {
+        Some(id) => home.join("data").join("project").join(id).join(name),
+        None if name == "project" => home.join("data").join("project").join("global"),
+        None => home.join("data").join(name),
+    }
+}
+
+/// A project's extension or server whose data folder is new: the folder
+/// where it kept its data before project folders had their own
+/// (`$ZOT_HOME/data/<name>/`), when there is one. That folder is left
+/// where it is, never moved: it may as well be the data of the user's
+/// own extension of the same name, which a project's must not get.
+fn data_left_behind(home: &Path, name: &str, project: Option<&str>, new: &Path) -> Option<PathBuf> {
+    let old = home.join("data").join(name);
+    (project.is_some() || name == "project").then_some(())?;
+    (!new.exists() && old.is_dir() && old != new).then_some(old)
 }
 
 /// A start's `${TMP}`, removed (with all it holds) when dropped.
@@ -156,6 +175,8 @@ pub struct Plan {
     project_local: bool,
     is_server: bool,
     home: PathBuf,
+    /// For the start's log: data left in the folder it had before.
+    pub data_note: Option<String>,
 }
 
 /// What a [`Plan`] needs to know of the extension.
@@ -164,6 +185,8 @@ pub struct Who<'a> {
     pub dir: &'a Path,
     pub declared: Option<&'a Declared>,
     pub project_local: bool,
+    /// The project's id (docs/protocol.md §2.2) when `project_local`.
+    pub project_id: Option<&'a str>,
     pub is_server: bool,
 }
 
@@ -172,8 +195,17 @@ impl Plan {
     /// (confined).
     pub fn new(who: &Who, mode: Mode, home: &Path, project: &Path) -> Result<Plan, String> {
         let rules = effective(who.declared, mode, who.dir);
-        let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name));
+        let id = who.project_id.filter(|_| who.project_local);
+        let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name, id));
+        let mut data_note = None;
         if let Some(d) = &data {
+            data_note = data_left_behind(home, who.name, id, d).map(|old| {
+                format!(
+                    "its data folder is now {}; {} is left as it is (zot never moves data: it may be another extension's of the same name)",
+                    d.display(),
+                    old.display()
+                )
+            });
             crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
         let tmp = match rules {
@@ -190,6 +222,7 @@ impl Plan {
             project_local: who.project_local,
             is_server: who.is_server,
             home: home.to_path_buf(),
+            data_note,
         })
     }
 
@@ -345,7 +378,9 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         Net::Ports { .. } => seccomp::Sockets::Internet,
         Net::Any => seccomp::Sockets::All,
     };
-    Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
+    let mut jail = Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits);
+    jail.env = d.env.clone();
+    Ok(jail)
 }
 
 /// `p` with its deepest existing ancestor resolved through links.
@@ -375,6 +410,8 @@ pub struct Jail {
     caps: Option<(sys::user_cap_header, [sys::user_cap_data; 2])>,
     /// Drop the bounding set up to this capability (when we may).
     drop_bounding: Option<libc::c_int>,
+    /// `confine.env`: the host's variables it gets beyond the small set.
+    env: Vec<String>,
 }
 
 // SAFETY: `fprog` points into `filter`, owned by the same value.
@@ -415,11 +452,21 @@ impl Jail {
             rlimits,
             caps,
             drop_bounding: setpcap.then_some(last),
+            env: Vec::new(),
         };
         if let Some(f) = &mut jail.filter {
             jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };
         }
         jail
+    }
+
+    /// Whether the host's variable `name` reaches the confined process
+    /// (docs/protocol.md §9.1 `env`): the small set, or named in `env`.
+    /// The host's own additions and the manifest's `env` are not asked.
+    pub fn keeps_var(&self, name: &OsStr) -> bool {
+        const KEPT: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TERM", "TMPDIR"];
+        let Some(name) = name.to_str() else { return false };
+        KEPT.contains(&name) || name.starts_with("LC_") || self.env.iter().any(|n| n == name)
     }
 
     /// Confines the calling process; the errno of the step that failed.
@@ -456,5 +503,32 @@ impl Jail {
             check(libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &self.fprog as *const libc::sock_fprog) as libc::c_long)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_folders_by_source() {
+        let home = Path::new("/h");
+        assert_eq!(data_folder(home, "weather", None), Path::new("/h/data/weather"));
+        assert_eq!(data_folder(home, "weather", Some("0011223344556677")), Path::new("/h/data/project/0011223344556677/weather"));
+        // Not the folder that holds every project's.
+        assert_eq!(data_folder(home, "project", None), Path::new("/h/data/project/global"));
+        assert_eq!(data_folder(home, "project", Some("00")), Path::new("/h/data/project/00/project"));
+    }
+
+    #[test]
+    fn a_confined_process_keeps_the_small_set_and_its_names() {
+        let mut j = Jail::new(None, None, &policy::Limits::default());
+        j.env = vec!["API_KEY".into()];
+        for kept in ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "TMPDIR", "API_KEY"] {
+            assert!(j.keeps_var(OsStr::new(kept)), "{kept}");
+        }
+        for dropped in ["SECRET_API_KEY", "API_KEY2", "LD_PRELOAD", "SSH_AUTH_SOCK", "PYTHONDONTWRITEBYTECODE", "ZOT_HOME", "LC"] {
+            assert!(!j.keeps_var(OsStr::new(dropped)), "{dropped}");
+        }
     }
 }

@@ -24,6 +24,8 @@ pub fn report(d: Option<&Declared>, off: bool) -> Report {
     };
     let seccomp = super::sys::AUDIT_ARCH_NATIVE.is_some();
     let mut kinds = vec![("files", abi >= 1), ("no_new_privs", true), ("metadata", false), ("unix", !d.unix && seccomp), ("syscalls", seccomp), ("scopes", abi >= 6)];
+    // `call` is enforced by the host itself, on every kernel.
+    kinds.push(("calls", true));
     match d.net {
         Net::Off => kinds.push(("net_off", seccomp)),
         Net::Ports { .. } => kinds.push(("tcp", abi >= 4)),
@@ -92,7 +94,18 @@ pub fn trust_line(name: &str, d: Option<&Declared>) -> String {
             format!("ports {}", ports.join(", "))
         }
     };
-    format!("  {name}: reads {}; writes {}; network: {net}", list(&d.read), list(&d.write))
+    let mut line = format!("  {name}: reads {}; writes {}; network: {net}", list(&d.read), list(&d.write));
+    // What it may reach through the host (docs/protocol.md §9.3).
+    if !d.call.is_empty() {
+        line += &format!("; calls: {}", d.call.join(", "));
+    }
+    if !d.env.is_empty() {
+        line += &format!("; env: {}", d.env.join(", "));
+    }
+    if d.prompt {
+        line += "; steers the model";
+    }
+    line
 }
 
 /// `zot ext doctor`'s line on what this kernel can enforce.
@@ -121,10 +134,10 @@ mod tests {
         let r = report(Some(&d), false);
         let mut all: Vec<&str> = r.enforced.iter().chain(&r.not_enforced).copied().collect();
         all.sort_unstable();
-        assert_eq!(all, ["domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
+        assert_eq!(all, ["calls", "domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
         assert!(r.not_enforced.contains(&"metadata") && r.not_enforced.contains(&"domains"));
         let off = report(Some(&d), true);
-        assert!(off.enforced.is_empty() && off.not_enforced.len() == 9);
+        assert!(off.enforced.is_empty() && off.not_enforced.len() == 10);
         assert_eq!(report(None, false).to_json(), Value::Null);
     }
 
@@ -137,5 +150,8 @@ mod tests {
         d.net = Net::Any;
         assert!(trust_line("a", Some(&d)).ends_with("network: any"));
         assert_eq!(trust_line("b", None), "  b: full access to your files and network");
+        d.net = Net::Off;
+        (d.call, d.env, d.prompt) = (vec!["weather".into(), "mcp__gh__*".into()], vec!["API_KEY".into()], true);
+        assert!(trust_line("a", Some(&d)).ends_with("network: none; calls: weather, mcp__gh__*; env: API_KEY; steers the model"));
     }
 }

@@ -93,6 +93,15 @@ pub fn canonical(dir: &Path) -> PathBuf {
     fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
+/// The id of the project at `dir` (docs/protocol.md §2.2): the lowercase hex
+/// of the first 8 bytes of the SHA-256 of its canonical path. It names
+/// its extensions' data folders, and its fingerprint's cache.
+pub fn project_id(dir: &Path) -> String {
+    let mut h = sha256::Sha256::new();
+    h.update(canonical(dir).as_os_str().as_encoded_bytes());
+    h.hex()[..16].to_string()
+}
+
 /// The trust status of the project at `dir`. A broken `trust.json` trusts
 /// nothing.
 pub fn status(home: &Home, dir: &Path) -> Status {
@@ -125,9 +134,7 @@ pub fn file_problem(home: &Home) -> Option<String> {
 /// The fingerprint of the canonical project `dir`, through its cache in
 /// `$ZOT_HOME/cache`.
 fn compute(home: &Home, dir: &Path) -> Result<fingerprint::Print, String> {
-    let mut h = sha256::Sha256::new();
-    h.update(dir.as_os_str().as_encoded_bytes());
-    let name = format!("trust-{}", &h.hex()[..16]);
+    let name = format!("trust-{}", project_id(dir));
     let cache = cache::Cache::load(home.root().join("cache").join(name));
     let (print, segments) = fingerprint::compute(dir, &cache)?;
     cache.save(&segments);

@@ -339,3 +339,19 @@ pub fn probe_ext(parent: &Path, name: &str, confine: Option<Value>) -> PathBuf {
     }
     write_manifest(parent, name, m)
 }
+
+/// `<id>` of docs/protocol.md §2.2 for `dir`, computed apart from zot.
+pub fn project_id(dir: &Path) -> String {
+    let canonical = dir.canonicalize().expect("canonical");
+    let out = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().expect("stdin").write_all(canonical.as_os_str().as_encoded_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)[..16].to_string()
+}

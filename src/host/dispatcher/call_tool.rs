@@ -22,6 +22,12 @@ pub(super) struct AgentCall {
     pub(super) done: Responder,
 }
 
+/// The refusal of a call a confined extension may not make (docs/protocol.md
+/// §9.1 `call`), for `call_tool` and a `tool_prompt` answer alike.
+pub(super) fn not_in_call(name: &str) -> String {
+    format!("tool {name:?} is not in this extension's confine.call")
+}
+
 /// How the `tool_id` of a call made for an extension begins: host-made
 /// ids are unique for the life of the host, and only ever shown, never
 /// looked up (an agent's `tool_id` of the same text is another call).
@@ -47,6 +53,11 @@ impl Dispatcher {
         let (Some(name), true) = (name.as_str().filter(|n| !n.is_empty()).map(str::to_string), args.is_object()) else {
             return refuse(self, "call_tool requires a name and JSON object args".into());
         };
+        // docs/protocol.md §9.1 `call`: a confined caller reaches only the
+        // tools it declared, before anything of the call runs.
+        if !self.exts[slot].may_call(&name) {
+            return refuse(self, not_in_call(&name));
+        }
         let active = |c: &Call| c.ext == caller && matches!(c.kind, CallKind::Tool(_));
         let parents = if parent_id.is_empty() {
             if !self.table.sent.ids_where(active).is_empty() {

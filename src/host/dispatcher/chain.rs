@@ -91,6 +91,11 @@ impl Chain {
         &self.event
     }
 
+    /// The payload as the next interceptor sees it.
+    pub(super) fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
     /// The next interceptor to ask: the next in the chain's order that
     /// still runs and intercepts the event (`asks`); None when the chain
     /// has asked everyone.

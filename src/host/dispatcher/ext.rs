@@ -143,6 +143,9 @@ pub(super) struct Ext {
     pub eras: super::mcp::Eras,
     /// `hello_ack`'s `data_dir` for its current start.
     pub data_dir: std::path::PathBuf,
+    /// The confinement rules in force for its current start; `None`:
+    /// not confined (docs/protocol.md §9.1: `call` and `prompt` are the host's).
+    pub rules: Option<crate::confine::Declared>,
 }
 
 impl Ext {
@@ -171,6 +174,7 @@ impl Ext {
             unknown_logged: false,
             eras: Default::default(),
             data_dir: std::path::PathBuf::new(),
+            rules: None,
         }
     }
 
@@ -179,6 +183,18 @@ impl Ext {
     /// process stopping before the next starts.
     pub fn starting(&self) -> bool {
         self.life.starting() || self.eras.retry_after_stop
+    }
+
+    /// Whether it may reach tool `name` (docs/protocol.md §9.1 `call`):
+    /// always when not confined.
+    pub fn may_call(&self, name: &str) -> bool {
+        self.rules.as_ref().is_none_or(|d| d.may_call(name))
+    }
+
+    /// Whether it may steer the model (§9.1 `prompt`): always when not
+    /// confined.
+    pub fn may_prompt(&self) -> bool {
+        self.rules.as_ref().is_none_or(|d| d.prompt)
     }
 
     pub fn can(&self, capability: &str) -> bool {

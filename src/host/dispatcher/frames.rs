@@ -143,6 +143,12 @@ impl Dispatcher {
                 self.exts[slot].panels.retain(|p| *p != panel_id);
                 HostEvent::PanelClose { extension, panel_id }
             }
+            // docs/protocol.md §9.1 `prompt`: a confined extension steers the
+            // model only when it declared so.
+            ExtFrame::Submit { .. } | ExtFrame::SubmitSlash { .. } if !self.exts[slot].may_prompt() => {
+                let kind = frame.kind();
+                return self.exts[slot].log(&format!("dropped {kind}: confine.prompt is not true"));
+            }
             ExtFrame::Submit { text } => HostEvent::Submit { extension, text },
             ExtFrame::SubmitSlash { text } => {
                 let text = text.trim().to_string();
@@ -355,6 +361,16 @@ impl Dispatcher {
             if let Some(why) = bad {
                 self.exts[slot].log(&format!("command_response tool_prompt {why}"));
                 error.get_or_insert_with(|| format!("extension answered tool_prompt {why}"));
+                action = "noop".into();
+                tool_args = None;
+            }
+            // A confined extension's `tool_prompt` names a tool it may call
+            // (docs/protocol.md §9.1 `call`), else nothing is run.
+            let unlisted = r.tool_name.as_deref().filter(|n| action == "tool_prompt" && !self.exts[slot].may_call(n));
+            if let Some(name) = unlisted {
+                let text = super::call_tool::not_in_call(name);
+                self.exts[slot].log(&format!("refused command_response tool_prompt: {text}"));
+                error.get_or_insert(text);
                 action = "noop".into();
                 tool_args = None;
             }

@@ -45,7 +45,10 @@ impl Dispatcher {
 
     pub(super) fn run_chain(&mut self, event: String, payload: Payload, then: Then) {
         let exts = &self.exts;
-        let chain = Chain::new(event, payload, then, exts.len(), |s, e| asks(&exts[s], e));
+        // A confined extension intercepts only calls of tools it may call
+        // (docs/protocol.md §9.1 `call`).
+        let tool = (event == "tool_call").then(|| payload.get("tool_name").and_then(Value::as_str).unwrap_or_default().to_string());
+        let chain = Chain::new(event, payload, then, exts.len(), |s, e| asks(&exts[s], e) && tool.as_deref().is_none_or(|t| exts[s].may_call(t)));
         let id = self.next();
         self.table.chains.insert(id, chain);
         self.step_chain(id);
@@ -111,6 +114,8 @@ impl Dispatcher {
         let CallKind::Intercept { chain: id } = call.kind else { return };
         let ext = &self.exts[slot];
         let Some(chain) = self.table.chains.get_mut(id) else { return };
+        let mut r = r;
+        confined_reply(ext, chain, &mut r);
         match chain.apply(ext.name(), r) {
             Reply::Next => {}
             Reply::Blocked(outcome) => return self.finish_chain(id, outcome),
@@ -144,6 +149,24 @@ impl Dispatcher {
             }
             None => {}
         }
+    }
+}
+
+/// What a confined interceptor may not do is taken out of its reply, with a
+/// log line (docs/protocol.md §9.1): `modified_args` of a call of a tool it
+/// may not call (blocking stays allowed), and a `system_prompt` without
+/// `prompt`.
+fn confined_reply(ext: &Ext, chain: &Chain, r: &mut InterceptResponse) {
+    if chain.event() == "tool_call" && r.modified_args.is_some() {
+        let tool = chain.payload().get("tool_name").and_then(Value::as_str).unwrap_or_default();
+        if !ext.may_call(tool) {
+            ext.log(&format!("dropped its modified_args for tool {tool:?}: not in its confine.call"));
+            r.modified_args = None;
+        }
+    }
+    if chain.event() == "before_agent_start" && r.system_prompt.is_some() && !ext.may_prompt() {
+        ext.log("dropped its system_prompt: confine.prompt is not true");
+        (r.system_prompt, r.block) = (None, false);
     }
 }
 

@@ -159,14 +159,20 @@ struct Confined {
 
 fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path::Path, log: &Log) -> Result<Confined, String> {
     let m = &found.manifest;
+    let project_local = found.source == crate::discovery::Source::Project;
+    let project_id = project_local.then(|| crate::trust::project_id(&cfg.cwd));
     let who = crate::confine::Who {
         name: &m.name,
         dir: &m.dir,
         declared: m.confine.as_ref(),
-        project_local: found.source == crate::discovery::Source::Project,
+        project_local,
+        project_id: project_id.as_deref(),
         is_server: found.mcp.is_some(),
     };
     let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
+    if let Some(note) = &plan.data_note {
+        log.line(note);
+    }
     let mut env = plan.env();
     // A server's unset variable names its file and field.
     let expand_err = |e: crate::envexpand::ExpandError| found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e));
@@ -460,6 +466,7 @@ impl Dispatcher {
             }
         };
         ext.data_dir = plan.data_dir().to_path_buf();
+        ext.rules = plan.rules.clone();
         let expanded;
         let m = if args == m.args {
             m

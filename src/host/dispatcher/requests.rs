@@ -292,8 +292,13 @@ impl Dispatcher {
     /// gets its own `sequence` (docs/protocol.md §6.4: the counter is over
     /// frames), in load order.
     pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
-        let subscribers: Vec<usize> =
-            (0..self.exts.len()).filter(|&s| self.exts[s].life.running() && self.exts[s].events.iter().any(|x| x == event)).collect();
+        // A confined extension hears of calls of the tools it may call
+        // only (docs/protocol.md §9.1 `call`).
+        let tool = matches!(event, "tool_call" | "tool_result").then(|| payload.get("tool_name").and_then(Value::as_str).unwrap_or_default());
+        let hears = |s: usize| tool.is_none_or(|t| self.exts[s].may_call(t));
+        let subscribers: Vec<usize> = (0..self.exts.len())
+            .filter(|&s| self.exts[s].life.running() && self.exts[s].events.iter().any(|x| x == event) && hears(s))
+            .collect();
         if subscribers.is_empty() {
             return 0;
         }
