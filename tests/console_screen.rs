@@ -216,3 +216,28 @@ fn an_unknown_command_in_an_untrusted_project_says_its_extensions_are_not_loaded
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
 }
+
+#[test]
+fn the_banner_counts_servers_apart_and_extensions_names_a_servers_file() {
+    let t = TempDir::new("screen-servers");
+    let cfg = t.path().join("servers.json");
+    let fx = serde_json::json!({"command": "python3", "args": [common::fixture("mcp_server.py")]});
+    let gone = serde_json::json!({"command": "/nonexistent/zot-no-such-server"});
+    std::fs::write(&cfg, serde_json::json!({"mcpServers": {"fx": fx, "gone": gone}}).to_string()).expect("config");
+    let mut args = zot_proc::session_args(t.path(), None, &[tty_ext(&t)], &["--tool-timeout", "60"]);
+    args.extend(["--mcp-config".to_string(), cfg.display().to_string()]);
+    let mut z = Term::spawn_args(&t, &args, 160);
+    let mut at = z.wait_for("1 extension and 1 MCP server ready: ", 0);
+    at = z.wait_for("zot> ", at);
+    z.typed("/extensions\r");
+    let file = cfg.display().to_string();
+    at = z.wait_for("(MCP server 2025", at);
+    at = z.wait_for("zot> ", at);
+    let rows = Vt::of(&z.text(), 160).all_rows();
+    let row = |name: &str| rows.iter().rev().find(|r| r.trim_start().starts_with(&format!("{name} "))).cloned().unwrap_or_default();
+    assert!(row("fx").contains(&file), "the server's source is its file: {rows:#?}");
+    assert!(row("gone").contains("failed") && !row("gone").contains("full access"), "a failed entry is not marked full access: {rows:#?}");
+    assert!(row("gone").contains(&file), "{rows:#?}");
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+}

@@ -118,7 +118,7 @@ fn the_console_banner_names_the_project_found_above() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let args: Vec<String> = ["--hello-timeout", "30"].map(String::from).to_vec();
     let mut z = Term::spawn_in(&t, &deep, &args, &[("HOME", &t.path().join("u"))]);
-    let at = z.wait_for("extensions ready: lint\r\n", 0);
+    let at = z.wait_for("1 extension ready: lint\r\n", 0);
     let at = z.wait_for(&format!("project: {}\r\n", app.display()), at);
     let at = z.wait_for("zot> ", at);
     z.typed("\x04");

@@ -115,8 +115,15 @@ impl Console {
                     .iter()
                     .map(|e| {
                         // Its confinement mark (docs/protocol.md §9.3) before its folder.
-                        let mark = self.style.dim(&format!("{:<15}", e.confinement_mark));
-                        let mut s = format!("  {:<16} {:<10} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), e.source, one_line(&e.dir));
+                        // A failed entry never ran: it has no access to mark.
+                        let mark = if e.state == crate::host::State::Failed { "-" } else { e.confinement_mark };
+                        let mark = self.style.dim(&format!("{mark:<15}"));
+                        // A server from an --mcp-config file is shown by that file.
+                        let source = match (&e.config_file, e.source) {
+                            (Some(file), "ext") => one_line(file),
+                            _ => e.source.to_string(),
+                        };
+                        let mut s = format!("  {:<16} {:<10} {:<7} {mark} {}", one_line(&e.name), e.state.as_str(), source, one_line(&e.dir));
                         let broken_file = e.error.as_deref().is_some_and(|x| x.contains(crate::manifest::BROKEN_CONFIG));
                         if e.kind == "mcp" && broken_file {
                             s.push_str(&format!("  {}", self.style.dim("(MCP config file)")));

@@ -177,8 +177,9 @@ pub fn run(mut config: Config) -> i32 {
     // A project found above the folder zot was started in is named.
     let found_above = std::env::current_dir().ok().filter(|d| d != &project && d.starts_with(&project)).map(|_| project.clone());
     let banner = report.as_ref().ok().filter(|_| interactive).map(|r| {
-        let names = if r.ready.is_empty() { "none".to_string() } else { r.ready.join(", ") };
-        let mut text = style.bold(&format!("zot {} — extensions ready: {names}", env!("CARGO_PKG_VERSION")));
+        // Servers counted apart from extensions, as `zot mcp` counts them.
+        let servers: Vec<String> = host.list().map(|l| l.extensions.into_iter().filter(|e| e.kind == "mcp").map(|e| e.name).collect()).unwrap_or_default();
+        let mut text = style.bold(&format!("zot {} — {}", env!("CARGO_PKG_VERSION"), r.ready_line(&servers)));
         if let Some(root) = found_above {
             text = format!("{text}\n{}", style.dim(&format!("project: {}", crate::text::one_line(&root.display().to_string()))));
         }

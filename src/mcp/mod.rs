@@ -127,7 +127,7 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
     // tools/list already sees every extension's tools.
     if let Ok(r) = host.wait_ready() {
         let servers: Vec<String> = host.list().map(|l| l.extensions.into_iter().filter(|e| e.kind == "mcp").map(|e| e.name).collect()).unwrap_or_default();
-        eprintln!("zot mcp: {}", strip_controls(&ready_line(&r.ready, &servers)));
+        eprintln!("zot mcp: {}", strip_controls(&r.ready_line(&servers)));
     }
     let server = Server { host: host.clone(), shared: shared.clone() };
 
@@ -472,22 +472,6 @@ impl Server {
             }
         }
     }
-}
-
-/// What stderr says once the load is over: the extensions and the MCP
-/// servers that are ready, each counted as what it is
-/// (`2 extensions and 1 MCP server ready: weather, notes, fs`).
-fn ready_line(ready: &[String], servers: &[String]) -> String {
-    let n_srv = ready.iter().filter(|n| servers.contains(n)).count();
-    let n_ext = ready.len() - n_srv;
-    let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let what = match (n_ext, n_srv) {
-        (_, 0) => count(n_ext, "extension", "extensions"),
-        (0, _) => count(n_srv, "MCP server", "MCP servers"),
-        _ => format!("{} and {}", count(n_ext, "extension", "extensions"), count(n_srv, "MCP server", "MCP servers")),
-    };
-    let names = if ready.is_empty() { "none".to_string() } else { ready.join(", ") };
-    format!("{what} ready: {names}")
 }
 
 #[cfg(test)]

@@ -123,6 +123,7 @@ fn static_info(f: &crate::discovery::Found, mode: crate::confine::Mode) -> ExtIn
         is_static: m.is_static(),
         skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
         theme: if m.is_static() { m.theme().map(show) } else { None },
+        config_file: f.mcp.as_ref().map(|s| show(&s.file)),
         ..bare_info(m.name.clone(), m.version.clone(), show(&m.dir))
     }
 }
@@ -153,6 +154,8 @@ fn bare_info(name: String, version: String, dir: String) -> ExtInfo {
         skills: Vec::new(),
         theme: None,
         confinement: serde_json::Value::Null,
-        confinement_mark: "full access",
+        // Nothing of it could be read, and nothing of it runs.
+        confinement_mark: "-",
+        config_file: None,
     }
 }

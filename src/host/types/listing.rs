@@ -98,9 +98,14 @@ pub struct ExtInfo {
     /// What is enforced of its confinement (docs/protocol.md §9.3): `null` when
     /// it has none, or `{"enforced", "not_enforced", "landlock_abi"}`.
     pub confinement: Value,
-    /// The console's mark for it: `confined`, `partly confined` or `full access`.
+    /// The console's mark for it: `confined`, `partly confined` or `full
+    /// access` (`-` for an entry that could not be read).
     #[serde(skip)]
     pub confinement_mark: &'static str,
+    /// An MCP server's configuration file, where it is listed. Not part of
+    /// the wire frame.
+    #[serde(skip)]
+    pub config_file: Option<String>,
 }
 
 /// A command in effect.

@@ -267,6 +267,25 @@ pub struct LoadReport {
     pub errors: Vec<String>,
 }
 
+impl LoadReport {
+    /// The line front ends say once the load is over: the extensions and
+    /// the MCP servers (`servers`: their names) that are ready, each
+    /// counted as what it is (`2 extensions and 1 MCP server ready:
+    /// weather, notes, fs`).
+    pub fn ready_line(&self, servers: &[String]) -> String {
+        let n_srv = self.ready.iter().filter(|n| servers.contains(n)).count();
+        let n_ext = self.ready.len() - n_srv;
+        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let what = match (n_ext, n_srv) {
+            (_, 0) => count(n_ext, "extension", "extensions"),
+            (0, _) => count(n_srv, "MCP server", "MCP servers"),
+            _ => format!("{} and {}", count(n_ext, "extension", "extensions"), count(n_srv, "MCP server", "MCP servers")),
+        };
+        let names = if self.ready.is_empty() { "none".to_string() } else { self.ready.join(", ") };
+        format!("{what} ready: {names}")
+    }
+}
+
 /// What a reload did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReloadReport {
