@@ -343,3 +343,68 @@ fn the_man_page_and_help_name_the_files_the_console_commands_and_keys() {
     }
     assert!(man.contains(".SH CONSOLE") && man.contains(".SH FILES"), "{man}");
 }
+
+/// A home with installed extensions `weather` and `notes`, and a PATH on
+/// which `zot` is this build, for the completion scripts to ask.
+fn names_world(tag: &str) -> (TempDir, String) {
+    let t = TempDir::new(tag);
+    for name in ["weather", "notes"] {
+        let dir = t.path().join(format!("home/extensions/{name}"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("extension.json"), format!(r#"{{"name": "{name}", "exec": "sh"}}"#)).expect("manifest");
+    }
+    let bin_dir = Path::new(BIN).parent().expect("bin dir").display().to_string();
+    (t, format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default()))
+}
+
+#[test]
+fn completion_offers_installed_names_and_help_topics_in_every_shell() {
+    let (t, path) = names_world("complete-names");
+    let home = t.path().join("home");
+    let names = Command::new(BIN).args(["ext", "list", "--names"]).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("zot");
+    assert_eq!(String::from_utf8_lossy(&names.stdout), "notes\nweather\n");
+    let top = "serve mcp ext trust untrust completions help";
+    // bash
+    let file = t.path().join("zot.bash");
+    std::fs::write(&file, zot(&["completions", "bash"])).expect("write");
+    let probe = format!(
+        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext enable ''\nc zot ext logs w\nc zot help ''\n",
+        file.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", "weather", top], "{}", String::from_utf8_lossy(&out.stderr));
+    // zsh
+    if on_path("zsh") {
+        let file = t.path().join("_zot");
+        std::fs::write(&file, zot(&["completions", "zsh"])).expect("write");
+        let probe = format!(
+            "compadd() {{ [[ $1 == -- ]] && shift; print -r -- \"$*\" }}\n\
+             _describe() {{ print -r -- \"${{(j: :)${{(@)${{(P)2}}%%:*}}}}\" }}\n\
+             words=(zot); CURRENT=1\n\
+             source {} >/dev/null\n\
+             t() {{ words=(\"$@\"); CURRENT=$#; _zot }}\n\
+             t zot ext disable ''\nt zot help ''\n",
+            file.display()
+        );
+        let out = Command::new("zsh").arg("-f").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("zsh");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", top], "{}", String::from_utf8_lossy(&out.stderr));
+    } else {
+        common::skip("the zsh part: zsh is not on PATH");
+    }
+    // fish
+    if on_path("fish") {
+        let file = t.path().join("zot.fish");
+        std::fs::write(&file, zot(&["completions", "fish"])).expect("write");
+        let probe = format!(
+            "source {}\nfor c in 'zot ext remove ' 'zot help '\n complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
+            file.display()
+        );
+        let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).env("HOME", t.path()).current_dir(t.path()).output().expect("fish");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", "completions ext help mcp serve trust untrust"], "{}", String::from_utf8_lossy(&out.stderr));
+    } else {
+        common::skip("the fish part: fish is not on PATH");
+    }
+}

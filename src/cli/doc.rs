@@ -20,7 +20,15 @@ enum Positional {
     Files,
     Dirs,
     Words(&'static [&'static str]),
+    /// The names of extensions and servers, as `zot ext list --names`
+    /// prints them when the completion is asked for.
+    Names,
+    /// The command words (`zot help WORD`).
+    Commands,
 }
+
+/// What prints the names a `<name>` argument completes to.
+const NAMES_CMD: &str = "zot ext list --names 2>/dev/null";
 
 /// A command as the completion scripts name it: `zot`, `serve`, `ext list`.
 fn key(c: &Cmd) -> &'static str {
@@ -43,6 +51,10 @@ fn positional(c: &Cmd) -> Positional {
         Positional::Files
     } else if c.usage.starts_with("[DIR]") {
         Positional::Dirs
+    } else if c.usage.starts_with("<name>") {
+        Positional::Names
+    } else if c.name == "help" {
+        Positional::Commands
     } else {
         Positional::None
     }
@@ -165,7 +177,7 @@ fn bash() -> String {
             Positional::Files => "COMPREPLY=($(compgen -f -- \"$cur\")); return 0".to_string(),
             Positional::Dirs => "COMPREPLY=($(compgen -d -- \"$cur\")); return 0".to_string(),
             Positional::Words(w) => format!("COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return 0", sh_words(w)),
-            Positional::None => "return 0".to_string(),
+            _ => "return 0".to_string(),
         };
         s.push_str(&format!("        {}) {action};;\n", names.join("|")));
     }
@@ -176,6 +188,7 @@ fn bash() -> String {
     for c in visible() {
         let opts: Vec<String> = flags_of(c).iter().flat_map(spellings).collect();
         let mut words = subwords(c);
+        let mut names = false;
         let pos = match positional(c) {
             Positional::Files => "-f",
             Positional::Dirs => "-d",
@@ -183,14 +196,18 @@ fn bash() -> String {
                 words.extend(w.iter().copied());
                 ""
             }
+            Positional::Commands => {
+                words.extend(subwords(&COMMANDS[0]));
+                ""
+            }
+            Positional::Names => {
+                names = true;
+                ""
+            }
             Positional::None => "",
         };
-        s.push_str(&format!(
-            "        \"{}\") words=\"{}\"; opts=\"{}\"; pos=\"{pos}\";;\n",
-            key(c),
-            sh_words(&words),
-            opts.join(" ")
-        ));
+        let words = if names { format!("$({NAMES_CMD})") } else { sh_words(&words) };
+        s.push_str(&format!("        \"{}\") words=\"{words}\"; opts=\"{}\"; pos=\"{pos}\";;\n", key(c), opts.join(" ")));
     }
     s.push_str(&format!(
         "        ext) words=\"{}\"; opts=\"--cwd --help -h\";;\n    esac\n",
@@ -211,7 +228,7 @@ fn zsh() -> String {
             Positional::Files => "_files".to_string(),
             Positional::Dirs => "_files -/".to_string(),
             Positional::Words(w) => format!("compadd -- {}", sh_words(w)),
-            Positional::None => "_message 'value'".to_string(),
+            _ => "_message 'value'".to_string(),
         };
         s.push_str(&format!("    ({}) {action}; return;;\n", spellings(f).join("|")));
     }
@@ -229,13 +246,16 @@ fn zsh() -> String {
         }
         let opts: Vec<String> = flags_of(c).iter().flat_map(spellings).collect();
         let pos = match positional(c) {
-            Positional::Files => "_files".to_string(),
-            Positional::Dirs => "_files -/".to_string(),
-            Positional::Words(w) => format!("compadd -- {}", sh_words(w)),
-            Positional::None => String::new(),
+            Positional::Files => "\"_files\"".to_string(),
+            Positional::Dirs => "\"_files -/\"".to_string(),
+            Positional::Words(w) => format!("\"compadd -- {}\"", sh_words(w)),
+            Positional::Commands => format!("\"compadd -- {}\"", sh_words(&subwords(&COMMANDS[0]))),
+            // Run when the completion is asked for, one name a line.
+            Positional::Names => format!("'compadd -- ${{(f)\"$({NAMES_CMD})\"}}'"),
+            Positional::None => "\"\"".to_string(),
         };
         s.push_str(&format!(
-            "    (\"{}\") subs=({}); opts=({}); pos=\"{pos}\";;\n",
+            "    (\"{}\") subs=({}); opts=({}); pos={pos};;\n",
             key(c),
             subs.join(" "),
             opts.join(" ")
@@ -285,7 +305,7 @@ fn fish() -> String {
                 (Some(_), Positional::Files) => line.push_str(" -r -F"),
                 (Some(_), Positional::Dirs) => line.push_str(" -x -a '(__fish_complete_directories)'"),
                 (Some(_), Positional::Words(w)) => line.push_str(&format!(" -x -a {}", fish_quote(&sh_words(w)))),
-                (Some(_), Positional::None) => line.push_str(" -x"),
+                (Some(_), _) => line.push_str(" -x"),
             }
             line.push_str(&format!(" -d {}\n", fish_quote(&f.full_help())));
             s.push_str(&line);
@@ -294,6 +314,8 @@ fn fish() -> String {
             Positional::Files => s.push_str(&format!("complete -c zot {cond} -F\n")),
             Positional::Dirs => s.push_str(&format!("complete -c zot {cond} -a '(__fish_complete_directories)'\n")),
             Positional::Words(w) => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&sh_words(w)))),
+            Positional::Commands => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&sh_words(&subwords(&COMMANDS[0]))))),
+            Positional::Names => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&format!("({NAMES_CMD})")))),
             Positional::None => {}
         }
     }

@@ -175,6 +175,7 @@ pub const SESSION_FLAGS: [Flag; 17] = [
 pub(super) const HELP_FLAG: Flag = Flag { short: Some('h'), ..local("help", None, "print this help") };
 pub(super) const VERSION_FLAG: Flag = Flag { short: Some('V'), ..local("version", None, "print the version") };
 const JSON: Flag = local("json", None, "print JSON instead of text");
+const NAMES: Flag = local("names", None, "print only the names, one per line (what shell completion offers)");
 const CWD_DIR: Flag = local("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot at or above the current one, else the current directory)");
 const YES: Flag = Flag { short: Some('y'), ..local("yes", None, "do not ask") };
 const FOLLOW: Flag = Flag {
@@ -213,7 +214,7 @@ pub const COMMANDS: [Cmd; 18] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
-    cmd("ext list", "[--json]", "installed extensions and their state", &[JSON, CWD_DIR]),
+    cmd("ext list", "[--json] [--names]", "installed extensions and their state", &[JSON, NAMES, CWD_DIR]),
     cmd("ext install", "<path|git-url>", "copy or clone into $ZOT_HOME/extensions", &[]),
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),
     cmd("ext enable", "<name>", "load it again on launch", &[CWD_DIR]),

@@ -386,6 +386,7 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>, mut mcp_confi
         return if sub == "new" { parse_new(a, spec) } else { parse_check(a, spec) };
     }
     let mut json = false;
+    let mut names = false;
     let mut yes = false;
     let mut follow = false;
     let mut positional: Option<OsString> = None;
@@ -396,6 +397,7 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>, mut mcp_confi
         match (find(spec.flags, &tok).map(|f| f.long), &tok) {
             (Some("cwd"), _) => cwd = Some(PathBuf::from(a.value()?)),
             (Some("json"), _) => json = true,
+            (Some("names"), _) => names = true,
             (Some("yes"), _) => yes = true,
             (Some("follow"), _) => follow = true,
             (Some("mcp-config"), _) => mcp_configs.push(PathBuf::from(a.value()?)),
@@ -419,7 +421,7 @@ fn parse_ext_sub(mut a: Args, sub: &str, mut cwd: Option<PathBuf>, mut mcp_confi
     // clear runtime error; a non-UTF-8 one is made lossy and fails there.
     let name = positional.to_string_lossy().into_owned();
     let cmd = match sub {
-        "list" => ExtCommand::List { json },
+        "list" => ExtCommand::List { json, names },
         "install" => ExtCommand::Install { source: positional },
         "remove" => ExtCommand::Remove { name, yes },
         "enable" => ExtCommand::Enable { name },
@@ -506,7 +508,7 @@ mod tests {
         assert!(p(&["--model", "m", "ext", "list"]).is_err());
         assert!(matches!(
             p(&["--cwd", "d", "ext", "list", "--json"]),
-            Ok(Command::Ext { cmd: ExtCommand::List { json: true }, .. })
+            Ok(Command::Ext { cmd: ExtCommand::List { json: true, .. }, .. })
         ));
         assert!(p(&["ext", "remove", "a", "b"]).is_err());
         assert!(p(&["ext", "frob"]).is_err());

@@ -57,7 +57,7 @@ struct Row {
     confinement: serde_json::Value,
 }
 
-pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
+pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool) -> Res {
     let project = project_dir(cwd)?;
     let all = entries(home, &project);
     let trust = all
@@ -122,6 +122,14 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool) -> Res {
         let rank = |r: &Row| if r.scope == Source::Project.as_str() { 0 } else { 1 };
         (rank(a), &a.name, &a.dir).cmp(&(rank(b), &b.name, &b.dir))
     });
+    if names_only {
+        // The names `enable`, `disable`, `remove` and `logs` take, once each.
+        let mut names: Vec<String> = rows.iter().filter(|r| r.error.is_none() || r.kind == "mcp").map(|r| sanitize(&r.name)).collect();
+        crate::order::sort(&mut names);
+        names.dedup();
+        let mut out = io::stdout().lock();
+        return names.iter().try_for_each(|n| writeln!(out, "{n}")).and_then(|()| out.flush()).map_err(out_err);
+    }
     if json {
         let text = serde_json::to_string_pretty(&rows)
             .map_err(|e| Fail::Msg(format!("cannot encode the list: {e}")))?;

@@ -65,7 +65,8 @@ use remove::remove;
 /// One `zot ext` subcommand with its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExtCommand {
-    List { json: bool },
+    /// `names`: only the names, one per line.
+    List { json: bool, names: bool },
     Install { source: OsString },
     Remove { name: String, yes: bool },
     Enable { name: String },
@@ -96,7 +97,7 @@ type Res<T = ()> = Result<T, Fail>;
 /// checked `--cwd`, or `None` for the current directory.
 pub fn run(cmd: ExtCommand, home: &Home, cwd: Option<&Path>) -> i32 {
     let result = match cmd {
-        ExtCommand::List { json } => list(home, cwd, json),
+        ExtCommand::List { json, names } => list(home, cwd, json, names),
         ExtCommand::Install { source } => install(home, &source),
         ExtCommand::Remove { name, yes } => remove(home, cwd, &name, yes),
         ExtCommand::Enable { name } => set_state(home, cwd, &name, true),
