@@ -30,7 +30,9 @@ build:
 # exits with cargo's status, which make reports ("Error 101") before it
 # exits 2 itself, as make does for any failed recipe.
 test:
-	$(CARGO) build --examples --quiet
+	@echo "make test: building zot and the example extensions (the first build takes about a minute on 2 cores)"
+	$(CARGO) build --examples
+	@echo "make test: running every test file (5 to 8 minutes on 2 cores); each block of dots follows the file's name"
 	CARGO="$(CARGO)" .ci/test-total
 
 lint:
@@ -54,7 +56,8 @@ bench:
 
 # An interactive session on the bundled examples (Rust, Python, shell).
 demo:
-	$(CARGO) build --quiet --bin zot --examples
+	@echo "make demo: building zot and the example extensions (the first build takes about a minute on 2 cores)"
+	$(CARGO) build --bin zot --examples
 	ZOT_HOME=$${ZOT_HOME:-$(CURDIR)/target/demo-home} ./target/debug/zot --no-ext $(DEMO_EXTS)
 
 # The man page and the completions are written by the binary itself

@@ -205,6 +205,9 @@ extern "C" {{ fn dup2(from: i32, to: i32) -> i32; }}
     assert_eq!(text.lines().last(), Some("1 passed, 1 failed, 3 skipped"), "{text}");
     assert!(text.contains("SKIP: no such tool here"), "{text}");
     assert!(!text.contains("nobody sees this line"), "{text}");
+    // Each block of results follows the name of its test file.
+    let (t_at, unheard_at) = (text.find("Running tests/t.rs"), text.find("Running tests/unheard.rs"));
+    assert!(t_at.is_some() && unheard_at.is_some(), "{text}");
     assert_eq!(out.status.code(), Some(101), "{text}");
 }
 
