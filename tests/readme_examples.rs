@@ -347,3 +347,25 @@ fn the_example_of_zot_help_serve_is_what_serve_answers() {
     z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }
+
+/// The Python SDK client of docs/mcp.md, run as written (with this build
+/// as `zot`), prints what the page says it prints.
+#[test]
+fn a_python_sdk_client_of_zot_mcp() {
+    let python = std::env::var_os("ZOT_MCP_PYTHON").map(std::path::PathBuf::from).unwrap_or_else(|| Path::new(ROOT).join("target/mcp-venv/bin/python"));
+    let has_sdk = Command::new(&python).args(["-c", "import mcp"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !has_sdk {
+        common::skip("the Python SDK client of docs/mcp.md: no MCP SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)");
+        return;
+    }
+    let t = TempDir::new("readme-sdk");
+    let script = block("import asyncio").join("\n").replace("\"target/debug/zot\"", &format!("{BIN:?}"));
+    let file = t.path().join("client.py");
+    std::fs::write(&file, script).expect("client.py");
+    // The SDK starts the server with HOME and PATH of its own environment:
+    // zot's home goes under this HOME.
+    let out = Command::new(&python).arg(&file).current_dir(ROOT).env("HOME", t.path()).stdin(Stdio::null()).output().expect("python");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let want = block("['weather']").join("\n") + "\n";
+    assert_eq!(printed, want, "{}", String::from_utf8_lossy(&out.stderr));
+}
