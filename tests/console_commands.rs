@@ -94,10 +94,13 @@ fn tools_listings_and_help() {
     {
         assert!(s.lines().iter().any(|l| l.starts_with(&format!("  /{builtin} "))), "no /{builtin} in:\n{}", s.out);
     }
-    s.has_line("  /help         show this help");
+    s.has_line("  /help                  show this help");
     assert!(!s.out.contains("help from a"), "{}", s.out);
     let help = s.index("built-in commands:");
-    assert_eq!(s.lines()[help + 1], "  /help         show this help");
+    assert_eq!(s.lines()[help + 1], "  /help                  show this help");
+    // Each command's arguments beside its name, not in the description.
+    s.has_line("  /tool NAME JSON        call a tool as the model would (intercepts, event, call)");
+    s.has_line("  /key PANEL KEY [TEXT]  press a key in an extension's panel");
     s.has_line("anything else is a prompt that would go to the model");
     // /extensions
     assert!(s

@@ -17,7 +17,13 @@ impl Console {
     pub(super) fn help(&self) {
         let mut s = String::from("built-in commands:\n");
         for (n, d) in BUILTINS {
-            s.push_str(&format!("  /{n:<12} {d}\n"));
+            // The arguments beside the name, as a usage line has them.
+            let (args, what) = match d.split_once(": ") {
+                Some((a, w)) if a.chars().all(|c| c.is_ascii_uppercase() || " []".contains(c)) => (a, w),
+                _ => ("", d),
+            };
+            let head = if args.is_empty() { format!("/{n}") } else { format!("/{n} {args}") };
+            s.push_str(&format!("  {head:<22} {what}\n"));
         }
         s.push_str("extension commands:\n");
         s.push_str(&self.command_lines());

@@ -30,6 +30,7 @@ mod grapheme;
 mod history;
 mod keys;
 mod screen;
+mod search;
 mod winch;
 
 pub use screen::{term_size, Screen};
@@ -38,6 +39,8 @@ use crossbeam_channel::{select, unbounded, Receiver};
 use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
+
+use search::{Search, Step};
 use std::sync::{Arc, Mutex, Once};
 
 use history::History;
@@ -319,6 +322,7 @@ impl Editor {
         let mut recall = self.history.entries.len();
         let mut draft: Vec<char> = Vec::new();
         let mut interrupted = false;
+        let mut search: Option<Search> = None;
         loop {
             let key = match self.key_or(wake) {
                 Some(Ok(key)) => key,
@@ -349,7 +353,44 @@ impl Editor {
                 }
                 continue;
             }
+            if let Some(s) = search.as_mut() {
+                match s.key(key.clone(), &self.history.entries) {
+                    Step::Go => {
+                        let (q, shown) = (s.query.clone(), s.shown(&self.history.entries));
+                        self.screen.edit(|l| {
+                            l.prompt = format!("(history search '{q}'): ");
+                            l.set(shown);
+                        });
+                        continue;
+                    }
+                    Step::Cancel => {
+                        let s = search.take().unwrap_or_default();
+                        self.screen.edit(|l| {
+                            l.prompt = prompt.to_string();
+                            l.set(s.before);
+                        });
+                        continue;
+                    }
+                    Step::Accept => {
+                        let shown = search.take().unwrap_or_default().shown(&self.history.entries);
+                        self.screen.edit(|l| {
+                            l.prompt = prompt.to_string();
+                            l.set(shown);
+                        });
+                    }
+                }
+            }
             match key {
+                Key::Ctrl(b'L') => self.screen.clear(),
+                Key::Ctrl(b'R') => {
+                    let before = self.screen.lock().buf.clone();
+                    let s = search.insert(Search::from(before));
+                    let shown = s.shown(&self.history.entries);
+                    self.screen.edit(|l| {
+                        l.prompt = "(history search ''): ".to_string();
+                        l.set(shown);
+                    });
+                }
                 Key::Enter => {
                     let text: String = self.screen.lock().buf.iter().collect();
                     self.finish("\n");

@@ -94,6 +94,16 @@ impl Screen {
         let _ = out.flush();
     }
 
+    /// Clears the screen (Ctrl-L) and draws what is live again at its top:
+    /// the panel in place, then the prompt and the line.
+    pub(super) fn clear(&self) {
+        let mut line = self.lock();
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(b"\x1b[H\x1b[2J");
+        draw_live(&mut out, &mut line);
+        let _ = out.flush();
+    }
+
     pub(super) fn edit(&self, f: impl FnOnce(&mut Line)) {
         let mut line = self.lock();
         f(&mut line);
