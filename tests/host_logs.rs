@@ -183,3 +183,65 @@ fn an_over_long_stderr_line_is_cut_and_invalid_utf8_is_kept() {
     assert_eq!(lines[cut + 2], "short one");
     host.shutdown();
 }
+
+#[test]
+fn zot_ext_logs_follow_goes_on_across_a_rotation_and_loses_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let t = TempDir::new("logs-follow");
+    let (host, _ev) = start_host(host_config(t.path(), vec![err_ext(t.path(), "told", None)]));
+    host.wait_ready().expect("ready");
+    zot_host::host::flush_logs();
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "logs", "told", "--follow"])
+        .env("ZOT_HOME", t.path().join("home"))
+        .current_dir(t.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zot ext logs -f");
+    let out = follow.stdout.take().expect("stdout");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // 10 MiB: one rotation, while it follows.
+    let counts: Vec<u64> = (0..5)
+        .map(|i| op(&host, "told", json!({"op": "spew", "bytes": 2 * MIB, "tag": format!("f{i}")}))["lines"].as_u64().expect("lines"))
+        .collect();
+    op(&host, "told", json!({"op": "write", "text": "after the rotation"}));
+    assert!(log_path(&t, "told").with_extension("log.1").exists(), "rotated");
+    let mut seen = Vec::new();
+    let end = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        match rx.recv_deadline(end) {
+            Ok(l) if l == "after the rotation" => break,
+            Ok(l) => seen.push(l),
+            Err(e) => {
+                let _ = follow.kill();
+                panic!("no end line ({e}); {} lines, last {:?}", seen.len(), seen.last());
+            }
+        }
+    }
+    let _ = follow.kill();
+    let _ = follow.wait();
+    let rotated = seen.iter().filter(|l| *l == "[zot] log rotated").count();
+    assert_eq!(rotated, 1, "it saw the new log begin");
+    // Every line of every call, once, in order, across the rotation.
+    let mut want = Vec::new();
+    for (i, n) in counts.iter().enumerate() {
+        want.extend((0..*n).map(|j| format!("f{i} {j} ")));
+        want.push(format!("f{i} done"));
+    }
+    let got: Vec<&String> = seen.iter().filter(|l| l.starts_with('f')).collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!(g.starts_with(w.as_str()), "{g:.30} where {w} was due");
+    }
+    host.shutdown();
+}
