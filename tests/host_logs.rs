@@ -245,3 +245,27 @@ fn zot_ext_logs_follow_goes_on_across_a_rotation_and_loses_nothing() {
     }
     host.shutdown();
 }
+
+#[test]
+fn an_mcp_servers_stderr_before_its_exit_is_in_its_log_before_the_exit_line() {
+    let t = TempDir::new("logs-mcp");
+    let server = json!({"command": "python3", "args": [fixture("mcp_server.py").display().to_string(), "--exit-after-list", "7"]});
+    let conf = t.path().join("mcp.json");
+    std::fs::write(&conf, json!({"mcpServers": {"gone": server}}).to_string()).expect("config");
+    let mut cfg = host_config(t.path(), Vec::new());
+    cfg.mcp_configs = vec![conf];
+    let (host, events) = start_host(cfg);
+    let ev = wait_event(&events, Duration::from_secs(60), |e| match e {
+        HostEvent::Exited { extension, .. } => extension == "gone",
+        HostEvent::LoadFailed { extension, .. } => extension == "gone",
+        _ => false,
+    });
+    assert!(ev.is_some(), "its exit is reported");
+    zot_host::host::flush_logs();
+    let log = std::fs::read_to_string(t.path().join("home/logs/mcp-gone.log")).expect("its log");
+    let lines: Vec<&str> = log.lines().collect();
+    let said = lines.iter().position(|l| *l == "fixture: exiting after the listing").unwrap_or_else(|| panic!("{log}"));
+    let exit = lines.iter().position(|l| l.starts_with("[zot] ") && l.contains("exit code 7")).unwrap_or_else(|| panic!("{log}"));
+    assert!(said < exit, "{log}");
+    host.shutdown();
+}
