@@ -285,6 +285,28 @@ mod tests {
     }
 
     #[test]
+    fn a_log_past_its_limit_is_renamed_once_even_by_two_writers() {
+        let dir = std::env::temp_dir().join(format!("zot-log-rotate-{}", std::process::id()));
+        let path = dir.join("ext-r.log");
+        let (a, b) = (Log::open_limited(&path, 100).unwrap(), Log::open_limited(&path, 100).unwrap());
+        a.append(vec![b'a'; 150]);
+        a.append(b"a after\n".to_vec());
+        flush();
+        let old = dir.join("ext-r.log.1");
+        assert_eq!(std::fs::read(&old).unwrap().len(), 150, "the full log is kept as .1");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[zot] log rotated\na after\n");
+        // `b` still writes to the old file until its own count passes the
+        // limit; then it finds the new log at the path and goes on there,
+        // without a second rotation.
+        b.append(vec![b'b'; 120]);
+        b.append(b"b after\n".to_vec());
+        flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[zot] log rotated\na after\nb after\n");
+        assert_eq!(std::fs::read(&old).unwrap().len(), 270);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn utc_times() {
         use std::time::{Duration, UNIX_EPOCH};
         let at = |secs: u64, ms: u64| utc(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(ms));
