@@ -137,10 +137,11 @@ impl Cancel {
     }
 }
 
-/// A non-blocking pipe read end, buffered, whose reads wait for data or
-/// the token, and that hands on the child's stderr (`side`) whenever it
-/// reads or waits, so that one thread reads both. Its own buffer rather than a `BufReader` around a `Read`:
-/// std zero-fills a `BufReader`'s whole buffer for a reader that is not a
+/// A non-blocking pipe read end (stdout), buffered, whose reads wait for
+/// data or the token, and that hands on the child's stderr (`side`)
+/// before every read and whenever it is readable during a wait, so that
+/// one thread reads both. Its own buffer rather than a `BufReader` around
+/// a `Read`: std zero-fills a `BufReader`'s whole buffer for a reader that is not a
 /// `File`, which would make each of its 64 KiB resident (12.5 MiB at 200
 /// extensions); this reads into the spare capacity instead, and only what
 /// arrives is ever touched.
@@ -151,7 +152,7 @@ pub(super) struct CancellableRead {
     pos: usize,
     /// Bytes read since the token fired.
     late: usize,
-    side: Option<Stderr>,
+    side: Stderr,
 }
 
 /// What is still read once the token fired: what the process wrote before
@@ -159,7 +160,7 @@ pub(super) struct CancellableRead {
 pub(super) const LATE_LIMIT: usize = 1 << 20;
 
 impl CancellableRead {
-    pub(super) fn new(file: File, cancel: Cancel, capacity: usize, side: Option<Stderr>) -> CancellableRead {
+    pub(super) fn new(file: File, cancel: Cancel, capacity: usize, side: Stderr) -> CancellableRead {
         CancellableRead { file, cancel, buf: Vec::with_capacity(capacity), pos: 0, late: 0, side }
     }
 
@@ -184,9 +185,7 @@ impl io::BufRead for CancellableRead {
                 }
                 // What the child wrote to stderr before this goes to the
                 // log before what this read brings is acted on.
-                if let Some(side) = &self.side {
-                    side.pump(TURN);
-                }
+                self.side.pump(TURN);
                 let spare = self.buf.spare_capacity_mut();
                 // SAFETY: reads at most the spare capacity into it; the
                 // length is set to exactly what the kernel wrote.
@@ -203,7 +202,7 @@ impl io::BufRead for CancellableRead {
                 match e.kind() {
                     io::ErrorKind::WouldBlock if fired => return Err(io::Error::other(Cancelled)),
                     // Fired meanwhile: one more read takes what came before.
-                    io::ErrorKind::WouldBlock => match self.cancel.wait_with(self.file.as_raw_fd(), self.side.as_ref().map_or(-1, Stderr::poll_fd), libc::POLLIN) {
+                    io::ErrorKind::WouldBlock => match self.cancel.wait_with(self.file.as_raw_fd(), self.side.poll_fd(), libc::POLLIN) {
                         Err(e) if is_cancelled(&e) => {}
                         r => r?,
                     },

@@ -1,11 +1,12 @@
 //! One extension process, for the host and for `zot ext check` alike:
 //! spawning it in its own process group with its stderr a pipe, the reader
 //! thread (stdout lines → frames for the host, or the lines as they are
-//! for the check; stderr lines → the log, [`stderr`]), the writer thread (bounded queue → stdin, for
-//! what the sender's own non-blocking writes leave; or one blocking write
-//! at a time that reports its error, for the check), its exit seen without
-//! reaping by the one reaper of the process ([`reaper`]), and signals to
-//! its group. The group is signalled only while the process is unreaped:
+//! for the check; stderr lines → the log, [`stderr`]), the writer thread
+//! (bounded queue → stdin, for what the sender's own non-blocking writes
+//! leave; or one blocking write at a time that reports its error, for the
+//! check), its exit seen without reaping by the one reaper of the process
+//! ([`reaper`]), which drains stderr before telling it, and signals to its
+//! group. The group is signalled only while the process is unreaped:
 //! its zombie pins the group id, which after the reap may belong to
 //! someone else. Neither thread outlives the process ([`cancel`]), and a
 //! `Child` dropped unreaped kills its group and leaves the reap to the
@@ -362,7 +363,7 @@ impl Child {
         let (tx, w) = (inbox, wrap);
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
-        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024, Some(stderr.clone()));
+        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024, stderr.clone());
         let rdialect = dialect.clone();
         let rcancel = cancel.clone();
         let r = spawn_thread(
