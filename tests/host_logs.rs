@@ -57,6 +57,13 @@ fn an_extension_cannot_truncate_rewrite_or_forge_its_log() {
     let exts = names.iter().map(|n| err_ext(t.path(), n, (*n == "jailed").then(|| json!({})))).collect();
     let (host, _ev) = start_host(host_config(t.path(), exts));
     host.wait_ready().expect("ready");
+    // The control: the same steps on a file it holds open for appending
+    // (as its stderr was the log before) rewrite it from the start.
+    let file = t.path().join("a-file.log");
+    std::fs::write(&file, "the host's line\n").expect("write");
+    let got = op(&host, "plain", json!({"op": "tamper", "path": file.display().to_string(), "text": "forged"}));
+    assert_eq!(got, json!({"truncate": "ok", "append": "ok", "seek": "ok", "write": "ok"}));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "forged\n", "the control rewrote its file");
     for name in &names {
         op(&host, name, json!({"op": "write", "text": format!("{name} before")}));
         let before = read_bytes(&t, name);
