@@ -1,14 +1,24 @@
-//! Extension log files: each child's stderr goes straight into its file,
-//! and the host's own `[zot]` lines and log rotation go through one logger
-//! thread, so the dispatcher never waits for a disk. [`flush`] waits until
-//! every line handed over so far is written (the host calls it when it
-//! stops).
+//! Extension log files, written by the host alone: the host's own `[zot]`
+//! lines and the lines of each child's stderr (read from a pipe by the
+//! child's reader, `crate::child`) all go through one logger thread, in
+//! the order they were handed over, so the dispatcher never waits for a
+//! disk and no child can truncate, rewrite or seek in its log. The logger
+//! rotates a log that passed its limit: renamed to `<path>.1` (replacing
+//! the one before) and a new file begun with `[zot] log rotated`.
+//! [`flush`] waits until every line handed over so far is written (the
+//! host calls it when it stops).
 
 use crossbeam_channel::{bounded, unbounded, Sender};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A log past this many bytes is rotated (docs/protocol.md §1).
+pub const LOG_MAX: u64 = 8 * 1024 * 1024;
+/// The first line of a log begun by a rotation.
+pub const ROTATED: &str = "log rotated";
 
 /// At most this many lines of a child's stderr are shown for a failed start.
 pub const TAIL_LINES: usize = 5;
@@ -23,15 +33,25 @@ pub struct Log(Arc<LogFile>);
 
 #[derive(Debug)]
 struct LogFile {
-    file: File,
+    out: Mutex<Out>,
     path: PathBuf,
     /// The file's length when opened: where this start's lines begin.
     start: u64,
+    /// Rotated past this many bytes (0: never).
+    max: u64,
+    /// Rotated since it was opened: this start's lines begin at 0.
+    rotated: AtomicBool,
+}
+
+/// The open file and its length, as this process wrote it.
+#[derive(Debug)]
+struct Out {
+    file: File,
+    len: u64,
 }
 
 enum Job {
-    Line(Arc<LogFile>, Vec<u8>),
-    Rotate(Arc<LogFile>, u64),
+    Bytes(Arc<LogFile>, Vec<u8>),
     Flush(Sender<()>),
 }
 
@@ -45,10 +65,7 @@ fn logger() -> Option<&'static Sender<Job>> {
             let spawned = std::thread::Builder::new().name("zot-log".into()).stack_size(128 * 1024).spawn(move || {
                 while let Ok(job) = rx.recv() {
                     match job {
-                        Job::Line(f, bytes) => f.write(&bytes),
-                        Job::Rotate(f, max) => {
-                            let _ = f.rotate_if_over(max);
-                        }
+                        Job::Bytes(f, bytes) => f.write(&bytes),
                         Job::Flush(ack) => {
                             let _ = ack.send(());
                         }
@@ -60,7 +77,7 @@ fn logger() -> Option<&'static Sender<Job>> {
         .as_ref()
 }
 
-/// Waits until every log line and rotation handed over so far is done.
+/// Waits until every log line handed over so far is written.
 pub fn flush() {
     let Some(tx) = logger() else { return };
     let (ack, done) = bounded(1);
@@ -70,8 +87,14 @@ pub fn flush() {
 }
 
 impl Log {
-    /// Opens (creating, appending) the log file at `path`.
+    /// Opens (creating, appending) the log file at `path`, rotated past
+    /// [`LOG_MAX`].
     pub fn open(path: &Path) -> io::Result<Log> {
+        Log::open_limited(path, LOG_MAX)
+    }
+
+    /// Opens the log file at `path`, rotated past `max` bytes (0: never).
+    pub fn open_limited(path: &Path, max: u64) -> io::Result<Log> {
         if let Some(dir) = path.parent() {
             // `logs` is the home's own: never a link to elsewhere.
             match dir.parent() {
@@ -81,20 +104,22 @@ impl Log {
         }
         let file = crate::home::open_private(path, std::fs::OpenOptions::new().create(true).append(true))?;
         let start = file.metadata().map_or(0, |m| m.len());
-        Ok(Log(Arc::new(LogFile { file, path: path.to_path_buf(), start })))
+        let out = Mutex::new(Out { file, len: start });
+        Ok(Log(Arc::new(LogFile { out, path: path.to_path_buf(), start, max, rotated: AtomicBool::new(false) })))
     }
 
     /// The last lines the child wrote to its stderr since this log was
     /// opened (its `[zot]` lines left out), to show why a start failed: at
     /// most [`TAIL_LINES`] lines and [`TAIL_BYTES`] bytes, control
     /// characters and escape sequences stripped. A small read, on a
-    /// failure only.
+    /// failure only: it waits for the lines handed over so far ([`flush`]).
     pub fn stderr_tail(&self) -> Vec<String> {
         use std::io::{Read, Seek, SeekFrom};
+        flush();
         let Ok(mut f) = crate::home::open_private(&self.0.path, std::fs::OpenOptions::new().read(true)) else { return Vec::new() };
         let len = f.metadata().map_or(0, |m| m.len());
         // Rotated meanwhile: the file starts over.
-        let start = if len < self.0.start { 0 } else { self.0.start };
+        let start = if len < self.0.start || self.0.rotated.load(Ordering::Acquire) { 0 } else { self.0.start };
         let from = start.max(len.saturating_sub(TAIL_READ));
         let mut buf = Vec::new();
         if f.seek(SeekFrom::Start(from)).is_err() || f.take(TAIL_READ).read_to_end(&mut buf).is_err() {
@@ -133,11 +158,20 @@ impl Log {
     /// Appends one host line, `[zot] ` prefixed, in a single write, on the
     /// logger thread.
     pub fn line(&self, msg: &str) {
-        let bytes = format_line(msg);
+        self.append(format_line(msg));
+    }
+
+    /// Appends `bytes` (whole lines) as they are, in one write, on the
+    /// logger thread: after every line handed over before, before every
+    /// line handed over after.
+    pub fn append(&self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
         match logger() {
             Some(tx) => {
-                if let Err(e) = tx.send(Job::Line(self.0.clone(), bytes)) {
-                    if let Job::Line(f, bytes) = e.into_inner() {
+                if let Err(e) = tx.send(Job::Bytes(self.0.clone(), bytes)) {
+                    if let Job::Bytes(f, bytes) = e.into_inner() {
                         f.write(&bytes);
                     }
                 }
@@ -145,60 +179,53 @@ impl Log {
             None => self.0.write(&bytes),
         }
     }
-
-    /// When the file is over `max` bytes, it is copied to `<path>.1` and
-    /// truncated in place, on the logger thread.
-    pub fn rotate_later(&self, max: u64) {
-        match logger() {
-            Some(tx) => {
-                let _ = tx.send(Job::Rotate(self.0.clone(), max));
-            }
-            None => {
-                let _ = self.0.rotate_if_over(max);
-            }
-        }
-    }
-
-    /// The file, for a child's stderr.
-    pub fn file(&self) -> &File {
-        &self.0.file
-    }
 }
 
 impl LogFile {
+    /// Writes `bytes` at the end of the log, rotating it first when it is
+    /// past its limit.
     fn write(&self, bytes: &[u8]) {
-        let _ = (&self.file).write_all(bytes);
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if self.max > 0 && out.len >= self.max {
+            if let Err(e) = self.rotate(&mut out) {
+                let note = format_line(&format!("could not rotate this log past {} bytes: {e}", self.max));
+                let _ = (&out.file).write_all(&note);
+                out.len += note.len() as u64;
+            }
+        }
+        if (&out.file).write_all(bytes).is_ok() {
+            out.len += bytes.len() as u64;
+        }
     }
 
-    /// The child keeps writing through its own append-mode descriptor,
-    /// which continues at the new end; lines it writes between the copy and
-    /// the truncation are lost. The copy is written beside `<path>.1` and
-    /// renamed over it, so `<path>.1` is always a whole earlier log.
-    fn rotate_if_over(&self, max: u64) -> io::Result<bool> {
-        if self.file.metadata()?.len() <= max {
-            return Ok(false);
+    /// Renames the log to `<path>.1`, replacing the one before, and begins
+    /// a new one at `path` whose first line says so. A log that is not at
+    /// `path` any more (another process rotated it) is not renamed again:
+    /// the file at `path` is opened instead, and rotated if it too is past
+    /// the limit. Renaming moves a link put at `<path>.1` rather than
+    /// writing through it; the new file is made afresh ([`crate::home::open_private`]).
+    fn rotate(&self, out: &mut Out) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = || crate::home::open_private(&self.path, std::fs::OpenOptions::new().create(true).append(true));
+        self.rotated.store(true, Ordering::Release);
+        let ours = out.file.metadata()?;
+        let here = std::fs::symlink_metadata(&self.path).ok();
+        if !here.is_some_and(|m| m.dev() == ours.dev() && m.ino() == ours.ino()) {
+            let file = open()?;
+            let len = file.metadata()?.len();
+            *out = Out { file, len };
+            if len < self.max {
+                return Ok(());
+            }
         }
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
-        let mut partial = old.clone();
-        partial.push(".partial");
-        // The copy is read from the log itself and written to a file made
-        // afresh: a link put at either path is never written through.
-        let copy = || -> io::Result<()> {
-            let _ = std::fs::remove_file(&partial);
-            let mut to = crate::home::open_private(Path::new(&partial), std::fs::OpenOptions::new().write(true).create_new(true))?;
-            let mut from = crate::home::open_private(&self.path, std::fs::OpenOptions::new().read(true))?;
-            io::copy(&mut from, &mut to)?;
-            std::fs::rename(&partial, &old)
-        };
-        if let Err(e) = copy() {
-            let _ = std::fs::remove_file(&partial);
-            return Err(e);
-        }
-        self.file.set_len(0)?;
-        let note = format!("log rotated past {max} bytes; older lines are in {}", Path::new(&old).display());
-        self.write(&format_line(&note));
-        Ok(true)
+        std::fs::rename(&self.path, &old)?;
+        let file = open()?;
+        let note = format_line(ROTATED);
+        (&file).write_all(&note)?;
+        *out = Out { file, len: note.len() as u64 };
+        Ok(())
     }
 }
 
@@ -223,7 +250,7 @@ pub fn utc(now: std::time::SystemTime) -> String {
 }
 
 /// `[zot] msg\n`, one line whatever the message holds.
-fn format_line(msg: &str) -> Vec<u8> {
+pub fn format_line(msg: &str) -> Vec<u8> {
     let mut buf = Vec::with_capacity(msg.len() + 8);
     buf.extend_from_slice(b"[zot] ");
     for c in msg.chars() {
@@ -254,6 +281,28 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 100);
         assert!(text.starts_with("[zot] line 0\\nwith a newline\n"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_log_past_its_limit_is_renamed_once_even_by_two_writers() {
+        let dir = std::env::temp_dir().join(format!("zot-log-rotate-{}", std::process::id()));
+        let path = dir.join("ext-r.log");
+        let (a, b) = (Log::open_limited(&path, 100).unwrap(), Log::open_limited(&path, 100).unwrap());
+        a.append(vec![b'a'; 150]);
+        a.append(b"a after\n".to_vec());
+        flush();
+        let old = dir.join("ext-r.log.1");
+        assert_eq!(std::fs::read(&old).unwrap().len(), 150, "the full log is kept as .1");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[zot] log rotated\na after\n");
+        // `b` still writes to the old file until its own count passes the
+        // limit; then it finds the new log at the path and goes on there,
+        // without a second rotation.
+        b.append(vec![b'b'; 120]);
+        b.append(b"b after\n".to_vec());
+        flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[zot] log rotated\na after\nb after\n");
+        assert_eq!(std::fs::read(&old).unwrap().len(), 270);
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -280,10 +280,10 @@ fn extensions_see_only_stdin_stdout_and_stderr() {
             let fds: BTreeMap<String, String> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
             let keys: Vec<&str> = fds.keys().map(String::as_str).collect();
             assert_eq!(keys, ["0", "1", "2"], "extension {n} (serve: {serve}) has fds {fds:?}");
-            assert!(fds["0"].starts_with("pipe:") && fds["1"].starts_with("pipe:"), "{n}: {fds:?}");
-            assert!(fds["2"].ends_with(&format!("ext-{n}.log")), "{n}: stderr is {}", fds["2"]);
+            // Stderr too is a pipe: the host alone writes the log.
+            assert!(fds.values().all(|f| f.starts_with("pipe:")), "{n}: {fds:?}");
             // Each extension has pipes of its own.
-            assert!(pipes.insert(fds["0"].clone()) && pipes.insert(fds["1"].clone()), "{n} shares a pipe: {fds:?}");
+            assert!(fds.values().all(|f| pipes.insert(f.clone())), "{n} shares a pipe: {fds:?}");
         }
         z.close_stdin();
         assert_eq!(z.exit_code(STOP_WAIT), 0, "{}", z.context());

@@ -549,12 +549,15 @@ impl<'a> Session<'a> {
     }
 
     fn stderr(&mut self, sandbox: &Sandbox) {
+        // Its stderr reaches the file through the host's logger thread;
+        // the file's `[zot]` lines (a rotation, a line cut) are not its own.
+        crate::log::flush();
         let Ok(bytes) = fs::read(sandbox.stderr_path()) else { return };
         if bytes.is_empty() {
             return;
         }
         let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("[zot] ")).collect();
         if lines.is_empty() {
             return;
         }

@@ -4,6 +4,7 @@
 //! with stdin and its queue, so that neither outlives the process even
 //! when a descendant holds the pipes open.
 
+use super::stderr::{Stderr, TURN};
 use crossbeam_channel::{Receiver, Sender};
 use std::fs::File;
 use std::io::{self, Read};
@@ -105,13 +106,20 @@ impl Cancel {
     /// Waits until `fd` is ready for `events` or the token is fired (then
     /// [`Cancelled`]).
     pub(super) fn wait(&self, fd: RawFd, events: libc::c_short) -> io::Result<()> {
+        self.wait_with(fd, -1, events)
+    }
+
+    /// As [`Cancel::wait`], returning as well once `side` (-1: none) is
+    /// readable.
+    pub(super) fn wait_with(&self, fd: RawFd, side: RawFd, events: libc::c_short) -> io::Result<()> {
         loop {
             let mut pfds = [
                 libc::pollfd { fd, events, revents: 0 },
                 libc::pollfd { fd: self.0.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: side, events: libc::POLLIN, revents: 0 },
             ];
-            // SAFETY: two valid pollfds of our own.
-            let r = unsafe { libc::poll(pfds.as_mut_ptr(), 2, -1) };
+            // SAFETY: three pollfds of our own (poll skips a negative fd).
+            let r = unsafe { libc::poll(pfds.as_mut_ptr(), 3, -1) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -122,16 +130,18 @@ impl Cancel {
             if pfds[1].revents != 0 || self.fired() {
                 return Err(io::Error::other(Cancelled));
             }
-            if pfds[0].revents != 0 {
+            if pfds[0].revents != 0 || pfds[2].revents != 0 {
                 return Ok(());
             }
         }
     }
 }
 
-/// A non-blocking pipe read end, buffered, whose reads wait for data or
-/// the token. Its own buffer rather than a `BufReader` around a `Read`:
-/// std zero-fills a `BufReader`'s whole buffer for a reader that is not a
+/// A non-blocking pipe read end (stdout), buffered, whose reads wait for
+/// data or the token, and that hands on the child's stderr (`side`)
+/// before every read and whenever it is readable during a wait, so that
+/// one thread reads both. Its own buffer rather than a `BufReader` around
+/// a `Read`: std zero-fills a `BufReader`'s whole buffer for a reader that is not a
 /// `File`, which would make each of its 64 KiB resident (12.5 MiB at 200
 /// extensions); this reads into the spare capacity instead, and only what
 /// arrives is ever touched.
@@ -142,15 +152,16 @@ pub(super) struct CancellableRead {
     pos: usize,
     /// Bytes read since the token fired.
     late: usize,
+    side: Stderr,
 }
 
 /// What is still read once the token fired: what the process wrote before
 /// it went, not a descendant's endless stream.
-const LATE_LIMIT: usize = 1 << 20;
+pub(super) const LATE_LIMIT: usize = 1 << 20;
 
 impl CancellableRead {
-    pub(super) fn new(file: File, cancel: Cancel, capacity: usize) -> CancellableRead {
-        CancellableRead { file, cancel, buf: Vec::with_capacity(capacity), pos: 0, late: 0 }
+    pub(super) fn new(file: File, cancel: Cancel, capacity: usize, side: Stderr) -> CancellableRead {
+        CancellableRead { file, cancel, buf: Vec::with_capacity(capacity), pos: 0, late: 0, side }
     }
 
     /// What is read and not consumed yet.
@@ -172,6 +183,9 @@ impl io::BufRead for CancellableRead {
                 if fired && self.late >= LATE_LIMIT {
                     return Err(io::Error::other(Cancelled));
                 }
+                // What the child wrote to stderr before this goes to the
+                // log before what this read brings is acted on.
+                self.side.pump(TURN);
                 let spare = self.buf.spare_capacity_mut();
                 // SAFETY: reads at most the spare capacity into it; the
                 // length is set to exactly what the kernel wrote.
@@ -188,7 +202,7 @@ impl io::BufRead for CancellableRead {
                 match e.kind() {
                     io::ErrorKind::WouldBlock if fired => return Err(io::Error::other(Cancelled)),
                     // Fired meanwhile: one more read takes what came before.
-                    io::ErrorKind::WouldBlock => match self.cancel.wait(self.file.as_raw_fd(), libc::POLLIN) {
+                    io::ErrorKind::WouldBlock => match self.cancel.wait_with(self.file.as_raw_fd(), self.side.poll_fd(), libc::POLLIN) {
                         Err(e) if is_cancelled(&e) => {}
                         r => r?,
                     },

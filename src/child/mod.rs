@@ -1,11 +1,12 @@
 //! One extension process, for the host and for `zot ext check` alike:
-//! spawning it in its own process group with its stderr in the log file,
-//! the reader thread (stdout lines → frames for the host, or the lines as
-//! they are for the check), the writer thread (bounded queue → stdin, for
-//! what the sender's own non-blocking writes leave; or one blocking write
-//! at a time that reports its error, for the check), its exit seen without
-//! reaping by the one reaper of the process ([`reaper`]), and signals to
-//! its group. The group is signalled only while the process is unreaped:
+//! spawning it in its own process group with its stderr a pipe, the reader
+//! thread (stdout lines → frames for the host, or the lines as they are
+//! for the check; stderr lines → the log, [`stderr`]), the writer thread
+//! (bounded queue → stdin, for what the sender's own non-blocking writes
+//! leave; or one blocking write at a time that reports its error, for the
+//! check), its exit seen without reaping by the one reaper of the process
+//! ([`reaper`]), which drains stderr before telling it, and signals to its
+//! group. The group is signalled only while the process is unreaped:
 //! its zombie pins the group id, which after the reap may belong to
 //! someone else. Neither thread outlives the process ([`cancel`]), and a
 //! `Child` dropped unreaped kills its group and leaves the reap to the
@@ -311,9 +312,23 @@ impl Child {
             Some(j) => spawn::confined_env(j, &marker, env),
             None => child_env(&marker, env),
         };
-        let Started { pid, stdin, stdout } = start_process(manifest, exec, &env, log, jail).inspect_err(|_| reaper::forget(lineage))?;
-        let (tx, w) = (inbox.clone(), wrap.clone());
-        if let Err(e) = reaper::watch(pid, lineage, Box::new(move |status| drop(tx.send(w(ChildMsg::Exited(status)))))) {
+        let Started { pid, stdin, stdout, stderr } = start_process(manifest, exec, &env, jail).inspect_err(|_| reaper::forget(lineage))?;
+        // Non-blocking before the exit can be seen: the reaper drains it then.
+        if let Err(e) = set_nonblocking(stderr.as_raw_fd()) {
+            kill_group(pid, libc::SIGKILL);
+            reaper::forget(lineage);
+            reaper::reap_unwatched(pid);
+            return Err(e);
+        }
+        let stderr = Stderr::new(stderr, log.clone());
+        let (tx, w, err) = (inbox.clone(), wrap.clone(), stderr.clone());
+        // Everything the process wrote to stderr is in the log before its
+        // exit is reported (and so before the host's exit line).
+        let told = move |status| {
+            err.at_exit();
+            drop(tx.send(w(ChildMsg::Exited(status))));
+        };
+        if let Err(e) = reaper::watch(pid, lineage, Box::new(told)) {
             kill_group(pid, libc::SIGKILL);
             reaper::forget(lineage);
             reaper::reap_unwatched(pid);
@@ -351,8 +366,9 @@ impl Child {
         let (tx, w) = (inbox, wrap);
         let rlog = log.clone();
         let rtap = tap.as_ref().map(Tap::for_reader);
-        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024);
+        let stdout = CancellableRead::new(stdout, cancel.clone(), 64 * 1024, stderr.clone());
         let rdialect = dialect.clone();
+        let rcancel = cancel.clone();
         let r = spawn_thread(
             "r",
             Box::new(move || {
@@ -373,6 +389,8 @@ impl Child {
                     rlog.line("the stdout reader failed; treating it as the end of stdout");
                     let _ = tx.send(w(ChildMsg::Eof));
                 }
+                // Stdout ended; stderr is read until its last holder closes it.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stderr.read_to_end(&rcancel)));
             }),
         );
         if let Err(e) = r {
@@ -603,7 +621,9 @@ mod procfs;
 mod read;
 mod reaper;
 mod spawn;
+mod stderr;
 use cancel::{set_nonblocking, Cancel, CancellableRead};
+use stderr::Stderr;
 pub use read::preview;
 pub use reaper::INSTANCE_VAR;
 use read::read_loop;

@@ -1,9 +1,8 @@
 //! Starting an extension's process: its environment, its own process
-//! group, stderr to its log, only fds 0-2 across exec and (Linux) the
+//! group, stdin, stdout and stderr pipes, only fds 0-2 across exec and (Linux) the
 //! parent-death signal, with the `clone(CLONE_VM | CLONE_VFORK)` start on a
 //! guard-paged stack; and which threads may start one.
 
-use super::Log;
 #[cfg(not(target_os = "linux"))]
 use super::kill_group;
 use crate::manifest::Manifest;
@@ -14,11 +13,13 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-/// A started extension process: its pid and our ends of its stdin and stdout.
+/// A started extension process: its pid and our ends of its stdin,
+/// stdout and stderr.
 pub(super) struct Started {
     pub pid: u32,
     pub stdin: File,
     pub stdout: File,
+    pub stderr: File,
 }
 
 /// The environment of an extension (docs/protocol.md §1): the host's own, then
@@ -123,13 +124,12 @@ impl Drop for ChildStack {
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
-/// process group, stderr to the log.
+/// process group, its stdin, stdout and stderr pipes.
 #[cfg(not(target_os = "linux"))]
 pub(super) fn start_process(
     manifest: &Manifest,
     exec: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
-    log: &Log,
     _jail: Option<&crate::confine::Jail>,
 ) -> io::Result<Started> {
     may_spawn_here()?;
@@ -143,20 +143,21 @@ pub(super) fn start_process(
         .current_dir(&manifest.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(log.file().try_clone()?))
+        .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
     let pid = child.id();
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
         kill_group(pid, libc::SIGKILL);
         let _ = child.wait();
         return Err(io::Error::other("child pipes missing"));
     };
-    Ok(Started { pid, stdin: File::from(OwnedFd::from(stdin)), stdout: File::from(OwnedFd::from(stdout)) })
+    let file = |fd: OwnedFd| File::from(fd);
+    Ok(Started { pid, stdin: file(stdin.into()), stdout: file(stdout.into()), stderr: file(stderr.into()) })
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
-/// process group, stderr to the log, with SIGKILL as its parent-death
+/// process group, its stdin, stdout and stderr pipes, with SIGKILL as its parent-death
 /// signal, and with only fds 0, 1 and 2 crossing exec.
 ///
 /// `std::process::Command` can only set the parent-death signal in a
@@ -177,7 +178,6 @@ pub(super) fn start_process(
     manifest: &Manifest,
     exec: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
-    log: &Log,
     jail: Option<&crate::confine::Jail>,
 ) -> io::Result<Started> {
     may_spawn_here()?;
@@ -287,12 +287,13 @@ pub(super) fn start_process(
     };
     let (in_r, in_w) = pipe()?;
     let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
     let plan = Plan {
         argv: nul_terminated(&args),
         envp: nul_terminated(&env),
         path,
         dir: cstr(manifest.dir.as_os_str().as_bytes())?,
-        fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), log.file().as_raw_fd()],
+        fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
         parent: std::process::id() as libc::pid_t,
         // SAFETY: sysconf only reads a limit.
         // The real limit: close_range is missing only on kernels before 5.11.
@@ -335,6 +336,6 @@ pub(super) fn start_process(
             return Err(io::Error::from_raw_os_error(errno));
         }
     }
-    drop((in_r, out_w));
-    Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r) })
+    drop((in_r, out_w, err_w));
+    Ok(Started { pid: pid as u32, stdin: File::from(in_w), stdout: File::from(out_r), stderr: File::from(err_r) })
 }

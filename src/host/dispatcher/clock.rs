@@ -56,7 +56,7 @@ mod tests {
         let mut c = Clock::new();
         let now = Instant::now();
         let later = now + Duration::from_secs(60);
-        c.at(later, Timer::LogCheck(1));
+        c.at(later, Timer::LoadGrace(3));
         c.at(now, Timer::LoadGrace(2));
         c.at(now, Timer::LoadGrace(1));
         assert_eq!(c.next_due(), Some(now));
@@ -64,7 +64,7 @@ mod tests {
         assert_eq!(c.due(now), Some(Timer::LoadGrace(1)));
         assert_eq!(c.due(now), None, "the last one is not due yet");
         assert_eq!(c.next_due(), Some(later));
-        assert_eq!(c.due(later), Some(Timer::LogCheck(1)));
+        assert_eq!(c.due(later), Some(Timer::LoadGrace(3)));
         assert_eq!(c.next_due(), None);
     }
 
@@ -72,7 +72,7 @@ mod tests {
     fn ids_are_never_given_twice() {
         let mut c = Clock::new();
         let a = c.next();
-        c.at(Instant::now(), Timer::LogCheck(0));
+        c.at(Instant::now(), Timer::LoadGrace(0));
         let b = c.next();
         assert!(a >= 1 && b > a + 1, "{a} {b}: a timer takes an id too");
     }

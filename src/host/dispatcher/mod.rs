@@ -94,9 +94,6 @@ pub const PANEL_KEYS: [&str; 14] = [
 /// in flight are failed without it.
 const EOF_GRACE: Duration = Duration::from_millis(50);
 
-/// How often log sizes are checked against the rotation limit.
-const LOG_CHECK: Duration = Duration::from_secs(1);
-
 /// Inbox messages handled at most before frames gathered for children are
 /// written even though more messages wait: a busy inbox (a chatty
 /// extension) must not hold back another extension's call.
@@ -187,7 +184,6 @@ enum Timer {
     Hello(ExtId),
     ReadyIdle(ExtId),
     LoadGrace(u64),
-    LogCheck(u64),
     /// Stdout closed; the exit status has had its moment to arrive.
     Eof(ExtId),
     /// The exit was seen; stdout (held by a grandchild) has had its
@@ -420,7 +416,6 @@ impl Dispatcher {
             self.start_ext(slot);
         }
         self.at(after(self.cfg.timeouts.ready_grace), Timer::LoadGrace(gen));
-        self.at(after(LOG_CHECK), Timer::LogCheck(gen));
         self.check_load_done(false);
     }
 
@@ -442,7 +437,7 @@ impl Dispatcher {
             ext.life = Life::Ready;
             return self.emit(HostEvent::ExtensionReady { extension, commands: Vec::new(), tools: Vec::new() });
         }
-        let log = match Log::open(&log_path) {
+        let log = match Log::open_limited(&log_path, self.cfg.limits.log_bytes) {
             Ok(l) => l,
             Err(e) => {
                 let why = format!("cannot open its log file {}: {e}", log_path.display());

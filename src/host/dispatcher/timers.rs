@@ -4,7 +4,7 @@
 //! calls that timed out (ended in `ending.rs`); plus a reply line over the cap, which fails its
 //! call at once.
 
-use super::{CallKind, Dispatcher, ExtId, LOG_CHECK, Life, Phase, Timer, after, respond};
+use super::{CallKind, Dispatcher, ExtId, Life, Timer, respond};
 use super::calls::ToolStage;
 use crate::host::HostError;
 use std::time::Instant;
@@ -55,16 +55,6 @@ impl Dispatcher {
                         self.end_process(slot);
                     }
                 }
-            }
-            Timer::LogCheck(gen) => {
-                if !self.load.is_current(gen) || self.load.phase == Phase::Done {
-                    return;
-                }
-                let max = self.cfg.limits.log_bytes;
-                for log in self.exts.iter().filter_map(|e| e.log.as_ref()) {
-                    log.rotate_later(max);
-                }
-                self.at(after(LOG_CHECK), Timer::LogCheck(gen));
             }
             Timer::EofKill(id) => {
                 let Some(slot) = ext_timer(self, id) else { return };

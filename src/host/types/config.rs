@@ -92,8 +92,8 @@ pub struct Limits {
     pub notes_burst: u32,
     /// Sustained spontaneous frames forwarded per second.
     pub notes_per_sec: u32,
-    /// A log file past this size is copied to `ext-<name>.log.1` and
-    /// truncated.
+    /// A log file past this size is renamed to `ext-<name>.log.1` and a
+    /// new one begun (docs/protocol.md §1); 0: never.
     pub log_bytes: u64,
 }
 
@@ -110,7 +110,7 @@ impl Default for Limits {
             panel_lines: 1000,
             notes_burst: 200,
             notes_per_sec: 100,
-            log_bytes: 10 * 1024 * 1024,
+            log_bytes: crate::log::LOG_MAX,
         }
     }
 }
