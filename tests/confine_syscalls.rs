@@ -225,67 +225,75 @@ fn a_confined_process_leads_its_own_session_and_its_descendants_end_with_it() {
     assert!(gone, "still running: {:?}", [jailed, sleeper, daemon].map(|p| (p, common::process_alive(p))));
 }
 
-/// `zot serve` with `exts`, a session leader whose controlling terminal
-/// is a fresh pty (as a shell starts it); the test holds the master side.
-struct OnTerminal {
+/// `zot serve` with `exts`, run by `cmd` (the `zot` binary, or `setpriv`
+/// running it), its probe tools called one at a time; on a terminal, a
+/// session leader whose controlling terminal is a fresh pty (as a shell
+/// starts it), whose master side the test holds.
+struct Serve {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     stdout: std::io::BufReader<std::process::ChildStdout>,
-    master: std::fs::File,
+    master: Option<std::fs::File>,
     next: u64,
 }
 
-impl OnTerminal {
-    fn start(t: &TempDir, exts: &[&PathBuf]) -> OnTerminal {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+impl Serve {
+    fn start(mut cmd: std::process::Command, home: &Path, exts: &[&PathBuf], on_terminal: bool) -> Serve {
+        use std::os::fd::{FromRawFd, OwnedFd};
         use std::os::unix::process::CommandExt;
-        use std::process::{Command, Stdio};
-        let (mut m, mut s) = (0, 0);
-        // SAFETY: openpty fills two descriptors.
-        let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: fresh descriptors, owned from here on; the master stays ours alone.
-        let (master, slave) = unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-        // SAFETY: marks our own descriptor.
-        unsafe { libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC) };
-        let tty = slave.as_raw_fd();
+        use std::process::Stdio;
         let mut args = zot_proc::strings(&["serve", "--cwd"]);
-        args.push(t.path().display().to_string());
+        args.push(home.display().to_string());
         args.extend(zot_proc::strings(&zot_proc::FAST));
         args.extend(zot_proc::strings(&["--tool-timeout", "60", "--no-ext"]));
         for e in exts {
             args.extend(["--ext".to_string(), e.display().to_string()]);
         }
-        let mut cmd = Command::new(zot_proc::BIN);
-        // SAFETY: setsid and ioctl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setsid() < 0 || libc::ioctl(tty, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        let (mut master, mut slave) = (None, None);
+        if on_terminal {
+            let (mut m, mut s) = (0, 0);
+            // SAFETY: openpty fills two descriptors.
+            let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+            assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+            // SAFETY: fresh descriptors, owned from here on; the master
+            // stays ours alone.
+            unsafe {
+                libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC);
+                (master, slave) = (Some(std::fs::File::from_raw_fd(m)), Some(OwnedFd::from_raw_fd(s)));
+            }
+            let tty = s;
+            // SAFETY: setsid and ioctl are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setsid() < 0 || libc::ioctl(tty, libc::TIOCSCTTY, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         let mut child = cmd
             .args(&args)
-            .env("ZOT_HOME", t.path().join("zot-home"))
-            .current_dir(t.path())
+            .env("HOME", home)
+            .env("ZOT_HOME", home.join("zot-home"))
+            .current_dir(home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn zot");
+        // Only zot (and what it starts) holds the terminal now.
         drop(slave);
         let stdin = child.stdin.take().expect("stdin");
         let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        OnTerminal { child, stdin, stdout, master, next: 0 }
+        Serve { child, stdin, stdout, master, next: 0 }
     }
 
-    /// The text of `{name}_probe`'s answer to `op`.
-    fn probe(&mut self, name: &str, op: &str) -> String {
+    /// The text of `{name}_probe`'s answer to `op` with `arg`.
+    fn probe(&mut self, name: &str, op: &str, arg: impl Into<Value>) -> String {
         use std::io::{BufRead, Write};
         self.next += 1;
-        let req = json!({"id": self.next, "type": "tool", "name": format!("{name}_probe"), "args": {"op": op, "arg": ""}});
+        let req = json!({"id": self.next, "type": "tool", "name": format!("{name}_probe"), "args": {"op": op, "arg": arg.into()}});
         writeln!(self.stdin, "{req}").expect("write");
         let mut line = String::new();
         loop {
@@ -301,11 +309,11 @@ impl OnTerminal {
     /// Types `text` on the terminal, as the user would.
     fn type_in(&mut self, text: &str) {
         use std::io::Write;
-        self.master.write_all(text.as_bytes()).expect("type");
+        self.master.as_mut().expect("on a terminal").write_all(text.as_bytes()).expect("type");
     }
 
     fn finish(self) {
-        let OnTerminal { mut child, stdin, master, .. } = self;
+        let Serve { mut child, stdin, master, .. } = self;
         drop(stdin);
         let _ = child.wait();
         drop(master);
@@ -317,14 +325,56 @@ fn a_confined_extension_has_no_terminal_to_take_or_read() {
     need_landlock!();
     let t = TempDir::new("confine-tty");
     let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
-    let mut z = OnTerminal::start(&t, &[&open, &jailed]);
+    let mut z = Serve::start(std::process::Command::new(zot_proc::BIN), t.path(), &[&open, &jailed], true);
     // What the user types next, meant for their shell.
     z.type_in("my password\n");
-    assert_eq!(z.probe("jailed", "tty"), "errno 6", "/dev/tty answers ENXIO");
-    assert_eq!(z.probe("jailed", "take_tty"), "errno 6");
+    assert_eq!(z.probe("jailed", "tty", ""), "errno 6", "/dev/tty answers ENXIO");
+    assert_eq!(z.probe("jailed", "take_tty", ""), "errno 6");
     // The control, in the host's session: it opens the terminal, takes
     // its foreground (TIOCSPGRP) and reads what the user typed.
-    assert_eq!(z.probe("open", "tty"), "ok None");
-    assert_eq!(z.probe("open", "take_tty"), "ok my password");
+    assert_eq!(z.probe("open", "tty", ""), "ok None");
+    assert_eq!(z.probe("open", "take_tty", ""), "ok my password");
+    z.finish();
+}
+
+#[test]
+fn as_an_ordinary_user_it_creates_no_user_namespace_and_sets_no_limit_of_the_host() {
+    need_landlock!();
+    if !Path::new("/usr/bin/setpriv").exists() {
+        common::skip("setpriv (util-linux) is not installed: no way to run zot as another user");
+        return;
+    }
+    // SAFETY: reads our own ids.
+    let root = unsafe { libc::geteuid() } == 0;
+    let t = TempDir::new("confine-user");
+    let home = t.path().join("u");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let exts = [
+        probe_ext(t.path(), "open", None),
+        probe_ext(t.path(), "jailed", Some(json!({}))),
+        probe_ext(t.path(), "sandboxer", Some(json!({"namespaces": true}))),
+    ];
+    let cmd = if root {
+        // Its home, and so its $ZOT_HOME, is its own.
+        std::os::unix::fs::chown(&home, Some(65534), Some(65534)).expect("chown");
+        let mut c = std::process::Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", zot_proc::BIN]);
+        c
+    } else {
+        std::process::Command::new(zot_proc::BIN)
+    };
+    let mut z = Serve::start(cmd, &home, &exts.iter().collect::<Vec<_>>(), false);
+    let uid = z.probe("open", "status", "Uid");
+    assert!(!uid.starts_with("ok Uid:\t0\t"), "the extension runs as root: {uid}");
+    let host = z.child.id();
+    assert!(z.probe("open", "prlimit", host).starts_with("ok "));
+    assert_eq!(z.probe("jailed", "prlimit", host), "errno 1");
+    let control = z.probe("open", "userns", "");
+    if control == "ok child" {
+        assert_eq!(z.probe("jailed", "userns", ""), "errno 1");
+        assert_eq!(z.probe("sandboxer", "userns", ""), "ok child");
+    } else {
+        common::skip(&format!("this kernel gives an ordinary user no user namespace: {control}"));
+    }
     z.finish();
 }
