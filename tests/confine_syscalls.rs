@@ -225,6 +225,33 @@ fn a_confined_process_leads_its_own_session_and_its_descendants_end_with_it() {
     assert!(gone, "still running: {:?}", [jailed, sleeper, daemon].map(|p| (p, common::process_alive(p))));
 }
 
+#[test]
+fn a_confined_extension_that_crashes_restarts_in_a_new_session_and_its_descendants_end() {
+    need_landlock!();
+    let t = TempDir::new("confine-restart");
+    let dir = probe_ext(t.path(), "jailed", Some(json!({})));
+    let mut m: Value = serde_json::from_slice(&std::fs::read(dir.join("extension.json")).expect("manifest")).expect("json");
+    m["restart"] = json!("on-failure");
+    std::fs::write(dir.join("extension.json"), m.to_string()).expect("write");
+    let h = host(&t, t.path(), vec![dir]);
+    let first = common::ext_info(&h, "jailed").pid.expect("pid");
+    let pid = |r: String| -> u32 { r.strip_prefix("ok ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{r}")) };
+    let (sleeper, daemon) = (pid(run(&h, "jailed", "sleeper", "")), pid(run(&h, "jailed", "daemon", "")));
+    // SAFETY: signals the extension's own process, alive (its child is).
+    unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    let back = common::wait_until(Duration::from_secs(30), || {
+        let i = common::ext_info(&h, "jailed");
+        i.state == zot_host::host::State::Ready && i.pid.is_some_and(|p| p != first)
+    });
+    assert!(back, "not restarted: {:?}", common::ext_info(&h, "jailed"));
+    let gone = common::wait_until(Duration::from_secs(30), || ![sleeper, daemon].iter().any(|&p| common::process_alive(p)));
+    assert!(gone, "the first start's descendants outlived it: {:?}", [sleeper, daemon].map(|p| (p, common::process_alive(p))));
+    let second = common::ext_info(&h, "jailed").pid.expect("pid");
+    assert_eq!(session_of(second), (second, second, 0));
+    assert_eq!(run(&h, "jailed", "status", ""), "ok NoNewPrivs:\t1");
+    h.shutdown();
+}
+
 /// `zot serve` with `exts`, run by `cmd` (the `zot` binary, or `setpriv`
 /// running it), its probe tools called one at a time; on a terminal, a
 /// session leader whose controlling terminal is a fresh pty (as a shell
