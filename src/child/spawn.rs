@@ -1,7 +1,8 @@
 //! Starting an extension's process: its environment, its own process
-//! group (a confined one: its own session), stderr to its log, only fds 0-2 across exec and (Linux) the
-//! parent-death signal, with the `clone(CLONE_VM | CLONE_VFORK)` start on a
-//! guard-paged stack; and which threads may start one.
+//! group (a confined one: its own session), stderr to its log, only fds
+//! 0-2 across exec and (Linux) the parent-death signal, with the
+//! `clone(CLONE_VM | CLONE_VFORK)` start on a guard-paged stack; and which
+//! threads may start one.
 
 use super::Log;
 #[cfg(not(target_os = "linux"))]

@@ -433,7 +433,7 @@ impl Jail {
     pub unsafe fn enter(&self) -> Result<(), libc::c_int> {
         let errno = || *libc::__errno_location();
         let check = |r: libc::c_long| if r < 0 { Err(errno()) } else { Ok(()) };
-        // Its cgroup: joined here, first.
+        // Its cgroup (§9.2) is joined here, before the other steps.
         for (res, v) in self.rlimits {
             if v != libc::RLIM_INFINITY || res == libc::RLIMIT_CORE {
                 check(libc::setrlimit(res, &libc::rlimit { rlim_cur: v, rlim_max: v }) as libc::c_long)?;
