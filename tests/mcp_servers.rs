@@ -319,7 +319,7 @@ fn enabled_and_disabled_tools_filter_what_is_offered() {
     s.shutdown();
     let log = s.log("only");
     assert_eq!(log.matches("ignored unknown fields of its entry").count(), 1, "{log}");
-    assert!(log.contains("mcp.json: alwaysAllow"), "{log}");
+    assert!(log.contains(r#"mcp.json: "alwaysAllow""#), "{log}");
 }
 
 #[test]
