@@ -1,0 +1,193 @@
+//! Remote MCP servers over Streamable HTTP (docs/protocol.md §8.5), against
+//! real servers on 127.0.0.1: the Python SDK fixture
+//! (tests/fixtures/remote_server.py) and npm's server-everything. Their
+//! tools are called through `zot serve` and `zot mcp`; headers from the
+//! environment reach the server and nothing else (log, listings, doctor);
+//! a server restarted under zot loses its session and is initialized
+//! again without a restart. Skipped, saying so, only when the servers
+//! cannot be run (.ci/run installs them).
+#![cfg(feature = "remote")]
+
+mod common;
+#[path = "common/mcp_raw.rs"]
+mod mcp_raw;
+#[path = "common/mcp_serve.rs"]
+mod mcp_serve;
+#[path = "common/remote_peer.rs"]
+mod remote_peer;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::TempDir;
+use mcp_serve::*;
+use remote_peer::Peer;
+use serde_json::{json, Value};
+use zot_proc::{strings, Zot, LINE_WAIT};
+
+const PROBE: &str = "probe-7f3a9c-not-for-logs";
+const TOKEN: &str = "token-55e1b0-not-for-logs";
+
+fn python_peer(t: &TempDir, mode: &str) -> Option<Peer> {
+    match Peer::python(mode, 0, &t.path().join("seen.jsonl")) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            common::skip(&why);
+            None
+        }
+    }
+}
+
+/// `zot ARGS` with the test's home and environment: (code, stdout, stderr).
+fn zot_env(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(zot_proc::BIN);
+    c.args(args).env("ZOT_HOME", t.path().join("zot-home")).current_dir(cwd_of(t)).stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn no_secret(what: &str, text: &str) {
+    assert!(!text.contains(PROBE) && !text.contains(TOKEN), "a header value is in {what}:\n{text}");
+}
+
+#[test]
+fn a_remote_servers_tools_answer_in_serve_and_mcp_and_its_headers_stay_secret() {
+    let t = TempDir::new("remote-http");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let url = peer.url("/mcp");
+    let entry = json!({"web": {"url": url, "headers": {"X-Probe": "${REMOTE_PROBE}"}, "bearerTokenEnvVar": "REMOTE_TOKEN"}});
+    let cfg = write_config(&t.path().join("zot-home"), "mcp.json", entry);
+    let env = [("REMOTE_PROBE", PROBE), ("REMOTE_TOKEN", TOKEN)];
+    let mut s = Serve::start_env(&t, &[], &[], &env);
+    s.note("ready");
+    let r = s.tool("mcp__web__echo", json!({"text": "hi"}));
+    assert_eq!((text(&r).as_str(), &r["is_error"]), ("echo: hi", &json!(false)), "{r}");
+    // A 400 whose body is the JSON-RPC error of that request is its answer.
+    let r = s.tool("mcp__web__refuse", json!({}));
+    assert_eq!((text(&r).as_str(), &r["is_error"]), ("refused by the fixture", &json!(true)), "{r}");
+    let e = s.ext("web");
+    assert_eq!((&e["state"], &e["kind"], &e["transport"], &e["url"], &e["auth"]), (&json!("ready"), &json!("mcp"), &json!("http"), &json!(url), &json!("headers")), "{e}");
+    assert_eq!((&e["pid"], &e["restarts"], &e["protocol_version"]), (&Value::Null, &json!(0), &json!("2025-11-25")), "{e}");
+    let listing = s.ok("list", json!({})).to_string();
+    no_secret("serve's list", &listing);
+    s.shutdown();
+
+    // What reached the server: the headers, the session, and a DELETE at the stop.
+    let seen = peer.requests();
+    let posts: Vec<&Value> = seen.iter().filter(|r| r["method"] == "POST").collect();
+    assert!(posts.len() >= 4, "{seen:?}");
+    for r in &seen {
+        assert_eq!((&r["x-probe"], &r["authorization"]), (&json!(PROBE), &json!(format!("Bearer {TOKEN}"))), "{r}");
+    }
+    assert!(posts[1..].iter().all(|r| r["session"].is_string() && r["version"] == "2025-11-25"), "{posts:?}");
+    assert!(seen.iter().any(|r| r["method"] == "GET"), "no GET stream was opened: {seen:?}");
+    let last = seen.last().unwrap();
+    assert_eq!((&last["method"], &last["session"]), (&json!("DELETE"), &posts[1]["session"]), "{seen:?}");
+
+    let log = s.log("web");
+    assert!(log.contains("session ended (DELETE: HTTP 200)"), "{log}");
+    no_secret("the log", &log);
+
+    // zot mcp: the same tool, through the MCP front end.
+    let mut z = Zot::spawn(t.path(), &strings(&["mcp", "--mcp-config", cfg.to_str().unwrap()]), &env);
+    mcp_raw::initialize(&mut z);
+    let r = mcp_raw::rpc(&mut z, json!(1), "tools/call", json!({"name": "mcp__web__echo", "arguments": {"text": "via mcp"}}));
+    assert_eq!(r["result"]["content"][0]["text"], "echo: via mcp", "{r}\n{}", z.context());
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+    no_secret("zot mcp's output", &z.seen.join("\n"));
+    no_secret("zot mcp's stderr", &z.stderr_text());
+
+    // Listings and doctor name the url, the transport and the kind of auth only.
+    let (code, out, err) = zot_env(&t, &["ext", "list", "--json"], &env);
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == "web").cloned().unwrap();
+    assert_eq!((&row["transport"], &row["url"], &row["auth"]), (&json!("http"), &json!(url), &json!("headers")), "{row}");
+    no_secret("zot ext list --json", &out);
+    let (_, out, err) = zot_env(&t, &["ext", "doctor", "--cwd", cwd_of(&t).to_str().unwrap()], &env);
+    assert!(out.contains(&format!("  remote {url} (http, auth headers)")), "{out}\n{err}");
+    no_secret("zot ext doctor", &format!("{out}{err}"));
+    no_secret("the log after all", &std::fs::read_to_string(t.path().join("zot-home/logs/mcp-web.log")).unwrap());
+}
+
+#[test]
+fn a_server_restarted_under_zot_loses_its_session_and_is_initialized_again() {
+    let t = TempDir::new("remote-renew");
+    let Some(mut peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "before"}))), "echo: before");
+    let port = peer.port;
+    peer.kill();
+    let peer = Peer::python("http", port, &t.path().join("seen.jsonl")).expect("the server starts again on its port");
+    let r = s.tool("mcp__web__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "echo: after", "{r}");
+    let log = s.wait_log("web", "the session is gone (HTTP 404): initializing again");
+    assert!(log.contains("initialized again (not a restart)"), "{log}");
+    let e = s.ext("web");
+    assert_eq!((&e["state"], &e["restarts"]), (&json!("ready"), &json!(0)), "{e}");
+    // The new server's first request was a fresh initialize.
+    let inits = peer.requests().iter().filter(|r| r["body"].as_str().is_some_and(|b| b.contains("\"initialize\""))).count();
+    assert!(inits >= 2, "{:?}", peer.requests());
+    s.shutdown();
+}
+
+#[test]
+fn an_unset_variable_fails_the_server_naming_the_header_and_the_variable() {
+    let t = TempDir::new("remote-unset");
+    let servers = json!({
+        "a": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "${REMOTE_UNSET_7Q}"}},
+        "b": {"url": "http://127.0.0.1:9/mcp", "bearerTokenEnvVar": "REMOTE_UNSET_8Q"},
+        "c": {"url": "http://${REMOTE_UNSET_9Q}/mcp"},
+    });
+    let cfg = write_config(t.path(), "mcp.json", servers);
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    for (name, why) in [
+        ("a", "header X-Key: variable REMOTE_UNSET_7Q is not set"),
+        ("b", "bearerTokenEnvVar: variable REMOTE_UNSET_8Q is not set"),
+        ("c", "url: variable REMOTE_UNSET_9Q is not set"),
+    ] {
+        let e = s.ext(name);
+        assert_eq!((&e["state"], &e["error"]), (&json!("failed"), &json!(why)), "{e}");
+    }
+    s.shutdown();
+}
+
+#[test]
+fn a_refused_connection_fails_the_load_naming_it() {
+    let t = TempDir::new("remote-refused");
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = write_config(t.path(), "mcp.json", json!({"gone": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let e = s.ext("gone");
+    assert_eq!(e["state"], "failed", "{e}");
+    let why = e["error"].as_str().unwrap();
+    assert!(why.starts_with("initialize: network error: ") && why.contains("refused"), "{e}");
+    s.shutdown();
+}
+
+#[test]
+fn server_everything_over_streamable_http() {
+    let t = TempDir::new("remote-everything");
+    let peer = match Peer::everything("streamableHttp") {
+        Ok(p) => p,
+        Err(why) => return common::skip(&why),
+    };
+    let cfg = write_config(t.path(), "mcp.json", json!({"every": {"type": "http", "url": peer.url("/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let r = s.tool("mcp__every__echo", json!({"message": "hello"}));
+    assert!(text(&r).contains("hello"), "{r}");
+    let r = s.tool("mcp__every__get-sum", json!({"a": 2, "b": 3}));
+    assert!(text(&r).contains('5'), "{r}");
+    s.shutdown();
+    let log = s.log("every");
+    assert!(log.contains("session ended (DELETE: HTTP"), "{log}");
+}
