@@ -29,7 +29,11 @@ build:
 # "N passed, N failed, N skipped" (.ci/test-total); on a failure the recipe
 # exits with cargo's status, which make reports ("Error 101") before it
 # exits 2 itself, as make does for any failed recipe.
+# The build without the default features (no remote servers, no HTTP or TLS
+# crates) is built and its unit tests run first, so it cannot rot unseen.
 test:
+	$(CARGO) build --quiet --no-default-features
+	$(CARGO) test --quiet --no-default-features --lib
 	$(CARGO) build --examples --quiet
 	CARGO="$(CARGO)" .ci/test-total
 

@@ -616,7 +616,7 @@ mod tests {
         let r = s.remote.clone().unwrap();
         assert_eq!(r.transport, Transport::Auto);
         assert_eq!((r.shown_url().as_str(), r.transport_name(), r.auth_name()), ("https://${HOST}/mcp", "http", "headers"));
-        assert_eq!(r.variables(), vec!["HOST", "K", "L", "TOK"]);
+        assert_eq!(r.variables(), vec!["HOST", "L", "K", "TOK"]);
         assert_eq!(s.request_timeout, Some(Duration::from_secs(3)));
         if cfg!(feature = "remote") {
             assert_eq!(s.error, None);

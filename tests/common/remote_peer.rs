@@ -38,10 +38,22 @@ pub struct Peer {
 impl Peer {
     /// The Python fixture in `mode` (`http` or `sse`) on `port` (0: any).
     pub fn python(mode: &str, port: u16, seen: &Path) -> Result<Peer, String> {
+        Peer::python_env(mode, port, seen, &[])
+    }
+
+    /// [`Peer::python`] with more environment (REMOTE_TLS_CERT, REMOTE_TLS_KEY).
+    pub fn python_env(mode: &str, port: u16, seen: &Path, env: &[(&str, &Path)]) -> Result<Peer, String> {
         let py = sdk_python()?;
         let mut cmd = Command::new(py);
         cmd.arg(root().join("tests/fixtures/remote_server.py")).arg(mode).arg(port.to_string()).env("REMOTE_SEEN", seen);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         Peer::start(cmd, seen, |line| line.trim().parse().ok())
+    }
+
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
     }
 
     /// `server-everything` in `mode` (`streamableHttp` or `sse`), on a port

@@ -199,15 +199,16 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
         _ => Some(sh.connect_timeout),
     };
     let req = sh.agent.configure_request(req).timeout_global(timeout).build();
-    sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(&e))
+    sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(sh, &e))
 }
 
-/// An error of the client in words that hold no header value.
-pub(super) fn describe(e: &ureq::Error) -> String {
+/// An error of the client in words that hold no header value; a TLS or
+/// certificate error names the server's origin.
+pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
     match e {
         ureq::Error::Io(io) => format!("network error: {io}"),
         ureq::Error::Timeout(t) => format!("no answer in time ({t})"),
-        other => other.to_string(),
+        other => format!("{}: {other}", sh.origin),
     }
 }
 
@@ -282,7 +283,7 @@ fn answered(sh: &Arc<Shared>, resp: Response<Body>, peek: &Peek) {
         match resp.into_body().into_with_config().limit(MAX_MESSAGE as u64).read_to_vec() {
             Ok(body) => json_body(sh, &body, peek),
             Err(ureq::Error::BodyExceedsLimit(_)) => failed(sh, peek, &format!("its answer is over the limit of {MAX_MESSAGE} bytes")),
-            Err(e) => failed(sh, peek, &describe(&e)),
+            Err(e) => failed(sh, peek, &describe(sh, &e)),
         }
     } else if peek.request() && resp.status().as_u16() != 202 {
         failed(sh, peek, &format!("HTTP {} with no JSON-RPC answer (content type {ctype:?})", resp.status().as_u16()));
@@ -510,6 +511,6 @@ pub(super) fn end_session(sh: &Shared) {
     let req = sh.agent.configure_request(req).timeout_global(Some(Duration::from_secs(1))).build();
     match sh.agent.run(req) {
         Ok(r) => sh.log.line(&format!("session ended (DELETE: HTTP {})", r.status().as_u16())),
-        Err(e) => sh.log.line(&format!("session end (DELETE): {}", describe(&e))),
+        Err(e) => sh.log.line(&format!("session end (DELETE): {}", describe(sh, &e))),
     }
 }

@@ -38,7 +38,7 @@ fn get(sh: &Shared, url: &str, last_id: Option<&str>, timeout: Option<Duration>)
     }
     let req = b.body(()).map_err(|e| format!("cannot make the request: {e}"))?;
     let req = sh.agent.configure_request(req).timeout_global(timeout).build();
-    sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(&e))
+    sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(sh, &e))
 }
 
 /// The wait before the next try: the server's `retry`, else 1 s doubling
