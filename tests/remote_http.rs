@@ -191,3 +191,65 @@ fn server_everything_over_streamable_http() {
     let log = s.log("every");
     assert!(log.contains("session ended (DELETE: HTTP"), "{log}");
 }
+
+#[test]
+fn a_modern_server_over_http_gets_the_method_headers_and_no_session() {
+    let t = TempDir::new("remote-modern");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"m": {"url": peer.url("/mcp"), "protocol": "2026-07-28"}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    assert_eq!(text(&s.tool("mcp__m__echo", json!({"text": "modern"}))), "echo: modern");
+    assert_eq!(s.ext("m")["protocol_version"], "2026-07-28");
+    s.shutdown();
+    let seen = peer.requests();
+    assert!(seen.iter().all(|r| r["method"] == "POST" && r["session"].is_null() && r["version"] == "2026-07-28"), "no GET, DELETE or session: {seen:?}");
+    let call = seen.iter().find(|r| r["body"].as_str().unwrap().contains("\"tools/call\"")).expect("the call");
+    assert_eq!((&call["mcp-method"], &call["mcp-name"]), (&json!("tools/call"), &json!("echo")), "{call}");
+    let first = &seen[0];
+    assert_eq!((&first["mcp-method"], &first["mcp-name"]), (&json!("server/discover"), &Value::Null), "{first}");
+}
+
+/// The ids of zot's threads whose name starts with `prefix` (the kernel
+/// keeps 15 bytes of a name).
+fn threads(pid: u32, prefix: &str) -> Vec<String> {
+    let dir = format!("/proc/{pid}/task");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.trim_end().starts_with(prefix) {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn request_threads_end_when_idle_and_a_stop_leaves_none_behind() {
+    let t = TempDir::new("remote-threads");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    for i in 0..4 {
+        assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": i.to_string()}))), format!("echo: {i}"));
+    }
+    let pid = s.z.pid;
+    // Idle request threads end; the GET stream's thread stays.
+    let idle = common::wait_until(LINE_WAIT, || threads(pid, "zot-ext-web-").len() == 1);
+    assert!(idle, "{:?}", threads(pid, "zot-ext-web-"));
+    assert_eq!(threads(pid, "zot-ext-web-get").len(), 1);
+    let before = threads(pid, "zot-ext-web-");
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "busy"}))), "echo: busy");
+    let busy = threads(pid, "zot-ext-web-");
+    // A restart stops the connection first: every thread of it is joined.
+    s.ok("restart", json!({"name": "web"}));
+    s.wait_state("web", "ready");
+    let now = threads(pid, "zot-ext-web-");
+    let left: Vec<&String> = before.iter().chain(&busy).filter(|t| now.contains(t)).collect();
+    assert!(left.is_empty(), "threads of the stopped connection are still there: {left:?} (now {now:?})");
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "again"}))), "echo: again");
+    s.shutdown();
+    let deletes = peer.requests().iter().filter(|r| r["method"] == "DELETE").count();
+    assert_eq!(deletes, 2, "one DELETE per stop");
+}
