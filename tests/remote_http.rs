@@ -123,6 +123,12 @@ fn a_server_restarted_under_zot_loses_its_session_and_is_initialized_again() {
     assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "before"}))), "echo: before");
     let port = peer.port;
     peer.kill();
+    // While it is gone a call fails alone, naming the network error; the
+    // server stays ready.
+    let r = s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "gone"}}));
+    assert_eq!((&r["ok"], &r["error"]["code"]), (&json!(false), &json!("extension_exited")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("network error"), "{r}");
+    assert_eq!(s.ext("web")["state"], "ready");
     let peer = Peer::python("http", port, &t.path().join("seen.jsonl")).expect("the server starts again on its port");
     let r = s.tool("mcp__web__echo", json!({"text": "after"}));
     assert_eq!(text(&r), "echo: after", "{r}");
@@ -252,4 +258,22 @@ fn request_threads_end_when_idle_and_a_stop_leaves_none_behind() {
     s.shutdown();
     let deletes = peer.requests().iter().filter(|r| r["method"] == "DELETE").count();
     assert_eq!(deletes, 2, "one DELETE per stop");
+}
+
+#[test]
+fn zot_trust_names_where_a_projects_remote_server_connects_and_what_it_sends() {
+    let t = TempDir::new("remote-trust");
+    let project = t.path().join("project");
+    let entry = json!({"web": {"url": "https://user:pw@mcp.example.test/v1?key=${QKEY}", "headers": {"X-Team": "${TEAM}"}, "bearerTokenEnvVar": "API_TOKEN"},
+        "open": {"type": "sse", "url": "http://127.0.0.1:9/sse"}});
+    write_config(&project.join(".zot"), "mcp.json", entry);
+    let (code, out, err) = zot_env(&t, &["trust", project.to_str().unwrap()], &[("API_TOKEN", TOKEN)]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let recorded = lines.iter().position(|l| l.starts_with("trusted ")).expect("trusted line");
+    for want in ["  web: remote https://mcp.example.test/v1; sends $QKEY, $TEAM, $API_TOKEN", "  open: remote http://127.0.0.1:9/sse"] {
+        let at = lines.iter().position(|l| *l == want).unwrap_or_else(|| panic!("no line {want:?} in:\n{out}"));
+        assert!(at < recorded, "{want:?} after the record:\n{out}");
+    }
+    no_secret("zot trust", &out);
 }
