@@ -50,7 +50,10 @@ fn a_certificate_is_trusted_only_through_the_trust_store_zot_is_given() {
     let cfg = write_config(t.path(), "mcp.json", json!({"tls": {"url": peer.https_url("/mcp")}}));
     let store = t.path().join("store");
     std::fs::create_dir_all(&store).unwrap();
-    std::fs::copy(certs.join("ca.pem"), store.join("ca.pem")).unwrap();
+    // A folder as OpenSSL reads one: the authority under its subject hash.
+    let hash = Command::new("openssl").args(["x509", "-hash", "-noout", "-in"]).arg(certs.join("ca.pem")).output().unwrap();
+    let hash = String::from_utf8_lossy(&hash.stdout).trim().to_string();
+    std::fs::copy(certs.join("ca.pem"), store.join(format!("{hash}.0"))).unwrap();
     let empty = t.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let ca = certs.join("ca.pem").display().to_string();
