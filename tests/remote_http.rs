@@ -277,3 +277,23 @@ fn zot_trust_names_where_a_projects_remote_server_connects_and_what_it_sends() {
     }
     no_secret("zot trust", &out);
 }
+
+#[test]
+fn a_get_stream_that_cannot_be_opened_again_is_the_servers_exit() {
+    let t = TempDir::new("remote-lost");
+    let Some(mut peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp"), "restart": "never"}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "x"}))), "echo: x");
+    peer.kill();
+    // 5 tries, 1 s doubling: about half a minute.
+    s.wait("extension_exited", |f| f["type"] == "extension_exited" && f["extension"] == "web");
+    s.wait_log("web", "its GET stream could not be opened again in 5 tries; counted as the server's exit");
+    s.wait_log("web", "exited (connection closed)");
+    let e = s.ext("web");
+    assert_ne!(e["state"], "ready", "{e}");
+    let r = s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "y"}}));
+    assert_eq!(r["ok"], false, "{r}");
+    s.shutdown();
+}

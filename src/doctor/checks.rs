@@ -174,6 +174,8 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
                 format!("set \"type\" to stdio, http or sse in {file}")
             } else if why.contains("variable") && why.contains("is not set") {
                 "set the variable in the environment zot runs in".to_string()
+            } else if let Some(r) = &spec.remote {
+                format!("see {logs}; check that {} answers MCP over {} from here (and its headers in {file})", r.shown_url(), r.transport_name())
             } else if why.contains("initialize") && why.contains("connectTimeout") {
                 format!("run it by hand ({by_hand}) to see that it speaks MCP on stdio; or raise \"connectTimeout\" in {file}")
             } else if why.contains("protocol version") {

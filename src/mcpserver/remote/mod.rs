@@ -194,6 +194,9 @@ impl Shared {
     /// Ends every connection and thread now, then reports the end.
     fn kill_now(self: &Arc<Self>) {
         self.state().closed = true;
+        if self.ended.load(Ordering::Acquire) {
+            return;
+        }
         let s = Arc::clone(self);
         let _ = std::thread::Builder::new().name(format!("zot-ext-{}-end", self.name)).stack_size(crate::child::THREAD_STACK).spawn(move || s.finish("ended"));
     }
