@@ -311,7 +311,10 @@ fn json_body(sh: &Shared, body: &[u8], peek: &Peek) {
 }
 
 /// An event-stream answer: every message to the edge as it comes; a stream
-/// that ends before the answer is resumed when its events had ids.
+/// that ends before the answer is resumed when its events had ids. The
+/// stream is read to its end (it ends with the answer), so that its
+/// connection can be used again; one kept open longer holds its thread
+/// until the request's deadline at most.
 fn read_events(sh: &Arc<Shared>, resp: Response<Body>, peek: &Peek) {
     let mut events = sse::Reader::new(BufReader::new(resp.into_body().into_reader()), MAX_MESSAGE);
     let mut done = !peek.request();
