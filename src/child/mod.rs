@@ -84,6 +84,19 @@ pub trait Dialect: Send + Sync {
     fn too_long(&self, id: Option<&str>, len: usize);
 }
 
+/// A peer that is not a process (a remote MCP server, docs/protocol.md
+/// §8.5): what the host writes goes to [`Link::send`], and the link
+/// reports through the inbox as a child's threads do, ending with
+/// [`ChildMsg::Eof`] and [`ChildMsg::Exited`] once it is gone.
+pub trait Link: Send + Sync {
+    /// Bytes for the peer; never blocks.
+    fn send(&self, bytes: Bytes) -> Result<(), SendError>;
+    /// Ends it as a stop ends a process: the peer is told, then let go.
+    fn close(&self);
+    /// Ends it now.
+    fn kill(&self);
+}
+
 /// How the reader thread hands stdout over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
@@ -198,6 +211,8 @@ pub struct Child {
     cancel: Cancel,
     /// A dialect other than zot frames, when it speaks one.
     dialect: Option<Arc<dyn Dialect>>,
+    /// A peer with no process ([`Child::linked`]).
+    link: Option<Arc<dyn Link>>,
 }
 
 /// `env` as the pairs [`child_env`] takes.
@@ -401,7 +416,34 @@ impl Child {
             return abandon(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, dialect })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, dialect, link: None })
+    }
+
+    /// A child with no process: frames go through `dialect` to `link`,
+    /// which reports as a process's threads do. Its pid is 0 and no signal
+    /// reaches anything; a signal or a drop ends the link.
+    pub fn linked(name: &str, link: Arc<dyn Link>, dialect: Arc<dyn Dialect>, trace: Option<&Arc<Tracer>>) -> io::Result<Child> {
+        let cancel = Cancel::new()?;
+        let stdin = Arc::new(Stdin { pipe: Mutex::new(None), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0), cancel: cancel.clone() });
+        let (queue, _) = crossbeam_channel::bounded(0);
+        let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
+        let opening = dialect.opening();
+        let child = Child {
+            pid: 0,
+            reaped: std::sync::atomic::AtomicBool::new(false),
+            queue,
+            bounds,
+            stdin,
+            outbox: Mutex::new(Vec::new()),
+            tap: trace.map(|t| t.tap(name)),
+            cancel,
+            dialect: Some(dialect),
+            link: Some(link),
+        };
+        if !opening.is_empty() {
+            child.send_raw(Arc::new(opening)).map_err(|_| io::Error::other("cannot send its opening"))?;
+        }
+        Ok(child)
     }
 
     /// Queues an encoded frame without blocking (for a child of another
@@ -423,6 +465,9 @@ impl Child {
     pub fn send_raw(&self, bytes: Bytes) -> Result<(), SendError> {
         if let Some(tap) = &self.tap {
             tap.frame_out(&bytes);
+        }
+        if let Some(link) = &self.link {
+            return link.send(bytes);
         }
         let mut from = 0;
         if self.idle() {
@@ -541,6 +586,9 @@ impl Child {
     /// if the queue is full the writer is stuck anyway, and the signals that
     /// follow unblock it.
     pub fn close_stdin(&self) {
+        if let Some(link) = &self.link {
+            return link.close();
+        }
         self.flush();
         // Counted as pending, so no later frame is written ahead of it.
         self.stdin.pending.fetch_add(1, Ordering::AcqRel);
@@ -553,6 +601,12 @@ impl Child {
         if self.is_reaped() {
             return false;
         }
+        if let Some(link) = &self.link {
+            if sig == libc::SIGKILL || sig == libc::SIGTERM {
+                link.kill();
+            }
+            return true;
+        }
         kill_group(self.pid, sig);
         true
     }
@@ -564,7 +618,7 @@ impl Child {
     /// Reaps the process once its exit was seen ([`ChildMsg::Exited`]):
     /// from here on its group is never signalled.
     pub fn reap(&self) {
-        if self.reaped.swap(true, Ordering::AcqRel) {
+        if self.reaped.swap(true, Ordering::AcqRel) || self.link.is_some() {
             return;
         }
         reaper::reap(self.pid, &self.cancel);
@@ -576,6 +630,9 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.cancel.fire();
+        if let Some(link) = &self.link {
+            return link.kill();
+        }
         if !self.reaped.swap(true, Ordering::AcqRel) {
             kill_group(self.pid, libc::SIGKILL);
             reaper::abandon(self.pid);

@@ -11,4 +11,6 @@
 pub mod config;
 mod content;
 pub(crate) mod edge;
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 mod names;
