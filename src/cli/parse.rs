@@ -367,6 +367,7 @@ fn parse_check(mut a: Args, spec: &Cmd) -> Result<Command, UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn p(args: &[&str]) -> Result<Command, UsageError> {
         parse(args.iter().map(|s| s.to_string()))

@@ -7,6 +7,8 @@ use serde_json::json;
 use std::sync::atomic::Ordering;
 
 use super::reply::{changed, Shared};
+#[cfg(test)]
+use super::wire::{level_index, LEVELS};
 use super::wire::{encode, log_message, notification, Gate, DEBUG, ERROR, INFO, MODERN_ERA, NOTICE, WARNING};
 
 /// The MCP level of a zot `notify` level: info→info, success→notice,
