@@ -6,7 +6,8 @@
 //! threads may start one.
 
 #[cfg(not(target_os = "linux"))]
-use super::kill_group;
+use super::group::kill_group;
+use super::procfs::INSTANCE_VAR;
 use crate::manifest::Manifest;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -26,7 +27,7 @@ pub(super) struct Started {
 
 /// The environment of an extension (docs/protocol.md §1): the host's own, then
 /// zot's own variables (`ZOT_AGENT=1` and `AI_AGENT=zot` as upstream sets
-/// them, the instance `marker` as [`INSTANCE_VAR`](super::INSTANCE_VAR)),
+/// them, the instance `marker` as [`INSTANCE_VAR`](INSTANCE_VAR)),
 /// then `extra` (the manifest's `env`, expanded), each later entry
 /// replacing an earlier one of its name: the manifest's wins.
 pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
@@ -42,7 +43,7 @@ pub fn confined_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(jail: &crate::confine::Jai
 }
 
 fn with_additions<K: AsRef<OsStr>, V: AsRef<OsStr>>(mut env: Vec<(OsString, OsString)>, marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
-    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (super::INSTANCE_VAR, marker)]
+    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (INSTANCE_VAR, marker)]
         .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
         .into_iter()
         .chain(extra.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::lookup::{entries, project_dir};
-use super::{out_err, sanitize, say, show, Fail, Res};
+use super::out::{out_err, say, show, Fail, Res};
+use super::sanitize;
 
 /// Longest description shown in the `list` table (the JSON has it whole).
 const DESCRIPTION_WIDTH: usize = 60;
