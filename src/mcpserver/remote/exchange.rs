@@ -214,8 +214,10 @@ pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
     // expanded values are taken out.
     let mut text = text.replace(sh.url.as_str(), &sh.shown);
     for (_, v) in &sh.headers {
-        if v.len() >= 4 {
-            text = text.replace(v.as_str(), "(header value)");
+        for secret in std::iter::once(v.as_str()).chain(v.split_whitespace().filter(|w| w.len() >= 8)) {
+            if secret.len() >= 4 {
+                text = text.replace(secret, "(header value)");
+            }
         }
     }
     text
