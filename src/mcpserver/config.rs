@@ -105,7 +105,9 @@ impl Remote {
 
     /// `auth` in listings.
     pub fn auth_name(&self) -> &'static str {
-        if self.bearer_env.is_some() || !self.headers.is_empty() {
+        // User information in the url is sent as basic authentication.
+        let userinfo = self.shown_url() != self.url.split(['?', '#']).next().unwrap_or("");
+        if self.bearer_env.is_some() || !self.headers.is_empty() || userinfo {
             "headers"
         } else {
             "none"
@@ -624,9 +626,11 @@ mod tests {
         } else {
             assert_eq!(s.error.as_deref(), Some("this zot was built without remote servers"));
         }
-        let s = one(r#"{"mcpServers":{"web":{"type":"sse","url":"http://h/sse"}}}"#);
+        let s = one(r#"{"mcpServers":{"web":{"type":"sse","url":"http://h/sse?q=1"}}}"#);
         let r = s.remote.unwrap();
         assert_eq!((r.transport, r.transport_name(), r.auth_name()), (Transport::Sse, "sse", "none"));
+        let r = one(r#"{"mcpServers":{"web":{"url":"http://u:${P}@h/mcp"}}}"#).remote.unwrap();
+        assert_eq!((r.shown_url().as_str(), r.auth_name()), ("http://h/mcp", "headers"));
         let s = one(r#"{"mcpServers":{"web":{"url":"ftp://h/"}}}"#);
         assert_eq!(s.error.as_deref(), Some("field `url` must start with http:// or https://, not \"ftp://h/\""));
     }

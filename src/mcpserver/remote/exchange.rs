@@ -205,11 +205,22 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
 /// An error of the client in words that hold no header value; a TLS or
 /// certificate error names the server's origin.
 pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
-    match e {
+    let text = match e {
         ureq::Error::Io(io) => format!("network error: {io}"),
         ureq::Error::Timeout(t) => format!("no answer in time ({t})"),
         other => format!("{}: {other}", sh.origin),
+    };
+    // Should a message of the client ever quote the url or a header, the
+    // expanded values are taken out.
+    let mut text = text.replace(sh.url.as_str(), &sh.shown);
+    for (_, v) in &sh.headers {
+        for secret in std::iter::once(v.as_str()).chain(v.split_whitespace().filter(|w| w.len() >= 8)) {
+            if secret.len() >= 4 {
+                text = text.replace(secret, "(header value)");
+            }
+        }
     }
+    text
 }
 
 /// The next url of a 307 or 308 to the same origin (at most 5); any other

@@ -90,7 +90,6 @@ fn get_loop(sh: &Arc<Shared>) {
                 }
                 200..=299 => {
                     fails = 0;
-                    backoff = Duration::from_secs(1);
                     if std::mem::replace(&mut opened_before, true) {
                         // What changed while it was away is not known: list again.
                         sh.log.line("GET stream reopened; listing the tools again");
@@ -98,7 +97,14 @@ fn get_loop(sh: &Arc<Shared>) {
                     }
                     let mut events = sse::Reader::new(BufReader::new(resp.into_body().into_reader()), MAX_MESSAGE);
                     loop {
-                        match events.next_event() {
+                        let event = events.next_event();
+                        if matches!(event, Ok(Some(_))) {
+                            // A stream that carried something: the next
+                            // drop waits from 1 s again (one that ends at
+                            // once keeps doubling its wait).
+                            backoff = Duration::from_secs(1);
+                        }
+                        match event {
                             Ok(Some(ev)) if !ev.data.is_empty() => incoming(sh, &ev.data),
                             Ok(Some(_)) => {}
                             Ok(None) => break,
