@@ -56,7 +56,8 @@ pub enum Command {
     /// `zot ext doctor [OPTIONS] [--json]`.
     ExtDoctor { session: SessionArgs, json: bool },
     /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`.
-    Trust(crate::trust::TrustCommand),
+    /// `zot trust`, with its `--confine` mode when given.
+    Trust(crate::trust::TrustCommand, Option<crate::confine::Mode>),
     /// `zot completions SHELL`: one of [`SHELLS`].
     Completions(String),
     /// `zot man`: the man page in roff.
@@ -241,10 +242,16 @@ where
             Ok(config) => crate::doctor::run(config, json),
             Err(e) => fail(&e),
         },
-        Command::Trust(cmd) => match home() {
+        Command::Trust(cmd, confine) => match home() {
             Ok(home) => {
                 warn_shared_home(&home);
-                crate::trust::run(cmd, &home, &crate::discovery::project_names, &crate::discovery::project_reach)
+                // The flag wins over ZOT_CONFINE.
+                let mode = match confine.map_or_else(crate::confine::Mode::from_env, Ok) {
+                    Ok(m) => m,
+                    Err(e) => return fail(&e),
+                };
+                let reach = |dir: &std::path::Path| crate::discovery::project_reach(dir, home.root(), mode);
+                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach)
             }
             Err(e) => fail(&e),
         },

@@ -3,7 +3,8 @@
 //! a denied path under it replaced by its entries one by one, down to the
 //! denied path), the TCP port rules and the scopes.
 
-use super::base::{Access, Grant};
+use super::base::Access;
+use super::resolve::Reach;
 use super::sys::*;
 use std::fs;
 use std::io;
@@ -63,10 +64,12 @@ pub struct Tcp<'a> {
 /// A ruleset fd, ready for `landlock_restrict_self` in the child.
 pub struct Ruleset(pub OwnedFd);
 
-/// Builds the ruleset. `deny` entries split the grants above them;
-/// `read_only` entries split write grants only and are granted read.
-/// Paths that do not exist are skipped and named in `skipped`.
-pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf], tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
+/// Builds the ruleset from `reach`: each grant's rule made from the
+/// descriptor it was resolved to, or, where a denied path lies under it,
+/// its entries one by one; `read_only` paths split write grants only and
+/// are granted read. Grants that do not exist are skipped and named in
+/// `skipped`.
+pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
     let fs_all = handled_fs(abi);
     let attr = landlock_ruleset_attr {
         handled_access_fs: fs_all,
@@ -85,24 +88,29 @@ pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf]
     }
     // SAFETY: a fresh fd, ours (close-on-exec, as Landlock makes it).
     let ruleset = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as i32) });
-    for g in grants {
+    for g in &reach.grants {
         let access = match g.access {
             Access::Read => READ,
             Access::Write => fs_all,
         };
-        let Ok(real) = fs::canonicalize(&g.path) else {
-            skipped.push(g.path.clone());
+        let Some(opened) = &g.opened else {
+            skipped.push(g.target.clone());
             continue;
         };
-        let mut splits: Vec<&Path> = deny.iter().map(PathBuf::as_path).collect();
+        let mut splits: Vec<&Path> = reach.deny.iter().map(PathBuf::as_path).collect();
         if g.access == Access::Write {
-            splits.extend(read_only.iter().map(PathBuf::as_path));
+            splits.extend(reach.read_only.iter().map(PathBuf::as_path));
         }
-        ruleset.grant(&real, access, &splits)?;
+        if splits.iter().any(|s| s.starts_with(&g.target)) {
+            ruleset.grant(&g.target, access, &splits)?;
+        } else {
+            let access = if opened.is_dir { access } else { access & FILE_ONLY };
+            ruleset.rule_fd(&opened.fd, access).map_err(|e| format!("cannot grant {}: {e}", g.target.display()))?;
+        }
     }
-    for p in read_only {
+    for p in &reach.read_only {
         if let Ok(real) = fs::canonicalize(p) {
-            ruleset.grant(&real, READ, &[])?;
+            ruleset.grant(&real, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         }
     }
     if let (Some(tcp), true) = (tcp, abi >= 4) {
@@ -157,7 +165,11 @@ impl Ruleset {
         }
         // SAFETY: fresh and ours.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        self.rule_fd(&fd, access).map_err(|e| format!("cannot grant {}: {e}", path.display()))
+    }
+
+    fn rule_fd(&self, fd: &OwnedFd, access: u64) -> io::Result<()> {
         let rule = landlock_path_beneath_attr { allowed_access: access, parent_fd: fd.as_raw_fd() };
-        self.add(LANDLOCK_RULE_PATH_BENEATH, &rule as *const _ as *const u8).map_err(|e| format!("cannot grant {}: {e}", path.display()))
+        self.add(LANDLOCK_RULE_PATH_BENEATH, &rule as *const _ as *const u8)
     }
 }
