@@ -56,8 +56,8 @@ pub enum Command {
     /// `zot ext doctor [OPTIONS] [--json]`.
     ExtDoctor { session: SessionArgs, json: bool },
     /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`.
-    /// `zot trust`, with its `--confine` mode when given.
-    Trust(crate::trust::TrustCommand, Option<crate::confine::Mode>),
+    /// `zot trust`, with its `--confine` mode as given.
+    Trust(crate::trust::TrustCommand, Option<String>),
     /// `zot completions SHELL`: one of [`SHELLS`].
     Completions(String),
     /// `zot man`: the man page in roff.
@@ -246,9 +246,16 @@ where
             Ok(home) => {
                 warn_shared_home(&home);
                 // The flag wins over ZOT_CONFINE.
-                let mode = match confine.map_or_else(crate::confine::Mode::from_env, Ok) {
-                    Ok(m) => m,
-                    Err(e) => return fail(&e),
+                let mode = match confine.as_deref().map(|v| crate::confine::Mode::parse(v).ok_or(v)) {
+                    Some(Ok(m)) => m,
+                    Some(Err(v)) => {
+                        eprintln!("zot: --confine: unknown mode {:?} (declared, all, off)", sanitize(v));
+                        return 2;
+                    }
+                    None => match crate::confine::Mode::from_env() {
+                        Ok(m) => m,
+                        Err(e) => return fail(&e),
+                    },
                 };
                 let reach = |dir: &std::path::Path| crate::discovery::project_reach(dir, home.root(), mode);
                 crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach)

@@ -312,10 +312,7 @@ fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
         }
         match &tok {
             Tok::Long(l) if l == "list" && word == "trust" => list = true,
-            Tok::Long(l) if l == "confine" && word == "trust" => {
-                let v = a.string(&tok)?;
-                confine = Some(crate::confine::Mode::parse(&v).ok_or_else(|| a.err(format!("--confine: unknown mode {v:?} (declared, all, off)")))?);
-            }
+            Tok::Long(l) if l == "confine" && word == "trust" => confine = Some(a.string(&tok)?),
             Tok::Value(v) if positional.is_none() && word != "man" => positional = Some(v.clone()),
             _ => return Err(a.unexpected(&tok)),
         }
