@@ -102,15 +102,15 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
             splits.extend(reach.read_only.iter().map(PathBuf::as_path));
         }
         if splits.iter().any(|s| s.starts_with(&g.target)) {
-            ruleset.grant(&g.target, access, &splits)?;
+            ruleset.grant(&opened.fd, &g.target, access, &splits)?;
         } else {
             let access = if opened.is_dir { access } else { access & FILE_ONLY };
             ruleset.rule_fd(&opened.fd, access).map_err(|e| format!("cannot grant {}: {e}", g.target.display()))?;
         }
     }
     for p in &reach.read_only {
-        if let Ok(real) = fs::canonicalize(p) {
-            ruleset.grant(&real, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+        if let Ok(o) = super::resolve::open(p) {
+            ruleset.grant(&o.fd, &o.target, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         }
     }
     if let (Some(tcp), true) = (tcp, abi >= 4) {
@@ -124,6 +124,16 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
     Ok(ruleset)
 }
 
+/// The type and mode bits of what `fd` names.
+fn file_mode(fd: &OwnedFd) -> io::Result<libc::mode_t> {
+    // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode)
+}
+
 impl Ruleset {
     fn add(&self, kind: u32, attr: *const u8) -> io::Result<()> {
         // SAFETY: `attr` points to the struct `kind` names.
@@ -134,38 +144,42 @@ impl Ruleset {
         Ok(())
     }
 
-    /// Grants `path` (real) with `access`, or, when a split path lies
-    /// under it, each of its entries along the way instead.
-    fn grant(&self, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
+    /// Grants `fd` (a folder or file opened `O_PATH`, named `path` as it
+    /// resolves) with `access`, or, when a split path lies under it, each
+    /// of its entries along the way instead, each opened beneath the
+    /// descriptor of its folder without following a link.
+    fn grant(&self, fd: &OwnedFd, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
         if splits.contains(&path) {
             return Ok(());
         }
         let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
-        let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if under.is_empty() || !meta.is_dir() {
-            return self.rule(path, if meta.is_dir() { access } else { access & FILE_ONLY });
+        let mode = file_mode(fd).map_err(|e| format!("{}: {e}", path.display()))?;
+        let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
+        if mode & libc::S_IFMT == libc::S_IFLNK {
+            // A link is reached through its target, granted or not on its own.
+            return Ok(());
         }
-        let entries = fs::read_dir(path).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
+        if under.is_empty() || !is_dir {
+            let access = if is_dir { access } else { access & FILE_ONLY };
+            return self.rule_fd(fd, access).map_err(|e| format!("cannot grant {}: {e}", path.display()));
+        }
+        let listed = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let entries = fs::read_dir(&listed).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
         for entry in entries {
             let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
-            // A link is reached through its target, granted or not on its own.
-            if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
-                self.grant(&entry.path(), access, &under)?;
+            let name = entry.file_name();
+            let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
+            // SAFETY: a NUL-terminated name beneath a descriptor we hold.
+            let child = unsafe { libc::openat(fd.as_raw_fd(), c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+            if child < 0 {
+                // Gone since it was listed: nothing to grant.
+                continue;
             }
+            // SAFETY: fresh and ours.
+            let child = unsafe { OwnedFd::from_raw_fd(child) };
+            self.grant(&child, &path.join(&name), access, &under)?;
         }
         Ok(())
-    }
-
-    fn rule(&self, path: &Path, access: u64) -> Result<(), String> {
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
-        // SAFETY: a NUL-terminated path; O_PATH opens nothing's contents.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
-        if fd < 0 {
-            return Err(format!("{}: {}", path.display(), io::Error::last_os_error()));
-        }
-        // SAFETY: fresh and ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        self.rule_fd(&fd, access).map_err(|e| format!("cannot grant {}: {e}", path.display()))
     }
 
     fn rule_fd(&self, fd: &OwnedFd, access: u64) -> io::Result<()> {
