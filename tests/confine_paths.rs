@@ -299,7 +299,8 @@ fn a_write_grant_over_a_repository_leaves_git_config_and_hooks_read_only() {
     std::fs::write(project.join("src/a.txt"), "a").expect("write");
     let exts = mkdir(&t.path().join("exts"));
     let (open, jailed) = (probe_ext(&exts, "open", None), probe_ext(&exts, "jailed", Some(json!({"write": ["${PROJECT}"]}))));
-    let h = host(&t, &project, vec![open, jailed]);
+    let named = probe_ext(&exts, "named", Some(json!({"write": ["${PROJECT}", "${PROJECT}/.git/config", "${PROJECT}/.git/hooks"]})));
+    let h = host(&t, &project, vec![open, jailed, named]);
     let p = |rel: &str| project.join(rel).display().to_string();
     assert_eq!(run(&h, "jailed", "write", p(".git/config")), "errno 13");
     assert_eq!(run(&h, "jailed", "write", p(".git/hooks/pre-commit")), "errno 13");
@@ -308,6 +309,9 @@ fn a_write_grant_over_a_repository_leaves_git_config_and_hooks_read_only() {
     assert_eq!(run(&h, "jailed", "write", p(".git/description")), format!("ok {}", p(".git/description")));
     assert_eq!(run(&h, "jailed", "write", p("src/new.txt")), format!("ok {}", p("src/new.txt")));
     assert_eq!(run(&h, "open", "write", p(".git/config")), format!("ok {}", p(".git/config")));
+    // Named in `write` themselves, they are written.
+    assert_eq!(run(&h, "named", "write", p(".git/hooks/pre-commit")), format!("ok {}", p(".git/hooks/pre-commit")));
+    assert_eq!(run(&h, "named", "write", p(".git/config")), format!("ok {}", p(".git/config")));
     h.shutdown();
 }
 
