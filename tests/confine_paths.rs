@@ -370,3 +370,95 @@ fn the_trust_line_has_every_clause_in_its_grammar_under_the_mode_in_force() {
     let out = trust(&["--confine", "some"], &[]);
     assert_eq!((out.code, out.stderr.trim()), (2, "zot: --confine: unknown mode \"some\" (declared, all, off)"), "{}", out.stdout);
 }
+
+/// `zot serve` of `exts` run as the unprivileged uid 65534 by `setpriv`,
+/// its probe tools called one at a time.
+struct Nobody {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Nobody {
+    fn start(t: &TempDir, exts: &[&PathBuf], home: &Path) -> Option<Nobody> {
+        use std::process::{Command, Stdio};
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())?;
+        let mut args = strings(&["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "serve", "--no-ext", "--cwd"]);
+        args.push(t.path().display().to_string());
+        args.extend(strings(&FAST));
+        for e in exts {
+            args.push("--ext".into());
+            args.push(e.display().to_string());
+        }
+        let mut child = Command::new(setpriv)
+            .args(&args)
+            .env("ZOT_HOME", t.path().join("zot-home"))
+            .env("HOME", home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(t.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = std::io::BufReader::new(child.stdout.take()?);
+        Some(Nobody { child, stdin, stdout, next: 0 })
+    }
+
+    fn probe(&mut self, name: &str, op: &str, arg: &Path) -> String {
+        use std::io::{BufRead, Write};
+        self.next += 1;
+        let id = self.next;
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": op, "arg": arg}});
+        writeln!(self.stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{f}")).to_string();
+            }
+        }
+    }
+
+    fn finish(self) {
+        let Nobody { mut child, stdin, .. } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
+/// The same derived grants for a host run by an ordinary user, whose
+/// own `~/.ssh` an unconfined extension reads (the control).
+#[test]
+fn derived_grants_hold_for_an_unprivileged_host() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/python3").exists() {
+        return common::skip("not root (cannot become uid 65534), or no /usr/bin/python3");
+    }
+    let t = TempDir::new("paths-nobody");
+    let exts = mkdir(&t.path().join("exts"));
+    let w = derived_world(&t, &exts);
+    // Unconfined, from its own folder (uid 65534 cannot reach this test's).
+    let open = mkdir(&exts.join("open"));
+    std::fs::copy(fixture("probe.py"), open.join("probe.py")).expect("copy");
+    write_manifest(&exts, "open", json!({"name": "open", "exec": "/usr/bin/python3", "args": [open.join("probe.py"), "open"]}));
+    let chown = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(t.path()).status().expect("chown");
+    assert!(chown.success());
+    let mut all: Vec<&PathBuf> = w.exts.iter().collect();
+    all.push(&open);
+    let Some(mut z) = Nobody::start(&t, &all, &w.user) else { return common::skip("no setpriv (util-linux)") };
+    let ssh = w.user.join(".ssh");
+    assert_eq!(z.probe("open", "status", Path::new("Uid")), "ok Uid:\t65534\t65534\t65534\t65534");
+    assert_eq!(z.probe("open", "read", &ssh.join("id_test")), "ok 6");
+    assert_eq!(z.probe("scripted", "read", &ssh.join("config")), "ok 7");
+    assert_eq!(z.probe("scripted", "read", &ssh.join("id_test")), "errno 13");
+    assert_eq!(z.probe("envname", "read", &ssh.join("id_test")), "errno 13");
+    assert_eq!(z.probe("real", "read", &w.user.join("code/tool/helper.txt")), "ok 4");
+    assert_eq!(z.probe("real", "read", &ssh.join("id_test")), "errno 13");
+    z.finish();
+}
