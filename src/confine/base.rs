@@ -94,8 +94,9 @@ pub fn base_set(own: Option<&Path>, program: &Program, data: &Path, tmp: &Path) 
 /// Whether the base set already reads `target` (resolved): inside a
 /// system folder, or the extension's own folder.
 pub fn covered(target: &Path, own: Option<&Path>) -> bool {
-    let system = SYSTEM.iter().filter_map(|s| Path::new(s).canonicalize().ok());
-    system.chain(own.map(Path::to_path_buf)).any(|s| target.starts_with(s))
+    static REAL: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let system = REAL.get_or_init(|| SYSTEM.iter().filter_map(|s| Path::new(s).canonicalize().ok()).collect());
+    system.iter().map(PathBuf::as_path).chain(own).any(|s| target.starts_with(s))
 }
 
 /// What is carved out of every grant that would cover it, declared or
@@ -115,20 +116,36 @@ pub fn carved_out() -> Vec<PathBuf> {
             }
             let mut budget = 20_000usize;
             unreadable(Path::new("/etc"), 4, &mut budget, &mut out);
+            // One this host's user cannot reach anyway (not root, nor in
+            // its group) is left to the kernel's own refusal: carving it
+            // out too would change nothing but the cost of every start.
+            out.retain(|p| reachable(p));
             let mut out: Vec<PathBuf> = out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
             crate::order::sort(&mut out);
             out.dedup();
             out
         })
         .clone();
+    // The virtual consoles, found once per host as /etc's secrets are.
+    static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
-    if let Ok(rd) = std::fs::read_dir("/dev") {
-        let ttys = rd.flatten().map(|e| e.path()).filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("tty")).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
-        });
-        out.extend(ttys);
-    }
+    out.extend(TTYS.get_or_init(|| {
+        let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
+        rd.flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("tty")).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())))
+            .collect()
+    }).iter().cloned());
     out
+}
+
+/// Whether this process's user may read `p`, or pass through it (a folder).
+fn reachable(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path; faccessat only checks.
+    let may = |mode| unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) } == 0;
+    may(libc::R_OK) || (p.is_dir() && may(libc::X_OK))
 }
 
 /// The entries under `dir` not readable by others (not descended into),
@@ -173,6 +190,7 @@ pub fn repositories(dir: &Path) -> Vec<PathBuf> {
 pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     let mut out = Vec::new();
     let Some(exec) = p.exec else { return out };
+    let guards = Guards::of(p);
     let script_arg = p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file());
     let mut program = exec.to_path_buf();
     let mut script = None;
@@ -181,24 +199,24 @@ pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
         let Some(interp) = shebang(&program, p.path_var) else { break };
         if script.is_none() {
             script = Some(program.clone());
-            prefix(&program, Why::Interpreter, p, &mut out);
+            prefix(&program, Why::Interpreter, p, &guards, &mut out);
         } else {
             out.push((program.clone(), Why::Interpreter));
-            prefix(&program, Why::Interpreter, p, &mut out);
+            prefix(&program, Why::Interpreter, p, &guards, &mut out);
         }
         program = interp;
     }
     let interpreter = script.is_some() || script_arg.is_some();
     out.push((program.clone(), if interpreter { Why::Interpreter } else { Why::Program }));
     if interpreter {
-        prefix(&program, Why::Interpreter, p, &mut out);
+        prefix(&program, Why::Interpreter, p, &guards, &mut out);
     }
     // A `#!` script passes its arguments on (a version manager's shim):
     // the script it was given is granted with it.
     for s in script.iter().chain(&script_arg) {
-        folder_of(s, p, &mut out);
+        folder_of(s, &guards, &mut out);
         if let Ok(real) = s.canonicalize() {
-            folder_of(&real, p, &mut out);
+            folder_of(&real, &guards, &mut out);
         }
     }
     out
@@ -206,7 +224,7 @@ pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
 
 /// The folder above `bin/` (or `.bin/`, or a version manager's `shims/`)
 /// of `exe`, named and resolved.
-fn prefix(exe: &Path, why: Why, p: &Program, out: &mut Vec<(PathBuf, Why)>) {
+fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf, Why)>) {
     for exe in [Some(exe.to_path_buf()), exe.canonicalize().ok()].into_iter().flatten() {
         let Some(bin) = exe.parent() else { continue };
         let is_bin = matches!(bin.file_name().and_then(|n| n.to_str()), Some("bin" | ".bin" | "shims")) && !p.own.is_some_and(|o| same(o, bin));
@@ -215,48 +233,66 @@ fn prefix(exe: &Path, why: Why, p: &Program, out: &mut Vec<(PathBuf, Why)>) {
         // shims run its own code from there.
         let manager = |top: &Path| bin.ends_with("shims") && ["versions", "installs"].iter().any(|v| top.join(v).is_dir());
         match bin.parent() {
-            Some(top) if is_bin && (!guarded(top, p) || manager(top) && !guarded_beyond_home(top, p)) => out.push((top.to_path_buf(), why)),
-            _ if !guarded(bin, p) => out.push((bin.to_path_buf(), why)),
+            Some(top) if is_bin && (!g.guarded(top) || manager(top) && !g.beyond_home(top)) => out.push((top.to_path_buf(), why)),
+            _ if !g.guarded(bin) => out.push((bin.to_path_buf(), why)),
             _ => {}
         }
     }
 }
 
 /// The script, with its folder unless that folder is guarded.
-fn folder_of(script: &Path, p: &Program, out: &mut Vec<(PathBuf, Why)>) {
+fn folder_of(script: &Path, g: &Guards, out: &mut Vec<(PathBuf, Why)>) {
     out.push((script.to_path_buf(), Why::Script));
-    if let Some(dir) = script.parent().filter(|d| !guarded(d, p)) {
+    if let Some(dir) = script.parent().filter(|d| !g.guarded(d)) {
         out.push((dir.to_path_buf(), Why::Script));
     }
 }
 
-/// A folder never granted whole as a script's folder or a prefix: `/`,
+/// The folders never granted whole as a script's folder or a prefix: `/`,
 /// `/tmp`, `/var/tmp`, `/dev/shm`, `$XDG_RUNTIME_DIR`, `$HOME` (the
 /// program's and the host's) and any folder directly in it, the project
 /// root, a folder at or above `$ZOT_HOME`, and one inside it outside the
-/// extension's own folder; each as named and as resolved through links.
-fn guarded(dir: &Path, p: &Program) -> bool {
-    guarded_beyond_home(dir, p) || {
-        let host_home = std::env::var_os("HOME").map(PathBuf::from);
-        let homes: Vec<PathBuf> = p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty()).collect();
-        [dir.to_path_buf(), real(dir)].iter().any(|d| d.parent().is_some_and(|up| homes.iter().any(|h| same(h, up))))
-    }
+/// extension's own folder; each as named and as resolved through links
+/// (resolved once per program).
+struct Guards {
+    listed: Vec<PathBuf>,
+    homes: Vec<PathBuf>,
+    zot: Vec<PathBuf>,
+    own: Vec<PathBuf>,
 }
 
-/// [`guarded`] but for the folders directly in `$HOME`.
-fn guarded_beyond_home(dir: &Path, p: &Program) -> bool {
-    let host_home = std::env::var_os("HOME").map(PathBuf::from);
-    let homes: Vec<PathBuf> = p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty()).collect();
-    let fixed = ["/", "/tmp", "/var/tmp", "/dev/shm"].iter().map(PathBuf::from);
-    let listed: Vec<PathBuf> = fixed.chain(p.runtime.map(Path::to_path_buf)).chain(homes.iter().cloned()).chain([p.project.to_path_buf()]).collect();
-    let real_zot = real(p.zot_home);
-    [dir.to_path_buf(), real(dir)].iter().any(|d| {
-        d.parent().is_none()
-            || listed.iter().any(|l| same(l, d))
-            || p.zot_home.starts_with(d)
-            || real_zot.starts_with(d)
-            || (d.starts_with(&real_zot) && !p.own.is_some_and(|o| d.starts_with(real(o))))
-    })
+impl Guards {
+    fn of(p: &Program) -> Guards {
+        let both = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            let mut out = v.clone();
+            out.extend(v.iter().filter_map(|q| q.canonicalize().ok()));
+            out
+        };
+        let host_home = std::env::var_os("HOME").map(PathBuf::from);
+        let homes = both(p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty()).collect());
+        let fixed = ["/", "/tmp", "/var/tmp", "/dev/shm"].iter().map(PathBuf::from);
+        let listed = both(fixed.chain(p.runtime.map(Path::to_path_buf)).chain([p.project.to_path_buf()]).collect());
+        Guards { listed, homes, zot: both(vec![p.zot_home.to_path_buf()]), own: both(p.own.map(Path::to_path_buf).into_iter().collect()) }
+    }
+
+    /// Whether `dir` is never granted whole.
+    fn guarded(&self, dir: &Path) -> bool {
+        self.beyond_home(dir) || self.forms(dir).iter().any(|d| d.parent().is_some_and(|up| self.homes.iter().any(|h| h == up)))
+    }
+
+    /// [`Guards::guarded`] but for the folders directly in `$HOME`.
+    fn beyond_home(&self, dir: &Path) -> bool {
+        self.forms(dir).iter().any(|d| {
+            d.parent().is_none()
+                || self.listed.iter().chain(&self.homes).any(|l| l == d)
+                || self.zot.iter().any(|z| z.starts_with(d))
+                || (self.zot.iter().any(|z| d.starts_with(z)) && !self.own.iter().any(|o| d.starts_with(o)))
+        })
+    }
+
+    fn forms(&self, dir: &Path) -> [PathBuf; 2] {
+        [dir.to_path_buf(), real(dir)]
+    }
 }
 
 /// `p` resolved through links, or as it is.

@@ -102,7 +102,7 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
             splits.extend(reach.read_only.iter().map(PathBuf::as_path));
         }
         if splits.iter().any(|s| s.starts_with(&g.target)) {
-            ruleset.grant(&opened.fd, &g.target, access, &splits)?;
+            ruleset.split(opened, &g.target, access, &splits)?;
         } else {
             let access = if opened.is_dir { access } else { access & FILE_ONLY };
             ruleset.rule_fd(&opened.fd, access).map_err(|e| format!("cannot grant {}: {e}", g.target.display()))?;
@@ -110,7 +110,7 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
     }
     for p in &reach.read_only {
         if let Ok(o) = super::resolve::open(p) {
-            ruleset.grant(&o.fd, &o.target, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+            ruleset.split(&o, &o.target, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         }
     }
     if let (Some(tcp), true) = (tcp, abi >= 4) {
@@ -122,6 +122,68 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
         }
     }
     Ok(ruleset)
+}
+
+/// The descriptors to grant for `fd` (named `path`) with `access`: itself,
+/// or, when a split path lies under it, each of its entries along the way
+/// instead, each opened beneath the descriptor of its folder without
+/// following a link.
+fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec<(PathBuf, OwnedFd, u64)>) -> Result<(), String> {
+    if splits.contains(&path) {
+        return Ok(());
+    }
+    let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
+    let mode = file_mode(&fd).map_err(|e| format!("{}: {e}", path.display()))?;
+    let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
+    if mode & libc::S_IFMT == libc::S_IFLNK {
+        // A link is reached through its target, granted or not on its own.
+        return Ok(());
+    }
+    if under.is_empty() || !is_dir {
+        out.push((path.to_path_buf(), fd, if is_dir { access } else { access & FILE_ONLY }));
+        return Ok(());
+    }
+    let listed = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let entries = fs::read_dir(&listed).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+        let name = entry.file_name();
+        let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
+        // SAFETY: a NUL-terminated name beneath a descriptor we hold.
+        let child = unsafe { libc::openat(fd.as_raw_fd(), c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+        if child < 0 {
+            // Gone since it was listed: nothing to grant.
+            continue;
+        }
+        // SAFETY: fresh and ours.
+        let child = unsafe { OwnedFd::from_raw_fd(child) };
+        leaves(child, &path.join(&name), access, &under, out)?;
+    }
+    Ok(())
+}
+
+/// `rel` opened `O_PATH` beneath `dir` with no link followed (`openat2`,
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): `Ok(None)` when it is gone;
+/// an error when it cannot be opened that way (then the folder is walked
+/// again).
+fn beneath(dir: &OwnedFd, rel: &Path) -> io::Result<Option<OwnedFd>> {
+    if rel.as_os_str().is_empty() {
+        return dir.try_clone().map(Some);
+    }
+    let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: zeroed is a valid open_how; its fields are set below.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: a NUL-terminated path beneath a descriptor we hold, and a
+    // valid open_how of the size given.
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, dir.as_raw_fd(), c.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::ENOENT) { Ok(None) } else { Err(e) };
+    }
+    // SAFETY: fresh and ours.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
 }
 
 /// The type and mode bits of what `fd` names.
@@ -144,40 +206,56 @@ impl Ruleset {
         Ok(())
     }
 
-    /// Grants `fd` (a folder or file opened `O_PATH`, named `path` as it
-    /// resolves) with `access`, or, when a split path lies under it, each
-    /// of its entries along the way instead, each opened beneath the
-    /// descriptor of its folder without following a link.
-    fn grant(&self, fd: &OwnedFd, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
-        if splits.contains(&path) {
-            return Ok(());
-        }
-        let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
-        let mode = file_mode(fd).map_err(|e| format!("{}: {e}", path.display()))?;
-        let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
-        if mode & libc::S_IFMT == libc::S_IFLNK {
-            // A link is reached through its target, granted or not on its own.
-            return Ok(());
-        }
-        if under.is_empty() || !is_dir {
-            let access = if is_dir { access } else { access & FILE_ONLY };
-            return self.rule_fd(fd, access).map_err(|e| format!("cannot grant {}: {e}", path.display()));
-        }
-        let listed = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        let entries = fs::read_dir(&listed).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
-            let name = entry.file_name();
-            let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
-            // SAFETY: a NUL-terminated name beneath a descriptor we hold.
-            let child = unsafe { libc::openat(fd.as_raw_fd(), c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
-            if child < 0 {
-                // Gone since it was listed: nothing to grant.
-                continue;
+    /// Grants `opened` (named `path`, as it resolves) with `access`, split
+    /// around the `splits` under it. The split is the same at every start
+    /// of the same grant (the system's `/etc` around its secrets, a
+    /// declared `/` around zot's home): its entries are found once per
+    /// host and their descriptors kept, so that a start adds the rules
+    /// without walking the folders again. An entry made later in a folder
+    /// on the way is not reachable, as the contract says of a split.
+    fn split(&self, opened: &super::resolve::Opened, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
+        type Leaves = std::sync::Arc<Vec<(PathBuf, u64)>>;
+        /// A split: the folder's device and inode, the access, the paths under it.
+        type Key = ((u64, u64), u64, Vec<PathBuf>);
+        static CACHE: std::sync::Mutex<Vec<(Key, Leaves)>> = std::sync::Mutex::new(Vec::new());
+        let under: Vec<PathBuf> = splits.iter().filter(|s| s.starts_with(path)).map(|s| s.to_path_buf()).collect();
+        let key = (opened.id, access, under);
+        let found = CACHE.lock().ok().and_then(|c| c.iter().find(|(k, _)| *k == key).map(|e| e.1.clone()));
+        if let Some(leaves) = found {
+            // Each entry opened again beneath the folder's descriptor, no
+            // link followed on the way.
+            let mut fresh = Vec::with_capacity(leaves.len());
+            for (rel, access) in leaves.iter() {
+                match beneath(&opened.fd, rel) {
+                    Ok(Some(fd)) => fresh.push((fd, *access)),
+                    Ok(None) => {}
+                    Err(_) => {
+                        fresh.clear();
+                        break;
+                    }
+                }
             }
-            // SAFETY: fresh and ours.
-            let child = unsafe { OwnedFd::from_raw_fd(child) };
-            self.grant(&child, &path.join(&name), access, &under)?;
+            if fresh.len() == leaves.len() {
+                for (fd, access) in &fresh {
+                    self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+                }
+                return Ok(());
+            }
+        }
+        let mut out = Vec::new();
+        let dup = opened.fd.try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
+        let under: Vec<&Path> = key.2.iter().map(PathBuf::as_path).collect();
+        leaves(dup, path, access, &under, &mut out)?;
+        for (_, fd, access) in &out {
+            self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+        }
+        let rel: Leaves = std::sync::Arc::new(out.into_iter().map(|(p, _, a)| (p.strip_prefix(path).map(Path::to_path_buf).unwrap_or(p), a)).collect());
+        if let Ok(mut c) = CACHE.lock() {
+            c.retain(|(k, _)| *k != key);
+            if c.len() >= 64 {
+                c.remove(0);
+            }
+            c.push((key, rel));
         }
         Ok(())
     }
