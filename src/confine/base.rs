@@ -317,7 +317,12 @@ fn executable(p: &Path) -> bool {
 fn shebang(file: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never a FIFO or a device (a line naming one must not hang the host).
+    if !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let n = std::fs::File::options().read(true).custom_flags(libc::O_NONBLOCK).open(file).and_then(|mut f| f.read(&mut head)).ok()?;
     let line = head[..n].strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
     let line = std::str::from_utf8(line).ok()?;
