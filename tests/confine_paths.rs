@@ -462,3 +462,18 @@ fn derived_grants_hold_for_an_unprivileged_host() {
     assert_eq!(z.probe("real", "read", &ssh.join("id_test")), "errno 13");
     z.finish();
 }
+
+/// A grant of `${DATA}` declared read-only does not take away the write
+/// every confined process has there: one resolution, the wider access kept.
+#[test]
+fn a_declared_read_of_data_keeps_its_write() {
+    need_landlock!();
+    let t = TempDir::new("paths-data-read");
+    let ext = probe_ext(t.path(), "keeper", Some(json!({"read": ["${DATA}"]})));
+    let h = host(&t, t.path(), vec![ext]);
+    let data = run(&h, "keeper", "data_dir", Value::Null);
+    let data = data.strip_prefix("ok ").unwrap_or_else(|| panic!("{data}"));
+    let file = Path::new(data).join("state.json").display().to_string();
+    assert_eq!(run(&h, "keeper", "write", file.as_str()), format!("ok {file}"));
+    h.shutdown();
+}

@@ -243,10 +243,11 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
         zot_home: scope.zot_home,
         own: own.as_deref(),
     };
-    let mut seen: Vec<(u64, u64)> = out.grants.iter().filter_map(|g| g.opened.as_ref().map(|o| o.id)).collect();
+    // Granted already, with at least this access: adds nothing.
+    let mut seen: Vec<((u64, u64), Access)> = out.grants.iter().filter_map(|g| g.opened.as_ref().map(|o| (o.id, g.access))).collect();
     for g in base::base_set(own.as_deref(), &program, scope.data, scope.tmp) {
         let Ok(o) = open(&g.path) else { continue };
-        if seen.contains(&o.id) && g.why == Why::Base {
+        if seen.iter().any(|(id, a)| *id == o.id && (*a == Access::Write || g.access == Access::Read)) {
             continue;
         }
         if hard.iter().any(|c| inside(&o.target, c)) {
@@ -256,10 +257,7 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
         if g.why != Why::Base && base::covered(&o.target, own.as_deref()) {
             continue;
         }
-        if g.why != Why::Base && seen.contains(&o.id) {
-            continue;
-        }
-        seen.push(o.id);
+        seen.push((o.id, g.access));
         let shown = tilde(&o.target);
         out.grants.push(Resolved { shown, target: o.target.clone(), opened: Some(o), access: g.access, why: g.why, elsewhere: false, git_read_only: false });
     }
