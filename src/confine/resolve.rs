@@ -78,6 +78,12 @@ pub fn inside(p: &Path, dir: &Path) -> bool {
     p.starts_with(dir)
 }
 
+/// Whether `p` or a folder above it (as named) is the inode `id`.
+fn below_id(p: &Path, id: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    p.ancestors().any(|a| std::fs::metadata(a).is_ok_and(|m| (m.dev(), m.ino()) == id))
+}
+
 /// What one start (or its preview in a display) resolves against.
 pub struct Scope<'a> {
     /// `$ZOT_HOME`.
@@ -186,7 +192,9 @@ pub fn tilde(p: &Path) -> String {
 /// server) is invalid.
 pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
     let mut out = Reach::default();
-    let zot_home = far(scope.zot_home).0;
+    let (zot_home, zot_opened) = far(scope.zot_home);
+    // By inode too: the same folder reached through a bind mount.
+    let zot_id = zot_opened.map(|o| o.id);
     let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
     let own = (!scope.is_server).then(|| far(scope.ext).0);
     let hard = base::carved_out();
@@ -196,7 +204,8 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
             let path = scope.path(d, raw)?;
             let (target, opened) = far(&path);
             let own_read = access == Access::Read && own.as_ref().is_some_and(|o| inside(&target, o));
-            if inside(&target, &zot_home) && !inside(&target, &data) && !inside(&target, &tmp) && !own_read {
+            let in_home = inside(&target, &zot_home) || zot_id.is_some_and(|id| below_id(&target, id));
+            if in_home && !inside(&target, &data) && !inside(&target, &tmp) && !own_read {
                 return Err(format!(
                     "confine.{field}[{i}]: {raw:?} resolves to {}, inside zot's home, which no extension may be granted",
                     target.display()
