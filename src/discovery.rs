@@ -166,6 +166,9 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
         all.extend(scan_dir(&global, Source::Global));
         all.extend(mcp_servers(&home.root().join(MCP_FILE), Source::Global, false));
     }
+    // A grant that resolves inside zot's home makes the manifest (or that
+    // server) invalid (docs/protocol.md §9.1).
+    let all: Vec<Result<Found, Broken>> = all.into_iter().map(|item| item.and_then(|f| confine_checked(f, home.root(), cwd))).collect();
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
     let mut trusted: Option<bool> = trust_project.then_some(true);
@@ -226,6 +229,24 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
         }
     }
     out
+}
+
+/// `f`, or why its `confine` cannot be granted as written: an extension's
+/// manifest is then broken, a server's entry carries the error.
+pub fn confine_checked(mut f: Found, zot_home: &Path, project: &Path) -> Result<Found, Broken> {
+    if f.manifest.confine.is_none() {
+        return Ok(f);
+    }
+    let Err(msg) = subject(&f).reach(crate::confine::Mode::Declared, zot_home, project) else { return Ok(f) };
+    match f.mcp.as_mut() {
+        Some(spec) => {
+            if spec.error.is_none() {
+                Arc::make_mut(spec).error = Some(msg);
+            }
+            Ok(f)
+        }
+        None => Err(Broken { dir: f.manifest.dir.clone(), source: f.source, error: ManifestError::Confine { path: f.manifest.path(), msg } }),
+    }
 }
 
 fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
@@ -301,15 +322,16 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>, chang
 
 /// `zot trust`'s line for each project-local extension and MCP server of
 /// the project `dir` that can be read: what it may read, write and reach
-/// (docs/protocol.md §9.3).
-pub fn project_reach(dir: &Path) -> Vec<String> {
+/// (docs/protocol.md §9.3), under the `--confine` mode `mode`, resolved
+/// against the home `zot_home` as its start would resolve it.
+pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) -> Vec<String> {
     scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
         .into_iter()
         .chain(mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false))
         .flatten()
         .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
             Some(r) => remote_line(&f.manifest.name, r),
-            None => crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref()),
+            None => subject(&f).trust_line(mode, zot_home, dir),
         })
         .collect()
 }
@@ -322,6 +344,16 @@ fn remote_line(name: &str, r: &crate::mcpserver::config::Remote) -> String {
     let vars = r.variables();
     let sends = if vars.is_empty() { String::new() } else { format!("; sends {}", vars.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", ")) };
     format!("  {name}: remote {}{sends}", r.shown_url())
+}
+
+/// What confinement needs of `f` to resolve its grants for a display.
+pub fn subject(f: &Found) -> crate::confine::Subject<'_> {
+    let m = &f.manifest;
+    let exec = match &f.mcp {
+        Some(s) => s.resolve_command().ok(),
+        None => m.resolve_exec().ok(),
+    };
+    crate::confine::Subject { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), is_server: f.mcp.is_some(), project_local: f.source == Source::Project, exec, args: &m.args, env: m.env() }
 }
 
 /// Every extension directory directly under `root`, sorted by folder name

@@ -77,10 +77,10 @@ fn python_from_the_system_and_from_a_pyenv_style_prefix_in_a_home_folder() {
         return common::skip("no /usr/bin/python3");
     };
     let t = TempDir::new("base-pyenv");
-    // A fake home with ~/.pyenv/versions/X/{bin/python3, lib/pythonX.Y/*}:
+    // A fake home (beside ZOT_HOME, not in it) with ~/.pyenv/versions/X/{bin/python3, lib/pythonX.Y/*}:
     // the binary copied, the standard library linked entry by entry, so
     // that it starts only if its prefix is readable as a folder.
-    let prefix = t.path().join("home/.pyenv/versions/fake");
+    let prefix = t.path().join("user/.pyenv/versions/fake");
     let lib = prefix.join("lib").join(stdlib.file_name().expect("pythonX.Y"));
     std::fs::create_dir_all(prefix.join("bin")).expect("mkdir");
     std::fs::create_dir_all(&lib).expect("mkdir");

@@ -220,15 +220,25 @@ fn zot_trust_shows_what_each_may_read_write_and_reach_before_recording() {
     let out = common::run_zot(BIN, t.path(), Some(&home), &["trust", project.to_str().expect("utf-8")], &[]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let lines: Vec<&str> = out.stdout.lines().collect();
-    let at = |needle: &str| lines.iter().position(|l| *l == needle).unwrap_or_else(|| panic!("no line {needle:?} in:\n{}", out.stdout));
+    // Each line: what it declares, then what it gets derived from the
+    // program that runs (python3 wherever this machine has it, and the
+    // probe's script folder), then what it writes and reaches.
+    let at = |head: &str, tail: &str| {
+        lines.iter().position(|l| l.starts_with(head) && l.ends_with(tail)).unwrap_or_else(|| panic!("no line {head:?}...{tail:?} in:\n{}", out.stdout))
+    };
     let recorded = lines.iter().position(|l| l.starts_with("trusted ")).expect("trusted line");
-    for l in [
-        "  weather: reads ${PROJECT}, ~/.config/weather; writes ${DATA}; network: ports 443, 80",
-        "  legacy: full access to your files and network",
-        "  quiet: reads ${PROJECT}; writes nothing; network: none",
-        "  srv: reads nothing; writes nothing; network: any",
+    let fixtures = common::fixture("probe.py").parent().expect("fixtures").display().to_string();
+    for (head, tail) in [
+        ("  weather: reads ${PROJECT}, ~/.config/weather", "; writes ${DATA}; network: TCP ports 443, 80; UDP: any"),
+        ("  legacy: full access to your files and network", ""),
+        ("  quiet: reads ${PROJECT}", "; writes nothing; network: none"),
+        ("  srv: reads ", "; writes nothing; network: any"),
     ] {
-        assert!(at(l) < recorded, "{l:?} after the record:\n{}", out.stdout);
+        let i = at(head, tail);
+        assert!(i < recorded, "{head:?} after the record:\n{}", out.stdout);
+        if head.contains("reads ${PROJECT}") {
+            assert!(lines[i].contains(&format!(", {fixtures} (the script it runs);")), "the probe's folder, derived:\n{}", lines[i]);
+        }
     }
 }
 

@@ -35,8 +35,9 @@ pub enum Command {
     ExtCheck(crate::check::CheckOptions),
     /// `zot ext doctor [OPTIONS] [--json]`.
     ExtDoctor { session: SessionArgs, json: bool },
-    /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`.
-    Trust(crate::trust::TrustCommand),
+    /// `zot trust [DIR]`, `zot untrust [DIR]`, `zot trust --list`, with
+    /// `zot trust`'s `--confine` mode as given.
+    Trust(crate::trust::TrustCommand, Option<String>),
     /// `zot completions SHELL`: one of [`SHELLS`].
     Completions(String),
     /// `zot man`: the man page in roff.

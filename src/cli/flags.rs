@@ -189,6 +189,10 @@ const LANG: Flag = Flag {
 const NEW_DIR: Flag = local("dir", Some("DIR"), "the existing directory to create <name>/ in");
 const CHECK_TIMEOUT: Flag = local("timeout", Some("SECS"), "the deadline of each call (default 5s)");
 const LIST: Flag = local("list", None, "list the trusted projects");
+const TRUST_CONFINE: Flag = Flag {
+    choices: &CONFINE_MODES,
+    ..local("confine", Some("MODE"), "show what each may reach under this mode: declared, all or off (default: $ZOT_CONFINE, else declared)")
+};
 const LOGS_MCP: Flag = local("mcp-config", Some("FILE"), "also find the MCP servers of FILE, as the session given it does; repeatable");
 
 /// One command: `zot`, `zot serve`, `zot ext install`, ...
@@ -223,7 +227,7 @@ pub const COMMANDS: [Cmd; 18] = [
     cmd("ext new", "<name> [--lang LANG] [--dir DIR]", "write a working extension to start from", &[LANG, NEW_DIR]),
     cmd("ext check", "<path> [--json] [--timeout SECS]", "run an extension and report its problems", &[JSON, CHECK_TIMEOUT]),
     Cmd { session: true, ..cmd("ext doctor", "[OPTIONS] [--json]", "load everything as a session would, report, stop", &[JSON]) },
-    cmd("trust", "[DIR] | zot trust --list", "let the project's own extensions run", &[LIST]),
+    cmd("trust", "[DIR] | zot trust --list", "let the project's own extensions run", &[LIST, TRUST_CONFINE]),
     cmd("untrust", "[DIR]", "stop trusting the project", &[]),
     cmd("completions", "bash|zsh|fish", "print a shell completion script", &[]),
     cmd("help", "[COMMAND]", "the help of zot or of a command", &[]),

@@ -100,10 +100,23 @@ where
             Ok(config) => crate::doctor::run(config, json),
             Err(e) => fail(&e),
         },
-        Command::Trust(cmd) => match home() {
+        Command::Trust(cmd, confine) => match home() {
             Ok(home) => {
                 warn_shared_home(&home);
-                crate::trust::run(cmd, &home, &crate::discovery::project_names, &crate::discovery::project_reach)
+                // The flag wins over ZOT_CONFINE.
+                let mode = match confine.as_deref().map(|v| crate::confine::Mode::parse(v).ok_or(v)) {
+                    Some(Ok(m)) => m,
+                    Some(Err(v)) => {
+                        eprintln!("zot: --confine: unknown mode {:?} (declared, all, off)", sanitize(v));
+                        return 2;
+                    }
+                    None => match crate::confine::Mode::from_env() {
+                        Ok(m) => m,
+                        Err(e) => return fail(&e),
+                    },
+                };
+                let reach = |dir: &std::path::Path| crate::discovery::project_reach(dir, home.root(), mode);
+                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach)
             }
             Err(e) => fail(&e),
         },

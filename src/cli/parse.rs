@@ -203,12 +203,14 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
 fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
     let mut positional: Option<OsString> = None;
     let mut list = false;
+    let mut confine = None;
     while let Some(tok) = a.next()? {
         if is_help(&tok) {
             return a.last(Command::Help(command_help(command(word))));
         }
         match &tok {
             Tok::Long(l) if l == "list" && word == "trust" => list = true,
+            Tok::Long(l) if l == "confine" && word == "trust" => confine = Some(a.string(&tok)?),
             Tok::Value(v) if positional.is_none() && word != "man" => positional = Some(v.clone()),
             _ => return Err(a.unexpected(&tok)),
         }
@@ -217,9 +219,9 @@ fn parse_simple(mut a: Args, word: &str) -> Result<Command, UsageError> {
     let dir = || positional.as_deref().map(|d| absolute(Path::new(d))).transpose().map_err(|e| a.err(e));
     match word {
         "trust" if list && positional.is_some() => Err(a.err("'--list' takes no DIR")),
-        "trust" if list => Ok(Command::Trust(T::List)),
-        "trust" => Ok(Command::Trust(T::Trust(dir()?))),
-        "untrust" => Ok(Command::Trust(T::Untrust(dir()?))),
+        "trust" if list => Ok(Command::Trust(T::List, confine)),
+        "trust" => Ok(Command::Trust(T::Trust(dir()?), confine)),
+        "untrust" => Ok(Command::Trust(T::Untrust(dir()?), None)),
         "man" => Ok(Command::Man),
         _ => {
             let shell = positional.map(|v| v.to_string_lossy().into_owned());
@@ -429,9 +431,9 @@ mod tests {
             Ok(Command::ExtDoctor { json: true, session }) if session.no_ext && session.ext_paths.len() == 1
         ));
         use crate::trust::TrustCommand as T;
-        assert!(matches!(p(&["trust", "d"]), Ok(Command::Trust(T::Trust(Some(d)))) if d.ends_with("d")));
-        assert_eq!(p(&["trust", "--list"]), Ok(Command::Trust(T::List)));
-        assert_eq!(p(&["untrust"]), Ok(Command::Trust(T::Untrust(None))));
+        assert!(matches!(p(&["trust", "d"]), Ok(Command::Trust(T::Trust(Some(d)), None)) if d.ends_with("d")));
+        assert_eq!(p(&["trust", "--list"]), Ok(Command::Trust(T::List, None)));
+        assert_eq!(p(&["untrust"]), Ok(Command::Trust(T::Untrust(None), None)));
         assert!(p(&["trust", "--list", "d"]).is_err());
         assert_eq!(p(&["completions", "zsh"]), Ok(Command::Completions("zsh".into())));
         assert!(p(&["completions", "tcsh"]).is_err());

@@ -4,6 +4,7 @@
 //! an interpreter's prefix and its script's folder, its data and temporary
 //! folders, a few devices, and `/proc` to read.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// How a path is granted.
@@ -15,31 +16,58 @@ pub enum Access {
     Write,
 }
 
-/// One grant.
+/// Why a path is granted: shown on the trust line and in listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// Declared in `read` or `write`.
+    Declared,
+    /// The base set every confined process gets (never listed).
+    Base,
+    /// A compiled program that runs (`(the program it runs)`).
+    Program,
+    /// An interpreter and its prefix (`(its interpreter)`).
+    Interpreter,
+    /// The script an interpreter runs, and its folder (`(the script it runs)`).
+    Script,
+}
+
+/// One grant, before it is resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
     pub path: PathBuf,
     pub access: Access,
+    pub why: Why,
 }
 
 /// The system folders read and executed by every confined process.
 const SYSTEM: [&str; 11] = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/nix/store", "/snap", "/proc"];
-/// Devices read and written.
-const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/shm"];
+/// Devices read and written (`/dev/shm` only when declared).
+const DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty"];
+/// Read so that names resolve where `/etc/resolv.conf` is a link: the
+/// file is opened through its link, so its target is what is granted.
+const RESOLVER: [&str; 2] = ["/etc/resolv.conf", "/run/systemd/resolve"];
+/// `/etc`'s secrets, carved out even for a root host's children.
+const SECRETS: [&str; 8] =
+    ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd"];
 
 /// Where the program is found and what guards its folders.
 pub struct Program<'a> {
-    /// `exec` or `command` resolved through `$PATH` (not through links).
-    pub exec: &'a Path,
+    /// `exec` or `command` resolved through `$PATH` (not through links);
+    /// `None` when it cannot be (nothing derived).
+    pub exec: Option<&'a Path>,
     pub args: &'a [String],
     /// The folder it runs in: relative arguments start there.
     pub cwd: &'a Path,
     /// The `PATH` it runs with, for `#!/usr/bin/env NAME`.
     pub path_var: Option<&'a std::ffi::OsStr>,
-    /// `$HOME` as the program gets it, never granted as a prefix (nor the
-    /// host's own `$HOME`, nor either through links).
+    /// `$HOME` as the program gets it (the host's own is guarded too).
     pub home: Option<&'a Path>,
-    /// `$ZOT_HOME`: no folder holding it is granted as a prefix.
+    /// `$XDG_RUNTIME_DIR` as the program gets it.
+    pub runtime: Option<&'a Path>,
+    /// The project root: never granted as a script's folder or a prefix.
+    pub project: &'a Path,
+    /// `$ZOT_HOME`: no folder at or above it, nor inside it outside the
+    /// extension's own folder, is granted as a folder.
     pub zot_home: &'a Path,
     /// The extension's own folder (`None` for an MCP server): when it is
     /// itself named `bin/` (or `.bin/`, `shims/`), the folder above it
@@ -47,90 +75,224 @@ pub struct Program<'a> {
     pub own: Option<&'a Path>,
 }
 
-/// The base set: system folders, devices, `/sys/devices/system/cpu`, the
-/// extension's own folder (`own`: `None` for an MCP server), the program's
-/// grants, and read-write on `data` and `tmp`.
+/// The base set: system folders, devices, the resolver's files,
+/// `/sys/devices/system/cpu`, the extension's own folder (`own`: `None`
+/// for an MCP server), the program's derived grants, and read-write on
+/// `data` and `tmp`.
 pub fn base_set(own: Option<&Path>, program: &Program, data: &Path, tmp: &Path) -> Vec<Grant> {
-    let read = |p: &Path| Grant { path: p.to_path_buf(), access: Access::Read };
-    let write = |p: &Path| Grant { path: p.to_path_buf(), access: Access::Write };
-    let mut out: Vec<Grant> = SYSTEM.iter().map(|p| read(Path::new(p))).collect();
-    out.push(read(Path::new("/sys/devices/system/cpu")));
-    out.extend(DEVICES.iter().map(|p| write(Path::new(p))));
-    out.extend(own.map(read));
-    out.extend(program_grants(program).iter().map(|p| read(p)));
-    out.push(write(data));
-    out.push(write(tmp));
+    let grant = |p: &Path, access, why| Grant { path: p.to_path_buf(), access, why };
+    let mut out: Vec<Grant> = SYSTEM.iter().chain(&RESOLVER).map(|p| grant(Path::new(p), Access::Read, Why::Base)).collect();
+    out.push(grant(Path::new("/sys/devices/system/cpu"), Access::Read, Why::Base));
+    out.extend(DEVICES.iter().map(|p| grant(Path::new(p), Access::Write, Why::Base)));
+    out.extend(own.map(|o| grant(o, Access::Read, Why::Base)));
+    out.extend(program_grants(program).into_iter().map(|(p, why)| grant(&p, Access::Read, why)));
+    out.push(grant(data, Access::Write, Why::Base));
+    out.push(grant(tmp, Access::Write, Why::Base));
     out
+}
+
+/// Whether the base set already reads `target` (resolved): inside a
+/// system folder, or the extension's own folder.
+pub fn covered(target: &Path, own: Option<&Path>) -> bool {
+    static REAL: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let system = REAL.get_or_init(|| SYSTEM.iter().filter_map(|s| Path::new(s).canonicalize().ok()).collect());
+    system.iter().map(PathBuf::as_path).chain(own).any(|s| target.starts_with(s))
+}
+
+/// What is carved out of every grant that would cover it, declared or
+/// derived, `read: ["/"]` included: `/etc`'s secrets (the named ones and
+/// every entry not readable by others, found once) and the terminals
+/// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`).
+pub fn carved_out() -> Vec<PathBuf> {
+    static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let mut out = ETC
+        .get_or_init(|| {
+            let mut out: Vec<PathBuf> = SECRETS.iter().map(PathBuf::from).collect();
+            if let Ok(rd) = std::fs::read_dir("/etc/ssh") {
+                let keys = rd.flatten().map(|e| e.path()).filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+                });
+                out.extend(keys);
+            }
+            let mut budget = 20_000usize;
+            unreadable(Path::new("/etc"), 4, &mut budget, &mut out);
+            // One this host's user cannot reach anyway (not root, nor in
+            // its group) is left to the kernel's own refusal: carving it
+            // out too would change nothing but the cost of every start.
+            out.retain(|p| reachable(p));
+            let mut out: Vec<PathBuf> = out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
+            crate::order::sort(&mut out);
+            out.dedup();
+            out
+        })
+        .clone();
+    // The virtual consoles, found once per host as /etc's secrets are.
+    static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
+    out.extend(TTYS.get_or_init(|| {
+        let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
+        rd.flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("tty")).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())))
+            .collect()
+    }).iter().cloned());
+    out
+}
+
+/// Whether this process's user may read `p`, or pass through it (a folder).
+fn reachable(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path; faccessat only checks.
+    let may = |mode| unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) } == 0;
+    may(libc::R_OK) || (p.is_dir() && may(libc::X_OK))
+}
+
+/// The entries under `dir` not readable by others (not descended into),
+/// links left alone (their target is found where it lies).
+fn unreadable(dir: &Path, depth: u32, budget: &mut usize, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        if m.permissions().mode() & 0o004 == 0 {
+            out.push(e.path());
+        } else if m.is_dir() && depth > 1 {
+            unreadable(&e.path(), depth - 1, budget, out);
+        }
+    }
+}
+
+/// The git repositories a write grant on `dir` covers: `dir` itself, or
+/// the folders directly in it (a folder of checkouts), each with a
+/// `.git` folder.
+pub fn repositories(dir: &Path) -> Vec<PathBuf> {
+    let is_repo = |d: &Path| std::fs::symlink_metadata(d.join(".git")).is_ok_and(|m| m.is_dir());
+    if is_repo(dir) {
+        return vec![dir.to_path_buf()];
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten().map(|e| e.path()).filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) && is_repo(p)).collect()
 }
 
 /// The one prefix rule: what the program that really runs needs to read.
 /// A compiled program alone; an interpreter (named by a `#!` line, or run
-/// with an existing regular file as its first argument) its prefix, the
-/// folder above its `bin/` (or `bin/` alone when that folder is `$HOME` or
-/// holds `$ZOT_HOME`); the script it runs, with the script's folder.
-pub fn program_grants(p: &Program) -> Vec<PathBuf> {
+/// with a script: the first argument not beginning with `-`, when it
+/// names a regular file) its prefix, the folder above its `bin/` (or
+/// `bin/` alone when that folder is guarded); the script it runs, with
+/// the script's folder unless that folder is guarded.
+pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     let mut out = Vec::new();
-    let script_arg = p.args.first().map(|a| p.cwd.join(a)).filter(|a| a.is_file());
-    let mut program = p.exec.to_path_buf();
+    let Some(exec) = p.exec else { return out };
+    let guards = Guards::of(p);
+    let script_arg = p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file());
+    let mut program = exec.to_path_buf();
     let mut script = None;
     // A `#!` chain, a few levels deep as the kernel allows.
     for _ in 0..4 {
-        out.push(program.clone());
         let Some(interp) = shebang(&program, p.path_var) else { break };
-        script.get_or_insert(program.clone());
-        prefix(&program, p, &mut out);
+        if script.is_none() {
+            script = Some(program.clone());
+            prefix(&program, Why::Interpreter, p, &guards, &mut out);
+        } else {
+            out.push((program.clone(), Why::Interpreter));
+            prefix(&program, Why::Interpreter, p, &guards, &mut out);
+        }
         program = interp;
+    }
+    let interpreter = script.is_some() || script_arg.is_some();
+    out.push((program.clone(), if interpreter { Why::Interpreter } else { Why::Program }));
+    if interpreter {
+        prefix(&program, Why::Interpreter, p, &guards, &mut out);
     }
     // A `#!` script passes its arguments on (a version manager's shim):
     // the script it was given is granted with it.
-    if script.is_some() || script_arg.is_some() {
-        prefix(&program, p, &mut out);
-    }
     for s in script.iter().chain(&script_arg) {
-        folder_of(s, p, &mut out);
+        folder_of(s, &guards, &mut out);
         if let Ok(real) = s.canonicalize() {
-            folder_of(&real, p, &mut out);
+            folder_of(&real, &guards, &mut out);
         }
     }
-    let real: Vec<PathBuf> = out.iter().filter_map(|q| q.canonicalize().ok()).collect();
-    out.extend(real);
-    crate::order::sort(&mut out);
-    out.dedup();
     out
 }
 
 /// The folder above `bin/` (or `.bin/`, or a version manager's `shims/`)
 /// of `exe`, named and resolved.
-fn prefix(exe: &Path, p: &Program, out: &mut Vec<PathBuf>) {
+fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf, Why)>) {
     for exe in [Some(exe.to_path_buf()), exe.canonicalize().ok()].into_iter().flatten() {
         let Some(bin) = exe.parent() else { continue };
         let is_bin = matches!(bin.file_name().and_then(|n| n.to_str()), Some("bin" | ".bin" | "shims")) && !p.own.is_some_and(|o| same(o, bin));
+        // A version manager's own folder (`~/.pyenv` above `shims/`, with
+        // its `versions/`) is its prefix even directly in `$HOME`: its
+        // shims run its own code from there.
+        let manager = |top: &Path| bin.ends_with("shims") && ["versions", "installs"].iter().any(|v| top.join(v).is_dir());
         match bin.parent() {
-            Some(top) if is_bin && !guarded(top, p) => out.push(top.to_path_buf()),
-            _ if !guarded(bin, p) => out.push(bin.to_path_buf()),
+            Some(top) if is_bin && (!g.guarded(top) || manager(top) && !g.beyond_home(top)) => out.push((top.to_path_buf(), why)),
+            _ if !g.guarded(bin) => out.push((bin.to_path_buf(), why)),
             _ => {}
         }
     }
 }
 
-/// The folder of a script, unless it is one never granted whole.
-fn folder_of(script: &Path, p: &Program, out: &mut Vec<PathBuf>) {
-    out.push(script.to_path_buf());
-    if let Some(dir) = script.parent().filter(|d| !guarded(d, p)) {
-        out.push(dir.to_path_buf());
+/// The script, with its folder unless that folder is guarded.
+fn folder_of(script: &Path, g: &Guards, out: &mut Vec<(PathBuf, Why)>) {
+    out.push((script.to_path_buf(), Why::Script));
+    if let Some(dir) = script.parent().filter(|d| !g.guarded(d)) {
+        out.push((dir.to_path_buf(), Why::Script));
     }
 }
 
-/// `/`, `$HOME` (the program's and the host's), and any folder holding
-/// `$ZOT_HOME`, each as named and as resolved through links: a prefix is
-/// taken from the program's real path too, which names a linked home by
-/// its target.
-fn guarded(dir: &Path, p: &Program) -> bool {
-    let host_home = std::env::var_os("HOME").map(PathBuf::from);
-    let homes = p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty());
-    let real_zot = real(p.zot_home);
-    [dir.to_path_buf(), real(dir)].iter().any(|d| d.parent().is_none() || p.zot_home.starts_with(d) || real_zot.starts_with(d))
-        || homes.into_iter().any(|h| same(&h, dir))
+/// The folders never granted whole as a script's folder or a prefix: `/`,
+/// `/tmp`, `/var/tmp`, `/dev/shm`, `$XDG_RUNTIME_DIR`, `$HOME` (the
+/// program's and the host's) and any folder directly in it, the project
+/// root, a folder at or above `$ZOT_HOME`, and one inside it outside the
+/// extension's own folder; each as named and as resolved through links
+/// (resolved once per program).
+struct Guards {
+    listed: Vec<PathBuf>,
+    homes: Vec<PathBuf>,
+    zot: Vec<PathBuf>,
+    own: Vec<PathBuf>,
+}
+
+impl Guards {
+    fn of(p: &Program) -> Guards {
+        let both = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            let mut out = v.clone();
+            out.extend(v.iter().filter_map(|q| q.canonicalize().ok()));
+            out
+        };
+        let host_home = std::env::var_os("HOME").map(PathBuf::from);
+        let homes = both(p.home.map(Path::to_path_buf).into_iter().chain(host_home).filter(|h| !h.as_os_str().is_empty()).collect());
+        let fixed = ["/", "/tmp", "/var/tmp", "/dev/shm"].iter().map(PathBuf::from);
+        let listed = both(fixed.chain(p.runtime.map(Path::to_path_buf)).chain([p.project.to_path_buf()]).collect());
+        Guards { listed, homes, zot: both(vec![p.zot_home.to_path_buf()]), own: both(p.own.map(Path::to_path_buf).into_iter().collect()) }
+    }
+
+    /// Whether `dir` is never granted whole.
+    fn guarded(&self, dir: &Path) -> bool {
+        self.beyond_home(dir) || self.forms(dir).iter().any(|d| d.parent().is_some_and(|up| self.homes.iter().any(|h| h == up)))
+    }
+
+    /// [`Guards::guarded`] but for the folders directly in `$HOME`.
+    fn beyond_home(&self, dir: &Path) -> bool {
+        self.forms(dir).iter().any(|d| {
+            d.parent().is_none()
+                || self.listed.iter().chain(&self.homes).any(|l| l == d)
+                || self.zot.iter().any(|z| z.starts_with(d))
+                || (self.zot.iter().any(|z| d.starts_with(z)) && !self.own.iter().any(|o| d.starts_with(o)))
+        })
+    }
+
+    fn forms(&self, dir: &Path) -> [PathBuf; 2] {
+        [dir.to_path_buf(), real(dir)]
+    }
 }
 
 /// `p` resolved through links, or as it is.
@@ -143,11 +305,24 @@ fn same(a: &Path, b: &Path) -> bool {
     a == b || real(a) == real(b)
 }
 
-/// The interpreter a `#!` line names, `env NAME` looked up on `path_var`.
+/// Whether `p` is a program `execve` runs: a regular file with an
+/// execute bit.
+fn executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The interpreter a `#!` line names, `env NAME` looked up on `path_var`
+/// as `env` looks it up: the first executable file, a plain file passed
+/// over.
 fn shebang(file: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never a FIFO or a device (a line naming one must not hang the host).
+    if !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let n = std::fs::File::options().read(true).custom_flags(libc::O_NONBLOCK).open(file).and_then(|mut f| f.read(&mut head)).ok()?;
     let line = head[..n].strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
     let line = std::str::from_utf8(line).ok()?;
@@ -156,8 +331,11 @@ fn shebang(file: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     let interp = if interp.is_relative() { file.parent()?.join(interp) } else { interp };
     if interp.file_name().is_some_and(|n| n == "env") {
         let name = words.find(|w| !w.starts_with('-'))?;
+        if name.contains('/') {
+            return Some(PathBuf::from(name)).filter(|p| executable(p));
+        }
         let dirs = std::env::split_paths(path_var?).filter(|d| d.is_absolute());
-        return dirs.map(|d| d.join(name)).find(|c| c.is_file());
+        return dirs.map(|d| d.join(name)).find(|c| executable(c));
     }
     Some(interp)
 }
@@ -166,6 +344,26 @@ fn shebang(file: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn env_passes_over_a_plain_file_and_the_script_is_the_first_word_not_an_option() {
+        let home = tmp("plain");
+        let (a, b) = (home.join("code/a"), home.join("code/b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("interp"), b"not a program").unwrap();
+        exe(&b.join("interp"), b"\x7fELF");
+        std::fs::write(home.join("code/s"), b"#!/usr/bin/env interp\n").unwrap();
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        let args: Vec<String> = vec!["-u".into(), "s".into(), "x".into()];
+        let zot_home = home.join(".zot");
+        let p = Program { exec: Some(&home.join("code/s")), args: &[], cwd: &home, path_var: Some(&path), home: Some(&home), runtime: None, project: &home, zot_home: &zot_home, own: None };
+        let g = program_grants(&p);
+        assert!(g.contains(&(b.join("interp"), Why::Interpreter)) && !g.iter().any(|(q, _)| q.starts_with(&a)), "{g:?}");
+        let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
+        let g = program_grants(&p);
+        assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
+    }
 
     fn tmp(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("zot-base-{tag}-{}", std::process::id()));
@@ -177,8 +375,16 @@ mod tests {
     fn grants(exec: &Path, args: &[&str], cwd: &Path, home: &Path, path_var: &Path) -> Vec<PathBuf> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let zot_home = home.join(".zot");
-        let p = Program { exec, args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), zot_home: &zot_home, own: None };
-        program_grants(&p)
+        let project = Path::new("/nonexistent-project");
+        let p = Program { exec: Some(exec), args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), runtime: None, project, zot_home: &zot_home, own: None };
+        let mut out: Vec<PathBuf> = program_grants(&p).into_iter().map(|(p, _)| p).collect();
+        out.dedup();
+        out
+    }
+
+    fn exe(p: &Path, text: &[u8]) {
+        std::fs::write(p, text).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     #[test]
@@ -186,8 +392,8 @@ mod tests {
         let home = tmp("interp");
         let prefix = home.join(".pyenv/versions/3.12");
         std::fs::create_dir_all(prefix.join("bin")).unwrap();
-        std::fs::write(prefix.join("bin/python3"), b"\x7fELF").unwrap();
-        let srv = home.join("srv");
+        exe(&prefix.join("bin/python3"), b"\x7fELF");
+        let srv = home.join("code/srv");
         std::fs::create_dir_all(&srv).unwrap();
         std::fs::write(srv.join("server.py"), b"print(1)").unwrap();
         let g = grants(&prefix.join("bin/python3"), &["server.py", "--config", "/etc/x"], &srv, &home, &prefix.join("bin"));
@@ -210,7 +416,7 @@ mod tests {
         symlink("../tool/dist/cli.js", nm.join(".bin/tool")).unwrap();
         let nodes = home.join("nvm/v22");
         std::fs::create_dir_all(nodes.join("bin")).unwrap();
-        std::fs::write(nodes.join("bin/node"), b"\x7fELF").unwrap();
+        exe(&nodes.join("bin/node"), b"\x7fELF");
         let g = grants(&nm.join(".bin/tool"), &[], &proj, &home, &nodes.join("bin"));
         assert!(g.contains(&nm), "the .bin tool's prefix: {g:?}");
         assert!(g.contains(&nodes), "node's prefix: {g:?}");
@@ -223,7 +429,12 @@ mod tests {
         std::fs::create_dir_all(home.join("bin")).unwrap();
         std::fs::write(home.join("bin/run"), b"#!/bin/sh\n").unwrap();
         let g = grants(&home.join("bin/run"), &[], &home, &home, &home);
-        assert!(g.contains(&home.join("bin")) && !g.contains(&home), "{g:?}");
+        // ~/bin is directly in $HOME: the script alone.
+        assert!(g.contains(&home.join("bin/run")) && !g.contains(&home.join("bin")) && !g.contains(&home), "{g:?}");
+        std::fs::create_dir_all(home.join("code/bin")).unwrap();
+        std::fs::write(home.join("code/bin/run"), b"#!/bin/sh\n").unwrap();
+        let g = grants(&home.join("code/bin/run"), &[], &home, &home, &home);
+        assert!(g.contains(&home.join("code/bin")) && !g.contains(&home.join("code")), "~/code is directly in $HOME: {g:?}");
         std::fs::write(home.join("x.sh"), b"#!/bin/sh\n").unwrap();
         let g = grants(Path::new("/bin/sh"), &["x.sh"], &home, &home, &home);
         assert!(g.contains(&home.join("x.sh")) && !g.contains(&home), "{g:?}");

@@ -3,7 +3,8 @@
 //! a denied path under it replaced by its entries one by one, down to the
 //! denied path), the TCP port rules and the scopes.
 
-use super::base::{Access, Grant};
+use super::base::Access;
+use super::resolve::Reach;
 use super::sys::*;
 use std::fs;
 use std::io;
@@ -63,10 +64,12 @@ pub struct Tcp<'a> {
 /// A ruleset fd, ready for `landlock_restrict_self` in the child.
 pub struct Ruleset(pub OwnedFd);
 
-/// Builds the ruleset. `deny` entries split the grants above them;
-/// `read_only` entries split write grants only and are granted read.
-/// Paths that do not exist are skipped and named in `skipped`.
-pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf], tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
+/// Builds the ruleset from `reach`: each grant's rule made from the
+/// descriptor it was resolved to, or, where a denied path lies under it,
+/// its entries one by one; `read_only` paths split write grants only and
+/// are granted read. Grants that do not exist are skipped and named in
+/// `skipped`.
+pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
     let fs_all = handled_fs(abi);
     let attr = landlock_ruleset_attr {
         handled_access_fs: fs_all,
@@ -85,24 +88,29 @@ pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf]
     }
     // SAFETY: a fresh fd, ours (close-on-exec, as Landlock makes it).
     let ruleset = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as i32) });
-    for g in grants {
+    for g in &reach.grants {
         let access = match g.access {
             Access::Read => READ,
             Access::Write => fs_all,
         };
-        let Ok(real) = fs::canonicalize(&g.path) else {
-            skipped.push(g.path.clone());
+        let Some(opened) = &g.opened else {
+            skipped.push(g.target.clone());
             continue;
         };
-        let mut splits: Vec<&Path> = deny.iter().map(PathBuf::as_path).collect();
+        let mut splits: Vec<&Path> = reach.deny.iter().map(PathBuf::as_path).collect();
         if g.access == Access::Write {
-            splits.extend(read_only.iter().map(PathBuf::as_path));
+            splits.extend(reach.read_only.iter().map(PathBuf::as_path));
         }
-        ruleset.grant(&real, access, &splits)?;
+        if splits.iter().any(|s| s.starts_with(&g.target)) {
+            ruleset.split(opened, &g.target, access, &splits)?;
+        } else {
+            let access = if opened.is_dir { access } else { access & FILE_ONLY };
+            ruleset.rule_fd(&opened.fd, access).map_err(|e| format!("cannot grant {}: {e}", g.target.display()))?;
+        }
     }
-    for p in read_only {
-        if let Ok(real) = fs::canonicalize(p) {
-            ruleset.grant(&real, READ, &[])?;
+    for p in &reach.read_only {
+        if let Ok(o) = super::resolve::open(p) {
+            ruleset.split(&o, &o.target, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         }
     }
     if let (Some(tcp), true) = (tcp, abi >= 4) {
@@ -116,6 +124,78 @@ pub fn build(abi: u32, grants: &[Grant], deny: &[PathBuf], read_only: &[PathBuf]
     Ok(ruleset)
 }
 
+/// The descriptors to grant for `fd` (named `path`) with `access`: itself,
+/// or, when a split path lies under it, each of its entries along the way
+/// instead, each opened beneath the descriptor of its folder without
+/// following a link.
+fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec<(PathBuf, OwnedFd, u64)>) -> Result<(), String> {
+    if splits.contains(&path) {
+        return Ok(());
+    }
+    let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
+    let mode = file_mode(&fd).map_err(|e| format!("{}: {e}", path.display()))?;
+    let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
+    if mode & libc::S_IFMT == libc::S_IFLNK {
+        // A link is reached through its target, granted or not on its own.
+        return Ok(());
+    }
+    if under.is_empty() || !is_dir {
+        out.push((path.to_path_buf(), fd, if is_dir { access } else { access & FILE_ONLY }));
+        return Ok(());
+    }
+    let listed = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let entries = fs::read_dir(&listed).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+        let name = entry.file_name();
+        let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
+        // SAFETY: a NUL-terminated name beneath a descriptor we hold.
+        let child = unsafe { libc::openat(fd.as_raw_fd(), c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+        if child < 0 {
+            // Gone since it was listed: nothing to grant.
+            continue;
+        }
+        // SAFETY: fresh and ours.
+        let child = unsafe { OwnedFd::from_raw_fd(child) };
+        leaves(child, &path.join(&name), access, &under, out)?;
+    }
+    Ok(())
+}
+
+/// `rel` opened `O_PATH` beneath `dir` with no link followed (`openat2`,
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): `Ok(None)` when it is gone;
+/// an error when it cannot be opened that way (then the folder is walked
+/// again).
+fn beneath(dir: &OwnedFd, rel: &Path) -> io::Result<Option<OwnedFd>> {
+    if rel.as_os_str().is_empty() {
+        return dir.try_clone().map(Some);
+    }
+    let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: zeroed is a valid open_how; its fields are set below.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: a NUL-terminated path beneath a descriptor we hold, and a
+    // valid open_how of the size given.
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, dir.as_raw_fd(), c.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::ENOENT) { Ok(None) } else { Err(e) };
+    }
+    // SAFETY: fresh and ours.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
+}
+
+/// The type and mode bits of what `fd` names.
+fn file_mode(fd: &OwnedFd) -> io::Result<libc::mode_t> {
+    // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode)
+}
+
 impl Ruleset {
     fn add(&self, kind: u32, attr: *const u8) -> io::Result<()> {
         // SAFETY: `attr` points to the struct `kind` names.
@@ -126,38 +206,62 @@ impl Ruleset {
         Ok(())
     }
 
-    /// Grants `path` (real) with `access`, or, when a split path lies
-    /// under it, each of its entries along the way instead.
-    fn grant(&self, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
-        if splits.contains(&path) {
-            return Ok(());
-        }
-        let under: Vec<&Path> = splits.iter().copied().filter(|s| s.starts_with(path)).collect();
-        let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if under.is_empty() || !meta.is_dir() {
-            return self.rule(path, if meta.is_dir() { access } else { access & FILE_ONLY });
-        }
-        let entries = fs::read_dir(path).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
-            // A link is reached through its target, granted or not on its own.
-            if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
-                self.grant(&entry.path(), access, &under)?;
+    /// Grants `opened` (named `path`, as it resolves) with `access`, split
+    /// around the `splits` under it. The split is the same at every start
+    /// of the same grant (the system's `/etc` around its secrets, a
+    /// declared `/` around zot's home): its entries are found once per
+    /// host and their descriptors kept, so that a start adds the rules
+    /// without walking the folders again. An entry made later in a folder
+    /// on the way is not reachable, as the contract says of a split.
+    fn split(&self, opened: &super::resolve::Opened, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
+        type Leaves = std::sync::Arc<Vec<(PathBuf, u64)>>;
+        /// A split: the folder's device and inode, the access, the paths under it.
+        type Key = ((u64, u64), u64, Vec<PathBuf>);
+        static CACHE: std::sync::Mutex<Vec<(Key, Leaves)>> = std::sync::Mutex::new(Vec::new());
+        let under: Vec<PathBuf> = splits.iter().filter(|s| s.starts_with(path)).map(|s| s.to_path_buf()).collect();
+        let key = (opened.id, access, under);
+        let found = CACHE.lock().ok().and_then(|c| c.iter().find(|(k, _)| *k == key).map(|e| e.1.clone()));
+        if let Some(leaves) = found {
+            // Each entry opened again beneath the folder's descriptor, no
+            // link followed on the way.
+            let mut fresh = Vec::with_capacity(leaves.len());
+            for (rel, access) in leaves.iter() {
+                match beneath(&opened.fd, rel) {
+                    Ok(Some(fd)) => fresh.push((fd, *access)),
+                    Ok(None) => {}
+                    Err(_) => {
+                        fresh.clear();
+                        break;
+                    }
+                }
             }
+            if fresh.len() == leaves.len() {
+                for (fd, access) in &fresh {
+                    self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+                }
+                return Ok(());
+            }
+        }
+        let mut out = Vec::new();
+        let dup = opened.fd.try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
+        let under: Vec<&Path> = key.2.iter().map(PathBuf::as_path).collect();
+        leaves(dup, path, access, &under, &mut out)?;
+        for (_, fd, access) in &out {
+            self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+        }
+        let rel: Leaves = std::sync::Arc::new(out.into_iter().map(|(p, _, a)| (p.strip_prefix(path).map(Path::to_path_buf).unwrap_or(p), a)).collect());
+        if let Ok(mut c) = CACHE.lock() {
+            c.retain(|(k, _)| *k != key);
+            if c.len() >= 64 {
+                c.remove(0);
+            }
+            c.push((key, rel));
         }
         Ok(())
     }
 
-    fn rule(&self, path: &Path, access: u64) -> Result<(), String> {
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{}: a NUL byte", path.display()))?;
-        // SAFETY: a NUL-terminated path; O_PATH opens nothing's contents.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
-        if fd < 0 {
-            return Err(format!("{}: {}", path.display(), io::Error::last_os_error()));
-        }
-        // SAFETY: fresh and ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    fn rule_fd(&self, fd: &OwnedFd, access: u64) -> io::Result<()> {
         let rule = landlock_path_beneath_attr { allowed_access: access, parent_fd: fd.as_raw_fd() };
-        self.add(LANDLOCK_RULE_PATH_BENEATH, &rule as *const _ as *const u8).map_err(|e| format!("cannot grant {}: {e}", path.display()))
+        self.add(LANDLOCK_RULE_PATH_BENEATH, &rule as *const _ as *const u8)
     }
 }

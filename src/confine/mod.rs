@@ -18,13 +18,13 @@ pub mod base;
 pub mod landlock;
 pub mod policy;
 mod report;
+pub mod resolve;
 pub mod seccomp;
 pub mod sys;
 
 pub use policy::{Declared, Net};
-pub use report::{kernel_support, report, trust_line, Report};
+pub use report::{kernel_support, report, Report};
 
-use crate::lexical::{lexical, Above};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -74,6 +74,68 @@ pub fn effective(declared: Option<&Declared>, mode: Mode, base: &Path) -> Option
         (_, Some(d)) => Some(d.clone()),
         (Mode::All, None) => Some(Declared::everything_default(base.to_path_buf())),
         (Mode::Declared, None) => None,
+    }
+}
+
+/// What a display needs of one extension or server to show what it may
+/// reach: enough to resolve its grants as a start would, creating nothing.
+pub struct Subject<'a> {
+    pub name: &'a str,
+    /// Its folder (a server's `cwd`).
+    pub dir: &'a Path,
+    pub declared: Option<&'a Declared>,
+    pub is_server: bool,
+    /// A project's (its data folder is keyed by the project, §9.1).
+    pub project_local: bool,
+    /// The program that runs (`exec` resolved), when it resolves.
+    pub exec: Option<PathBuf>,
+    pub args: &'a [String],
+    /// Its manifest's (or entry's) `env`, unexpanded.
+    pub env: &'a [(String, String)],
+}
+
+impl Subject<'_> {
+    /// Its rules under `mode`, resolved against `zot_home` and `project`
+    /// as its start would resolve them: `Ok(None)` when not confined; the
+    /// error that makes its manifest (or entry) invalid.
+    pub fn reach(&self, mode: Mode, zot_home: &Path, project: &Path) -> Result<Option<(Declared, resolve::Reach)>, String> {
+        let Some(d) = effective(self.declared, mode, self.dir) else { return Ok(None) };
+        let id = self.project_local.then(|| crate::trust::project_id(project));
+        let data = data_folder(zot_home, self.name, id.as_deref());
+        let tmp = zot_home.join("tmp").join(format!("{}.0", self.name));
+        let scope0 = resolve::Scope { zot_home, project, ext: self.dir, is_server: self.is_server, data: &data, tmp: &tmp, exec: None, args: &[], env: &[] };
+        let expand = |s: &str| {
+            ["PROJECT", "EXT", "DATA", "TMP"].iter().fold(s.to_string(), |acc, n| acc.replace(&format!("${{{n}}}"), &scope0.lookup(n).unwrap_or_default()))
+        };
+        let args: Vec<String> = self.args.iter().map(|a| expand(a)).collect();
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        if let Ok(own) = crate::envexpand::expand_all(self.env, |n| scope0.lookup(n)) {
+            env.extend(own.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        }
+        let scope = resolve::Scope { exec: self.exec.as_deref(), args: &args, env: &env, ..scope0 };
+        Ok(Some((d.clone(), resolve::reach(&scope, &d)?)))
+    }
+
+    /// `zot trust`'s line under `mode`: what it may read, write and reach.
+    pub fn trust_line(&self, mode: Mode, zot_home: &Path, project: &Path) -> String {
+        match self.reach(mode, zot_home, project) {
+            Ok(None) => report::trust_line(self.name, None, &[], &[]),
+            Ok(Some((d, reach))) => {
+                let (reads, writes) = reach.items();
+                report::trust_line(self.name, Some(&d), &reads, &writes)
+            }
+            Err(e) => format!("  {}: invalid: {e}", self.name),
+        }
+    }
+
+    /// What listings say of it under `mode` (docs/protocol.md §9.3),
+    /// with what it may read and write.
+    pub fn listed(&self, mode: Mode, zot_home: &Path, project: &Path) -> Report {
+        let mut r = listed(self.declared, mode, self.dir);
+        if let Ok(Some((_, reach))) = self.reach(mode, zot_home, project) {
+            (r.reads, r.writes) = reach.items();
+        }
+        r
     }
 }
 
@@ -280,18 +342,20 @@ impl Plan {
         }
     }
 
-    /// A declared path made absolute: placeholders and `${VAR}` expanded,
-    /// `~/` from `$HOME`, relative against the declaration's folder.
-    fn path(&self, d: &Declared, raw: &str) -> Result<PathBuf, String> {
-        let s = crate::envexpand::expand("confine", raw, &|n| self.lookup(n)).map_err(|e| e.to_string().replacen("env confine", "confine", 1))?;
-        let p = match s.strip_prefix('~') {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                let home = std::env::var_os("HOME").ok_or_else(|| format!("confine: {raw}: HOME is not set"))?;
-                PathBuf::from(home).join(rest.trim_start_matches('/'))
-            }
-            _ => d.base.join(s),
-        };
-        Ok(p)
+    /// What this start's paths resolve against, for `exec` run with
+    /// `args` (expanded) in the child's environment `env`.
+    pub fn scope<'a>(&'a self, exec: Option<&'a Path>, args: &'a [String], env: &'a [(OsString, OsString)]) -> resolve::Scope<'a> {
+        resolve::Scope {
+            zot_home: &self.home,
+            project: &self.project,
+            ext: &self.ext,
+            is_server: self.is_server,
+            data: self.data_dir(),
+            tmp: self.tmp.as_ref().map_or(self.data_dir(), TmpDir::path),
+            exec,
+            args,
+            env,
+        }
     }
 
     /// Builds the jail of this start: `Ok(None)` when not confined; an
@@ -315,50 +379,9 @@ impl Plan {
 }
 
 fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Jail, String> {
-    use base::{Access, Grant};
-    let var = |k: &str| env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_os_str());
-    let home = var("HOME").map(PathBuf::from);
-    let own = (!plan.is_server).then_some(plan.ext.as_path());
-    let program = base::Program { exec, args, cwd: &plan.ext, path_var: var("PATH"), home: home.as_deref(), zot_home: &plan.home, own };
-    let (data, tmp) = (plan.data_dir(), plan.tmp.as_ref().map_or(plan.data_dir(), TmpDir::path));
-    let mut grants = base::base_set(own, &program, data, tmp);
-    let mut declared = |list: &[String], access: Access, out: &mut Vec<Grant>| -> Result<(), String> {
-        for raw in list {
-            let path = plan.path(d, raw)?;
-            if path.exists() {
-                out.push(Grant { path, access });
-            } else {
-                log(&format!("confine: {raw} ({}) does not exist; skipped", path.display()));
-            }
-        }
-        Ok(())
-    };
-    declared(&d.read, Access::Read, &mut grants)?;
-    declared(&d.write, Access::Write, &mut grants)?;
-    // A denied path as the kernel resolves it, and as written with its `..`
-    // taken lexically: `~/gone/../.ssh` names `~/.ssh` once `gone` exists,
-    // and resolves to nothing (so would deny nothing) before.
-    let real = |list: &[String]| -> Result<Vec<PathBuf>, String> {
-        let mut out = Vec::new();
-        for r in list {
-            let p = plan.path(d, r)?;
-            for q in [real_as_far_as_exists(&p), real_as_far_as_exists(&lexical(&p, Above::Keep))] {
-                if !out.contains(&q) {
-                    out.push(q);
-                }
-            }
-        }
-        Ok(out)
-    };
-    let (mut deny, read_only) = (real(&d.deny)?, real(&d.read_only)?);
-    // $ZOT_HOME stays out of reach under a declared ancestor (`~`, or the
-    // `/` of VS Code's form): it holds every other extension's data and
-    // temporary folder, the host's logs and trust.json. Its own data,
-    // temporary folder and extension folder are grants inside it and stay
-    // granted; a declared grant of $ZOT_HOME itself is taken as written.
-    let zot_home = real_as_far_as_exists(&plan.home);
-    if !grants.iter().any(|g| real_as_far_as_exists(&g.path) == zot_home) && !deny.contains(&zot_home) {
-        deny.push(zot_home);
+    let reach = resolve::reach(&plan.scope(Some(exec), args, env), d)?;
+    for n in &reach.notes {
+        log(n);
     }
     let abi = landlock::abi();
     let mut skipped = Vec::new();
@@ -370,30 +393,12 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
                 Net::Off => Some(landlock::Tcp { connect: &[], bind: &[] }),
                 Net::Ports { connect, bind } => Some(landlock::Tcp { connect, bind }),
             };
-            Some(landlock::build(abi, &grants, &deny, &read_only, tcp, &mut skipped)?.0)
+            Some(landlock::build(abi, &reach, tcp, &mut skipped)?.0)
         }
     };
     let mut jail = Jail::new(ruleset, seccomp::program(&seccomp::Rules::of(d, abi)), &d.limits);
     jail.env = d.env.clone();
     Ok(jail)
-}
-
-/// `p` with its deepest existing ancestor resolved through links.
-fn real_as_far_as_exists(p: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut at = p.to_path_buf();
-    loop {
-        if let Ok(real) = at.canonicalize() {
-            return rest.iter().rev().fold(real, |acc, c: &OsString| acc.join(c));
-        }
-        match (at.file_name().map(OsStr::to_os_string), at.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                at = parent.to_path_buf();
-            }
-            _ => return p.to_path_buf(),
-        }
-    }
 }
 
 /// Everything the child needs to confine itself, built before the fork.

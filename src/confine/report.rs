@@ -14,13 +14,17 @@ pub struct Report {
     pub enforced: Vec<&'static str>,
     pub not_enforced: Vec<&'static str>,
     pub landlock_abi: u32,
+    /// What it may read and write beyond the base set, as the trust line
+    /// shows them (set by [`super::listed`]).
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
 }
 
 /// What `d` gets on this kernel; `off`: enforcement is off (`--confine off`).
 pub fn report(d: Option<&Declared>, off: bool) -> Report {
     let abi = super::landlock::abi();
     let Some(d) = d else {
-        return Report { confined: false, enforced: Vec::new(), not_enforced: Vec::new(), landlock_abi: abi };
+        return Report { confined: false, enforced: Vec::new(), not_enforced: Vec::new(), landlock_abi: abi, reads: Vec::new(), writes: Vec::new() };
     };
     let seccomp = super::sys::AUDIT_ARCH_NATIVE.is_some();
     let mut kinds = vec![("files", abi >= 1), ("no_new_privs", true), ("metadata", false), ("unix", !d.unix && seccomp), ("syscalls", seccomp), ("scopes", abi >= 6)];
@@ -41,7 +45,7 @@ pub fn report(d: Option<&Declared>, off: bool) -> Report {
     for (kind, on) in kinds {
         if on && !off { enforced.push(kind) } else { not_enforced.push(kind) }
     }
-    Report { confined: !off, enforced, not_enforced, landlock_abi: abi }
+    Report { confined: !off, enforced, not_enforced, landlock_abi: abi, reads: Vec::new(), writes: Vec::new() }
 }
 
 impl Report {
@@ -50,7 +54,12 @@ impl Report {
         if !self.confined && self.not_enforced.is_empty() {
             return Value::Null;
         }
-        json!({"enforced": self.enforced, "not_enforced": self.not_enforced, "landlock_abi": self.landlock_abi})
+        let mut v = json!({"enforced": self.enforced, "not_enforced": self.not_enforced, "landlock_abi": self.landlock_abi});
+        if self.confined {
+            v["reads"] = json!(self.reads);
+            v["writes"] = json!(self.writes);
+        }
+        v
     }
 
     /// The console's mark.
@@ -77,8 +86,10 @@ impl Report {
     }
 }
 
-/// `zot trust`'s line for one project extension or server.
-pub fn trust_line(name: &str, d: Option<&Declared>) -> String {
+/// `zot trust`'s line for one project extension or server (docs/protocol.md
+/// §9.3): `d` the rules in force (`None`: full access), `reads` and
+/// `writes` the items of its resolved grants ([`super::resolve::Reach::items`]).
+pub fn trust_line(name: &str, d: Option<&Declared>, reads: &[String], writes: &[String]) -> String {
     let Some(d) = d else { return format!("  {name}: full access to your files and network") };
     let list = |v: &[String]| if v.is_empty() { "nothing".to_string() } else { v.join(", ") };
     let net = match &d.net {
@@ -91,19 +102,24 @@ pub fn trust_line(name: &str, d: Option<&Declared>) -> String {
                     ports.push(p.to_string());
                 }
             }
-            format!("ports {}", ports.join(", "))
+            let tcp = if ports.is_empty() { "none".to_string() } else { ports.join(", ") };
+            format!("TCP ports {tcp}; UDP: any")
         }
     };
-    let mut line = format!("  {name}: reads {}; writes {}; network: {net}", list(&d.read), list(&d.write));
-    // What it may reach through the host (docs/protocol.md §9.3).
+    let mut line = format!("  {name}: reads {}; writes {}; network: {net}", list(reads), list(writes));
+    if d.unix {
+        line.push_str("; unix sockets: any");
+    }
     if !d.call.is_empty() {
-        line += &format!("; calls: {}", d.call.join(", "));
+        line.push_str(&format!("; calls: {}", d.call.join(", ")));
     }
     if !d.env.is_empty() {
-        line += &format!("; env: {}", d.env.join(", "));
+        line.push_str(&format!("; env: {}", d.env.join(", ")));
     }
-    if d.prompt {
-        line += "; steers the model";
+    for (on, what) in [(d.watch, "watches folders"), (d.prompt, "steers the model"), (d.namespaces, "user namespaces")] {
+        if on {
+            line.push_str(&format!("; {what}"));
+        }
     }
     line
 }
@@ -144,14 +160,15 @@ mod tests {
     #[test]
     fn trust_lines() {
         let mut d = Declared::everything_default(PathBuf::from("/x"));
-        assert_eq!(trust_line("a", Some(&d)), "  a: reads ${PROJECT}; writes ${DATA}; network: none");
+        let (r, w) = (vec!["${PROJECT}".to_string()], vec!["${DATA}".to_string()]);
+        assert_eq!(trust_line("a", Some(&d), &r, &w), "  a: reads ${PROJECT}; writes ${DATA}; network: none");
         d.net = Net::Ports { connect: vec![443, 80], bind: vec![] };
-        assert!(trust_line("a", Some(&d)).ends_with("network: ports 443, 80"));
-        d.net = Net::Any;
-        assert!(trust_line("a", Some(&d)).ends_with("network: any"));
-        assert_eq!(trust_line("b", None), "  b: full access to your files and network");
-        d.net = Net::Off;
-        (d.call, d.env, d.prompt) = (vec!["weather".into(), "mcp__gh__*".into()], vec!["API_KEY".into()], true);
-        assert!(trust_line("a", Some(&d)).ends_with("network: none; calls: weather, mcp__gh__*; env: API_KEY; steers the model"));
+        assert_eq!(trust_line("a", Some(&d), &[], &[]), "  a: reads nothing; writes nothing; network: TCP ports 443, 80; UDP: any");
+        (d.net, d.unix, d.call, d.env, d.watch, d.prompt, d.namespaces) = (Net::Any, true, vec!["a".into(), "b*".into()], vec!["V".into(), "W".into()], true, true, true);
+        assert_eq!(
+            trust_line("a", Some(&d), &[], &[]),
+            "  a: reads nothing; writes nothing; network: any; unix sockets: any; calls: a, b*; env: V, W; watches folders; steers the model; user namespaces"
+        );
+        assert_eq!(trust_line("b", None, &[], &[]), "  b: full access to your files and network");
     }
 }

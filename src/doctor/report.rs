@@ -183,6 +183,11 @@ pub fn render(r: &Report) -> String {
         if let Some(c) = e.confinement.as_object() {
             let list = |k: &str| c[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
             s.push_str(&format!("  confine enforced: {}; not enforced: {}\n", list("enforced"), list("not_enforced")));
+            if c.contains_key("reads") {
+                let or_nothing = |k: &str| Some(list(k)).filter(|l| !l.is_empty()).unwrap_or_else(|| "nothing".into());
+                s.push_str(&one_line(&format!("  confine reads {}; writes {}", or_nothing("reads"), or_nothing("writes"))));
+                s.push('\n');
+            }
         }
         for l in &e.log_lines {
             s.push_str(&one_line(&format!("  [zot] {l}")));

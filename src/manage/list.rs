@@ -90,10 +90,29 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             Some(_) => None,
             None => m.and_then(super::exec_problem),
         };
+        // What confinement resolves of it, as its start would.
+        let subject = m.map(|m| crate::confine::Subject {
+            name: &m.name,
+            dir: &m.dir,
+            declared: m.confine.as_ref(),
+            is_server: e.mcp.is_some(),
+            project_local: e.scope == Source::Project,
+            exec: match &e.mcp {
+                Some(s) => s.resolve_command().ok(),
+                None => m.resolve_exec().ok(),
+            },
+            args: &m.args,
+            env: m.env(),
+        });
+        let confine_error = subject.as_ref().filter(|s| s.declared.is_some()).and_then(|s| s.reach(crate::confine::Mode::Declared, home.root(), &project).err());
+        let error = e.error.clone().or_else(|| {
+            let path = m.filter(|_| e.mcp.is_none()).map(|m| format!("{}: ", m.path().display())).unwrap_or_default();
+            confine_error.map(|c| format!("{path}{c}"))
+        });
         let state = match m {
             None => "broken",
             Some(_) if shadowed_by.is_some() => "shadowed",
-            Some(_) if e.error.is_some() => "broken",
+            Some(_) if error.is_some() => "broken",
             Some(m) if !m.enabled => "disabled",
             Some(_) if untrusted => "untrusted",
             Some(m) => {
@@ -119,14 +138,14 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
                 None => field(|m| &m.description),
             },
             dir: show(&e.dir),
-            error: e.error.clone(),
+            error,
             shadowed_by,
             trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
             exec_error,
             is_static,
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
-            confinement: m.map_or(serde_json::Value::Null, |m| crate::confine::listed(m.confine.as_ref(), mode, &m.dir).to_json()),
+            confinement: subject.map_or(serde_json::Value::Null, |s| s.listed(mode, home.root(), &project).to_json()),
             transport: e.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
             url: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
             auth: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.auth_name()),

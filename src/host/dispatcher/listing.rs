@@ -80,7 +80,7 @@ impl Dispatcher {
                 } else {
                     Vec::new()
                 },
-                ..static_info(&e.found, self.cfg.confine)
+                ..static_info(&e.found, &self.cfg)
             });
         }
         for f in &self.load.untrusted {
@@ -92,7 +92,7 @@ impl Dispatcher {
                     None if self.load.trust_changed => "the project changed since trusted: run 'zot trust' in it to allow it again".into(),
                     None => "the project is not trusted: run 'zot trust' in it".into(),
                 }),
-                ..static_info(f, self.cfg.confine)
+                ..static_info(f, &self.cfg)
             });
         }
         for b in &self.load.broken {
@@ -112,10 +112,10 @@ impl Dispatcher {
 
 /// The listing fields taken from the manifest alone, the state `starting`
 /// and nothing registered.
-fn static_info(f: &crate::discovery::Found, mode: crate::confine::Mode) -> ExtInfo {
+fn static_info(f: &crate::discovery::Found, cfg: &super::Config) -> ExtInfo {
     let m = &f.manifest;
     let show = |p: &std::path::Path| p.display().to_string();
-    let confinement = crate::confine::listed(m.confine.as_ref(), mode, &m.dir);
+    let confinement = crate::discovery::subject(f).listed(cfg.confine, cfg.home.root(), &cfg.cwd);
     ExtInfo {
         confinement: confinement.to_json(),
         confinement_mark: confinement.mark(),

@@ -1,0 +1,358 @@
+//! One resolution of every path a confined process is granted
+//! (docs/protocol.md §9.1): placeholders expanded, then the path opened
+//! (`O_PATH`) with each link and `..` applied as the kernel applies them.
+//! What is checked, shown and granted is the opened descriptor — its
+//! device and inode and the path it resolves to — so the Landlock rule is
+//! made from that descriptor, and a link changed afterwards changes
+//! nothing. Enforcement ([`super::Plan::jail`]) and every display (the
+//! trust line, listings, doctor) take their grants from [`reach`] alone.
+
+use super::base::{self, Access, Why};
+use super::policy::Declared;
+use crate::lexical::{lexical, Above};
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A path opened `O_PATH`: the descriptor, what it resolves to, and its
+/// device and inode.
+#[derive(Debug)]
+pub struct Opened {
+    pub fd: OwnedFd,
+    pub target: PathBuf,
+    pub id: (u64, u64),
+    pub is_dir: bool,
+}
+
+/// Opens `p` as the kernel resolves it (links followed, `..` applied
+/// after the link before it).
+pub fn open(p: &Path) -> io::Result<Opened> {
+    let c = CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path; O_PATH opens nothing's contents.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh and ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let target = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
+        .filter(|t| t.is_absolute())
+        .map_or_else(|| p.canonicalize(), Ok)?;
+    Ok(Opened { fd, target, id: (st.st_dev, st.st_ino), is_dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR })
+}
+
+/// Where `p` leads: its deepest existing ancestor as the kernel resolves
+/// it, with the rest taken lexically (what a folder created there later
+/// would be); `Some` descriptor only when `p` itself exists.
+pub fn far(p: &Path) -> (PathBuf, Option<Opened>) {
+    if let Ok(o) = open(p) {
+        return (o.target.clone(), Some(o));
+    }
+    let mut rest: Vec<OsString> = Vec::new();
+    let mut at = p.to_path_buf();
+    loop {
+        if let Ok(o) = open(&at) {
+            let joined = rest.iter().rev().fold(o.target, |acc, c| acc.join(c));
+            return (lexical(&joined, Above::Drop), None);
+        }
+        match (at.file_name().map(OsStr::to_os_string), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return (lexical(p, Above::Drop), None),
+        }
+    }
+}
+
+/// Whether `p` is `dir` or inside it.
+pub fn inside(p: &Path, dir: &Path) -> bool {
+    p.starts_with(dir)
+}
+
+/// Whether `p` or a folder above it (as named) is the inode `id`.
+fn below_id(p: &Path, id: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    p.ancestors().any(|a| std::fs::metadata(a).is_ok_and(|m| (m.dev(), m.ino()) == id))
+}
+
+/// What one start (or its preview in a display) resolves against.
+pub struct Scope<'a> {
+    /// `$ZOT_HOME`.
+    pub zot_home: &'a Path,
+    /// `${PROJECT}`.
+    pub project: &'a Path,
+    /// `${EXT}`: the extension's folder, a server's `cwd`.
+    pub ext: &'a Path,
+    /// An MCP server has no folder of its own.
+    pub is_server: bool,
+    /// `${DATA}` and `${TMP}` (the latter need not exist yet).
+    pub data: &'a Path,
+    pub tmp: &'a Path,
+    /// The program that runs (`exec` resolved on `$PATH`), when known.
+    pub exec: Option<&'a Path>,
+    /// Its arguments, placeholders expanded.
+    pub args: &'a [String],
+    /// The child's environment (its `HOME`, `PATH`, `XDG_RUNTIME_DIR`).
+    pub env: &'a [(OsString, OsString)],
+}
+
+impl Scope<'_> {
+    fn var(&self, k: &str) -> Option<&OsStr> {
+        self.env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_os_str())
+    }
+
+    /// `${PROJECT}`, `${EXT}`, `${DATA}`, `${TMP}`, then the host's variables.
+    pub fn lookup(&self, name: &str) -> Option<String> {
+        let p = match name {
+            "PROJECT" => self.project,
+            "EXT" => self.ext,
+            "DATA" => self.data,
+            "TMP" => self.tmp,
+            _ => return std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+        };
+        Some(p.display().to_string())
+    }
+
+    /// A declared path made absolute: placeholders and `${VAR}` expanded,
+    /// `~/` from `$HOME`, relative against the declaration's folder; no
+    /// `..` or link taken off (the kernel applies them).
+    pub fn path(&self, d: &Declared, raw: &str) -> Result<PathBuf, String> {
+        let s = crate::envexpand::expand("confine", raw, &|n| self.lookup(n)).map_err(|e| e.to_string().replacen("env confine", "confine", 1))?;
+        Ok(match s.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                let home = std::env::var_os("HOME").ok_or_else(|| format!("confine: {raw}: HOME is not set"))?;
+                PathBuf::from(home).join(rest.trim_start_matches('/'))
+            }
+            _ => d.base.join(s),
+        })
+    }
+}
+
+/// One grant, resolved.
+#[derive(Debug)]
+pub struct Resolved {
+    /// As written (declared), or where it leads (derived, `~` for `$HOME`).
+    pub shown: String,
+    /// What it resolves to.
+    pub target: PathBuf,
+    /// The descriptor the rule is made from: `None` when it does not exist
+    /// (shown as written, granted nothing).
+    pub opened: Option<Opened>,
+    pub access: Access,
+    pub why: Why,
+    /// It resolves somewhere other than it reads (shown `(-> TARGET)`).
+    pub elsewhere: bool,
+    /// A `write` over a git repository whose `.git/config` and
+    /// `.git/hooks` stay read-only.
+    pub git_read_only: bool,
+}
+
+/// Everything one confined process is granted, resolved once.
+#[derive(Debug, Default)]
+pub struct Reach {
+    pub grants: Vec<Resolved>,
+    /// Resolved paths carved out of every grant that holds them.
+    pub deny: Vec<PathBuf>,
+    /// Resolved paths left readable only inside a write grant.
+    pub read_only: Vec<PathBuf>,
+    /// One log line per path skipped or left out.
+    pub notes: Vec<String>,
+}
+
+/// The `..`-free text of `p` as written (what "resolves elsewhere" is
+/// measured against).
+fn as_read(p: &Path) -> PathBuf {
+    lexical(p, Above::Drop)
+}
+
+/// `p` with `$HOME` shown as `~`.
+pub fn tilde(p: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/")) {
+        for h in [home.clone(), home.canonicalize().unwrap_or(home)] {
+            if let Ok(rest) = p.strip_prefix(&h) {
+                return if rest.as_os_str().is_empty() { "~".into() } else { format!("~/{}", rest.display()) };
+            }
+        }
+    }
+    p.display().to_string()
+}
+
+/// Resolves the grants of `d` in `scope`: its own, the base set and the
+/// derived ones. An error when a `read` or `write` path resolves inside
+/// `$ZOT_HOME` (other than `${DATA}` and `${TMP}`): the manifest (or that
+/// server) is invalid.
+pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
+    let mut out = Reach::default();
+    let (zot_home, zot_opened) = far(scope.zot_home);
+    // By inode too: the same folder reached through a bind mount.
+    let zot_id = zot_opened.map(|o| o.id);
+    let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
+    let own = (!scope.is_server).then(|| far(scope.ext).0);
+    let hard = base::carved_out();
+    // What it declares, each checked against zot's home.
+    for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
+        for (i, raw) in list.iter().enumerate() {
+            let path = scope.path(d, raw)?;
+            let (target, opened) = far(&path);
+            let own_read = access == Access::Read && own.as_ref().is_some_and(|o| inside(&target, o));
+            let in_home = inside(&target, &zot_home) || zot_id.is_some_and(|id| below_id(&target, id));
+            if in_home && !inside(&target, &data) && !inside(&target, &tmp) && !own_read {
+                return Err(format!(
+                    "confine.{field}[{i}]: {raw:?} resolves to {}, inside zot's home, which no extension may be granted",
+                    target.display()
+                ));
+            }
+            if let Some(c) = hard.iter().find(|c| inside(&target, c)) {
+                out.notes.push(format!("confine: {raw} ({}) is inside {}, which is never granted; left out", target.display(), c.display()));
+                continue;
+            }
+            if opened.is_none() {
+                out.notes.push(format!("confine: {raw} ({}) does not exist; skipped", path.display()));
+            }
+            let elsewhere = as_read(&path) != target;
+            out.grants.push(Resolved { shown: raw.clone(), target, opened, access, why: Why::Declared, elsewhere, git_read_only: false });
+        }
+    }
+    // `.git/config` and `.git/hooks` of a repository a write grant covers
+    // stay read-only unless written in `write` themselves.
+    let written: Vec<PathBuf> = out.grants.iter().filter(|g| g.access == Access::Write).map(|g| g.target.clone()).collect();
+    for g in out.grants.iter_mut().filter(|g| g.access == Access::Write && g.opened.as_ref().is_some_and(|o| o.is_dir)) {
+        for repo in base::repositories(&g.target) {
+            for p in [repo.join(".git/config"), repo.join(".git/hooks")] {
+                let (t, o) = far(&p);
+                if o.is_some() && !written.contains(&t) && inside(&t, &g.target) {
+                    g.git_read_only = true;
+                    if !out.read_only.contains(&t) {
+                        out.read_only.push(t);
+                    }
+                }
+            }
+        }
+    }
+    // The base set and the derived grants.
+    let home = scope.var("HOME").map(PathBuf::from);
+    let runtime = scope.var("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let program = base::Program {
+        exec: scope.exec,
+        args: scope.args,
+        cwd: scope.ext,
+        path_var: scope.var("PATH"),
+        home: home.as_deref(),
+        runtime: runtime.as_deref(),
+        project: scope.project,
+        zot_home: scope.zot_home,
+        own: own.as_deref(),
+    };
+    // Granted already, with at least this access: adds nothing.
+    let mut seen: Vec<((u64, u64), Access)> = out.grants.iter().filter_map(|g| g.opened.as_ref().map(|o| (o.id, g.access))).collect();
+    for g in base::base_set(own.as_deref(), &program, scope.data, scope.tmp) {
+        let Ok(o) = open(&g.path) else { continue };
+        if seen.iter().any(|(id, a)| *id == o.id && (*a == Access::Write || g.access == Access::Read)) {
+            continue;
+        }
+        if hard.iter().any(|c| inside(&o.target, c)) {
+            continue;
+        }
+        // A derived grant the base set already covers adds nothing.
+        if g.why != Why::Base && base::covered(&o.target, own.as_deref()) {
+            continue;
+        }
+        seen.push((o.id, g.access));
+        let shown = tilde(&o.target);
+        out.grants.push(Resolved { shown, target: o.target.clone(), opened: Some(o), access: g.access, why: g.why, elsewhere: false, git_read_only: false });
+    }
+    // Carved out of every grant that holds them: what it denies (as the
+    // kernel resolves it, and as written with its `..` taken lexically),
+    // zot's home, /etc's secrets and the terminals.
+    for raw in &d.deny {
+        let p = scope.path(d, raw)?;
+        for q in [far(&p).0, far(&lexical(&p, Above::Keep)).0] {
+            if !out.deny.contains(&q) {
+                out.deny.push(q);
+            }
+        }
+    }
+    for raw in &d.read_only {
+        let q = far(&scope.path(d, raw)?).0;
+        if !out.read_only.contains(&q) {
+            out.read_only.push(q);
+        }
+    }
+    for q in std::iter::once(zot_home).chain(hard.iter().cloned()) {
+        if !out.deny.contains(&q) {
+            out.deny.push(q);
+        }
+    }
+    Ok(out)
+}
+
+impl Reach {
+    /// The trust line's and listings' items: what it reads, then what it
+    /// writes, each as written (`(-> TARGET)` where it leads elsewhere)
+    /// or, derived, where it leads and why.
+    pub fn items(&self) -> (Vec<String>, Vec<String>) {
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        // A derived grant inside another shown grant that covers it adds
+        // nothing to what the line says.
+        let folded = |g: &Resolved| {
+            g.why != Why::Declared
+                && self.grants.iter().any(|h| {
+                    !std::ptr::eq(g, h) && h.why != Why::Base && h.opened.is_some() && g.target.starts_with(&h.target) && g.target != h.target && (h.access == Access::Write || g.access == Access::Read)
+                })
+        };
+        for g in &self.grants {
+            if folded(g) {
+                continue;
+            }
+            let mut s = g.shown.clone();
+            if g.elsewhere {
+                s.push_str(&format!(" (-> {})", tilde(&g.target)));
+            }
+            match g.why {
+                Why::Base => continue,
+                Why::Declared => {}
+                Why::Script => s.push_str(" (the script it runs)"),
+                Why::Interpreter => s.push_str(" (its interpreter)"),
+                Why::Program => s.push_str(" (the program it runs)"),
+            }
+            if g.git_read_only {
+                s.push_str(" (.git/config and .git/hooks read-only)");
+            }
+            let list = if g.access == Access::Write { &mut writes } else { &mut reads };
+            if !list.contains(&s) {
+                list.push(s);
+            }
+        }
+        (reads, writes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_link_and_dotdot_resolve_as_the_kernel_does() {
+        let t = std::env::temp_dir().join(format!("zot-resolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        std::fs::create_dir_all(t.join("a/b")).unwrap();
+        std::fs::create_dir_all(t.join("c")).unwrap();
+        let t = t.canonicalize().unwrap();
+        symlink(t.join("a/b"), t.join("l")).unwrap();
+        // `l/..` is `a`, not the folder holding `l`.
+        assert_eq!(open(&t.join("l/..")).unwrap().target, t.join("a"));
+        assert_eq!(far(&t.join("l/new/x")).0, t.join("a/b/new/x"));
+        assert!(far(&t.join("l/new")).1.is_none());
+        let _ = std::fs::remove_dir_all(&t);
+    }
+}

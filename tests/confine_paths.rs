@@ -1,0 +1,479 @@
+//! One resolution of every path a confined process is granted
+//! (docs/protocol.md §9.1-9.3), with real processes: a grant through a link
+//! or `..` into `$ZOT_HOME` is an invalid manifest; derived grants follow
+//! `execve` and `env` and are shown; `/etc`'s secrets, the terminals and a
+//! repository's `.git/config` and `.git/hooks` stay out of reach; and the
+//! trust line says exactly what the kernel lets the code touch. Each
+//! refusal has its control.
+
+mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+
+use common::{fixture, host_config, probe_ext, start_host, write_exec, write_manifest, TempDir};
+use serde_json::{json, Value};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zot_host::host::{ConfineMode, Host, Request, Response};
+use zot_proc::{strings, Zot, BIN, FAST, LINE_WAIT};
+
+/// Runs `op` with `arg` in extension `name`: `ok ...`, `errno N` or `error ...`.
+fn run(host: &Host, name: &str, op: &str, arg: impl Into<Value>) -> String {
+    let req = Request::Tool { name: format!("{name}_probe"), args: Some(json!({"op": op, "arg": arg.into()})), tool_id: None };
+    match host.call(req) {
+        Ok(Response::Tool(r)) => common::text_of(&r.content),
+        other => panic!("{name} {op}: {other:?}; {:?}", common::ext_info(host, name)),
+    }
+}
+
+/// A host for `exts` (its `ZOT_HOME` is `<t>/home`) with its project at `project`.
+fn host(t: &TempDir, project: &Path, exts: Vec<PathBuf>) -> Host {
+    let mut cfg = host_config(t.path(), exts);
+    cfg.cwd = project.to_path_buf();
+    cfg.confine = ConfineMode::Declared;
+    let (host, _rx) = start_host(cfg);
+    host.call(Request::WaitReady).expect("ready");
+    host
+}
+
+fn mkdir(p: &Path) -> PathBuf {
+    std::fs::create_dir_all(p).expect("mkdir");
+    p.to_path_buf()
+}
+
+fn zot_home_error(field: &str, written: &str, target: &Path) -> String {
+    format!("{field}: {written:?} resolves to {}, inside zot's home, which no extension may be granted", target.display())
+}
+
+#[test]
+fn a_grant_through_a_link_or_dot_dot_into_zot_home_is_an_invalid_manifest() {
+    need_landlock!();
+    let t = TempDir::new("paths-zot-home");
+    let home = t.path().join("home");
+    let installed = mkdir(&home.join("extensions"));
+    let elsewhere = mkdir(&t.path().join("elsewhere"));
+    let exts = mkdir(&t.path().join("exts"));
+    // `state` is a link into $ZOT_HOME/extensions: written, it would let the
+    // extension install a new, unconfined one there.
+    let linky = probe_ext(&exts, "linky", Some(json!({"read": ["${PROJECT}"], "write": ["state"]})));
+    symlink(&installed, linky.join("state")).expect("symlink");
+    let dotdot = probe_ext(&exts, "dotdot", Some(json!({"write": ["${DATA}/../.."]})));
+    // The control: a link to an ordinary folder is granted, at its target.
+    let work = probe_ext(&exts, "work", Some(json!({"write": ["out"]})));
+    symlink(&elsewhere, work.join("out")).expect("symlink");
+    let h = host(&t, t.path(), vec![linky.clone(), dotdot, work.clone()]);
+    let error = |name: &str| common::ext_info(&h, name).error.unwrap_or_default();
+    let want = zot_home_error("confine.write[0]", "state", &installed.canonicalize().expect("real"));
+    assert!(error("linky").ends_with(&want), "{:?}\nwanted: {want}", error("linky"));
+    let want = zot_home_error("confine.write[0]", "${DATA}/../..", &home.canonicalize().expect("real"));
+    assert!(error("dotdot").ends_with(&want), "{:?}\nwanted: {want}", error("dotdot"));
+    let planted = installed.join("evil/extension.json");
+    assert!(!planted.exists());
+    assert_eq!(run(&h, "work", "write", elsewhere.join("x").display().to_string()), format!("ok {}", elsewhere.join("x").display()));
+    assert!(run(&h, "work", "write", installed.join("x").display().to_string()).starts_with("errno 13"));
+    h.shutdown();
+    // `zot ext list` says the same of project extensions, and shows the
+    // control's grant with its target.
+    let project = mkdir(&t.path().join("project"));
+    let pexts = project.join(".zot/extensions");
+    let plinky = probe_ext(&pexts, "linky", Some(json!({"write": ["state"]})));
+    symlink(&installed, plinky.join("state")).expect("symlink");
+    let pwork = probe_ext(&pexts, "work", Some(json!({"write": ["out"]})));
+    symlink(&elsewhere, pwork.join("out")).expect("symlink");
+    let out = common::run_zot(BIN, &project, Some(&home), &["ext", "list", "--json"], &[]);
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let row = |n: &str| rows.as_array().and_then(|a| a.iter().find(|r| r["name"] == n && r["scope"] == "project").cloned()).unwrap_or(Value::Null);
+    let shown = format!("out (-> {})", elsewhere.canonicalize().expect("real").display());
+    assert_eq!(row("work")["confinement"]["writes"], json!([shown]), "{rows}");
+    assert_eq!(row("linky")["state"], "broken", "{rows}");
+    let want = zot_home_error("confine.write[0]", "state", &installed.canonicalize().expect("real"));
+    assert!(row("linky")["error"].as_str().unwrap_or("").ends_with(&want), "{rows}");
+    // And `zot trust` shows the control's target before recording anything.
+    let out = common::run_zot(BIN, t.path(), Some(&home), &["trust", project.to_str().expect("utf-8")], &[]);
+    assert!(out.stdout.lines().any(|l| l.starts_with("  work: reads ") && l.contains(&format!("; writes {shown}; network: none"))), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l == format!("  linky: invalid: {want}")), "{}", out.stdout);
+}
+
+/// `zot serve` in `cwd` with `args` and `env` (HOME among them).
+struct Serve {
+    z: Zot,
+    next: u64,
+}
+
+impl Serve {
+    fn start(t: &TempDir, cwd: &Path, exts: &[&PathBuf], env: &[(&str, &str)]) -> Serve {
+        let mut all = strings(&["serve", "--no-ext", "--cwd"]);
+        all.push(cwd.display().to_string());
+        all.extend(strings(&FAST));
+        all.extend(strings(&["--tool-timeout", "60"]));
+        for e in exts {
+            all.push("--ext".into());
+            all.push(e.display().to_string());
+        }
+        let mut s = Serve { z: Zot::spawn(t.path(), &all, env), next: 0 };
+        s.req("list", json!({}));
+        s
+    }
+
+    fn req(&mut self, ty: &str, mut v: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        v["id"] = json!(id);
+        v["type"] = json!(ty);
+        self.z.send(&v.to_string());
+        let end = Instant::now() + LINE_WAIT * 2;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let line = self.z.next_line(left).unwrap_or_else(|| panic!("no response {id}\n{}", self.z.context()));
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                assert_eq!(f["ok"], true, "{ty}: {f}\n{}", self.z.context());
+                return f["result"].clone();
+            }
+        }
+    }
+
+    fn probe(&mut self, name: &str, op: &str, arg: &Path) -> String {
+        let r = self.req("tool", json!({"name": format!("{name}_probe"), "args": {"op": op, "arg": arg}}));
+        r["content"].as_array().map(|c| c.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("")).unwrap_or_default()
+    }
+
+    fn wait_started(&mut self, names: &[&str]) -> Value {
+        let end = Instant::now() + LINE_WAIT * 2;
+        loop {
+            let l = self.req("list", json!({}));
+            let states: Vec<Value> = names.iter().map(|n| l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == *n)).map_or(Value::Null, |e| e["state"].clone())).collect();
+            if states.iter().all(|s| s != "starting") || Instant::now() > end {
+                return l;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(mut self) {
+        self.z.close_stdin();
+        self.z.wait_exit(LINE_WAIT);
+    }
+}
+
+/// The probe as Python code whose first line is `first` (a `#!` line).
+fn probe_with(path: &Path, first: &str) {
+    let code = std::fs::read_to_string(fixture("probe.py")).expect("probe.py");
+    let rest = code.split_once('\n').map_or(code.as_str(), |(_, r)| r);
+    write_exec(path, &format!("{first}\n{rest}"));
+}
+
+/// The world of the derived-grant tests: a user home with `~/.ssh`, an
+/// extension whose first argument is `~/.ssh/config` (the script a
+/// `#!/bin/sh` wrapper is handed), one whose `#!/usr/bin/env probeinterp`
+/// meets a plain file `~/.ssh/probeinterp` first on its `PATH`, and the
+/// control, a real script in `~/code/tool` with a helper beside it.
+struct Derived {
+    user: PathBuf,
+    exts: Vec<PathBuf>,
+}
+
+fn derived_world(t: &TempDir, parent: &Path) -> Derived {
+    let user = mkdir(&t.path().join("user"));
+    let ssh = mkdir(&user.join(".ssh"));
+    std::fs::write(ssh.join("id_test"), "secret").expect("plant");
+    std::fs::write(ssh.join("config"), "Host x\n").expect("plant");
+    std::fs::write(ssh.join("probeinterp"), "not a program\n").expect("plant");
+    let bin = mkdir(&user.join("bin"));
+    write_exec(&bin.join("probeinterp"), "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n");
+    // The wrapper runs the probe from its own folder whatever it is handed.
+    let scripted = write_manifest(parent, "scripted", json!({"name": "scripted", "exec": "./run", "args": [ssh.join("config")], "confine": {}}));
+    std::fs::copy(fixture("probe.py"), scripted.join("probe.py")).expect("copy");
+    write_exec(&scripted.join("run"), "#!/bin/sh\nexec /usr/bin/python3 \"$(dirname \"$0\")/probe.py\" scripted\n");
+    let path = format!("{}:{}:/usr/bin:/bin", ssh.display(), bin.display());
+    let envname = write_manifest(parent, "envname", json!({"name": "envname", "exec": "./run", "args": ["envname"], "env": {"PATH": path}, "confine": {}}));
+    probe_with(&envname.join("run"), "#!/usr/bin/env probeinterp");
+    let tool = mkdir(&user.join("code/tool"));
+    std::fs::copy(fixture("probe.py"), tool.join("probe.py")).expect("copy");
+    std::fs::write(tool.join("helper.txt"), "help").expect("write");
+    let real = write_manifest(parent, "real", json!({"name": "real", "exec": "/usr/bin/python3", "args": [tool.join("probe.py"), "real"], "confine": {}}));
+    Derived { user, exts: vec![scripted, envname, real] }
+}
+
+#[test]
+fn derived_grants_follow_execve_and_env_and_never_open_ssh() {
+    need_landlock!();
+    if !Path::new("/usr/bin/python3").exists() {
+        return common::skip("no /usr/bin/python3");
+    }
+    let t = TempDir::new("paths-derived");
+    let w = derived_world(&t, &mkdir(&t.path().join("exts")));
+    let user = w.user.display().to_string();
+    let mut s = Serve::start(&t, t.path(), &w.exts.iter().collect::<Vec<_>>(), &[("HOME", &user)]);
+    let l = s.wait_started(&["scripted", "envname", "real"]);
+    let (ssh, tool) = (w.user.join(".ssh"), w.user.join("code/tool"));
+    // The script it runs is granted alone: ~/.ssh is directly in $HOME.
+    assert_eq!(s.probe("scripted", "read", &ssh.join("config")), "ok 7", "{l}");
+    assert_eq!(s.probe("scripted", "read", &ssh.join("id_test")), "errno 13");
+    // env passes over the plain file: the interpreter is ~/bin/probeinterp, alone.
+    assert_eq!(s.probe("envname", "read", &ssh.join("id_test")), "errno 13", "{l}");
+    assert_eq!(s.probe("envname", "read", &ssh.join("probeinterp")), "errno 13");
+    // The control: a real script's folder is readable as a tree.
+    assert_eq!(s.probe("real", "read", &tool.join("helper.txt")), "ok 4", "{l}");
+    assert_eq!(s.probe("real", "read", &ssh.join("id_test")), "errno 13");
+    // Listings show each derived grant, marked.
+    let reads = |n: &str| l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == n)).map_or(Value::Null, |e| e["confinement"]["reads"].clone());
+    assert_eq!(reads("scripted"), json!(["~/.ssh/config (the script it runs)"]), "{l}");
+    assert_eq!(reads("envname"), json!(["~/bin/probeinterp (its interpreter)"]), "{l}");
+    assert_eq!(reads("real"), json!(["~/code/tool (the script it runs)"]), "{l}");
+    s.stop();
+}
+
+#[test]
+fn the_trust_line_shows_exactly_the_derived_grants() {
+    let t = TempDir::new("paths-derived-trust");
+    let project = mkdir(&t.path().join("project"));
+    let w = derived_world(&t, &mkdir(&project.join(".zot/extensions")));
+    let user = w.user.display().to_string();
+    let out = common::run_zot(BIN, t.path(), Some(&t.path().join("zot-home")), &["trust", project.to_str().expect("utf-8")], &[("HOME", &user)]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().take(3).collect();
+    assert_eq!(
+        lines,
+        [
+            "  envname: reads ~/bin/probeinterp (its interpreter); writes nothing; network: none",
+            "  real: reads ~/code/tool (the script it runs); writes nothing; network: none",
+            "  scripted: reads ~/.ssh/config (the script it runs); writes nothing; network: none",
+        ],
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn etc_secrets_stay_out_of_a_root_hosts_confined_children() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: the secrets of /etc are unreadable anyway");
+    }
+    let t = TempDir::new("paths-etc");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
+    let h = host(&t, t.path(), vec![open, jailed]);
+    // The control: unconfined, a root child reads /etc/shadow.
+    assert!(run(&h, "open", "read", "/etc/shadow").starts_with("ok "));
+    assert_eq!(run(&h, "jailed", "read", "/etc/shadow"), "errno 13");
+    assert_eq!(run(&h, "jailed", "read", "/etc/gshadow"), if Path::new("/etc/gshadow").exists() { "errno 13" } else { "errno 2" });
+    assert!(run(&h, "jailed", "read", "/etc/passwd").starts_with("ok "));
+    assert!(run(&h, "jailed", "read", "/etc/resolv.conf").starts_with("ok "));
+    let cert = std::fs::read_dir("/etc/ssl/certs").ok().and_then(|mut d| d.find_map(|e| e.ok().map(|e| e.path()).filter(|p| p.is_file())));
+    if let Some(cert) = cert {
+        assert!(run(&h, "jailed", "read", cert.display().to_string()).starts_with("ok "), "{}", cert.display());
+    }
+    h.shutdown();
+}
+
+#[test]
+fn the_terminals_are_carved_out_of_a_read_of_the_root() {
+    need_landlock!();
+    let t = TempDir::new("paths-pts");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({"read": ["/"]}))));
+    let h = host(&t, t.path(), vec![open, jailed]);
+    assert_eq!(run(&h, "open", "open", "/dev/pts"), "ok /dev/pts");
+    assert_eq!(run(&h, "jailed", "open", "/dev/pts"), "errno 13");
+    if Path::new("/dev/tty1").exists() {
+        assert_eq!(run(&h, "jailed", "open", "/dev/tty1"), "errno 13");
+    }
+    // The control: the rest of / is read, /dev/null among it.
+    assert_eq!(run(&h, "jailed", "open", "/dev/null"), "ok /dev/null");
+    assert_eq!(run(&h, "jailed", "open", "/usr"), "ok /usr");
+    h.shutdown();
+}
+
+#[test]
+fn a_write_grant_over_a_repository_leaves_git_config_and_hooks_read_only() {
+    need_landlock!();
+    let t = TempDir::new("paths-git");
+    let project = mkdir(&t.path().join("project"));
+    let git = mkdir(&project.join(".git"));
+    mkdir(&git.join("hooks"));
+    mkdir(&project.join("src"));
+    std::fs::write(git.join("config"), "[core]\n").expect("write");
+    std::fs::write(git.join("description"), "repo\n").expect("write");
+    std::fs::write(project.join("src/a.txt"), "a").expect("write");
+    let exts = mkdir(&t.path().join("exts"));
+    let (open, jailed) = (probe_ext(&exts, "open", None), probe_ext(&exts, "jailed", Some(json!({"write": ["${PROJECT}"]}))));
+    let named = probe_ext(&exts, "named", Some(json!({"write": ["${PROJECT}", "${PROJECT}/.git/config", "${PROJECT}/.git/hooks"]})));
+    let h = host(&t, &project, vec![open, jailed, named]);
+    let p = |rel: &str| project.join(rel).display().to_string();
+    assert_eq!(run(&h, "jailed", "write", p(".git/config")), "errno 13");
+    assert_eq!(run(&h, "jailed", "write", p(".git/hooks/pre-commit")), "errno 13");
+    assert!(run(&h, "jailed", "read", p(".git/config")).starts_with("ok "));
+    // The controls: a file beside it and the rest of the project are written.
+    assert_eq!(run(&h, "jailed", "write", p(".git/description")), format!("ok {}", p(".git/description")));
+    assert_eq!(run(&h, "jailed", "write", p("src/new.txt")), format!("ok {}", p("src/new.txt")));
+    assert_eq!(run(&h, "open", "write", p(".git/config")), format!("ok {}", p(".git/config")));
+    // Named in `write` themselves, they are written.
+    assert_eq!(run(&h, "named", "write", p(".git/hooks/pre-commit")), format!("ok {}", p(".git/hooks/pre-commit")));
+    assert_eq!(run(&h, "named", "write", p(".git/config")), format!("ok {}", p(".git/config")));
+    h.shutdown();
+}
+
+#[test]
+fn the_trust_line_has_every_clause_in_its_grammar_under_the_mode_in_force() {
+    let t = TempDir::new("paths-line");
+    let project = mkdir(&t.path().join("project"));
+    mkdir(&project.join(".git/hooks"));
+    std::fs::write(project.join(".git/config"), "").expect("write");
+    let elsewhere = mkdir(&t.path().join("elsewhere"));
+    let exts = project.join(".zot/extensions");
+    let ext = |name: &str, confine: Option<Value>| {
+        let mut m = json!({"name": name, "exec": "./run"});
+        if let Some(c) = confine {
+            m["confine"] = c;
+        }
+        let d = write_manifest(&exts, name, m);
+        write_exec(&d.join("run"), "#!/bin/sh\n");
+        d
+    };
+    let every = ext(
+        "every",
+        Some(json!({"read": ["/opt", "out"], "write": ["${PROJECT}"], "net": {"connect": [443, 80]}, "unix": true,
+            "call": ["weather", "mcp__github__*"], "env": ["API_KEY", "REGION"], "watch": true, "prompt": true, "namespaces": true})),
+    );
+    symlink(&elsewhere, every.join("out")).expect("symlink");
+    ext("plain", Some(json!({"net": true})));
+    ext("legacy", None);
+    let dir = project.to_str().expect("utf-8");
+    let zh = t.path().join("zot-home");
+    let trust = |args: &[&str], env: &[(&str, &str)]| {
+        let mut a = vec!["trust"];
+        a.extend_from_slice(args);
+        a.push(dir);
+        common::run_zot(BIN, t.path(), Some(&zh), &a, env)
+    };
+    let out = trust(&[], &[]);
+    let target = elsewhere.canonicalize().expect("real");
+    let lines: Vec<String> = out.stdout.lines().take(3).map(str::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("  every: reads /opt, out (-> {}); writes ${{PROJECT}} (.git/config and .git/hooks read-only); network: TCP ports 443, 80; UDP: any; unix sockets: any; calls: weather, mcp__github__*; env: API_KEY, REGION; watches folders; steers the model; user namespaces", target.display()),
+            "  legacy: full access to your files and network".to_string(),
+            "  plain: reads nothing; writes nothing; network: any".to_string(),
+        ],
+        "{}",
+        out.stdout
+    );
+    // `--confine all`: one that declares nothing gets the project to read
+    // and its data to write; the flag wins over ZOT_CONFINE.
+    let out = trust(&["--confine", "all"], &[("ZOT_CONFINE", "off")]);
+    assert!(out.stdout.lines().any(|l| l == "  legacy: reads ${PROJECT}; writes ${DATA}; network: none"), "{}", out.stdout);
+    let out = trust(&[], &[("ZOT_CONFINE", "off")]);
+    assert!(out.stdout.lines().take(3).all(|l| l.ends_with(": full access to your files and network")), "{}", out.stdout);
+    let out = trust(&["--confine", "some"], &[]);
+    assert_eq!((out.code, out.stderr.trim()), (2, "zot: --confine: unknown mode \"some\" (declared, all, off)"), "{}", out.stdout);
+}
+
+/// `zot serve` of `exts` run as the unprivileged uid 65534 by `setpriv`,
+/// its probe tools called one at a time.
+struct Nobody {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Nobody {
+    fn start(t: &TempDir, exts: &[&PathBuf], home: &Path) -> Option<Nobody> {
+        use std::process::{Command, Stdio};
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())?;
+        let mut args = strings(&["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "serve", "--no-ext", "--cwd"]);
+        args.push(t.path().display().to_string());
+        args.extend(strings(&FAST));
+        for e in exts {
+            args.push("--ext".into());
+            args.push(e.display().to_string());
+        }
+        let mut child = Command::new(setpriv)
+            .args(&args)
+            .env("ZOT_HOME", t.path().join("zot-home"))
+            .env("HOME", home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(t.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = std::io::BufReader::new(child.stdout.take()?);
+        Some(Nobody { child, stdin, stdout, next: 0 })
+    }
+
+    fn probe(&mut self, name: &str, op: &str, arg: &Path) -> String {
+        use std::io::{BufRead, Write};
+        self.next += 1;
+        let id = self.next;
+        let req = json!({"id": id, "type": "tool", "name": format!("{name}_probe"), "args": {"op": op, "arg": arg}});
+        writeln!(self.stdin, "{req}").expect("write");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "zot serve ended before answering {id}");
+            let f: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if f["type"] == "response" && f["id"] == id {
+                return f["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{f}")).to_string();
+            }
+        }
+    }
+
+    fn finish(self) {
+        let Nobody { mut child, stdin, .. } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
+/// The same derived grants for a host run by an ordinary user, whose
+/// own `~/.ssh` an unconfined extension reads (the control).
+#[test]
+fn derived_grants_hold_for_an_unprivileged_host() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/python3").exists() {
+        return common::skip("not root (cannot become uid 65534), or no /usr/bin/python3");
+    }
+    let t = TempDir::new("paths-nobody");
+    let exts = mkdir(&t.path().join("exts"));
+    let w = derived_world(&t, &exts);
+    // Unconfined, from its own folder (uid 65534 cannot reach this test's).
+    let open = mkdir(&exts.join("open"));
+    std::fs::copy(fixture("probe.py"), open.join("probe.py")).expect("copy");
+    write_manifest(&exts, "open", json!({"name": "open", "exec": "/usr/bin/python3", "args": [open.join("probe.py"), "open"]}));
+    let chown = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(t.path()).status().expect("chown");
+    assert!(chown.success());
+    let mut all: Vec<&PathBuf> = w.exts.iter().collect();
+    all.push(&open);
+    let Some(mut z) = Nobody::start(&t, &all, &w.user) else { return common::skip("no setpriv (util-linux)") };
+    let ssh = w.user.join(".ssh");
+    assert_eq!(z.probe("open", "status", Path::new("Uid")), "ok Uid:\t65534\t65534\t65534\t65534");
+    assert_eq!(z.probe("open", "read", &ssh.join("id_test")), "ok 6");
+    assert_eq!(z.probe("scripted", "read", &ssh.join("config")), "ok 7");
+    assert_eq!(z.probe("scripted", "read", &ssh.join("id_test")), "errno 13");
+    assert_eq!(z.probe("envname", "read", &ssh.join("id_test")), "errno 13");
+    assert_eq!(z.probe("real", "read", &w.user.join("code/tool/helper.txt")), "ok 4");
+    assert_eq!(z.probe("real", "read", &ssh.join("id_test")), "errno 13");
+    z.finish();
+}
+
+/// A grant of `${DATA}` declared read-only does not take away the write
+/// every confined process has there: one resolution, the wider access kept.
+#[test]
+fn a_declared_read_of_data_keeps_its_write() {
+    need_landlock!();
+    let t = TempDir::new("paths-data-read");
+    let ext = probe_ext(t.path(), "keeper", Some(json!({"read": ["${DATA}"]})));
+    let h = host(&t, t.path(), vec![ext]);
+    let data = run(&h, "keeper", "data_dir", Value::Null);
+    let data = data.strip_prefix("ok ").unwrap_or_else(|| panic!("{data}"));
+    let file = Path::new(data).join("state.json").display().to_string();
+    assert_eq!(run(&h, "keeper", "write", file.as_str()), format!("ok {file}"));
+    h.shutdown();
+}
