@@ -17,11 +17,14 @@
 pub mod base;
 pub mod landlock;
 pub mod policy;
+pub mod procs;
 mod report;
+mod rmtree;
 pub mod seccomp;
 pub mod sys;
 
 pub use policy::{Declared, Net};
+pub use procs::Remains;
 pub use report::{kernel_support, report, trust_line, Report};
 
 use crate::lexical::{lexical, Above};
@@ -139,7 +142,7 @@ fn sweep(root: &Path) {
 
 impl Drop for TmpDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = rmtree::remove(&self.0);
     }
 }
 
@@ -345,7 +348,9 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
         Net::Ports { .. } => seccomp::Sockets::Internet,
         Net::Any => seccomp::Sockets::All,
     };
-    Ok(Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits))
+    let mut jail = Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits);
+    jail.procs = procs::Bound::new(d.limits.procs(), log);
+    Ok(jail)
 }
 
 /// `p` with its deepest existing ancestor resolved through links.
@@ -375,6 +380,8 @@ pub struct Jail {
     caps: Option<(sys::user_cap_header, [sys::user_cap_data; 2])>,
     /// Drop the bounding set up to this capability (when we may).
     drop_bounding: Option<libc::c_int>,
+    /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
+    procs: procs::Bound,
 }
 
 // SAFETY: `fprog` points into `filter`, owned by the same value.
@@ -415,11 +422,17 @@ impl Jail {
             rlimits,
             caps,
             drop_bounding: setpcap.then_some(last),
+            procs: procs::Bound::default(),
         };
         if let Some(f) = &mut jail.filter {
             jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };
         }
         jail
+    }
+
+    /// Its cgroup, which lasts as long as the start's processes.
+    fn into_cgroup(self) -> Option<procs::Cgroup> {
+        self.procs.into_cgroup()
     }
 
     /// Confines the calling process; the errno of the step that failed.
@@ -430,6 +443,7 @@ impl Jail {
     pub unsafe fn enter(&self) -> Result<(), libc::c_int> {
         let errno = || *libc::__errno_location();
         let check = |r: libc::c_long| if r < 0 { Err(errno()) } else { Ok(()) };
+        self.procs.enter()?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
         if let Some(last) = self.drop_bounding {
             for cap in 0..=last {
