@@ -571,11 +571,11 @@ impl Drop for Child {
     }
 }
 
-/// Waits (at most 3 s) until the orphans of every stopped extension are
+/// Waits (at most 8 s) until the orphans of every stopped extension are
 /// gone (docs/protocol.md §3 rule 10), and what their starts held (their
 /// `${TMP}`, their cgroups) with them: for a host about to exit.
 pub fn settle_orphans() {
-    reaper::settle(std::time::Duration::from_secs(3));
+    reaper::settle(std::time::Duration::from_secs(8));
 }
 
 /// How many children of this process alive now are orphans that no
