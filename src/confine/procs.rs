@@ -22,7 +22,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// What `RLIMIT_NPROC` leaves the host above everything its confined
 /// children may start, so that it can still start, restart and call them.
@@ -294,22 +294,50 @@ impl Bound {
     }
 }
 
-/// The tasks (threads included, as the kernel counts them against
-/// `RLIMIT_NPROC`) of this process's real user.
+/// How long a count of the user's tasks is used again: starts that follow
+/// one another (a load of many extensions) count once, not each (the walk
+/// of `/proc` costs milliseconds where the user runs many processes); the
+/// host's own limit less [`RESERVE`] bounds them whatever the count.
+const RECOUNT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// [`count_user_tasks`], counted at most once every [`RECOUNT`].
 fn user_tasks() -> u64 {
+    use std::time::Instant;
+    static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match *last {
+        Some((at, n)) if at.elapsed() < RECOUNT => n,
+        _ => {
+            let n = count_user_tasks();
+            *last = Some((Instant::now(), n));
+            n
+        }
+    }
+}
+
+/// The tasks (threads included, as the kernel counts them against
+/// `RLIMIT_NPROC`) of this process's real user. A process is looked at
+/// only when its `/proc` folder is the user's (its effective user: a
+/// setuid program the user runs is left out, which lowers the bound, never
+/// raises it), and then by its `stat` line, the cheapest to read.
+fn count_user_tasks() -> u64 {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
     // SAFETY: getuid has no preconditions.
-    let me = unsafe { libc::getuid() }.to_string();
+    let me = unsafe { libc::getuid() };
     let Ok(rd) = std::fs::read_dir("/proc") else { return 0 };
     let mut n = 0;
+    let mut buf = Vec::with_capacity(1024);
     for e in rd.flatten() {
-        if !e.file_name().as_bytes().iter().all(u8::is_ascii_digit) {
+        if !e.file_name().as_bytes().iter().all(u8::is_ascii_digit) || !e.metadata().is_ok_and(|m| m.uid() == me) {
             continue;
         }
-        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
-        let field = |k: &str| status.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.split_whitespace().next());
-        if field("Uid:") == Some(me.as_str()) {
-            n += field("Threads:").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1);
-        }
+        buf.clear();
+        let Ok(_) = std::fs::File::open(e.path().join("stat")).and_then(|mut f| f.read_to_end(&mut buf)) else { continue };
+        // pid (comm) state ... num_threads is the 18th field after comm.
+        let Some(close) = buf.iter().rposition(|&b| b == b')') else { continue };
+        let threads = std::str::from_utf8(&buf[close + 1..]).ok().and_then(|r| r.split_whitespace().nth(17)).and_then(|t| t.parse::<u64>().ok());
+        n += threads.unwrap_or(1);
     }
     n
 }
