@@ -135,7 +135,7 @@ fn sweep(root: &Path) {
         let pid = name.rsplit_once('.').and_then(|(_, i)| i.split_once('-')).and_then(|(p, _)| p.parse::<libc::pid_t>().ok());
         // SAFETY: signal 0 only asks whether the process exists.
         if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
-            let _ = std::fs::remove_dir_all(e.path());
+            let _ = rmtree::remove(&e.path());
         }
     }
 }
@@ -268,6 +268,9 @@ impl Plan {
     /// error when it cannot be built or a `required` rule is not enforced.
     /// `log` gets one line per skipped path and one saying what is enforced.
     pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
+        if self.rules.is_some() {
+            procs::prepare();
+        }
         let rep = self.report();
         if let Some(d) = self.rules.as_ref().and_then(|d| d.note.as_deref()) {
             log(d);

@@ -38,11 +38,22 @@ struct Hier {
 
 /// Whether this host's starts are bounded: by a cgroup it can make, or by
 /// `RLIMIT_NPROC` (any host not running as root). Read-only: a listing
-/// asks it without moving the process anywhere.
+/// asks it without moving the process anywhere; once [`prepare`] has run
+/// (in a host that starts confined processes), what it found.
 pub fn enforced() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
+    static USABLE: OnceLock<bool> = OnceLock::new();
+    let cgroup = match HIER.get() {
+        Some(h) => h.is_ok(),
+        None => *USABLE.get_or_init(|| usable().is_some()),
+    };
     // SAFETY: getuid has no preconditions.
-    *ON.get_or_init(|| usable().is_some() || unsafe { libc::getuid() } != 0)
+    cgroup || unsafe { libc::getuid() } != 0
+}
+
+/// Sets up the cgroup hierarchy of this host, once, before its first
+/// confined start says what it enforces: on v2 this moves the host.
+pub fn prepare() {
+    let _ = hierarchy();
 }
 
 /// The hierarchy this process could use, without changing anything.
@@ -121,8 +132,9 @@ fn unescape(s: &str) -> String {
 /// The hierarchy this host makes its cgroups in, set up once (on v2 the
 /// host moves into the `zot` leaf and enables `pids` for its siblings);
 /// the error says why there is none, for the log.
+static HIER: OnceLock<Result<Hier, String>> = OnceLock::new();
+
 fn hierarchy() -> Result<&'static Hier, &'static str> {
-    static HIER: OnceLock<Result<Hier, String>> = OnceLock::new();
     HIER.get_or_init(|| {
         let h = usable().ok_or_else(|| "no writable cgroup with pids".to_string())?;
         if h.v2 {
@@ -248,17 +260,19 @@ impl Bound {
     /// `procs` for one start: a cgroup where the host can make one, else
     /// `RLIMIT_NPROC` (nothing for root); `log` says why a cgroup failed.
     pub fn new(procs: u64, log: &mut dyn FnMut(&str)) -> Bound {
+        // SAFETY: getuid has no preconditions.
+        let root = unsafe { libc::getuid() } == 0;
+        let instead = if root { "not enforced (RLIMIT_NPROC binds no process of root)" } else { "bounded by RLIMIT_NPROC instead" };
         match hierarchy() {
             Ok(h) => match Cgroup::make(h, procs) {
                 Ok(c) => return Bound { cgroup: Some(c), nproc: None },
-                Err(e) => log(&format!("procs: cannot make a cgroup under {}: {e}; bounded by RLIMIT_NPROC instead", h.base.display())),
+                Err(e) => log(&format!("procs: cannot make a cgroup under {}: {e}; {instead}", h.base.display())),
             },
-            // Said once per start where a cgroup was expected.
-            Err(why) if enforced() && usable().is_some() => log(&format!("procs: {why}; bounded by RLIMIT_NPROC instead")),
+            // One was there to use, but could not be set up.
+            Err(why) if usable().is_some() => log(&format!("procs: {why}; {instead}")),
             Err(_) => {}
         }
-        // SAFETY: getuid has no preconditions.
-        if unsafe { libc::getuid() } == 0 {
+        if root {
             return Bound::default();
         }
         let mut own = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
