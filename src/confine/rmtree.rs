@@ -2,7 +2,9 @@
 //! (docs/protocol.md §9.1, `${TMP}`): every entry is reached with `openat`
 //! / `unlinkat` from the folder above it, never by a path and never through
 //! a link (a link is removed, not followed), so a folder swapped for a link
-//! while this runs cannot lead it anywhere else. Iterative: a deep tree
+//! while this runs cannot lead it anywhere else. A folder whose mode keeps
+//! its owner out (`chmod 000`, which no confinement refuses) is given
+//! `0700` first, through a descriptor of its own. Iterative: a deep tree
 //! costs one descriptor per level, never stack.
 
 use std::ffi::{CStr, CString};
@@ -22,7 +24,7 @@ pub fn remove(path: &Path) -> io::Result<()> {
     let name = cstr(name.as_bytes())?;
     // (the folder, its name in the one below it on the stack)
     let mut stack: Vec<(OwnedFd, CString)> = Vec::new();
-    match open_dir(parent.as_raw_fd(), &name) {
+    match open_dir_forcing(parent.as_raw_fd(), &name) {
         Ok(fd) => stack.push((fd, name)),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         Err(_) => return unlink(parent.as_raw_fd(), &name, 0),
@@ -30,7 +32,13 @@ pub fn remove(path: &Path) -> io::Result<()> {
     while let Some((fd, _)) = stack.last() {
         let mut sub = None;
         for entry in list(fd.as_raw_fd())? {
-            match unlink(fd.as_raw_fd(), &entry, 0) {
+            let mut gone = unlink(fd.as_raw_fd(), &entry, 0);
+            if gone.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EACCES)) {
+                // SAFETY: fchmod of a folder we hold open.
+                unsafe { libc::fchmod(fd.as_raw_fd(), 0o700) };
+                gone = unlink(fd.as_raw_fd(), &entry, 0);
+            }
+            match gone {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
                     sub = Some(entry);
@@ -41,7 +49,7 @@ pub fn remove(path: &Path) -> io::Result<()> {
         }
         match sub {
             Some(entry) if stack.len() < MAX_DEPTH => {
-                let below = open_dir(fd.as_raw_fd(), &entry)?;
+                let below = open_dir_forcing(fd.as_raw_fd(), &entry)?;
                 stack.push((below, entry));
             }
             Some(_) => return Err(io::Error::other("folders nested too deep")),
@@ -69,6 +77,27 @@ fn open_dir(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     }
     // SAFETY: fresh and ours.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// [`open_dir`], and where its mode keeps us out, again after giving it
+/// `0700` through an `O_PATH` descriptor of the folder itself (never a link).
+fn open_dir_forcing(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    match open_dir(dir, name) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+            // SAFETY: a NUL-terminated name; the fd returned is ours.
+            let fd = unsafe { libc::openat(dir, name.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+            if fd < 0 {
+                return Err(e);
+            }
+            // SAFETY: fresh and ours.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let path = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
+            // SAFETY: the path names the folder held by `fd`.
+            unsafe { libc::chmod(path.as_ptr(), 0o700) };
+            open_dir(dir, name)
+        }
+        r => r,
+    }
 }
 
 fn unlink(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<()> {
