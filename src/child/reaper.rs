@@ -555,10 +555,14 @@ pub(super) fn watch(pid: u32, lineage: u64, notify: Notify) -> io::Result<()> {
 pub(super) fn hold(pid: u32, remains: crate::confine::Remains) {
     let Some(r) = REAPER.get() else { return };
     let mut st = r.lock();
-    let Some(lineage) = st.watched.get(&pid).map(|w| w.lineage) else { return };
-    if let Some(l) = st.lineages.get_mut(&lineage) {
+    let lineage = st.watched.get(&pid).map(|w| w.lineage);
+    if let Some(l) = lineage.and_then(|id| st.lineages.get_mut(&id)) {
         l.remains = Some(remains);
+        return;
     }
+    // Removed outside the lock.
+    drop(st);
+    drop(remains);
 }
 
 /// Forgets a lineage whose process never started.

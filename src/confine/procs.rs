@@ -367,7 +367,11 @@ pub struct Remains {
 impl Remains {
     /// What `tmp` and `jail` leave; `None` when nothing.
     pub fn of(tmp: Option<TmpDir>, jail: Option<super::Jail>) -> Option<Remains> {
-        let cgroup = jail.and_then(super::Jail::into_cgroup);
+        let mut cgroup = jail.and_then(super::Jail::into_cgroup);
+        // Joined already: no descriptor is kept for the life of the start.
+        if let Some(c) = &mut cgroup {
+            c.join = None;
+        }
         (tmp.is_some() || cgroup.is_some()).then_some(Remains { tmp, cgroup })
     }
 
