@@ -1,7 +1,8 @@
 //! Confinement (docs/protocol.md §9): what an extension or MCP server declares
 //! ([`policy`]), what every confined process gets ([`base`]), and its
 //! enforcement by the kernel — Landlock ([`landlock`]), a seccomp filter
-//! ([`seccomp`]), rlimits, no new privileges and no capabilities — built
+//! ([`seccomp`]), rlimits, the process bound ([`procs`]: a cgroup or
+//! `RLIMIT_NPROC`), no new privileges and no capabilities — built
 //! before the fork into a [`Jail`] that the child enters between fork and
 //! exec with system calls alone ([`Jail::enter`]). [`report`] says what
 //! is enforced and what is not.
