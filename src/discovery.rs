@@ -237,7 +237,7 @@ pub fn confine_checked(mut f: Found, zot_home: &Path, project: &Path) -> Result<
     if f.manifest.confine.is_none() {
         return Ok(f);
     }
-    let Err(msg) = subject(&f).reach(crate::confine::Mode::Declared, zot_home, project) else { return Ok(f) };
+    let Err(msg) = subject(&f, project).reach(crate::confine::Mode::Declared, zot_home, project) else { return Ok(f) };
     match f.mcp.as_mut() {
         Some(spec) => {
             if spec.error.is_none() {
@@ -331,7 +331,7 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
         .flatten()
         .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
             Some(r) => remote_line(&f.manifest.name, r),
-            None => subject(&f).trust_line(mode, zot_home, dir),
+            None => subject(&f, dir).trust_line(mode, zot_home, dir),
         })
         .collect()
 }
@@ -347,13 +347,14 @@ fn remote_line(name: &str, r: &crate::mcpserver::config::Remote) -> String {
 }
 
 /// What confinement needs of `f` to resolve its grants for a display.
-pub fn subject(f: &Found) -> crate::confine::Subject<'_> {
+/// `project`: the session's project, whose id keys a project's data folder.
+pub fn subject<'a>(f: &'a Found, project: &Path) -> crate::confine::Subject<'a> {
     let m = &f.manifest;
     let exec = match &f.mcp {
         Some(s) => s.resolve_command().ok(),
         None => m.resolve_exec().ok(),
     };
-    crate::confine::Subject { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), is_server: f.mcp.is_some(), project_local: f.source == Source::Project, exec, args: &m.args, env: m.env() }
+    crate::confine::Subject { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), is_server: f.mcp.is_some(), project_id: (f.source == Source::Project).then(|| crate::trust::project_id(project)), exec, args: &m.args, env: m.env() }
 }
 
 /// Every extension directory directly under `root`, sorted by folder name

@@ -191,7 +191,7 @@ fn zot_ext_list_json_and_doctor_carry_confinement() {
     assert_eq!(row("free")["confinement"], Value::Null, "{rows}");
     let c = row("boxed")["confinement"].clone();
     let all: Vec<String> = kinds(&c, "enforced").into_iter().chain(kinds(&c, "not_enforced")).collect();
-    for k in ["files", "no_new_privs", "metadata", "unix", "syscalls", "scopes", "net_off", "limits"] {
+    for k in ["files", "no_new_privs", "metadata", "unix", "syscalls", "scopes", "net_off", "limits", "procs"] {
         assert_eq!(all.iter().filter(|x| *x == k).count(), 1, "{k} in exactly one list: {c}");
     }
     if common::landlock() {

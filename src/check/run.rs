@@ -77,8 +77,7 @@ pub(super) struct Proc {
     rx: Option<Rx<(Instant, ChildMsg)>>,
     stdin_open: bool,
     exited: bool,
-    /// Its confinement's `${TMP}` and data folder, as the host gives them.
-    _tmp: Option<crate::confine::TmpDir>,
+    /// Its confinement's data folder, as the host gives it.
     pub(super) data_dir: std::path::PathBuf,
 }
 
@@ -111,7 +110,8 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox
     let (tx, rx) = crate::wake::channel();
     let child = Child::spawn_lines(m, exec, &env, &stderr, jail.as_ref(), tx, |msg| (Instant::now(), msg))?;
     let data_dir = plan.data_dir().to_path_buf();
-    Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false, _tmp: plan.tmp, data_dir })
+    child.hold(crate::confine::Remains::of(plan.tmp, jail));
+    Ok(Proc { child, rx: Some(rx), stdin_open: true, exited: false, data_dir })
 }
 
 impl Proc {

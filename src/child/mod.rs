@@ -561,6 +561,15 @@ impl Child {
         self.reaped.load(Ordering::Acquire)
     }
 
+    /// Keeps what its confined start leaves (its `${TMP}`, its cgroup)
+    /// until the start's last process has ended, its orphans and
+    /// `setsid` descendants included: removed then (docs/protocol.md §9.1).
+    pub fn hold(&self, remains: Option<crate::confine::Remains>) {
+        if let Some(r) = remains {
+            reaper::hold(self.pid, r);
+        }
+    }
+
     /// Reaps the process once its exit was seen ([`ChildMsg::Exited`]):
     /// from here on its group is never signalled.
     pub fn reap(&self) {
@@ -586,10 +595,11 @@ impl Drop for Child {
     }
 }
 
-/// Waits (at most 3 s) until the orphans of every stopped extension are
-/// gone (docs/protocol.md §3 rule 10): for a host about to exit.
+/// Waits (at most 8 s) until the orphans of every stopped extension are
+/// gone (docs/protocol.md §3 rule 10), and what their starts held (their
+/// `${TMP}`, their cgroups) with them: for a host about to exit.
 pub fn settle_orphans() {
-    reaper::settle(std::time::Duration::from_secs(3));
+    reaper::settle(std::time::Duration::from_secs(8));
 }
 
 /// How many children of this process alive now are orphans that no

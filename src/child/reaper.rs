@@ -26,6 +26,12 @@
 //! turns up later (its own parent died since) gets SIGKILL at once. An
 //! orphan is only ever signalled while it is an unreaped child of this
 //! process, so its pid is still its own.
+//!
+//! A lineage may hold what its confined start leaves ([`hold`]: its
+//! `${TMP}` and its cgroup): once doomed, its cgroup is killed whole at
+//! the moment orphans get SIGKILL, and what it holds is dropped (removed)
+//! only once the lineage is done: no orphan left, no group of it alive,
+//! and its cgroup, where it has one, empty. [`settle`] waits for that too.
 
 use super::cancel::Cancel;
 use super::group::EXIT_GRACE;
@@ -55,6 +61,10 @@ const RESCAN: Duration = Duration::from_millis(50);
 /// Retired lineages kept to recognise their late orphans.
 const RETIRED_KEPT: usize = 512;
 
+/// How much longer than other lineages one that holds a start's remains
+/// waits for its last process before it is given up on.
+const HOLD_MORE: Duration = Duration::from_secs(5);
+
 struct Reaper {
     state: Mutex<State>,
     /// Signalled when no doomed lineage is left.
@@ -77,6 +87,8 @@ struct State {
     unknown_termed: HashSet<u32>,
     /// Watched since the last look.
     fresh: Vec<u32>,
+    /// Remains taken from done lineages and not dropped yet.
+    dropping: usize,
 }
 
 struct Watched {
@@ -99,6 +111,8 @@ struct Lineage {
     doom: Option<Doom>,
     termed: HashSet<u32>,
     retired: bool,
+    /// What its confined start leaves, dropped once it is done.
+    remains: Option<crate::confine::Remains>,
 }
 
 #[derive(Clone, Copy)]
@@ -224,6 +238,18 @@ impl Reaper {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Drops (removes) remains taken with [`State::take_remains`], outside
+    /// the lock, and tells [`settle`] when none is left to drop.
+    fn drop_remains(&self, done: Vec<crate::confine::Remains>) {
+        if done.is_empty() {
+            return;
+        }
+        let n = done.len();
+        drop(done);
+        self.lock().dropping -= n;
+        self.settled.notify_all();
+    }
+
     /// Wakes the reaper for a full look ([`FULL`]), or only at processes
     /// just watched ([`FRESH`]).
     fn wake(&self, b: u8) {
@@ -254,7 +280,7 @@ impl Reaper {
                 }
             }
             full |= FULL_PENDING.swap(false, Ordering::SeqCst);
-            let (told, due, next, settled) = {
+            let (told, due, next, settled, done) = {
                 let mut st = self.lock();
                 let told = st.exits(full);
                 #[cfg(target_os = "linux")]
@@ -262,8 +288,10 @@ impl Reaper {
                     st.orphans();
                 }
                 let (due, next, settled) = st.deadlines();
-                (told, due, next, settled)
+                let done = st.take_remains(|l| l.retired);
+                (told, due, next, settled, done)
             };
+            self.drop_remains(done);
             for (notify, status) in told {
                 notify(status);
             }
@@ -306,6 +334,13 @@ impl State {
             self.watched.remove(&pid);
         }
         told
+    }
+
+    /// The remains of the lineages that `pick` picks, counted as being dropped.
+    fn take_remains(&mut self, pick: impl Fn(&Lineage) -> bool) -> Vec<crate::confine::Remains> {
+        let done: Vec<_> = self.lineages.values_mut().filter(|l| pick(l)).filter_map(|l| l.remains.take()).collect();
+        self.dropping += done.len();
+        done
     }
 
     fn doom(&mut self, lineage: u64) {
@@ -400,15 +435,21 @@ impl State {
             l.sids.retain(|&g| group_alive(g));
         }
         // A doomed lineage is done once none of its orphans is left and no
-        // group of it has a member that could still become one.
+        // group of it has a member that could still become one, nor its
+        // cgroup a process.
         let mut retire = Vec::new();
         for (&id, l) in self.lineages.iter_mut() {
             let Some(d) = l.doom else { continue };
             if l.retired {
                 continue;
             }
+            if let Some(r) = l.remains.as_ref().filter(|_| now >= d.kill_at) {
+                r.kill();
+            }
             let quiet = !seen.contains(&id) && !l.pgids.iter().any(|&g| group_alive(g));
-            if quiet || now >= d.until {
+            let ended = quiet && l.remains.as_ref().and_then(crate::confine::Remains::ended) != Some(false);
+            let until = if l.remains.is_some() { d.until + HOLD_MORE } else { d.until };
+            if ended || now >= until {
                 l.retired = true;
                 retire.push(id);
             }
@@ -508,6 +549,21 @@ pub(super) fn watch(pid: u32, lineage: u64, notify: Notify) -> io::Result<()> {
     Ok(())
 }
 
+/// Keeps `remains` with the lineage of `pid` until that lineage is done;
+/// dropped at once when `pid` is not watched.
+pub(super) fn hold(pid: u32, remains: crate::confine::Remains) {
+    let Some(r) = REAPER.get() else { return };
+    let mut st = r.lock();
+    let lineage = st.watched.get(&pid).map(|w| w.lineage);
+    if let Some(l) = lineage.and_then(|id| st.lineages.get_mut(&id)) {
+        l.remains = Some(remains);
+        return;
+    }
+    // Removed outside the lock.
+    drop(st);
+    drop(remains);
+}
+
 /// Forgets a lineage whose process never started.
 pub(super) fn forget(lineage: u64) {
     let Some(r) = REAPER.get() else { return };
@@ -564,9 +620,13 @@ pub fn settle(limit: Duration) {
     }
     r.wake(FULL);
     loop {
-        let busy = st.end_unknown.is_some() || st.lineages.values().any(|l| l.doom.is_some() && !l.retired);
+        let busy = st.end_unknown.is_some() || st.dropping > 0 || st.lineages.values().any(|l| l.doom.is_some() && !l.retired);
         let now = Instant::now();
         if !busy || now >= deadline {
+            // Given up on: what they hold goes now, as far as it can.
+            let left = st.take_remains(|l| l.doom.is_some());
+            drop(st);
+            r.drop_remains(left);
             return;
         }
         let (guard, _) = r.settled.wait_timeout(st, (deadline - now).min(RESCAN)).unwrap_or_else(|e| e.into_inner());

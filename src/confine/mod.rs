@@ -1,7 +1,8 @@
 //! Confinement (docs/protocol.md §9): what an extension or MCP server declares
 //! ([`policy`]), what every confined process gets ([`base`]), and its
 //! enforcement by the kernel — Landlock ([`landlock`]), a seccomp filter
-//! ([`seccomp`]), rlimits, no new privileges and no capabilities — built
+//! ([`seccomp`]), rlimits, the process bound ([`procs`]: a cgroup or
+//! `RLIMIT_NPROC`), no new privileges and no capabilities — built
 //! before the fork into a [`Jail`] that the child enters between fork and
 //! exec with system calls alone ([`Jail::enter`]). [`report`] says what
 //! is enforced and what is not.
@@ -17,8 +18,10 @@
 pub mod base;
 pub mod landlock;
 pub mod policy;
+pub mod procs;
 mod report;
 pub mod resolve;
+mod rmtree;
 pub mod seccomp;
 pub mod sys;
 
@@ -85,8 +88,9 @@ pub struct Subject<'a> {
     pub dir: &'a Path,
     pub declared: Option<&'a Declared>,
     pub is_server: bool,
-    /// A project's (its data folder is keyed by the project, §9.1).
-    pub project_local: bool,
+    /// A project's: its project's id (§2.2), which keys its data folder
+    /// (§9.1).
+    pub project_id: Option<String>,
     /// The program that runs (`exec` resolved), when it resolves.
     pub exec: Option<PathBuf>,
     pub args: &'a [String],
@@ -100,8 +104,7 @@ impl Subject<'_> {
     /// error that makes its manifest (or entry) invalid.
     pub fn reach(&self, mode: Mode, zot_home: &Path, project: &Path) -> Result<Option<(Declared, resolve::Reach)>, String> {
         let Some(d) = effective(self.declared, mode, self.dir) else { return Ok(None) };
-        let id = self.project_local.then(|| crate::trust::project_id(project));
-        let data = data_folder(zot_home, self.name, id.as_deref());
+        let data = data_folder(zot_home, self.name, self.project_id.as_deref());
         let tmp = zot_home.join("tmp").join(format!("{}.0", self.name));
         let scope0 = resolve::Scope { zot_home, project, ext: self.dir, is_server: self.is_server, data: &data, tmp: &tmp, exec: None, args: &[], env: &[] };
         let expand = |s: &str| {
@@ -213,14 +216,14 @@ fn sweep(root: &Path) {
         let pid = name.rsplit_once('.').and_then(|(_, i)| i.split_once('-')).and_then(|(p, _)| p.parse::<libc::pid_t>().ok());
         // SAFETY: signal 0 only asks whether the process exists.
         if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
-            let _ = std::fs::remove_dir_all(e.path());
+            let _ = rmtree::remove(&e.path());
         }
     }
 }
 
 impl Drop for TmpDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = rmtree::remove(&self.0);
     }
 }
 
@@ -362,6 +365,9 @@ impl Plan {
     /// error when it cannot be built or a `required` rule is not enforced.
     /// `log` gets one line per skipped path and one saying what is enforced.
     pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
+        if self.rules.is_some() {
+            procs::prepare();
+        }
         let rep = self.report();
         if let Some(d) = self.rules.as_ref().and_then(|d| d.note.as_deref()) {
             log(d);
@@ -398,8 +404,50 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     };
     let mut jail = Jail::new(ruleset, seccomp::program(&seccomp::Rules::of(d, abi)), &d.limits);
     jail.env = d.env.clone();
+    jail.procs = procs::Bound::new(d.limits.procs(), log);
     Ok(jail)
 }
+
+/// What a start leaves that lasts until its last process has ended (the
+/// reaper of [`crate::child`] holds it): its `${TMP}` and its cgroup.
+#[derive(Debug)]
+pub struct Remains {
+    tmp: Option<TmpDir>,
+    cgroup: Option<procs::Cgroup>,
+}
+
+impl Remains {
+    /// What `tmp` and `jail` leave; `None` when nothing.
+    pub fn of(tmp: Option<TmpDir>, jail: Option<Jail>) -> Option<Remains> {
+        let mut cgroup = jail.and_then(Jail::into_cgroup);
+        if let Some(c) = &mut cgroup {
+            c.forget_join();
+        }
+        (tmp.is_some() || cgroup.is_some()).then_some(Remains { tmp, cgroup })
+    }
+
+    /// Kills every process of the start that its cgroup holds.
+    pub fn kill(&self) {
+        if let Some(c) = &self.cgroup {
+            c.kill();
+        }
+    }
+
+    /// Whether the start's last process has ended, where a cgroup can
+    /// tell (`None`: it has none).
+    pub fn ended(&self) -> Option<bool> {
+        self.cgroup.as_ref().map(procs::Cgroup::empty)
+    }
+}
+
+impl Drop for Remains {
+    fn drop(&mut self) {
+        // Its cgroup first: the folder goes once nothing can write in it.
+        drop(self.cgroup.take());
+        drop(self.tmp.take());
+    }
+}
+
 
 /// Everything the child needs to confine itself, built before the fork.
 pub struct Jail {
@@ -414,6 +462,8 @@ pub struct Jail {
     env: Vec<String>,
     /// The highest descriptor to close where `close_range` is missing.
     max_fd: libc::c_uint,
+    /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
+    procs: procs::Bound,
 }
 
 // SAFETY: `fprog` points into `filter`, owned by the same value.
@@ -457,6 +507,7 @@ impl Jail {
             env: Vec::new(),
             // SAFETY: sysconf only reads a limit.
             max_fd: u32::try_from(unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }).unwrap_or(1024),
+            procs: procs::Bound::default(),
         };
         if let Some(f) = &mut jail.filter {
             jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };
@@ -473,6 +524,11 @@ impl Jail {
         KEPT.contains(&name) || name.starts_with("LC_") || self.env.iter().any(|n| n == name)
     }
 
+    /// Its cgroup, which lasts as long as the start's processes.
+    fn into_cgroup(self) -> Option<procs::Cgroup> {
+        self.procs.into_cgroup()
+    }
+
     /// Confines the calling process, after the `setsid` of its start
     /// ([`crate::child`]), in the order of docs/protocol.md §9.2: its
     /// cgroup, `setrlimit`, every descriptor above 2 closed, capabilities,
@@ -485,7 +541,8 @@ impl Jail {
     pub unsafe fn enter(&self) -> Result<(), libc::c_int> {
         let errno = || *libc::__errno_location();
         let check = |r: libc::c_long| if r < 0 { Err(errno()) } else { Ok(()) };
-        // Its cgroup (§9.2) is joined here, before the other steps.
+        // Its cgroup (§9.2) first, then the limits (`RLIMIT_NPROC` among them).
+        self.procs.enter()?;
         for (res, v) in self.rlimits {
             if v != libc::RLIM_INFINITY || res == libc::RLIMIT_CORE {
                 check(libc::setrlimit(res, &libc::rlimit { rlim_cur: v, rlim_max: v }) as libc::c_long)?;

@@ -38,6 +38,7 @@ pub fn report(d: Option<&Declared>, off: bool) -> Report {
     if d.limits.any() {
         kinds.push(("limits", true));
     }
+    kinds.push(("procs", super::procs::enforced()));
     if !d.domains.is_empty() {
         kinds.push(("domains", false));
     }
@@ -150,10 +151,10 @@ mod tests {
         let r = report(Some(&d), false);
         let mut all: Vec<&str> = r.enforced.iter().chain(&r.not_enforced).copied().collect();
         all.sort_unstable();
-        assert_eq!(all, ["calls", "domains", "files", "limits", "metadata", "net_off", "no_new_privs", "scopes", "syscalls", "unix"]);
+        assert_eq!(all, ["calls", "domains", "files", "limits", "metadata", "net_off", "no_new_privs", "procs", "scopes", "syscalls", "unix"]);
         assert!(r.not_enforced.contains(&"metadata") && r.not_enforced.contains(&"domains"));
         let off = report(Some(&d), true);
-        assert!(off.enforced.is_empty() && off.not_enforced.len() == 10);
+        assert!(off.enforced.is_empty() && off.not_enforced.len() == 11);
         assert_eq!(report(None, false).to_json(), Value::Null);
     }
 

@@ -96,7 +96,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             dir: &m.dir,
             declared: m.confine.as_ref(),
             is_server: e.mcp.is_some(),
-            project_local: e.scope == Source::Project,
+            project_id: (e.scope == Source::Project).then(|| crate::trust::project_id(&project)),
             exec: match &e.mcp {
                 Some(s) => s.resolve_command().ok(),
                 None => m.resolve_exec().ok(),

@@ -62,8 +62,21 @@ impl Zot {
     /// Runs `zot args...` with `ZOT_HOME=home`, in `home` as working
     /// directory, stdin/stdout/stderr piped.
     pub fn spawn(home: &Path, args: &[String], env: &[(&str, &str)]) -> Zot {
+        Zot::spawn_via(&[], home, args, env)
+    }
+
+    /// As [`Zot::spawn`], the binary run by the command `via` (as another
+    /// user with `setpriv`, in a namespace with `unshare`) when not empty.
+    pub fn spawn_via(via: &[String], home: &Path, args: &[String], env: &[(&str, &str)]) -> Zot {
         let zot_home = home.join("zot-home");
-        let mut cmd = Command::new(BIN);
+        let mut cmd = match via.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(BIN);
+                c
+            }
+            None => Command::new(BIN),
+        };
         cmd.args(args)
             .env("ZOT_HOME", &zot_home)
             .env_remove("XDG_STATE_HOME")

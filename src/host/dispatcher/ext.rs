@@ -91,8 +91,6 @@ pub(super) struct Proc {
     pub eof: bool,
     /// Its end was handled: the calls in flight were answered or failed.
     pub ended: bool,
-    /// Its `${TMP}` (docs/protocol.md §9.1), removed with this record.
-    pub _tmp: Option<crate::confine::TmpDir>,
 }
 
 /// A tool as registered (docs/protocol.md §6.2).

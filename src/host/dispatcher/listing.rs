@@ -115,7 +115,7 @@ impl Dispatcher {
 fn static_info(f: &crate::discovery::Found, cfg: &super::Config) -> ExtInfo {
     let m = &f.manifest;
     let show = |p: &std::path::Path| p.display().to_string();
-    let confinement = crate::discovery::subject(f).listed(cfg.confine, cfg.home.root(), &cfg.cwd);
+    let confinement = crate::discovery::subject(f, &cfg.cwd).listed(cfg.confine, cfg.home.root(), &cfg.cwd);
     ExtInfo {
         confinement: confinement.to_json(),
         confinement_mark: confinement.mark(),

@@ -253,7 +253,7 @@ impl Dispatcher {
         ext.log = Some(log);
         match child {
             Ok(child) => {
-                ext.proc = Some(super::ext::Proc { child, edge: Some(e), exit: None, eof: false, ended: false, _tmp: None });
+                ext.proc = Some(super::ext::Proc { child, edge: Some(e), exit: None, eof: false, ended: false });
                 self.at(after(spec.connect_timeout), Timer::Hello(id));
             }
             Err(why) => self.fail(slot, why),

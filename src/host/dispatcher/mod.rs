@@ -489,7 +489,9 @@ impl Dispatcher {
         ext.log = Some(log);
         match spawned {
             Ok(child) => {
-                ext.proc = Some(Proc { child, edge, exit: None, eof: false, ended: false, _tmp: plan.tmp });
+                // Its ${TMP} and cgroup last as long as its last process.
+                child.hold(crate::confine::Remains::of(plan.tmp, jail));
+                ext.proc = Some(Proc { child, edge, exit: None, eof: false, ended: false });
                 self.at(hello_at, Timer::Hello(id));
             }
             Err(e) => self.fail(slot, format!("cannot start {}: {e}", exec.display())),

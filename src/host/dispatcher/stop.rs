@@ -169,6 +169,11 @@ impl Dispatcher {
         if !matches!(self.load.phase, Phase::Stopping { .. }) || self.exts.iter().any(|e| !e.ended()) {
             return;
         }
+        if self.load.phase == (Phase::Stopping { exit: true }) {
+            // A shutdown is answered once every start's last process has
+            // ended, `setsid` descendants too, and its ${TMP} is gone.
+            crate::child::settle_orphans();
+        }
         if self.load.all_stopped() {
             self.load();
         }
