@@ -189,6 +189,9 @@ const LANG: Flag = Flag {
 const NEW_DIR: Flag = local("dir", Some("DIR"), "the existing directory to create <name>/ in");
 const CHECK_TIMEOUT: Flag = local("timeout", Some("SECS"), "the deadline of each call (default 5s)");
 const LIST: Flag = local("list", None, "list the trusted projects");
+const FROM: Flag = local("from", Some("SOURCE"), "claude-desktop, claude-code, cursor, vscode or a FILE: whose user-level MCP file to copy (default: the one that exists)");
+const DRY_RUN: Flag = local("dry-run", None, "print what would be written, write nothing");
+const FORCE: Flag = local("force", None, "replace a server of the same name already in $ZOT_HOME/mcp.json");
 const LOGS_MCP: Flag = local("mcp-config", Some("FILE"), "also find the MCP servers of FILE, as the session given it does; repeatable");
 
 /// One command: `zot`, `zot serve`, `zot ext install`, ...
@@ -210,10 +213,11 @@ const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, fla
 }
 
 /// Every command, in the order `zot --help` lists them.
-pub const COMMANDS: [Cmd; 18] = [
+pub const COMMANDS: [Cmd; 19] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
+    cmd("mcp import", "[--from claude-desktop|claude-code|cursor|vscode|FILE] [--dry-run] [--force]", "copy another MCP client's servers into $ZOT_HOME/mcp.json", &[FROM, DRY_RUN, FORCE]),
     cmd("ext list", "[--json] [--names]", "installed extensions and their state", &[JSON, NAMES, CWD_DIR]),
     cmd("ext install", "<path|git-url>", "copy or clone into $ZOT_HOME/extensions", &[]),
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),

@@ -47,6 +47,8 @@ pub enum Command {
     Serve(SessionArgs),
     /// `zot mcp [OPTIONS]`: the extensions as an MCP server on stdio.
     Mcp(SessionArgs),
+    /// `zot mcp import`: another MCP client's servers into the global file.
+    McpImport(crate::mcpserver::import::ImportOptions),
     /// `zot ext ...`; `cwd` is `--cwd` as given (not yet checked).
     Ext { cwd: Option<PathBuf>, cmd: ExtCommand },
     /// `zot ext new`.
@@ -213,6 +215,10 @@ where
         },
         Command::Mcp(s) => match s.into_config() {
             Ok(config) => crate::mcp::run(config),
+            Err(e) => fail(&e),
+        },
+        Command::McpImport(opts) => match home() {
+            Ok(home) => crate::mcpserver::import::run(&opts, &home.root().join(crate::mcpserver::config::MCP_FILE)),
             Err(e) => fail(&e),
         },
         Command::Ext { cwd, cmd } => {
