@@ -210,8 +210,13 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
                         _ => false,
                     })
                 {
-                    if found.manifest.enabled {
-                        out.untrusted.push(found);
+                    // Two of the project's files naming one server: the
+                    // first is the one trust would run, the other shadowed.
+                    let first = out.untrusted.iter().find(|u| u.manifest.name == found.manifest.name && u.mcp.is_some());
+                    match first.and_then(|u| u.mcp.as_ref()).map(|s| s.file.clone()) {
+                        Some(file) if found.mcp.is_some() => out.shadowed.push((found, file)),
+                        _ if found.manifest.enabled => out.untrusted.push(found),
+                        _ => {}
                     }
                     continue;
                 }
@@ -294,11 +299,13 @@ pub fn project_names(dir: &Path) -> (Vec<String>, Vec<String>) {
         .collect();
     // Its MCP servers run too: a project with only those is not one with
     // nothing to run.
-    let servers = project_servers(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|f| f.manifest.name)
-        .collect();
+    let mut servers: Vec<String> = Vec::new();
+    // A name two of its files give runs once: the first file's.
+    for f in project_servers(dir).into_iter().filter_map(Result::ok) {
+        if !servers.contains(&f.manifest.name) {
+            servers.push(f.manifest.name);
+        }
+    }
     (extensions, servers)
 }
 
@@ -332,6 +339,13 @@ pub fn project_reach(dir: &Path) -> Vec<String> {
         .into_iter()
         .chain(project_servers(dir))
         .flatten()
+        .fold(Vec::<Found>::new(), |mut all, f| {
+            if !all.iter().any(|a| a.mcp.is_some() && f.mcp.is_some() && a.manifest.name == f.manifest.name) {
+                all.push(f);
+            }
+            all
+        })
+        .iter()
         .map(|f| crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref()))
         .collect()
 }

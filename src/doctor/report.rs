@@ -53,6 +53,9 @@ pub struct ExtReport {
     /// An MCP server's configuration file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// A shadowed one: the folder (for a server, the file) that won.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<String>,
     /// What is enforced of its confinement (docs/protocol.md §9.3).
     pub confinement: serde_json::Value,
     /// An MCP server under `auto`: each handshake try and its end
