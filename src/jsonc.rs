@@ -29,7 +29,9 @@ pub fn blank(bytes: &[u8]) -> Result<Vec<u8>, String> {
     while i < out.len() {
         let b = out[i];
         let before = prev;
-        if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') && !(b == b'/' && matches!(out.get(i + 1), Some(b'/' | b'*'))) {
+        let space = matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+        let comment = b == b'/' && matches!(out.get(i + 1), Some(b'/' | b'*'));
+        if !space && !comment {
             prev = b;
         }
         match b {

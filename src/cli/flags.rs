@@ -217,7 +217,7 @@ pub const COMMANDS: [Cmd; 19] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
-    cmd("mcp import", "[--from claude-desktop|claude-code|cursor|vscode|FILE] [--dry-run] [--force]", "copy another MCP client's servers into $ZOT_HOME/mcp.json", &[FROM, DRY_RUN, FORCE]),
+    cmd("mcp import", "[--from SOURCE] [--dry-run] [--force]", "copy another MCP client's servers into $ZOT_HOME/mcp.json", &[FROM, DRY_RUN, FORCE]),
     cmd("ext list", "[--json] [--names]", "installed extensions and their state", &[JSON, NAMES, CWD_DIR]),
     cmd("ext install", "<path|git-url>", "copy or clone into $ZOT_HOME/extensions", &[]),
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),
