@@ -346,8 +346,21 @@ pub fn project_reach(dir: &Path) -> Vec<String> {
             all
         })
         .iter()
-        .map(|f| crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref()))
+        .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
+            Some(r) => remote_line(&f.manifest.name, r),
+            None => crate::confine::trust_line(&f.manifest.name, f.manifest.confine.as_ref()),
+        })
         .collect()
+}
+
+/// `zot trust`'s line for a project's remote server (docs/protocol.md
+/// §8.5): where it connects and which variables it sends there, so that
+/// trusting a project never sends a secret somewhere unseen. A server
+/// that expands none is `remote URL` alone.
+fn remote_line(name: &str, r: &crate::mcpserver::config::Remote) -> String {
+    let vars = r.variables();
+    let sends = if vars.is_empty() { String::new() } else { format!("; sends {}", vars.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", ")) };
+    format!("  {name}: remote {}{sends}", r.shown_url())
 }
 
 /// Every extension directory directly under `root`, sorted by folder name

@@ -189,7 +189,7 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
     let cfg = write_config(
         t.path(),
         "mcp.json",
-        json!({"mute": fx(&["--never-init"], json!({"connectTimeout": 0.3, "restart": "never"})), "web": {"url": "https://x/mcp"}}),
+        json!({"mute": fx(&["--never-init"], json!({"connectTimeout": 0.3, "restart": "never"})), "web": {"type": "ws", "url": "https://x/mcp"}}),
     );
     let (code, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
@@ -199,11 +199,12 @@ fn doctor_checks_a_servers_handshake_with_a_fix() {
     let mute = f.iter().find(|f| f["extension"] == "mute").unwrap();
     assert!(mute["hint"].as_str().unwrap().contains("connectTimeout") && mute["hint"].as_str().unwrap().contains("mcp_server.py --never-init"), "{mute}");
     let web = f.iter().find(|f| f["extension"] == "web").unwrap();
-    assert!(web["message"].as_str().unwrap().contains("not supported (stdio only)"), "{web}");
+    assert!(web["message"].as_str().unwrap().contains("type \"ws\" is not supported (stdio, http, streamable-http, sse)"), "{web}");
+    assert!(web["hint"].as_str().unwrap().contains("set \"type\" to stdio, http or sse"), "{web}");
     // Each entry is shown with its own error, not as an exec not found.
-    let cfg = write_config(t.path(), "alone.json", json!({"nocmd": {}, "web": {"url": "https://x/mcp"}}));
+    let cfg = write_config(t.path(), "alone.json", json!({"nocmd": {}, "web": {"type": "ws", "url": "https://x/mcp"}}));
     let (_, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
-    assert!(out.contains("web (MCP server) [failed: transport streamable-http is not supported (stdio only)]"), "{out}{err}");
+    assert!(out.contains("web (MCP server) [failed: type \"ws\" is not supported (stdio, http, streamable-http, sse)]"), "{out}{err}");
     let want = format!("nocmd (MCP server) [failed: {}: field `command` is missing: the program that runs the server]", cfg.display());
     assert!(out.contains(&want), "{out}{err}");
     assert!(!out.contains("(no command)"), "{out}");

@@ -241,7 +241,7 @@ fn handshake_failures_fail_that_server_only() {
         json!({
             "mute": fx(&["--never-init"], json!({"connectTimeout": 0.5, "restart": "never"})),
             "old": fx(&["--version", "1999-01-01"], json!({"restart": "never"})),
-            "web": {"url": "https://example.com/mcp"},
+            "web": {"type": "ws", "url": "https://example.com/mcp"},
             "sse": {"transport": "sse", "command": "x"},
             "ok": fx(&[], json!({})),
             "gone": {"command": "python3", "args": ["-c", "import sys; sys.exit(4)"], "restart": "never"},
@@ -259,8 +259,8 @@ fn handshake_failures_fail_that_server_only() {
     assert!(mute["error"].as_str().unwrap_or("").starts_with("no answer to initialize within 500ms (connectTimeout)"), "{mute}");
     let old = s.wait_state("old", "failed");
     assert!(old["error"].as_str().unwrap().contains("\"1999-01-01\""), "the version is named: {old}");
-    assert_eq!(s.ext("web")["error"], "transport streamable-http is not supported (stdio only)");
-    assert_eq!(s.ext("sse")["error"], "transport sse is not supported (stdio only)");
+    assert_eq!(s.ext("web")["error"], "type \"ws\" is not supported (stdio, http, streamable-http, sse)");
+    assert_eq!(s.ext("sse")["error"], "field `url` is missing: the server's address");
     assert_eq!(s.ext("sse")["state"], "failed");
     assert_eq!(s.ext("ok")["state"], "ready");
     s.shutdown();
@@ -319,7 +319,7 @@ fn enabled_and_disabled_tools_filter_what_is_offered() {
     s.shutdown();
     let log = s.log("only");
     assert_eq!(log.matches("ignored unknown fields of its entry").count(), 1, "{log}");
-    assert!(log.contains("mcp.json: alwaysAllow"), "{log}");
+    assert!(log.contains(r#"mcp.json: "alwaysAllow""#), "{log}");
 }
 
 #[test]

@@ -85,30 +85,34 @@ fn a_session_in_a_subfolder_finds_the_project_above_it() {
     let (t, app, deep) = world("project-root");
     // Not trusted yet: found, and listed as untrusted.
     let list = listed_from(&t, &deep);
-    assert_eq!(list["project"], json!(app.display().to_string()), "{list:#}");
     assert_eq!(names(&list), [("lint".to_string(), "untrusted".to_string())], "{list:#}");
+    let lint_dir = app.join(".zot/extensions/lint").display().to_string();
+    assert_eq!(list["extensions"][0]["dir"], json!(lint_dir), "{list:#}");
     // `zot trust` from the subfolder trusts the root.
     let r = zot_in(&t, &deep, &["trust"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains(&format!("trusted {} (1 project extension(s): lint)", app.display())), "{}", r.stdout);
     let list = listed_from(&t, &deep);
     assert_eq!(names(&list), [("lint".to_string(), "ready".to_string())], "{list:#}");
+    // `zot ext list` from the subfolder names the project found.
     let r = zot_in(&t, &deep, &["ext", "list"]);
-    assert!(r.stdout.lines().any(|l| l.starts_with("lint ") || l.contains(" lint ")), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("note: project {} is trusted: its extensions run", app.display())), "{}", r.stdout);
     // The control: a folder with no `.zot` above is its own project.
     let plain = t.path().join("u/plain/x").canonicalize().expect("plain");
     let list = listed_from(&t, &plain);
-    assert_eq!(list["project"], json!(plain.display().to_string()), "{list:#}");
     assert!(names(&list).is_empty(), "{list:#}");
 }
 
 #[test]
 fn no_project_is_found_above_home() {
     let (t, _, _) = world("project-above-home");
-    // A `.zot` above $HOME marks nothing for a start inside $HOME.
-    std::fs::create_dir_all(t.path().join(".zot/extensions")).expect("mkdir");
+    // A `.zot` above $HOME marks nothing for a start inside $HOME: its
+    // extension is not even listed as untrusted.
+    write_manifest(&t.path().join(".zot/extensions"), "above", json!({"name": "above", "exec": "sh"}));
     let plain = t.path().join("u/plain/x").canonicalize().expect("plain");
-    assert_eq!(listed_from(&t, &plain)["project"], json!(plain.display().to_string()));
+    assert!(names(&listed_from(&t, &plain)).is_empty());
+    // The control: started above $HOME, in that folder, it is the project.
+    assert_eq!(names(&listed_from(&t, t.path())), [("above".to_string(), "untrusted".to_string())]);
 }
 
 #[test]

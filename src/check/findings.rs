@@ -1,7 +1,7 @@
 //! The findings of one check: each with a severity, a stable code and a
 //! fix hint; past [`PER_CODE`] of one code they are counted, not listed.
 
-use super::{Finding, Severity};
+use super::outcome::{Finding, Severity};
 use std::collections::HashMap;
 
 /// Findings of a code past this many are counted, not listed.

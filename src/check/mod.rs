@@ -50,6 +50,7 @@
 //! schema rules), `report.rs` (the text).
 
 mod findings;
+mod outcome;
 pub(crate) mod report;
 mod run;
 mod schema;
@@ -61,8 +62,9 @@ use crate::envexpand::ExpandError;
 use crate::manifest::{Manifest, MANIFEST_FILE};
 use crate::text::one_line;
 use findings::Findings;
+pub use outcome::{Deadlines, Finding, Report, Severity, Timings};
+use outcome::ms;
 use run::Sandbox;
-use serde::Serialize;
 use session::Session;
 use std::fs;
 
@@ -120,105 +122,6 @@ Options:
   --timeout SECS   the deadline of each call (default 5; fractions accepted)
 ";
 
-/// How long the check waits for each step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlines {
-    /// Spawn to `hello`.
-    pub hello: Duration,
-    /// How long `hello_ack` is held back to catch registrations sent
-    /// before it.
-    pub hold: Duration,
-    /// Quiet time after the handshake that the host counts as ready.
-    pub ready_idle: Duration,
-    /// `hello_ack` to `ready` at most.
-    pub ready_grace: Duration,
-    /// Each command, tool and intercept.
-    pub call: Duration,
-    /// `shutdown` to exit.
-    pub shutdown: Duration,
-}
-
-impl Default for Deadlines {
-    fn default() -> Deadlines {
-        Deadlines {
-            hello: Duration::from_secs(5),
-            hold: Duration::from_millis(200),
-            ready_idle: Duration::from_millis(250),
-            ready_grace: Duration::from_secs(3),
-            call: Duration::from_secs(5),
-            shutdown: Duration::from_secs(2),
-        }
-    }
-}
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-    Info,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
-
-/// One thing the check found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub severity: Severity,
-    /// A stable identifier (`no_ready`, `schema_required`, ...).
-    pub code: &'static str,
-    pub message: String,
-    /// How to fix it; empty when there is nothing to fix.
-    pub hint: String,
-}
-
-/// Times, in milliseconds, as the host would see them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Timings {
-    pub hello_ms: Option<f64>,
-    pub ready_ms: Option<f64>,
-    /// `frame` (a `ready` frame) or `auto` (250 ms without frames).
-    pub ready_by: Option<&'static str>,
-    pub shutdown_ms: Option<f64>,
-    pub total_ms: f64,
-}
-
-/// One call the check made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Call {
-    /// `command`, `tool` or `intercept`.
-    pub kind: &'static str,
-    pub name: String,
-    /// Time to the reply; `None` without one.
-    pub ms: Option<f64>,
-    /// Answered in time with a well-formed reply.
-    pub ok: bool,
-}
-
-/// Everything the check found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// The manifest's name, when it could be read.
-    pub extension: Option<String>,
-    pub dir: String,
-    pub ok: bool,
-    pub errors: usize,
-    pub warnings: usize,
-    pub infos: usize,
-    pub timings: Timings,
-    pub calls: Vec<Call>,
-    pub findings: Vec<Finding>,
-}
-
 /// Runs `zot ext check`; returns the exit code.
 pub fn run(opts: &CheckOptions) -> i32 {
     let mut d = Deadlines::default();
@@ -233,20 +136,6 @@ pub fn run(opts: &CheckOptions) -> i32 {
         }
     };
     crate::check::report::print(&report, opts.json, report.ok, render)
-}
-
-fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.2}s", ms / 1000.0)
-    } else if ms < 10.0 {
-        format!("{ms:.1}ms")
-    } else {
-        format!("{}ms", ms.round() as u64)
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// Checks the extension in `path`. `Err` only when the check itself cannot

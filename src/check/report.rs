@@ -1,7 +1,7 @@
 //! The text report of `zot ext check`: a header, one line per finding
 //! with its fix, the times, the calls, the verdict.
 
-use super::{fmt_ms, Report, Severity};
+use super::outcome::{fmt_ms, Report, Severity};
 use crate::text::one_line;
 
 /// The text report: a header, one line per finding, the times, the verdict.

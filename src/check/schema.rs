@@ -1,7 +1,7 @@
 //! Tool schema rules: what is wrong with a `register_tool` schema as JSON
 //! Schema and as the shape of tool arguments.
 
-use super::Severity;
+use super::outcome::Severity;
 use serde_json::Value;
 
 const SCHEMA_TYPES: [&str; 7] = ["object", "array", "string", "number", "integer", "boolean", "null"];

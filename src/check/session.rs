@@ -2,23 +2,26 @@
 //! process: the state of the extension as the check drives it (the
 //! handshake, then the stop), its output read past its exit as the host
 //! reads it (to stdout's end, or [`EXIT_WAIT`] more); what it sends is
-//! judged in [`frames`], what it is asked in [`calls`].
+//! judged in [`frames`], what it is asked in [`calls`]; the state all
+//! three share is in [`state`], below them.
 
 mod calls;
 mod frames;
+mod state;
 
+pub(super) use state::Session;
+use state::Step;
 use super::run::{group_members, group_running, spawn, Ev, Proc, Sandbox};
-use super::{fmt_ms, ms, Call, Deadlines, Findings, Timings};
+use super::findings::Findings;
+use super::outcome::{fmt_ms, ms, Call, Deadlines, Timings};
 use crate::child::MAX_LINE;
 use crate::host::{fmt_duration, Limits};
 use crate::manifest::Manifest;
 use crate::protocol::{ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION};
 use crossbeam_channel::RecvTimeoutError;
-use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
-use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -29,71 +32,6 @@ use std::time::{Duration, Instant};
 /// when it was read; only an extension whose grandchild keeps stdout open
 /// pays for it, once.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
-
-/// What waiting produced.
-enum Step {
-    Frame(Box<ExtFrame>, Instant),
-    Timeout,
-    /// Stdout closed, or the process exited and its output is over:
-    /// stdout read to its end, or [`EXIT_WAIT`] past the exit.
-    Gone,
-    /// A malformed reply to a request in flight (already reported).
-    Malformed,
-}
-
-/// A reply the session is waiting for.
-enum Reply {
-    Frame(Box<ExtFrame>, Instant),
-    /// A reply with this id that could not be decoded (already reported).
-    Malformed,
-}
-
-/// The extension under check and everything seen of it so far.
-pub(super) struct Session<'a> {
-    m: &'a Manifest,
-    d: &'a Deadlines,
-    f: &'a mut Findings,
-    limits: Limits,
-    start: Instant,
-    /// The running extension; dropped (ended and reaped) at the end of [`Session::run`].
-    proc: Option<Proc>,
-    exited: Option<(Instant, ExitStatus)>,
-    eof: bool,
-    /// Once the exit is seen: until when stdout may still bring lines
-    /// written before it (docs/protocol.md §3 rule 8).
-    exit_grace: Option<Instant>,
-    /// The process exited and its output is over: nothing more is read.
-    output_over: bool,
-    /// An `exited` finding was made.
-    gone_reported: bool,
-    hello_at: Option<Instant>,
-    ack_at: Option<Instant>,
-    ready_at: Option<Instant>,
-    /// The host would count it as ready now (frame or auto-ready).
-    host_ready: bool,
-    last_frame: Instant,
-    commands: Vec<(String, String)>,
-    tools: Vec<(String, String, Value)>,
-    events: Vec<String>,
-    intercepts: Vec<String>,
-    /// Frame types sent after hello but before hello_ack.
-    early: Vec<&'static str>,
-    /// `hello.capabilities`.
-    caps: Vec<String>,
-    /// Tools registered with `"interactive": true`: they wait for a user.
-    interactive: HashSet<String>,
-    /// Tools the host refuses (an unknown `exposure`): not called.
-    refused: HashSet<String>,
-    shutdown_sent: bool,
-    shutdown_acked: bool,
-    /// Ids asked and not yet answered, with the reply type expected.
-    asked: HashMap<String, &'static str>,
-    /// Ids given up on (timed out).
-    late: HashSet<String>,
-    replies: HashMap<String, Reply>,
-    timeouts: usize,
-    write_failed: bool,
-}
 
 impl<'a> Session<'a> {
     pub(super) fn new(m: &'a Manifest, d: &'a Deadlines, f: &'a mut Findings) -> Session<'a> {

@@ -11,10 +11,14 @@
 //! someone else. Neither thread outlives the process ([`cancel`]), and a
 //! `Child` dropped unreaped kills its group and leaves the reap to the
 //! reaper.
+//!
+//! The rooms, bottom-up: `msg` what the threads hand over, `group` the
+//! process groups, `procfs` what `/proc` says, `cancel` the cancel token,
+//! `read` the reader thread, `reaper` the one reaper, `spawn` the start of
+//! a process; this file the `Child` itself and its writer thread.
 
 pub use crate::log::Log;
 use crate::manifest::Manifest;
-use crate::protocol::{DecodeError, ExtFrame};
 use crate::trace::{Tap, Tracer};
 use crossbeam_channel::{Sender, TrySendError};
 use std::fs::File;
@@ -29,13 +33,6 @@ use std::thread;
 
 pub use crate::protocol::MAX_LINE;
 
-/// How long after a child's exit was seen its stdout may stay open (a
-/// grandchild holding it) before its output counts as over (docs/protocol.md
-/// §3 rule 8): what it wrote before exiting is read to stdout's end, or
-/// until this much later. The host fails the calls in flight then, and
-/// `zot ext check` concludes.
-pub const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// Stack size of the per-child threads. Frame decoding is the deepest work
 /// they do and serde_json caps nesting at 128 levels; a frame nested just
 /// under that cap needs about 270 KiB of stack in a debug build (an
@@ -45,55 +42,17 @@ pub const THREAD_STACK: usize = 512 * 1024;
 /// An encoded frame, shared when the same bytes go to many children.
 pub type Bytes = Arc<Vec<u8>>;
 
-/// What a child's threads report to the dispatcher.
-// Frames are nearly every message: boxing them would cost an allocation each.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-pub enum ChildMsg {
-    Frame(ExtFrame),
-    /// A line that decoded to a known reply type with bad fields but a
-    /// usable id: a malformed reply to that request.
-    BadReply { id: String, error: DecodeError },
-    /// A reply line over [`MAX_LINE`]: the `id` read from its head, when
-    /// there was one, and its length.
-    TooLong { id: Option<String>, len: usize },
-    /// A stdout line as it is, without its `\n`: sent instead of frames by
-    /// a child started with [`Child::spawn_lines`].
-    Line(Vec<u8>),
-    /// Stdout closed (or the reader thread failed).
-    Eof,
-    /// The process exited; it is not reaped yet ([`Child::reap`]). `None`
-    /// when its status could not be read.
-    Exited(Option<ExitStatus>),
-}
-
-/// A dialect other than zot frames, chosen when the child is spawned: what
-/// its stdout lines mean and what the host's frames become on its stdin.
-/// The process layer moves lines; the dialect (an MCP server's JSON-RPC,
-/// in `mcpserver`) translates them into the host's own messages and hands
-/// those on itself.
-pub trait Dialect: Send + Sync {
-    /// The bytes written first, before any frame (empty: none).
-    fn opening(&self) -> Vec<u8>;
-    /// One stdout line, without its `\n`.
-    fn incoming(&self, line: &[u8]);
-    /// What to write for an encoded host frame (empty: nothing).
-    fn outgoing(&self, frame: &[u8]) -> Vec<u8>;
-    /// A stdout line over [`MAX_LINE`] bytes, with the `id` read from its
-    /// head: the dialect says what it answered, in its own words.
-    fn too_long(&self, id: Option<&str>, len: usize);
-}
-
-/// How the reader thread hands stdout over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// Decoded: [`ChildMsg::Frame`] and [`ChildMsg::BadReply`], junk and
-    /// over-long lines logged (the host).
-    Frames,
-    /// Every line as it is ([`ChildMsg::Line`]), over-long ones as
-    /// [`ChildMsg::TooLong`], nothing logged: for a driver that judges each
-    /// line itself and keeps the log for the child's stderr alone.
-    Lines,
+/// A peer that is not a process (a remote MCP server, docs/protocol.md
+/// §8.5): what the host writes goes to [`Link::send`], and the link
+/// reports through the inbox as a child's threads do, ending with
+/// [`ChildMsg::Eof`] and [`ChildMsg::Exited`] once it is gone.
+pub trait Link: Send + Sync {
+    /// Bytes for the peer; never blocks.
+    fn send(&self, bytes: Bytes) -> Result<(), SendError>;
+    /// Ends it as a stop ends a process: the peer is told, then let go.
+    fn close(&self);
+    /// Ends it now.
+    fn kill(&self);
 }
 
 /// What the writer thread is told.
@@ -198,6 +157,8 @@ pub struct Child {
     cancel: Cancel,
     /// A dialect other than zot frames, when it speaks one.
     dialect: Option<Arc<dyn Dialect>>,
+    /// A peer with no process ([`Child::linked`]).
+    link: Option<Arc<dyn Link>>,
 }
 
 /// `env` as the pairs [`child_env`] takes.
@@ -401,7 +362,34 @@ impl Child {
             return abandon(e);
         }
         let reaped = std::sync::atomic::AtomicBool::new(false);
-        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, dialect })
+        Ok(Child { pid, reaped, queue: qtx, bounds: bounds.clone(), stdin, outbox: Mutex::new(Vec::new()), tap, cancel, dialect, link: None })
+    }
+
+    /// A child with no process: frames go through `dialect` to `link`,
+    /// which reports as a process's threads do. Its pid is 0 and no signal
+    /// reaches anything; a signal or a drop ends the link.
+    pub fn linked(name: &str, link: Arc<dyn Link>, dialect: Arc<dyn Dialect>, trace: Option<&Arc<Tracer>>) -> io::Result<Child> {
+        let cancel = Cancel::new()?;
+        let stdin = Arc::new(Stdin { pipe: Mutex::new(None), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0), cancel: cancel.clone() });
+        let (queue, _) = crossbeam_channel::bounded(0);
+        let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
+        let opening = dialect.opening();
+        let child = Child {
+            pid: 0,
+            reaped: std::sync::atomic::AtomicBool::new(false),
+            queue,
+            bounds,
+            stdin,
+            outbox: Mutex::new(Vec::new()),
+            tap: trace.map(|t| t.tap(name)),
+            cancel,
+            dialect: Some(dialect),
+            link: Some(link),
+        };
+        if !opening.is_empty() {
+            child.send_raw(Arc::new(opening)).map_err(|_| io::Error::other("cannot send its opening"))?;
+        }
+        Ok(child)
     }
 
     /// Queues an encoded frame without blocking (for a child of another
@@ -423,6 +411,9 @@ impl Child {
     pub fn send_raw(&self, bytes: Bytes) -> Result<(), SendError> {
         if let Some(tap) = &self.tap {
             tap.frame_out(&bytes);
+        }
+        if let Some(link) = &self.link {
+            return link.send(bytes);
         }
         let mut from = 0;
         if self.idle() {
@@ -541,6 +532,9 @@ impl Child {
     /// if the queue is full the writer is stuck anyway, and the signals that
     /// follow unblock it.
     pub fn close_stdin(&self) {
+        if let Some(link) = &self.link {
+            return link.close();
+        }
         self.flush();
         // Counted as pending, so no later frame is written ahead of it.
         self.stdin.pending.fetch_add(1, Ordering::AcqRel);
@@ -553,6 +547,12 @@ impl Child {
         if self.is_reaped() {
             return false;
         }
+        if let Some(link) = &self.link {
+            if sig == libc::SIGKILL || sig == libc::SIGTERM {
+                link.kill();
+            }
+            return true;
+        }
         kill_group(self.pid, sig);
         true
     }
@@ -564,7 +564,7 @@ impl Child {
     /// Reaps the process once its exit was seen ([`ChildMsg::Exited`]):
     /// from here on its group is never signalled.
     pub fn reap(&self) {
-        if self.reaped.swap(true, Ordering::AcqRel) {
+        if self.reaped.swap(true, Ordering::AcqRel) || self.link.is_some() {
             return;
         }
         reaper::reap(self.pid, &self.cancel);
@@ -576,6 +576,9 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.cancel.fire();
+        if let Some(link) = &self.link {
+            return link.kill();
+        }
         if !self.reaped.swap(true, Ordering::AcqRel) {
             kill_group(self.pid, libc::SIGKILL);
             reaper::abandon(self.pid);
@@ -596,36 +599,21 @@ pub fn unattributed_orphans() -> usize {
     reaper::unattributed()
 }
 
-/// Sends `sig` to process group `pgid`; a group that is gone is not an error.
-pub fn kill_group(pgid: u32, sig: i32) {
-    if pgid == 0 || pgid > i32::MAX as u32 {
-        return;
-    }
-    // SAFETY: kill(2) with a negative pid signals that process group only.
-    unsafe {
-        libc::kill(-(pgid as i32), sig);
-    }
-}
-
-/// True while any process of group `pgid` exists.
-pub fn group_alive(pgid: u32) -> bool {
-    if pgid == 0 || pgid > i32::MAX as u32 {
-        return false;
-    }
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(-(pgid as i32), 0) == 0 }
-}
-
 mod cancel;
+mod group;
+mod msg;
 mod procfs;
 mod read;
 mod reaper;
 mod spawn;
 mod stderr;
-use cancel::{set_nonblocking, Cancel, CancellableRead};
+mod stdout;
+use cancel::{set_nonblocking, Cancel};
+use stdout::CancellableRead;
 use stderr::Stderr;
 pub use read::preview;
-pub use reaper::INSTANCE_VAR;
+pub use group::{group_alive, kill_group, EXIT_GRACE};
+pub use msg::{ChildMsg, Dialect, Reading};
 use read::read_loop;
 pub use spawn::{child_env, spawn_from_this_thread};
 use spawn::{start_process, Started};

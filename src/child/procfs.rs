@@ -2,6 +2,9 @@
 //! session and state, the instance marker in its environment, and this
 //! process's children.
 
+/// The variable that marks an extension's descendants as its own.
+pub const INSTANCE_VAR: &str = "ZOT_EXT_INSTANCE";
+
 /// What `/proc/PID/stat` says of a process.
 #[cfg(target_os = "linux")]
 pub(super) struct Stat {
@@ -36,7 +39,7 @@ pub(super) fn own_stat() -> Option<Stat> {
 #[cfg(target_os = "linux")]
 pub(super) fn instance_of(pid: u32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let key = format!("{}=", super::INSTANCE_VAR);
+    let key = format!("{}=", INSTANCE_VAR);
     env.split(|&b| b == 0).find_map(|e| e.strip_prefix(key.as_bytes())).map(|v| String::from_utf8_lossy(v).into_owned())
 }
 

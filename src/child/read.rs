@@ -2,11 +2,12 @@
 //! [`MAX_LINE`] bytes, handed over as frames (the host) or as they are
 //! (`zot ext check`), each recorded for `--trace`.
 
-use super::{ChildMsg, Dialect, Log, Reading, MAX_LINE};
+use super::msg::{ChildMsg, Dialect, Reading};
+use super::{Log, MAX_LINE};
 use crate::lines::{Line, LineBuf};
 use crate::protocol::{decode_repaired, repair_note, DecodeError, ExtFrame};
 use crate::trace::Tap;
-use super::cancel::CancellableRead;
+use super::stdout::CancellableRead;
 
 /// Splits `reader`'s input into lines of at most [`MAX_LINE`] bytes, records each
 /// in `tap` (`--trace`) and hands it to `emit`: decoded into frames, junk

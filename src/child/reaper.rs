@@ -28,6 +28,7 @@
 //! process, so its pid is still its own.
 
 use super::cancel::Cancel;
+use super::group::EXIT_GRACE;
 #[cfg(target_os = "linux")]
 use super::procfs::{children, instance_of, own_stat, stat, Stat};
 use std::collections::{HashMap, HashSet};
@@ -42,8 +43,6 @@ use std::time::{Duration, Instant};
 /// Told once, on the reaper thread, that the process exited (not reaped).
 pub(super) type Notify = Box<dyn FnOnce(Option<ExitStatus>) + Send>;
 
-/// The variable that marks an extension's descendants as its own.
-pub const INSTANCE_VAR: &str = "ZOT_EXT_INSTANCE";
 
 /// How long orphans have between SIGTERM and SIGKILL (docs/protocol.md §3 rule 10).
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
@@ -481,7 +480,7 @@ pub(super) fn unattributed() -> usize {
     0
 }
 
-/// A new lineage, and the value of [`INSTANCE_VAR`] that marks it.
+/// A new lineage, and the value of [`INSTANCE_VAR`](super::procfs::INSTANCE_VAR) that marks it.
 pub(super) fn lineage() -> io::Result<(u64, String)> {
     let r = reaper()?;
     let mut st = r.lock();
@@ -519,7 +518,7 @@ pub(super) fn forget(lineage: u64) {
 }
 
 /// Reaps `pid`, whose exit was told: its orphans are ended from now on,
-/// and `cancel` fires [`super::EXIT_GRACE`] later (what it wrote before
+/// and `cancel` fires [`EXIT_GRACE`] later (what it wrote before
 /// exiting is read until then).
 pub(super) fn reap(pid: u32, cancel: &Cancel) {
     let Some(r) = REAPER.get() else { return reap_wait(pid) };
@@ -533,7 +532,7 @@ pub(super) fn reap(pid: u32, cancel: &Cancel) {
     let mut st = r.lock();
     st.watched.remove(&pid);
     st.doom(lineage);
-    st.cancels.push((Instant::now() + super::EXIT_GRACE, cancel.clone()));
+    st.cancels.push((Instant::now() + EXIT_GRACE, cancel.clone()));
     drop(st);
     r.wake(FULL);
 }
@@ -641,5 +640,5 @@ fn signal(pid: u32, sig: i32) {
 
 #[cfg(target_os = "linux")]
 fn group_alive(pgid: u32) -> bool {
-    super::group_alive(pgid)
+    super::group::group_alive(pgid)
 }

@@ -1,10 +1,13 @@
 //! Starting an extension's process: its environment, its own process
-//! group, stdin, stdout and stderr pipes, only fds 0-2 across exec and (Linux) the
-//! parent-death signal, with the `clone(CLONE_VM | CLONE_VFORK)` start on a
-//! guard-paged stack; and which threads may start one.
+//! Starting an extension's process: its environment, its own process
+//! group (a confined one: its own session), stdin, stdout and stderr pipes,
+//! only fds 0-2 across exec and (Linux) the parent-death signal, with the
+//! `clone(CLONE_VM | CLONE_VFORK)` start on a guard-paged stack; and which
+//! threads may start one.
 
 #[cfg(not(target_os = "linux"))]
-use super::kill_group;
+use super::group::kill_group;
+use super::procfs::INSTANCE_VAR;
 use crate::manifest::Manifest;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -24,7 +27,7 @@ pub(super) struct Started {
 
 /// The environment of an extension (docs/protocol.md §1): the host's own, then
 /// zot's own variables (`ZOT_AGENT=1` and `AI_AGENT=zot` as upstream sets
-/// them, the instance `marker` as [`INSTANCE_VAR`](super::INSTANCE_VAR)),
+/// them, the instance `marker` as [`INSTANCE_VAR`](INSTANCE_VAR)),
 /// then `extra` (the manifest's `env`, expanded), each later entry
 /// replacing an earlier one of its name: the manifest's wins.
 pub fn child_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
@@ -40,7 +43,7 @@ pub fn confined_env<K: AsRef<OsStr>, V: AsRef<OsStr>>(jail: &crate::confine::Jai
 }
 
 fn with_additions<K: AsRef<OsStr>, V: AsRef<OsStr>>(mut env: Vec<(OsString, OsString)>, marker: &str, extra: &[(K, V)]) -> Vec<(OsString, OsString)> {
-    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (super::INSTANCE_VAR, marker)]
+    let added = [("ZOT_AGENT", "1"), ("AI_AGENT", "zot"), (INSTANCE_VAR, marker)]
         .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
         .into_iter()
         .chain(extra.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));
@@ -157,7 +160,8 @@ pub(super) fn start_process(
 }
 
 /// Starts `exec` with the manifest's args, in its directory, in its own
-/// process group, its stdin, stdout and stderr pipes, with SIGKILL as its parent-death
+/// process group (with a `jail`: its own session, as `setsid` makes it),
+/// its stdin, stdout and stderr pipes, with SIGKILL as its parent-death
 /// signal, and with only fds 0, 1 and 2 crossing exec.
 ///
 /// `std::process::Command` can only set the parent-death signal in a
@@ -171,8 +175,8 @@ pub(super) fn start_process(
 /// prepared before, every signal is blocked around the clone so that no
 /// handler of the host runs in the child, and the child resets handlers to
 /// their defaults (SIGPIPE too, which Rust ignores) and unblocks signals
-/// before exec, as `std` does. With a `jail`, the child confines itself
-/// last before its exec ([`crate::confine::Jail::enter`]).
+/// before exec, as `std` does. With a `jail`, the child starts with `setsid`
+/// and confines itself last before its exec ([`crate::confine::Jail::enter`]).
 #[cfg(target_os = "linux")]
 pub(super) fn start_process(
     manifest: &Manifest,
@@ -227,7 +231,11 @@ pub(super) fn start_process(
             if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
                 return fail();
             }
-            if libc::setpgid(0, 0) != 0 {
+            // A confined child starts a session of its own (§3 rule 1):
+            // no controlling terminal, and no way back into the host's
+            // process group, which is in another session.
+            let own_group = if p.jail.is_some() { libc::setsid() } else { libc::setpgid(0, 0) };
+            if own_group < 0 {
                 return fail();
             }
             for (target, &fd) in p.fds.iter().enumerate() {
@@ -246,17 +254,21 @@ pub(super) fn start_process(
             if libc::getppid() != p.parent {
                 libc::_exit(1);
             }
-            if let Some(Err(errno)) = p.jail.map(|j| j.enter()) {
-                p.err.store(errno, Ordering::SeqCst);
-                libc::_exit(127);
-            }
             // Only fds 0, 1 and 2 cross exec: an fd zot inherited without
             // close-on-exec (a pipe of whatever started zot) must not reach
-            // extensions and be held open by them.
-            let (first, last) = (3 as libc::c_uint, libc::c_uint::MAX);
-            if libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) != 0 {
-                for fd in 3..p.max_fd {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            // extensions and be held open by them. A jail closes them
+            // itself, in its order, and ends with its seccomp filter.
+            if let Some(j) = p.jail {
+                if let Err(errno) = j.enter() {
+                    p.err.store(errno, Ordering::SeqCst);
+                    libc::_exit(127);
+                }
+            } else {
+                let (first, last) = (3 as libc::c_uint, libc::c_uint::MAX);
+                if libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+                    for fd in 3..p.max_fd {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
                 }
             }
             libc::execve(p.path.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());

@@ -2,8 +2,8 @@
 //! text, the man page and the shell completions ([`super::doc`]) are made
 //! from them.
 
-use super::parse::{Args, Tok};
-use super::{SessionArgs, UsageError};
+use super::args::{Args, Tok};
+use super::command::{SessionArgs, UsageError};
 use crate::host::{fmt_duration, Timeouts};
 use std::path::PathBuf;
 

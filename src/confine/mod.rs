@@ -373,12 +373,7 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
             Some(landlock::build(abi, &grants, &deny, &read_only, tcp, &mut skipped)?.0)
         }
     };
-    let sockets = match d.net {
-        Net::Off => seccomp::Sockets::Local,
-        Net::Ports { .. } => seccomp::Sockets::Internet,
-        Net::Any => seccomp::Sockets::All,
-    };
-    let mut jail = Jail::new(ruleset, seccomp::program(sockets, d.unix), &d.limits);
+    let mut jail = Jail::new(ruleset, seccomp::program(&seccomp::Rules::of(d, abi)), &d.limits);
     jail.env = d.env.clone();
     Ok(jail)
 }
@@ -412,6 +407,8 @@ pub struct Jail {
     drop_bounding: Option<libc::c_int>,
     /// `confine.env`: the host's variables it gets beyond the small set.
     env: Vec<String>,
+    /// The highest descriptor to close where `close_range` is missing.
+    max_fd: libc::c_uint,
 }
 
 // SAFETY: `fprog` points into `filter`, owned by the same value.
@@ -453,6 +450,8 @@ impl Jail {
             caps,
             drop_bounding: setpcap.then_some(last),
             env: Vec::new(),
+            // SAFETY: sysconf only reads a limit.
+            max_fd: u32::try_from(unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }).unwrap_or(1024),
         };
         if let Some(f) = &mut jail.filter {
             jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };
@@ -469,7 +468,11 @@ impl Jail {
         KEPT.contains(&name) || name.starts_with("LC_") || self.env.iter().any(|n| n == name)
     }
 
-    /// Confines the calling process; the errno of the step that failed.
+    /// Confines the calling process, after the `setsid` of its start
+    /// ([`crate::child`]), in the order of docs/protocol.md §9.2: its
+    /// cgroup, `setrlimit`, every descriptor above 2 closed, capabilities,
+    /// no new privileges, Landlock, seccomp last. The errno of the step
+    /// that failed.
     ///
     /// # Safety
     /// For the child between fork and exec: system calls only, nothing
@@ -477,7 +480,13 @@ impl Jail {
     pub unsafe fn enter(&self) -> Result<(), libc::c_int> {
         let errno = || *libc::__errno_location();
         let check = |r: libc::c_long| if r < 0 { Err(errno()) } else { Ok(()) };
-        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+        // Its cgroup (§9.2) is joined here, before the other steps.
+        for (res, v) in self.rlimits {
+            if v != libc::RLIM_INFINITY || res == libc::RLIMIT_CORE {
+                check(libc::setrlimit(res, &libc::rlimit { rlim_cur: v, rlim_max: v }) as libc::c_long)?;
+            }
+        }
+        self.close_inherited();
         if let Some(last) = self.drop_bounding {
             for cap in 0..=last {
                 if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno() != libc::EINVAL {
@@ -491,18 +500,35 @@ impl Jail {
         if let Some((hdr, data)) = &self.caps {
             check(libc::syscall(libc::SYS_capset, hdr as *const _, data.as_ptr()))?;
         }
-        for (res, v) in self.rlimits {
-            if v != libc::RLIM_INFINITY || res == libc::RLIMIT_CORE {
-                check(libc::setrlimit(res, &libc::rlimit { rlim_cur: v, rlim_max: v }) as libc::c_long)?;
-            }
-        }
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
         if let Some(fd) = &self.ruleset {
             check(libc::syscall(sys::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32))?;
+            libc::close(fd.as_raw_fd());
         }
         if self.filter.is_some() {
             check(libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &self.fprog as *const libc::sock_fprog) as libc::c_long)?;
         }
         Ok(())
+    }
+
+    /// Closes every descriptor above 2 (the child's own table: the host's
+    /// stays) but the ruleset's, which Landlock still needs and which is
+    /// closed once used.
+    unsafe fn close_inherited(&self) {
+        let close = |from: libc::c_uint, to: libc::c_uint| {
+            if from <= to && libc::syscall(libc::SYS_close_range, from, to, 0u32) != 0 {
+                for fd in from..=to.min(self.max_fd) {
+                    libc::close(fd as libc::c_int);
+                }
+            }
+        };
+        match self.ruleset.as_ref().map(|fd| fd.as_raw_fd() as libc::c_uint) {
+            Some(keep) if keep >= 3 => {
+                close(3, keep - 1);
+                close(keep + 1, libc::c_uint::MAX);
+            }
+            _ => close(3, libc::c_uint::MAX),
+        }
     }
 }
 

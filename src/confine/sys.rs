@@ -71,6 +71,13 @@ pub const AUDIT_ARCH_NATIVE: Option<u32> = Some(0xC000_00B7); // AUDIT_ARCH_AARC
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const AUDIT_ARCH_NATIVE: Option<u32> = None;
 
+/// The `*xattrat` calls (Linux 6.13), numbered alike on every architecture.
+pub const SYS_setxattrat: libc::c_long = 463;
+pub const SYS_removexattrat: libc::c_long = 466;
+
+/// `IOPRIO_WHO_PROCESS` of `ioprio_set`.
+pub const IOPRIO_WHO_PROCESS: u32 = 1;
+
 /// `__X32_SYSCALL_BIT`: x32 system calls on x86_64 carry it.
 pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 

@@ -7,11 +7,10 @@ use crate::protocol::Payload;
 use crate::text::{one_line, strip_controls};
 use serde_json::{json, Value};
 
-use super::input::InFlight;
 use super::print::Held;
 use super::panels::BLOCK_WIDTH;
 use super::render::{draw_panel, fit, text_width};
-use super::{Console, BUILTINS};
+use super::state::{Console, InFlight, BUILTINS};
 
 impl Console {
     pub(super) fn help(&self) {

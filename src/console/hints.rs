@@ -8,7 +8,7 @@ use crate::manifest::MANIFEST_FILE;
 use crate::host::Config;
 use crate::text::one_line;
 
-use super::BUILTINS;
+use super::state::BUILTINS;
 
 /// The banner's second line when no extension is loaded.
 pub(super) const NOTHING_LOADED: &str =

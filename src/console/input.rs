@@ -28,8 +28,8 @@ use std::io::{self, BufRead, Write};
 
 use super::commands::{completions, split_word};
 use super::panels;
-use super::print::{Held, Job, PanelOp};
-use super::Console;
+use super::print::{Held, Job, PanelOp, Submitted};
+use super::state::{Console, InFlight, Input};
 
 /// How long `/key` lines read before the end of input wait for the
 /// interactive tool's panel once the input has ended.
@@ -38,22 +38,6 @@ const PANEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Submitted commands (`submit_slash`, `submit`) that run between two
 /// input lines, at most.
 pub(super) const MAX_SLASHES: usize = 16;
-
-/// One item of piped input.
-pub(super) enum Input {
-    Line(String),
-    /// A line that is not UTF-8.
-    NotUtf8,
-    End,
-}
-
-/// What an extension asked the console to run as if typed.
-pub(super) enum Submitted {
-    /// `submit_slash`: a slash command.
-    Slash(String),
-    /// `submit`: a user prompt.
-    Prompt(String),
-}
 
 /// Reads stdin lines on a thread of its own, until its end.
 pub(super) fn read_stdin(tx: Sender<Input>) -> io::Result<()> {
@@ -98,13 +82,6 @@ fn close_panel(host: &crate::host::Host, out: &Sender<Job>, screen: &crate::line
     let op = Some(PanelOp::Close(ext, id));
     let _ = out.send(Job { text: String::new(), ack: Some(tx), release: None, panel: op });
     let _ = rx.recv();
-}
-
-/// The tool call in flight: its id, and for an interactive tool the
-/// extension whose panel answers it.
-pub(super) struct InFlight<'a> {
-    pub(super) tool_id: &'a str,
-    pub(super) interactive: Option<&'a str>,
 }
 
 impl Console {

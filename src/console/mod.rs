@@ -9,13 +9,15 @@
 //! extension says is printed through one printer thread, stripped of
 //! terminal control sequences, attributed to the extension.
 //!
-//! The rooms: `commands` holds the built-in commands and tab completion,
-//! `input` where lines come from, what extensions submit and how a call is
-//! waited for, `panels` the open panels and the one drawn in place,
+//! The rooms, bottom-up: `render` how text and panels look, `panels` the
+//! open panels and the one drawn in place, `print` the printer thread that
+//! keeps replies in their place among the host's events (and how each
+//! event looks), `state` what the other rooms share (the built-in
+//! commands, the session's state, a piped line, a tool call in flight),
 //! `hints` what the console tells a newcomer (did you mean, what to try),
-//! `print` the printer thread that keeps replies in their place among the
-//! host's events, `render` how events and panels look; this file the
-//! session and one line's handling.
+//! `commands` the built-in commands and tab completion, `input` where
+//! lines come from, what extensions submit and how a call is waited for;
+//! this file the session and one line's handling.
 
 mod commands;
 mod hints;
@@ -23,39 +25,27 @@ mod input;
 mod panels;
 mod print;
 mod render;
+mod state;
 
 use crate::host::{Config, Host, HostError, InterceptOutcome, Request, Response, State};
 use crate::lineedit::{Editor, RawMode, Screen};
 use crate::protocol::Payload;
 use crate::signals;
 use crate::text::{one_line, strip_controls};
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread;
 
 use commands::split_word;
-use input::{Input, Submitted, MAX_SLASHES};
-use print::{print_loop, Job, PassedOn, Printed};
+use input::MAX_SLASHES;
 use panels::Panels;
+use print::{print_loop, Job, PassedOn, Printed, Submitted};
 use render::Style;
+use state::{Console, Input, SessionInfo};
 
-/// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 12] = [
-    ("help", "show this help"),
-    ("system", "show the system prompt after the before_agent_start chain"),
-    ("commands", "list extension commands"),
-    ("tools", "list extension tools"),
-    ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
-    ("event", "NAME [JSON]: send an event to its subscribers"),
-    ("intercept", "EVENT JSON: run an intercept chain and show the verdict"),
-    ("key", "PANEL KEY [TEXT]: press a key in an extension's panel"),
-    ("reload-ext", "stop, rediscover and restart every extension"),
-    ("restart", "NAME: stop one extension and start it anew"),
-    ("extensions", "list extensions and their state"),
-    ("exit", "shut extensions down and leave"),
-];
+pub use state::BUILTINS;
 
 /// Runs the interactive session until `/exit` or end of input; returns the
 /// exit code.
@@ -218,79 +208,13 @@ pub fn run(mut config: Config) -> i32 {
 /// `before_agent_start` reply.
 pub const BASE_SYSTEM_PROMPT: &str = "You are a helpful coding assistant.";
 
-/// What `before_agent_start` tells extensions about the session.
-struct SessionInfo {
-    cwd: String,
-    provider: String,
-    model: String,
-}
-
 fn end_session(host: &Host) {
     let mut p = Payload::new();
     p.insert("reason".into(), json!("shutdown"));
     let _ = host.event("session_end", p);
 }
 
-struct Console {
-    host: Arc<Host>,
-    out: Sender<Job>,
-    /// Where a reply marks its place among the host's events.
-    holds: Sender<Printed>,
-    held: u64,
-    /// What extensions asked to run as if typed (`submit_slash`,
-    /// `submit`), as it was printed.
-    submitted: Receiver<Submitted>,
-    /// Submitted commands that may still run before the next input line.
-    budget: usize,
-    /// Piped input, read on a thread of its own (none with the editor).
-    lines: Option<Receiver<Input>>,
-    /// Lines read while a call was in flight, waiting their turn.
-    backlog: VecDeque<Input>,
-    /// A panel was opened (the printer showed it).
-    panel_opened: Receiver<()>,
-    /// A prompt is printed before each read (stdin a terminal, stdout not).
-    prompting: bool,
-    style: Style,
-    panels: Panels,
-    step: u64,
-    tool_seq: u64,
-    session: SessionInfo,
-    /// The system prompt after the last `before_agent_start` chain.
-    system_prompt: String,
-    /// The chain must run (again) before the next prompt: at the start and
-    /// after each `/reload-ext`.
-    system_stale: bool,
-    agent_runs: u64,
-    /// The line editor, on a terminal.
-    editor: Option<Editor>,
-    /// Where extensions are discovered, to name a disabled one.
-    discovery: Config,
-    /// A person typing was told there is no model here.
-    told_no_model: bool,
-}
-
 impl Console {
-    /// Prints `text` after every host event already received.
-    fn say(&self, text: String) {
-        let (tx, rx) = bounded(1);
-        let _ = self.out.send(Job { text, ack: Some(tx), release: None, panel: None });
-        let _ = rx.recv();
-    }
-
-    fn sync(&self) {
-        self.say(String::new());
-    }
-
-    fn error(&self, msg: &str) {
-        self.say(self.error_line(msg));
-    }
-
-    /// `error: MSG`, in red. The message may quote what an extension (or a
-    /// slash command it submitted) said: it is made safe for the terminal.
-    fn error_line(&self, msg: &str) -> String {
-        self.style.red(&format!("error: {}", one_line(msg)))
-    }
-
     /// Handles one input line; false ends the session.
     fn line(&mut self, text: &str) -> bool {
         let Some(cmd) = text.strip_prefix('/') else {

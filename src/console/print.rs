@@ -12,9 +12,19 @@ use crate::lineedit::Screen;
 use crossbeam_channel::{bounded, never, select, Receiver, Sender};
 use std::sync::Arc;
 
-use super::input::Submitted;
-use super::panels::{self, Panels};
-use super::render::{render_event, Style};
+use crate::protocol::Panel;
+use crate::text::{one_line, strip_controls};
+
+use super::panels::{self, Panels, BLOCK_WIDTH};
+use super::render::{draw_panel, Style};
+
+/// What an extension asked the console to run as if typed.
+pub(super) enum Submitted {
+    /// `submit_slash`: a slash command.
+    Slash(String),
+    /// `submit`: a user prompt.
+    Prompt(String),
+}
 
 /// A block of text for the printer; `ack` is signalled once it is out.
 pub(super) struct Job {
@@ -231,5 +241,98 @@ pub(super) fn print_loop(
             None => {}
         }
         finish(job);
+    }
+}
+
+/// How an event the host sent looks in the session.
+fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
+    let tag = |n: &str| st.dim(&format!("[{}]", one_line(n)));
+    match ev {
+        HostEvent::Ready { .. }
+        | HostEvent::ExtensionReady { .. }
+        | HostEvent::ToolsChanged { .. }
+        | HostEvent::CommandsListed { .. }
+        | HostEvent::CallTool { .. }
+        | HostEvent::CallToolCancel { .. } => String::new(),
+        HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {
+            let how = match (code, signal) {
+                (_, Some(s)) => format!("signal {s}"),
+                (Some(c), None) => format!("exit code {c}"),
+                (None, None) => "failed to start".into(),
+            };
+            format!("{} {}", tag(&extension), st.dim(&format!("exited ({how}); restart {attempt} in {delay_ms} ms")))
+        }
+        HostEvent::ExtensionCrashLoop { extension, restarts } => format!(
+            "{} {}",
+            tag(&extension),
+            st.red(&format!("gave up after {restarts} restarts (crash loop); see 'zot ext logs {}'", one_line(&extension)))
+        ),
+        HostEvent::SubmitSlash { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ run:"), strip_controls(&text))
+        }
+        HostEvent::Notify { extension, level, message } => {
+            format!("{} {}", tag(&extension), st.level(&level, &strip_controls(&message)))
+        }
+        HostEvent::ClearNotes { extension } => format!("{} {}", tag(&extension), st.dim("(notes cleared)")),
+        HostEvent::Submit { extension, text } => {
+            format!("{} {} {}", tag(&extension), st.dim("→ submit:"), strip_controls(&text))
+        }
+        HostEvent::OpenPanel { extension, panel } => {
+            panels.open(&extension, &panel);
+            let Panel { id, title, lines, footer } = panel;
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &id, BLOCK_WIDTH))
+        }
+        HostEvent::PanelRender { extension, panel_id, title, lines, footer } => {
+            format!("{}\n{}", tag(&extension), draw_panel(&title, &lines, &footer, &panel_id, BLOCK_WIDTH))
+        }
+        HostEvent::PanelClose { extension, panel_id } => {
+            panels.close(&panel_id);
+            format!("{} {}", tag(&extension), st.dim(&format!("(panel {} closed)", one_line(&panel_id))))
+        }
+        // The restart's line says it exited: one line per restart.
+        HostEvent::Exited { restart_follows: true, .. } => String::new(),
+        HostEvent::Exited { extension, code, signal, not_by_policy, .. } => {
+            let how = match (code, signal) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "unknown status".into(),
+            };
+            let mut line = format!("{} {}", tag(&extension), st.red(&format!("exited ({how})")));
+            // Said only where the policy keeps it down: a crash loop's
+            // gave-up line follows on its own.
+            if not_by_policy {
+                let policy = if code == Some(0) { "always" } else { "on-failure" };
+                let name = one_line(&extension);
+                line.push_str(&st.dim(&format!(
+                    "; not restarted: /restart {name} starts it again, and \"restart\": \"{policy}\" in its manifest brings it back by itself"
+                )));
+            }
+            line
+        }
+        // An MCP configuration file that cannot be used: no server's line.
+        HostEvent::LoadFailed { message, log: None, .. } if message.contains(crate::manifest::BROKEN_CONFIG) => {
+            st.red(&format!("error: {}; none of its servers is loaded", one_line(&message)))
+        }
+        HostEvent::LoadFailed { extension, message, log } => {
+            let mut s = format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))));
+            if log.is_some() {
+                s.push_str(&st.dim(&format!(" (see 'zot ext logs {}')", one_line(&extension))));
+            }
+            s
+        }
+        HostEvent::UntrustedProject { dir, extensions, error, changed } => {
+            let line = crate::discovery::not_loaded_line(&dir, &extensions, error.as_deref(), changed);
+            if error.is_some() { st.red(&line) } else { st.dim(&line) }
+        }
+        HostEvent::ToolProgress { extension, progress, total, message, .. } => {
+            let mut s = format!("progress {progress}");
+            if let Some(t) = total {
+                s.push_str(&format!("/{t}"));
+            }
+            if let Some(m) = message {
+                s.push_str(&format!(": {}", strip_controls(&m)));
+            }
+            format!("{} {}", tag(&extension), st.dim(&s))
+        }
     }
 }

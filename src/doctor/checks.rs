@@ -169,8 +169,14 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
                 e.findings.push(finding(Severity::Error, code, format!("failed to load: {why}"), fix));
                 return;
             }
-            let hint = if why.contains("not supported (stdio only)") {
-                format!("run the server over stdio (\"command\" and \"args\") in {file}, or remove the entry")
+            let hint = if why.contains("built without remote servers") {
+                "use a zot built with the default features (cargo build), or run the server over stdio".to_string()
+            } else if why.contains("is not supported (stdio, http") {
+                format!("set \"type\" to stdio, http or sse in {file}")
+            } else if why.contains("variable") && why.contains("is not set") {
+                "set the variable in the environment zot runs in".to_string()
+            } else if let Some(r) = &spec.remote {
+                format!("see {logs}; check that {} answers MCP over {} from here (and its headers in {file})", r.shown_url(), r.transport_name())
             } else if why.contains("initialize") && why.contains("connectTimeout") {
                 format!("run it by hand ({by_hand}) to see that it speaks MCP on stdio; or raise \"connectTimeout\" in {file}")
             } else if why.contains("protocol version") {
@@ -226,5 +232,9 @@ fn entry_fix(why: &str, name: &str, file: &str) -> Option<(&'static str, String)
         return Some(("mcp_command", format!("install the program, or correct \"command\" of {name:?} in {file} (an absolute path, or a program on PATH)")));
     }
     let var = why.split("variable ").nth(1).and_then(|r| r.strip_suffix(" is not set"))?;
+    if ["header ", "url: ", "bearerTokenEnvVar: "].iter().any(|p| why.starts_with(p)) {
+        // A remote server's header or url: the value is a secret, never written in the file.
+        return Some(("mcp_config", format!("export {var} before zot starts: the entry {name:?} in {file} sends it")));
+    }
     Some(("mcp_config", format!("export {var} before zot starts, or give it a default in \"env\" of {name:?} in {file}: ${{{var}:-value}}")))
 }

@@ -56,6 +56,15 @@ pub struct ExtReport {
     /// A shadowed one: the folder (for a server, the file) that won.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadowed_by: Option<String>,
+    /// An MCP server's transport: `stdio`, `http` or `sse` (docs/protocol.md §8.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<&'static str>,
+    /// A remote server's `url` as written (no query, fragment or user information).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A remote server's authentication: `none` or `headers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<&'static str>,
     /// What is enforced of its confinement (docs/protocol.md §9.3).
     pub confinement: serde_json::Value,
     /// An MCP server under `auto`: each handshake try and its end
@@ -140,6 +149,10 @@ pub fn render(r: &Report) -> String {
         if let Some(c) = &e.config {
             let proto = e.protocol_version.as_deref().map(|p| format!(", protocol {p}")).unwrap_or_default();
             s.push_str(&one_line(&format!("  config {c}{proto}")));
+            s.push('\n');
+        }
+        if let (Some(url), Some(t)) = (&e.url, e.transport) {
+            s.push_str(&one_line(&format!("  remote {url} ({t}, auth {})", e.auth.unwrap_or("none"))));
             s.push('\n');
         }
         for (i, t) in e.tries.iter().enumerate() {

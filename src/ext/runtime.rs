@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::pool::Pool;
-use super::{
-    log, CallResult, Cancel, CommandFn, EventFn, Extension, Handle, HostInfo, InterceptFn, PanelCloseFn, PanelKey,
-    PanelKeyFn, ReconcileFn, Response, Shared, ToolCall, ToolFn, ToolResult, Verdict, CURRENT_CALL, ON_READER,
-};
+use super::call::ToolCall;
+use super::defs::{CommandFn, EventFn, Extension, InterceptFn, PanelCloseFn, PanelKeyFn, ReconcileFn, ToolFn};
+use super::handle::{Handle, Shared, CURRENT_CALL, ON_READER};
+use super::log::log;
+use super::types::{CallResult, Cancel, HostInfo, PanelKey, Response, ToolResult, Verdict};
 use crate::child::MAX_LINE;
 use crate::lines::{Line, LineBuf};
 use crate::protocol::{decode, encode, DecodeError, ExtFrame, HostFrame, InterceptResponse};

@@ -76,15 +76,6 @@ use std::thread::JoinHandle;
 
 use crate::protocol::Payload;
 
-/// Where [`Host::start_with`] hands host events, on the dispatcher thread.
-pub type EventSink = Box<dyn Fn(HostEvent) + Send>;
-
-/// Run on the dispatcher thread each time it has handled what its inbox
-/// held (and every few dozen messages in a burst), after it wrote what it
-/// gathered for extensions: where a front end that gathers its output on
-/// that thread writes it (`stdio::Output::write_ready`).
-pub type IdleHook = Box<dyn Fn() + Send>;
-
 /// Whether this is the host's dispatcher thread (where responders and the
 /// event sink run).
 pub fn on_dispatcher_thread() -> bool {

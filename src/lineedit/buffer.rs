@@ -4,7 +4,7 @@
 //! modifier or the emoji a ZWJ joins to it, a flag.
 
 use super::grapheme;
-use super::Line;
+use super::line::Line;
 
 impl Line {
     pub(super) fn insert(&mut self, c: char) {

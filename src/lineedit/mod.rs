@@ -28,6 +28,7 @@
 mod buffer;
 mod grapheme;
 mod history;
+mod line;
 mod keys;
 mod screen;
 mod search;
@@ -35,6 +36,7 @@ mod winch;
 
 pub use screen::{term_size, Screen};
 pub use winch::resizes;
+use line::Line;
 use crossbeam_channel::{select, unbounded, Receiver};
 use std::collections::VecDeque;
 use std::io;
@@ -103,40 +105,6 @@ impl Drop for RawMode {
     fn drop(&mut self) {
         restore_terminal();
     }
-}
-
-#[derive(Default)]
-struct Line {
-    /// A prompt is showing and keys edit `buf`.
-    active: bool,
-    prompt: String,
-    buf: Vec<char>,
-    cursor: usize,
-    /// The first character in view when the line is wider than the room.
-    offset: usize,
-    /// Columns drawn right of the cursor, for [`Editor::finish`].
-    after: usize,
-    /// The panel shown in place below the output, above the cursor row.
-    panel: Live,
-    /// The widths of the rows drawn above the cursor row (the panel's).
-    drawn: Vec<usize>,
-    /// The cursor's column as drawn, from the start of the cursor row.
-    cursor_col: usize,
-    /// The view shows part of the line only.
-    clipped: bool,
-}
-
-/// A panel drawn in place: its rows stay at the bottom of the screen,
-/// above the cursor row, and are drawn again (not appended) when they
-/// change; what is printed meanwhile goes above them.
-#[derive(Default)]
-struct Live {
-    rows: Vec<String>,
-    /// The keys go to the panel, not the prompt; the cursor row shows `hint`.
-    focus: bool,
-    hint: String,
-    /// The row below the panel while the prompt has the keys.
-    back: String,
 }
 
 /// What [`Editor::read_line`] gives.

@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use std::sync::Mutex;
 
 use super::grapheme;
-use super::Line;
+use super::line::Line;
 
 /// Everything the console writes to stdout.
 pub struct Screen {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::tree::{check_tree_links, copy_tree, mask_tree, remove_tree};
-use super::{say, show, stdin_is_tty, Fail, Res};
+use super::out::{say, show, stdin_is_tty, Fail, Res};
 
 /// True when `source` names a git repository rather than a local folder:
 /// `https://`, `http://`, `ssh://`, `git@`, `file://`, or ending in `.git`.

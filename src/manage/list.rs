@@ -10,7 +10,8 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::lookup::{entries, project_dir};
-use super::{out_err, sanitize, say, show, Fail, Res};
+use super::out::{out_err, say, show, Fail, Res};
+use super::sanitize;
 
 /// Longest description shown in the `list` table (the JSON has it whole).
 const DESCRIPTION_WIDTH: usize = 60;
@@ -58,6 +59,15 @@ struct Row {
     theme: Option<String>,
     /// What is enforced of its confinement (docs/protocol.md §9.3), under `ZOT_CONFINE`.
     confinement: serde_json::Value,
+    /// An MCP server's transport: `stdio`, `http` or `sse` (docs/protocol.md §8.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transport: Option<&'static str>,
+    /// A remote server's `url` as written (no query, fragment or user information).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    /// A remote server's authentication: `none` or `headers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<&'static str>,
 }
 
 pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool) -> Res {
@@ -79,7 +89,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
         let shadowed_by = m.and_then(|m| winners.iter().find(|(n, _)| *n == m.name)).map(|(_, d)| show(d));
         let untrusted = e.scope == Source::Project && !trusted;
         let exec_error = match &e.mcp {
-            Some(s) if s.error.is_none() => s.resolve_command().err(),
+            Some(s) if s.error.is_none() && s.remote.is_none() => s.resolve_command().err(),
             Some(_) => None,
             None => m.and_then(super::exec_problem),
         };
@@ -107,6 +117,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             enabled: m.is_some_and(|m| m.enabled),
             language: field(|m| &m.language),
             description: match &e.mcp {
+                Some(s) if s.remote.is_some() => s.remote.as_ref().map(|r| r.shown_url()).unwrap_or_default(),
                 Some(s) => std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
                 None => field(|m| &m.description),
             },
@@ -120,6 +131,9 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
             confinement: m.map_or(serde_json::Value::Null, |m| crate::confine::listed(m.confine.as_ref(), mode, &m.dir).to_json()),
+            transport: e.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
+            url: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
+            auth: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.auth_name()),
         });
     }
     crate::order::sort_by(&mut rows, |a, b| {

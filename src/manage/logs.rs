@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 
 use crate::discovery::{mcp_servers, Found, Source};
 use super::lookup::{ambiguous, check_name, matching, not_found};
-use super::{out_err, sanitize, say, show, Fail, Res, FOLLOW_POLL};
+use super::out::{out_err, say, show, Fail, Res};
+use super::sanitize;
+
+/// How often `logs --follow` looks at the file.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool, mcp_configs: &[PathBuf]) -> Res {
     check_name(name)?;

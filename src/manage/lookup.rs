@@ -10,7 +10,7 @@ use crate::manifest::Manifest;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{show, Fail, Res};
+use super::out::{show, Fail, Res};
 
 /// An extension directory as `list` shows it.
 pub(super) struct Entry {

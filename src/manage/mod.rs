@@ -33,16 +33,18 @@
 //!   `logs -f` first prints the whole file, waits for a missing log to
 //!   appear, and notes truncation on stderr.
 //!
-//! The rooms: `lookup` finds extensions by name, `list`, `install`,
-//! `remove` and `logs` are the subcommands, `tree` copies, checks and
-//! removes directory trees; this file dispatches, prints, and enables or
-//! disables.
+//! The rooms, bottom-up: `out` holds the error and the printing every
+//! subcommand shares, `broken` what keeps an `exec` from running, `tree`
+//! copies, checks and removes directory trees, `lookup` finds extensions
+//! by name, `list`, `install`, `remove` and `logs` are the subcommands;
+//! this file dispatches, and enables or disables.
 
 mod broken;
 mod install;
 mod list;
 mod logs;
 mod lookup;
+mod out;
 mod remove;
 mod tree;
 
@@ -51,15 +53,14 @@ use crate::home::Home;
 use crate::manifest::{set_enabled, MANIFEST_FILE};
 pub use crate::text::one_line as sanitize;
 use std::ffi::OsString;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub use broken::exec_problem;
 use install::install;
 use list::list;
 use logs::logs;
 use lookup::lookup;
+use out::{say, Fail, Res};
 use remove::remove;
 
 /// One `zot ext` subcommand with its arguments.
@@ -74,24 +75,6 @@ pub enum ExtCommand {
     /// `mcp_configs`: the `--mcp-config` files whose servers it also finds.
     Logs { name: String, follow: bool, mcp_configs: Vec<PathBuf> },
 }
-
-/// How often `logs --follow` looks at the file.
-pub const FOLLOW_POLL: Duration = Duration::from_millis(200);
-
-enum Fail {
-    /// A runtime error: one line `zot: <message>`, exit 1.
-    Msg(String),
-    /// Stdout was closed (`zot ext list | head`): stop quietly.
-    Pipe,
-}
-
-impl From<String> for Fail {
-    fn from(m: String) -> Fail {
-        Fail::Msg(m)
-    }
-}
-
-type Res<T = ()> = Result<T, Fail>;
 
 /// Runs one `zot ext` subcommand; returns the exit code. `cwd` is the
 /// checked `--cwd`, or `None` for the current directory.
@@ -111,32 +94,6 @@ pub fn run(cmd: ExtCommand, home: &Home, cwd: Option<&Path>) -> i32 {
             1
         }
     }
-}
-
-// ---------------------------------------------------------------------------
-// Output
-
-fn out_err(e: io::Error) -> Fail {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        Fail::Pipe
-    } else {
-        Fail::Msg(format!("cannot write to stdout: {e}"))
-    }
-}
-
-/// Prints one sanitized line on stdout.
-fn say(line: &str) -> Res {
-    let mut out = io::stdout().lock();
-    writeln!(out, "{}", sanitize(line)).and_then(|()| out.flush()).map_err(out_err)
-}
-
-fn show(p: &Path) -> String {
-    p.display().to_string()
-}
-
-fn stdin_is_tty() -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(libc::STDIN_FILENO) == 1 }
 }
 
 fn set_state(home: &Home, cwd: Option<&Path>, name: &str, enable: bool) -> Res {

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::lookup::{entry_path, lookup};
 use super::tree::remove_tree;
-use super::{sanitize, say, show, stdin_is_tty, Fail, Res};
+use super::out::{say, show, stdin_is_tty, Fail, Res};
+use super::sanitize;
 
 pub(super) fn remove(home: &Home, cwd: Option<&Path>, name: &str, yes: bool) -> Res {
     let e = lookup(home, cwd, name)?;

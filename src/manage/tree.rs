@@ -11,7 +11,8 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use super::{sanitize, show, Fail, Res};
+use super::out::{show, Fail, Res};
+use super::sanitize;
 
 /// The permission bits an installed file or folder keeps (PROTOCOL §1).
 const INSTALL_MASK: u32 = 0o755;

@@ -1,22 +1,15 @@
 //! The host's events as MCP notifications (`notifications/message`, the
-//! `list_changed` ones), the gate that holds them until `initialize` is
-//! answered, and MCP's log levels.
+//! `list_changed` ones) and the levels of zot's `notify`.
 
 use crate::host::HostEvent;
 use crate::text::strip_controls;
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use serde_json::json;
+use std::sync::atomic::Ordering;
 
-use super::modern::{self, MODERN_ERA};
-use super::reply::{encode, Shared};
-
-/// MCP's log levels (RFC 5424 severities), least severe first.
-pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-pub(super) const DEBUG: u8 = 0;
-pub(super) const INFO: u8 = 1;
-pub(super) const NOTICE: u8 = 2;
-pub(super) const WARNING: u8 = 3;
-pub(super) const ERROR: u8 = 4;
+use super::reply::{changed, Shared};
+#[cfg(test)]
+use super::wire::{level_index, LEVELS};
+use super::wire::{encode, log_message, notification, Gate, DEBUG, ERROR, INFO, MODERN_ERA, NOTICE, WARNING};
 
 /// The MCP level of a zot `notify` level: info→info, success→notice,
 /// warn→warning, error→error; anything else is info.
@@ -32,33 +25,6 @@ fn zot_level(level: &str) -> u8 {
         "error" => ERROR,
         _ => INFO,
     }
-}
-
-/// Whether notifications may be sent yet, and from which level; and the
-/// connection's era ([`super::modern`]).
-pub(super) struct Gate {
-    pub(super) open: AtomicBool,
-    pub(super) level: AtomicU8,
-    pub(super) era: AtomicU8,
-}
-
-impl Gate {
-    pub(super) fn allows(&self, level: u8) -> bool {
-        self.open.load(Ordering::SeqCst) && level >= self.level.load(Ordering::SeqCst)
-    }
-}
-
-pub(super) fn level_index(level: &str) -> Option<u8> {
-    LEVELS.iter().position(|l| *l == level).and_then(|i| u8::try_from(i).ok())
-}
-
-pub(super) fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
-}
-
-pub(super) fn log_message(level: u8, logger: &str, data: Value) -> Value {
-    let level = LEVELS[usize::from(level).min(LEVELS.len() - 1)];
-    notification("notifications/message", json!({"level": level, "logger": logger, "data": data}))
 }
 
 /// A host event as MCP notifications, sent: on a legacy connection none
@@ -86,12 +52,12 @@ fn modern_event(ev: HostEvent, shared: &Shared) {
         HostEvent::Exited { .. } => {
             // The stderr line is the legacy one's.
             let _ = event_lines(ev, &shared.gate);
-            modern::changed(shared, true, true);
+            changed(shared, true, true);
         }
         HostEvent::ToolsChanged { reason, .. } if reason == "exited" || reason == "reloaded" => {}
-        HostEvent::ToolsChanged { reason, .. } => modern::changed(shared, true, reason == "restarted"),
-        HostEvent::ExtensionReady { .. } => modern::changed(shared, false, true),
-        HostEvent::CommandsListed { .. } => modern::changed(shared, false, true),
+        HostEvent::ToolsChanged { reason, .. } => changed(shared, true, reason == "restarted"),
+        HostEvent::ExtensionReady { .. } => changed(shared, false, true),
+        HostEvent::CommandsListed { .. } => changed(shared, false, true),
         HostEvent::Submit { extension, text } => {
             eprintln!("zot mcp: {}: asked to submit a prompt (not supported over MCP): {}", strip_controls(&extension), strip_controls(&text));
         }

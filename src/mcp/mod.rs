@@ -22,15 +22,19 @@
 //! are answered normally (but no notification is sent before it), and a
 //! JSON-RPC batch (an array) is accepted and answered with an array.
 //!
-//! The rooms: `reply` holds the answer to each message (the shared state,
-//! replies, batches, JSON-RPC errors), `results` the mapping of listings
-//! and replies to MCP results, `events` the host's events as notifications
-//! and the log levels; this file the server loop and the requests.
+//! The rooms, bottom-up: `wire` holds the words on the wire (error codes,
+//! log levels, eras, the notification gate), `reply` the answer to each
+//! message (the shared state, replies, batches, JSON-RPC errors, the list
+//! changes sent to subscriptions), `results` the mapping of listings and
+//! replies to MCP results, `events` the host's events as notifications,
+//! `modern` the 2026-07-28 era; this file the server loop and the
+//! requests.
 
 mod events;
 mod modern;
 mod reply;
 mod results;
+mod wire;
 
 use crate::host::{Config, Host, HostError, Request, Responder, Response, ToolCall};
 use crate::protocol::{Element, IdField, Message};
@@ -42,8 +46,7 @@ use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use events::{level_index, Gate, DEBUG, INFO, LEVELS};
-use modern::{LEGACY, MODERN_ERA, UNDECIDED};
+use wire::{codes, level_index, Gate, DEBUG, INFO, INSTRUCTIONS, LEGACY, LEVELS, MODERN_ERA, UNDECIDED};
 use reply::{bad_params, id_key, internal, invalid, Batch, Flight, Reply, Shared, Sink};
 use results::{error_result, prompt_result, prompts_list, tool_result, tools_list};
 
@@ -53,26 +56,6 @@ use results::{error_result, prompt_result, prompts_list, tool_result, tools_list
 /// (tools, prompts, logging, ping, cancellation, list_changed); batches,
 /// which only 2025-03-26 requires, are accepted whatever the revision.
 pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// JSON-RPC 2.0 error codes used by `zot mcp`.
-pub mod codes {
-    /// Not JSON (answered with `"id": null`).
-    pub const PARSE_ERROR: i64 = -32700;
-    /// Not a JSON-RPC request object (no `method`, bad `id`, wrong `jsonrpc`).
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Missing or mistyped params, an unknown tool or prompt, an unknown level.
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// A command that answered with an `error`, or a host error while
-    /// getting a prompt (the message says which).
-    pub const INTERNAL_ERROR: i64 = -32603;
-    /// A modern request of a revision this server does not speak, or an
-    /// `initialize` on a modern connection (docs/protocol.md §8.4).
-    pub const UNSUPPORTED_VERSION: i64 = -32022;
-}
-
-/// What `initialize` and `server/discover` say about this server.
-const INSTRUCTIONS: &str = "Tools and prompts of zot extensions. A prompt is an extension's slash command; its one argument, args, is the text after the command name.";
 
 /// The revision `initialize` answers with when the client asked for `requested`.
 pub fn negotiate(requested: &str) -> &'static str {

@@ -7,37 +7,11 @@
 use serde_json::{json, Map, Value};
 use std::sync::atomic::Ordering;
 
-use super::codes;
-use super::events::{level_index, LEVELS};
-use super::reply::{bad_params, encode, Reply, Shared};
-
-/// The one modern revision zot speaks.
-pub const MODERN: &str = "2026-07-28";
-/// The envelope's keys in `params._meta`.
-pub const PV: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// The stamp on every modern result.
-pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// The tag of a subscription's messages.
-pub const SUB_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// The era of a connection, decided once by its first request.
-pub const UNDECIDED: u8 = 0;
-pub const LEGACY: u8 = 1;
-pub const MODERN_ERA: u8 = 2;
+use super::reply::{bad_params, Reply, Shared};
+use super::wire::{codes, encode, stamp, level_index, Sub, CAPS, CLIENT_INFO, INSTRUCTIONS, LEGACY, LEVELS, LOG_LEVEL, MODERN, MODERN_ERA, PV, SUB_ID, UNDECIDED};
 
 /// The methods a modern connection serves.
 const SERVED: [&str; 7] = ["server/discover", "tools/list", "prompts/list", "tools/call", "prompts/get", "zot/reload", "subscriptions/listen"];
-
-/// An open `subscriptions/listen`.
-pub(super) struct Sub {
-    pub(super) id: Option<crate::protocol::WireId>,
-    pub(super) key: String,
-    pub(super) tools: bool,
-    pub(super) prompts: bool,
-}
 
 /// Whether `params._meta` carries the protocol version key, whatever its
 /// value: the key alone marks a modern request.
@@ -124,27 +98,12 @@ pub(super) fn check(method: &str, params: &Map<String, Value>, reply: Reply) -> 
     Some((reply, level))
 }
 
-/// Rule 5: `resultType` and the server's stamp, beside the result's own `_meta`.
-pub(super) fn stamp(result: &mut Value) {
-    let Value::Object(r) = result else { return };
-    r.insert("resultType".into(), json!("complete"));
-    let info = json!({"name": "zot", "version": crate::VERSION});
-    match r.get_mut("_meta") {
-        Some(Value::Object(m)) => {
-            m.insert(SERVER_INFO.into(), info);
-        }
-        _ => {
-            r.insert("_meta".into(), json!({ SERVER_INFO: info }));
-        }
-    }
-}
-
 /// The `server/discover` result (before the stamp).
 pub(super) fn discover() -> Value {
     json!({
         "supportedVersions": [MODERN],
         "capabilities": {"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "logging": {}},
-        "instructions": super::INSTRUCTIONS,
+        "instructions": INSTRUCTIONS,
         "ttlMs": 3_600_000,
         "cacheScope": "public",
     })
@@ -187,19 +146,6 @@ pub(super) fn listen(shared: &Shared, params: &Map<String, Value>, reply: Reply)
     let mut reply = reply;
     reply.key = None;
     drop(reply);
-}
-
-/// A change of the tools (and/or prompts) on offer, to every open
-/// subscription that asked for it.
-pub(super) fn changed(shared: &Shared, tools: bool, prompts: bool) {
-    let Ok(subs) = shared.subs.lock() else { return };
-    for s in subs.iter() {
-        for (asked, changed, method) in [(s.tools, tools, "notifications/tools/list_changed"), (s.prompts, prompts, "notifications/prompts/list_changed")] {
-            if asked && changed {
-                shared.send(encode(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": { SUB_ID: s.id }}})));
-            }
-        }
-    }
 }
 
 /// The client's cancel of a subscription: nothing more is written for it.

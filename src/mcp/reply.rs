@@ -11,9 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::codes;
-use super::events::{log_message, notification, Gate};
-use super::modern::{self, Sub, MODERN_ERA};
+use super::wire::{codes, encode, log_message, notification, stamp, Gate, Sub, MODERN_ERA, SUB_ID};
 
 /// A request being handled.
 #[derive(Default)]
@@ -64,7 +62,7 @@ impl Shared {
 
     pub(super) fn lists_changed(&self) {
         if self.modern() {
-            return modern::changed(self, true, true);
+            return changed(self, true, true);
         }
         self.notify("notifications/tools/list_changed", json!({}));
         self.notify("notifications/prompts/list_changed", json!({}));
@@ -166,7 +164,7 @@ impl Reply {
 
     pub(super) fn ok(mut self, mut result: Value) {
         if self.modern {
-            modern::stamp(&mut result);
+            stamp(&mut result);
         }
         self.msg = Some(answer(self.id.as_ref(), Some(result), None));
     }
@@ -266,8 +264,15 @@ fn answer(id: Option<&WireId>, result: Option<Value>, error: Option<Value>) -> V
     serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error }).unwrap_or_else(|_| b"{}".to_vec())
 }
 
-pub(super) fn encode(v: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
-    b.push(b'\n');
-    b
+/// A change of the tools (and/or prompts) on offer, to every open
+/// subscription that asked for it.
+pub(super) fn changed(shared: &Shared, tools: bool, prompts: bool) {
+    let Ok(subs) = shared.subs.lock() else { return };
+    for s in subs.iter() {
+        for (asked, changed, method) in [(s.tools, tools, "notifications/tools/list_changed"), (s.prompts, prompts, "notifications/prompts/list_changed")] {
+            if asked && changed {
+                shared.send(encode(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": { SUB_ID: s.id }}})));
+            }
+        }
+    }
 }

@@ -5,8 +5,8 @@
 use crate::host::{CommandReply, Listing, ToolReply};
 use serde_json::{json, Value};
 
-use super::codes;
 use super::reply::Reply;
+use super::wire::codes;
 
 pub(super) fn tools_list(l: &Listing) -> Value {
     // A deferred tool is offered once a result activates it.

@@ -30,7 +30,7 @@ pub const MCP_FILE: &str = "mcp.json";
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
 
 /// The fields of a server entry the host reads.
-pub const KNOWN: [&str; 19] = [
+pub const KNOWN: [&str; 22] = [
     "command",
     "args",
     "env",
@@ -50,7 +50,91 @@ pub const KNOWN: [&str; 19] = [
     "confine",
     "sandboxEnabled",
     "sandbox",
+    "headers",
+    "bearerTokenEnvVar",
+    "oauth",
 ];
+
+/// How a remote server is reached (docs/protocol.md §8.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `http` / `streamable-http`.
+    Http,
+    /// `sse`: the 2024-11-05 HTTP+SSE transport.
+    Sse,
+    /// A `url` with no `type`: Streamable HTTP, one `sse` try when the
+    /// `initialize` POST is refused as a 2024-11-05 server refuses it.
+    Auto,
+}
+
+/// A remote server's entry: where and how it is reached, unexpanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remote {
+    /// `url` as the entry wrote it, before `${VAR}` expansion.
+    pub url: String,
+    /// `type` (or `transport`), or [`Transport::Auto`] for a bare `url`.
+    pub transport: Transport,
+    /// `headers`, unexpanded: their values are never shown.
+    pub headers: Vec<(String, String)>,
+    /// `bearerTokenEnvVar`.
+    pub bearer_env: Option<String>,
+}
+
+impl Remote {
+    /// The url as listings show it: as written, without user information,
+    /// a query string or a fragment.
+    pub fn shown_url(&self) -> String {
+        let mut u = self.url.split(['?', '#']).next().unwrap_or("").to_string();
+        if let Some(scheme_end) = u.find("://") {
+            let rest = &u[scheme_end + 3..];
+            let host_end = rest.find('/').unwrap_or(rest.len());
+            if let Some(at) = rest[..host_end].rfind('@') {
+                u = format!("{}{}", &u[..scheme_end + 3], &rest[at + 1..]);
+            }
+        }
+        u
+    }
+
+    /// `transport` in listings.
+    pub fn transport_name(&self) -> &'static str {
+        match self.transport {
+            Transport::Sse => "sse",
+            Transport::Http | Transport::Auto => "http",
+        }
+    }
+
+    /// `auth` in listings.
+    pub fn auth_name(&self) -> &'static str {
+        if self.bearer_env.is_some() || !self.headers.is_empty() {
+            "headers"
+        } else {
+            "none"
+        }
+    }
+
+    /// The variables its `url`, `headers` and `bearerTokenEnvVar` expand.
+    pub fn variables(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for v in std::iter::once(&self.url).chain(self.headers.iter().map(|(_, v)| v)) {
+            let mut rest = v.as_str();
+            while let Some(i) = rest.find("${") {
+                let body = &rest[i + 2..];
+                let Some(end) = body.find('}') else { break };
+                let name = body[..end].split(":-").next().unwrap_or("").to_string();
+                if !name.is_empty() && !out.contains(&name) {
+                    out.push(name);
+                }
+                rest = &body[end..];
+            }
+        }
+        if let Some(b) = &self.bearer_env {
+            if !out.contains(b) {
+                out.push(b.clone());
+            }
+        }
+        out
+    }
+}
 
 /// The era a server is spoken to in (docs/protocol.md §8.4.3 rule 11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -118,6 +202,8 @@ pub struct ServerSpec {
     pub unknown: Vec<String>,
     /// `confine`, or VS Code's `sandbox` mapped onto it (docs/protocol.md §9.1).
     pub(crate) confine: Option<crate::confine::Declared>,
+    /// A remote server (`url`): no process runs for it.
+    pub remote: Option<Remote>,
 }
 
 impl ServerSpec {
@@ -293,6 +379,7 @@ fn server(name: String, entry: Value, file: &Path, base: &Path, default_cwd: &Pa
         protocol: Protocol::Auto,
         unknown: Vec::new(),
         confine: None,
+        remote: None,
     };
     let Value::Object(obj) = entry else {
         spec.error = Some("its entry must be a JSON object".into());
@@ -311,20 +398,42 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
     if let Some(v) = obj.get("disabled") {
         spec.disabled = v.as_bool().ok_or("field `disabled` must be a boolean")?;
     }
-    let transport = match obj.get("transport").or_else(|| obj.get("type")) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("field `transport` must be a string".into()),
+    let text = |key: &str| match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("field `{key}` must be a string")),
     };
+    let transport = match (text("type")?, text("transport")?) {
+        (Some(a), Some(b)) if a != b => return Err(format!("type {a:?} and transport {b:?} differ")),
+        (a, b) => a.or(b),
+    };
+    if let Some(t) = transport.as_deref() {
+        if !matches!(t, "stdio" | "http" | "streamable-http" | "sse") {
+            return Err(format!("type {t:?} is not supported (stdio, http, streamable-http, sse)"));
+        }
+    }
     let command = match obj.get("command") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(_) => return Err("field `command` must be a non-empty string".into()),
     };
+    let url = text("url")?;
+    if url.is_some() && command.is_some() {
+        return Err("url and command cannot both be set".into());
+    }
+    let remote = match (transport.as_deref(), &url) {
+        (Some("http" | "streamable-http"), _) => Some(Transport::Http),
+        (Some("sse"), _) => Some(Transport::Sse),
+        (None, Some(_)) => Some(Transport::Auto),
+        _ => None,
+    };
+    if let Some(kind) = remote {
+        return remote_entry(spec, obj, kind, url);
+    }
     match (transport.as_deref(), &command) {
         // Nothing expands `~` in a command (no shell runs it): said here
         // rather than as a file that does not exist.
-        (None | Some("stdio"), Some(c)) if c.starts_with('~') => {
+        (_, Some(c)) if c.starts_with('~') => {
             let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
             let full = match (home, c.strip_prefix("~/")) {
                 (Some(h), Some(rest)) => format!(" ({}/{rest})", h.trim_end_matches('/')),
@@ -332,23 +441,11 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
             };
             return Err(format!("{}: field `command` {c:?}: `~` is not expanded: write the absolute path{full}", file.display()));
         }
-        (None | Some("stdio"), Some(c)) => spec.command = c.clone(),
-        (None | Some("stdio"), None) if obj.contains_key("url") => {
-            let kind = "streamable-http";
-            return Err(format!("transport {kind} is not supported (stdio only)"));
-        }
-        (None | Some("stdio"), None) => {
+        (_, Some(c)) => spec.command = c.clone(),
+        (_, None) => {
             return Err(format!("{}: field `command` is missing: the program that runs the server", file.display()))
         }
-        (Some(other), _) => return Err(format!("transport {other} is not supported (stdio only)")),
     }
-    spec.protocol = match obj.get("protocol") {
-        None | Some(Value::Null) => Protocol::Auto,
-        Some(Value::String(s)) if s == "auto" => Protocol::Auto,
-        Some(Value::String(s)) if s == "2026-07-28" => Protocol::Modern,
-        Some(Value::String(s)) if s == "2025-11-25" => Protocol::Legacy,
-        Some(v) => return Err(format!("protocol {v} is not supported (auto, 2026-07-28, 2025-11-25)")),
-    };
     spec.args = strings(obj, "args")?.unwrap_or_default();
     if let Some(v) = obj.get("env") {
         let Value::Object(env) = v else { return Err("field `env` must be an object of strings".into()) };
@@ -368,13 +465,22 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
         }
         Some(_) => return Err("field `cwd` must be a non-empty string".into()),
     }
+    common(spec, obj, base)?;
+    spec.idle_timeout = secs(obj, "idleTimeout", true)?;
+    spec.confine = crate::confine::policy::from_object(obj, base.to_path_buf())?;
+    Ok(())
+}
+
+/// The fields stdio and remote entries share: `protocol`, the tool
+/// filters, the timeouts, `restart` and `roots`.
+fn common(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path) -> Result<(), String> {
+    spec.protocol = protocol(obj)?;
     spec.enabled_tools = strings(obj, "enabledTools")?;
     spec.disabled_tools = strings(obj, "disabledTools")?.unwrap_or_default();
     if let Some(d) = secs(obj, "connectTimeout", false)? {
         spec.connect_timeout = d;
     }
     spec.request_timeout = secs(obj, "requestTimeout", false)?;
-    spec.idle_timeout = secs(obj, "idleTimeout", true)?;
     match obj.get("restart") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => {
@@ -392,7 +498,58 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
         }
         Some(_) => return Err("field `roots` must be true or an array of folders".into()),
     };
-    spec.confine = crate::confine::policy::from_object(obj, base.to_path_buf())?;
+    Ok(())
+}
+
+fn protocol(obj: &Map<String, Value>) -> Result<Protocol, String> {
+    Ok(match obj.get("protocol") {
+        None | Some(Value::Null) => Protocol::Auto,
+        Some(Value::String(s)) if s == "auto" => Protocol::Auto,
+        Some(Value::String(s)) if s == "2026-07-28" => Protocol::Modern,
+        Some(Value::String(s)) if s == "2025-11-25" => Protocol::Legacy,
+        Some(v) => return Err(format!("protocol {v} is not supported (auto, 2026-07-28, 2025-11-25)")),
+    })
+}
+
+/// A remote entry (docs/protocol.md §8.5): `url`, `headers`,
+/// `bearerTokenEnvVar`, and none of the fields of a process.
+fn remote_entry(spec: &mut ServerSpec, obj: &Map<String, Value>, transport: Transport, url: Option<String>) -> Result<(), String> {
+    let Some(url) = url.filter(|u| !u.is_empty()) else { return Err("field `url` is missing: the server's address".into()) };
+    let mut remote = Remote { url: url.clone(), transport, headers: Vec::new(), bearer_env: None };
+    for field in ["confine", "sandboxEnabled", "sandbox", "command", "args", "env", "cwd", "idleTimeout"] {
+        if obj.get(field).is_some_and(|v| !v.is_null()) {
+            return Err(format!("{field}: a remote server runs no process here"));
+        }
+    }
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://") || url.starts_with("${")) {
+        return Err(format!("field `url` must start with http:// or https://, not {:?}", remote.shown_url()));
+    }
+    if let Some(v) = obj.get("headers").filter(|v| !v.is_null()) {
+        let Value::Object(h) = v else { return Err("field `headers` must be an object of strings".into()) };
+        for (k, v) in h {
+            let Value::String(s) = v else { return Err(format!("field `headers`: {k} must be a string")) };
+            let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+            if k.is_empty() || !k.chars().all(token) {
+                return Err(format!("field `headers`: {k:?} is not a header name"));
+            }
+            remote.headers.push((k.clone(), s.clone()));
+        }
+    }
+    match obj.get("bearerTokenEnvVar") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if !s.is_empty() => remote.bearer_env = Some(s.clone()),
+        Some(_) => return Err("field `bearerTokenEnvVar` must be the name of a variable".into()),
+    }
+    spec.remote = Some(remote);
+    let base = spec.cwd.clone();
+    common(spec, obj, &base)?;
+    if obj.get("oauth").is_some_and(|v| !v.is_null()) {
+        return Err("oauth: signing in to a remote server is not supported yet; pass a token with `headers` or `bearerTokenEnvVar`".into());
+    }
+    if cfg!(not(feature = "remote")) {
+        return Err("this zot was built without remote servers".into());
+    }
     Ok(())
 }
 
@@ -479,14 +636,45 @@ mod tests {
     }
 
     #[test]
+    fn remote_entries() {
+        let s = one(
+            r#"{"mcpServers":{"web":{"url":"https://u:p@${HOST}/mcp?key=1#f","headers":{"X-Key":"${K}","A":"b ${L:-x}"},
+            "bearerTokenEnvVar":"TOK","requestTimeout":3}}}"#,
+        );
+        let r = s.remote.clone().unwrap();
+        assert_eq!(r.transport, Transport::Auto);
+        assert_eq!((r.shown_url().as_str(), r.transport_name(), r.auth_name()), ("https://${HOST}/mcp", "http", "headers"));
+        assert_eq!(r.variables(), vec!["HOST", "L", "K", "TOK"]);
+        assert_eq!(s.request_timeout, Some(Duration::from_secs(3)));
+        if cfg!(feature = "remote") {
+            assert_eq!(s.error, None);
+        } else {
+            assert_eq!(s.error.as_deref(), Some("this zot was built without remote servers"));
+        }
+        let s = one(r#"{"mcpServers":{"web":{"type":"sse","url":"http://h/sse"}}}"#);
+        let r = s.remote.unwrap();
+        assert_eq!((r.transport, r.transport_name(), r.auth_name()), (Transport::Sse, "sse", "none"));
+        let s = one(r#"{"mcpServers":{"web":{"url":"ftp://h/"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("field `url` must start with http:// or https://, not \"ftp://h/\""));
+    }
+
+    #[test]
     fn defaults_and_refusals() {
         let s = one(r#"{"mcpServers":{"t":{"command":"uvx","args":["mcp-server-time"]}}}"#);
         assert_eq!((s.restart, s.connect_timeout, s.roots.clone()), (RestartPolicy::OnFailure, DEFAULT_CONNECT, Roots::Off));
         assert_eq!(s.manifest().exec, "uvx");
-        let s = one(r#"{"mcpServers":{"web":{"url":"https://example.com/mcp"}}}"#);
-        assert_eq!(s.error.as_deref(), Some("transport streamable-http is not supported (stdio only)"));
         let s = one(r#"{"mcpServers":{"web":{"transport":"sse","command":"x"}}}"#);
-        assert_eq!(s.error.as_deref(), Some("transport sse is not supported (stdio only)"));
+        assert_eq!(s.error.as_deref(), Some("field `url` is missing: the server's address"));
+        let s = one(r#"{"mcpServers":{"web":{"type":"ws","url":"x"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("type \"ws\" is not supported (stdio, http, streamable-http, sse)"));
+        let s = one(r#"{"mcpServers":{"web":{"type":"http","transport":"sse","url":"http://h/"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("type \"http\" and transport \"sse\" differ"));
+        let s = one(r#"{"mcpServers":{"web":{"url":"http://h/","command":"x"}}}"#);
+        assert_eq!(s.error.as_deref(), Some("url and command cannot both be set"));
+        let s = one(r#"{"mcpServers":{"web":{"url":"http://h/","confine":{}}}}"#);
+        assert_eq!(s.error.as_deref(), Some("confine: a remote server runs no process here"));
+        let s = one(r#"{"mcpServers":{"web":{"url":"http://h/","idleTimeout":5}}}"#);
+        assert_eq!(s.error.as_deref(), Some("idleTimeout: a remote server runs no process here"));
         let s = one(r#"{"mcpServers":{"x":{"command":"a","protocol":"2025-06-18"}}}"#);
         assert_eq!(s.error.as_deref(), Some("protocol \"2025-06-18\" is not supported (auto, 2026-07-28, 2025-11-25)"));
         assert_eq!(one(r#"{"mcpServers":{"x":{"command":"a","protocol":"2026-07-28"}}}"#).protocol, Protocol::Modern);

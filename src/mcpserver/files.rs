@@ -7,11 +7,14 @@
 //!
 //! Decisions where the protocol is silent:
 //! - Claude Code's `${VAR}` and `${VAR:-default}` are expanded in
-//!   `command`, `args`, `cwd` and `url` of `.mcp.json` (its `env` is
-//!   expanded at start as every `env` is, §7.2); an unset variable without
-//!   a default fails that entry, naming the field and the variable.
+//!   `command`, `args` and `cwd` of `.mcp.json` (its `env`, `url` and
+//!   `headers` are expanded at start as every one is, §7.2, §8.5, their
+//!   values never shown); an unset variable without a default fails that
+//!   entry, naming the field and the variable.
 //! - In VS Code and Cursor files an unset `${env:VAR}` is empty, as those
-//!   clients make it; a `${...}` they do not define either is left as it is.
+//!   clients make it (in `env`, `url` and `headers` it is written
+//!   `${VAR:-}` for the expansion at start); a `${...}` they do not define
+//!   either is left as it is.
 
 use super::config::{self, ConfigFile};
 use serde_json::{Map, Value};
@@ -116,11 +119,14 @@ fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Resul
             Value::Object(o) => strings.extend(o.values_mut().filter_map(|x| if let Value::String(s) = x { Some(s) } else { None })),
             _ => {}
         }
+        // `env`, `url` and `headers` are expanded at start as every one is
+        // (§7.2, §8.5), their values never shown: an editor's
+        // `${env:VAR}` there becomes `${VAR:-}` (unset: empty, as there).
+        let at_start = matches!(field, "env" | "url" | "headers");
         for s in strings {
             let expanded = match place.kind {
-                Kind::VsCode | Kind::Cursor => editor_vars(s, &place.root),
-                // `env` is expanded at start as every `env` is (§7.2).
-                Kind::ClaudeCode if field != "env" && field != "headers" => shell_vars(s),
+                Kind::VsCode | Kind::Cursor => editor_vars(s, &place.root, at_start),
+                Kind::ClaudeCode if !at_start => shell_vars(s),
                 _ => Ok(s.clone()),
             };
             *s = expanded.map_err(|why| format!("field `{field}`: {why}"))?;
@@ -137,9 +143,10 @@ fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Resul
 }
 
 /// VS Code's and Cursor's variables: `${workspaceFolder}`,
-/// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}`,
+/// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}` (with
+/// `defer_env`, written `${VAR:-}` for the expansion at start),
 /// `${pathSeparator}`; `${input:ID}` is refused.
-fn editor_vars(s: &str, root: &Path) -> Result<String, String> {
+fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(at) = rest.find("${") {
@@ -156,6 +163,7 @@ fn editor_vars(s: &str, root: &Path) -> Result<String, String> {
             "workspaceFolderBasename" => out.push_str(&root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
             "userHome" => out.push_str(&home()),
             "pathSeparator" | "/" => out.push('/'),
+            _ if name.starts_with("env:") && defer_env => out.push_str(&format!("${{{}:-}}", &name[4..])),
             _ if name.starts_with("env:") => out.push_str(&std::env::var(&name[4..]).unwrap_or_default()),
             _ if name.starts_with("input:") => return Err(input_message(&name[6..])),
             _ => out.push_str(&rest[at..at + 2 + end + 1]),
@@ -233,7 +241,8 @@ mod tests {
         assert_eq!(shell_vars("a${ZOT_SURELY_UNSET_X:-d}b").unwrap(), "adb");
         assert!(shell_vars("${ZOT_SURELY_UNSET_X}").unwrap_err().contains("${ZOT_SURELY_UNSET_X} is not set"));
         assert_eq!(shell_vars("${not a var} $X").unwrap(), "${not a var} $X");
-        assert_eq!(editor_vars("${command:x}${env:ZOT_SURELY_UNSET_X}", Path::new("/p")).unwrap(), "${command:x}");
-        assert_eq!(editor_vars("${workspaceFolderBasename}", Path::new("/a/proj")).unwrap(), "proj");
+        assert_eq!(editor_vars("${command:x}${env:ZOT_SURELY_UNSET_X}", Path::new("/p"), false).unwrap(), "${command:x}");
+        assert_eq!(editor_vars("Bearer ${env:TOKEN}", Path::new("/p"), true).unwrap(), "Bearer ${TOKEN:-}");
+        assert_eq!(editor_vars("${workspaceFolderBasename}", Path::new("/a/proj"), false).unwrap(), "proj");
     }
 }

@@ -8,7 +8,8 @@
 //!   (several: which, and `--from`).
 //! - Entries are copied as they are (a remote `url` entry included),
 //!   except that VS Code's and Cursor's `${userHome}` becomes the home
-//!   folder and `${env:VAR}` in `env` becomes `${VAR}` (what zot expands,
+//!   folder and `${env:VAR}` in `env`, `url` and `headers` becomes `${VAR}`
+//!   (what zot expands there,
 //!   §7.2); an entry with `${input:ID}` is not imported, saying why.
 //! - A name already in `$ZOT_HOME/mcp.json` is not imported and the exit
 //!   status is 1; the other entries are still written. The file is
@@ -191,7 +192,7 @@ fn editor_entry(entry: &mut Value, home: Option<&str>) -> Result<(), String> {
                 Ok(())
             }
             Value::Array(a) => a.iter_mut().try_for_each(|x| walk(x, home, in_env)),
-            Value::Object(o) => o.iter_mut().try_for_each(|(k, x)| walk(x, home, in_env || k == "env")),
+            Value::Object(o) => o.iter_mut().try_for_each(|(k, x)| walk(x, home, in_env || matches!(k.as_str(), "env" | "url" | "headers"))),
             _ => Ok(()),
         }
     }

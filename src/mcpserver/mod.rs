@@ -14,4 +14,6 @@ pub mod files;
 pub mod import;
 mod content;
 pub(crate) mod edge;
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 mod names;

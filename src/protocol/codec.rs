@@ -5,7 +5,10 @@
 
 use super::members::{FromMembers, Members, MembersSeed, Val};
 use serde::de::DeserializeSeed;
-use super::*;
+use super::frames::*;
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde::de;
 use std::fmt;
 

@@ -5,6 +5,8 @@
 
 use super::*;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
 
 /// The decoder as it was: the derived tagged enum, then a second look at
 /// the line to say what was wrong.

@@ -9,7 +9,7 @@ use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Seq
 use serde_json::{Map, Value};
 use std::fmt;
 
-use super::Panel;
+use super::frames::Panel;
 
 /// A member's value. Objects under the keys that hold a panel keep their
 /// own duplicate keys, which the panel's fields refuse.

@@ -5,7 +5,7 @@
 //! have); members a frame does not know are ignored.
 
 use super::members::{payload, take, FromMembers, Res, Rule, Rule::*, Val};
-use super::{empty_object, CommandResponse, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolMore, ToolResult};
+use super::frames::{empty_object, CommandResponse, ExtFrame, HelloAck, HostFrame, InterceptResponse, ToolMore, ToolResult};
 
 type Fields = Vec<(String, Val)>;
 type Spec = &'static [(&'static str, Rule)];

@@ -46,15 +46,17 @@
 //! result does not depend on the threads.
 
 mod reach;
+mod walk;
 
 use super::cache::{Cache, Key, Segment};
+use walk::{Counts, Walk};
 use super::sha256::Sha256;
 use crate::manifest::{Manifest, MANIFEST_FILE};
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -172,33 +174,6 @@ fn extension<'c>(project: &Path, counts: &Counts, cache: &'c Cache, job: &(Strin
     }
     let (digest, seg, _, not_covered) = w.digest();
     Ok((digest, seg, not_covered))
-}
-
-/// Entries and bytes counted so far, across threads.
-#[derive(Default)]
-struct Counts {
-    entries: AtomicUsize,
-    bytes: AtomicU64,
-}
-
-struct Walk<'a, 'c> {
-    h: Sha256,
-    buf: Vec<u8>,
-    project: &'a Path,
-    counts: &'a Counts,
-    seg: Segment<'c>,
-    outside: Vec<String>,
-    /// Canonical folders reached through links and walked already.
-    walked: HashSet<PathBuf>,
-    /// The canonical folder of the extension being walked.
-    root: PathBuf,
-    /// Folders the walk leaves out (walked on their own already).
-    skip: Vec<PathBuf>,
-    /// Canonical folders the walk itself leaves out (a `.git`): what a
-    /// link reaches inside them is walked all the same.
-    left_out: Vec<PathBuf>,
-    /// See [`Print::not_covered`].
-    not_covered: Vec<String>,
 }
 
 fn read_err(p: &Path, e: io::Error) -> String {

@@ -3,7 +3,12 @@
 //! reply judged.
 
 use super::frames::block_problem;
-use super::*;
+use super::state::{Reply, Session, Step};
+use crate::check::outcome::{fmt_ms, ms, Call};
+use crate::host::fmt_duration;
+use crate::protocol::{ExtFrame, HostFrame};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 use crate::check::schema::schema_findings;
 use crate::protocol::Payload;
 use serde_json::Map;

@@ -3,7 +3,11 @@
 //! the fields and frames of the current upstream revision (`call_tool` is
 //! answered here), and the bookkeeping of registrations and replies.
 
-use super::*;
+use super::state::{Reply, Session};
+use crate::check::outcome::fmt_ms;
+use crate::protocol::ExtFrame;
+use serde_json::{json, Value};
+use std::time::Instant;
 use crate::protocol::{decode_repaired, repair_note, CommandResponse, DecodeError};
 use serde_json::Map;
 

@@ -98,7 +98,9 @@ impl Dispatcher {
         }
         p.ended = true;
         let status = p.exit.flatten();
-        let how = status.map_or_else(|| "exit status unknown".to_string(), describe_status);
+        // A remote server has no process: its end is its connection's.
+        let unknown = if p.child.pid == 0 { "connection closed" } else { "exit status unknown" };
+        let how = status.map_or_else(|| unknown.to_string(), describe_status);
         match ext.life {
             Life::Stopping { .. } if ext.idle.stopping => self.went_idle(slot, &how),
             // The next handshake try, unless the host is stopping meanwhile.

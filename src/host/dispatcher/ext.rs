@@ -236,7 +236,7 @@ impl Ext {
 
     /// The pid while the process is not reaped.
     pub fn pid(&self) -> Option<u32> {
-        self.child().filter(|c| !c.is_reaped()).map(|c| c.pid)
+        self.child().filter(|c| !c.is_reaped() && c.pid != 0).map(|c| c.pid)
     }
 
     /// The process ended and its end was handled (or it never ran).

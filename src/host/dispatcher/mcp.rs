@@ -235,6 +235,31 @@ impl Dispatcher {
         self.start_again(slot);
     }
 
+    /// Starts a remote server (docs/protocol.md §8.5): no process, its edge
+    /// spoken over HTTP by a [`crate::mcpserver::remote::Link`].
+    #[cfg(feature = "remote")]
+    pub(super) fn start_remote(&mut self, slot: usize, id: ExtId, log: Log) {
+        let inbox = self.inbox.clone();
+        let ext = &mut self.exts[slot];
+        let Some(spec) = ext.found.mcp.clone() else { return };
+        let shown = spec.remote.as_ref().map(|r| r.shown_url()).unwrap_or_default();
+        log.line(&format!("starting {} (remote: {shown}) at {}", spec.name, crate::log::utc(std::time::SystemTime::now())));
+        let era = ext.eras.next(spec.protocol);
+        log.line(&format!("handshake: trying {} ({})", era_name(era), opening_of(era)));
+        let e = edge(&spec, era, &self.cfg, &log, inbox.clone(), id);
+        let report = Box::new(move |m| drop(inbox.send(Inbox::Child(id, m))));
+        let link = crate::mcpserver::remote::Link::open(&spec, e.clone(), log.clone(), self.cfg.timeouts.tool, report);
+        let child = link.and_then(|l| crate::child::Child::linked(&spec.name, Arc::new(l), e.clone(), self.cfg.trace.as_ref()).map_err(|e| e.to_string()));
+        ext.log = Some(log);
+        match child {
+            Ok(child) => {
+                ext.proc = Some(super::ext::Proc { child, edge: Some(e), exit: None, eof: false, ended: false, _tmp: None });
+                self.at(after(spec.connect_timeout), Timer::Hello(id));
+            }
+            Err(why) => self.fail(slot, why),
+        }
+    }
+
     pub(super) fn on_mcp(&mut self, slot: usize, m: McpMsg) {
         match m {
             McpMsg::Write(bytes) => {
@@ -256,6 +281,24 @@ impl Dispatcher {
             McpMsg::Tools(tools) => self.replace_tools(slot, tools),
             McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
+            McpMsg::CallFailed { id, why } => self.on_call_failed(slot, &id, why),
+        }
+    }
+
+    /// A remote server's request for call `id` failed in transport: that
+    /// call fails `extension_exited`, naming why; the server stays ready.
+    fn on_call_failed(&mut self, slot: usize, id: &str, why: String) {
+        let ext_id = self.exts[slot].id;
+        let Some(n) = id.parse::<u64>().ok().filter(|n| self.table.sent.get(n).is_some_and(|c| c.ext == ext_id)) else {
+            return;
+        };
+        let Some(call) = self.table.sent.remove(&n) else { return };
+        let extension = self.exts[slot].name().to_string();
+        match call.kind {
+            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) => {
+                respond(done, Err(HostError::Exited { extension, detail: why }))
+            }
+            CallKind::Intercept { chain } => self.chain_failed(chain, slot, &why),
         }
     }
 

@@ -445,6 +445,10 @@ impl Dispatcher {
             }
         };
         mcp::log_unknown(&ext.found, &mut ext.unknown_logged, &log);
+        #[cfg(feature = "remote")]
+        if ext.found.mcp.as_ref().is_some_and(|s| s.remote.is_some() && s.error.is_none()) {
+            return self.start_remote(slot, id, log);
+        }
         let exec = match mcp::resolve(&ext.found) {
             Ok(p) => p,
             Err(e) => {

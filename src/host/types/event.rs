@@ -1,5 +1,5 @@
 //! What the host tells the embedding program without being asked:
-//! [`HostEvent`].
+//! [`HostEvent`], and where it goes ([`EventSink`], [`IdleHook`]).
 
 #[cfg(doc)]
 use super::Request;
@@ -214,3 +214,12 @@ pub enum HostEvent {
         changed: bool,
     },
 }
+
+/// Where [`Host::start_with`](crate::host::Host::start_with) hands host events, on the dispatcher thread.
+pub type EventSink = Box<dyn Fn(HostEvent) + Send>;
+
+/// Run on the dispatcher thread each time it has handled what its inbox
+/// held (and every few dozen messages in a burst), after it wrote what it
+/// gathered for extensions: where a front end that gathers its output on
+/// that thread writes it (`stdio::Output::write_ready`).
+pub type IdleHook = Box<dyn Fn() + Send>;

@@ -61,6 +61,16 @@ pub struct ExtInfo {
     /// An MCP server's `serverInfo`, once it answered `initialize`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_info: Option<Value>,
+    /// An MCP server's transport: `stdio`, `http` or `sse` (docs/protocol.md §8.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<&'static str>,
+    /// A remote server's `url` as its entry wrote it (no expanded value,
+    /// query string, fragment or user information).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A remote server's authentication: `none` or `headers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<&'static str>,
     /// Where it is in its life.
     pub state: State,
     /// Process id while it runs.

@@ -69,6 +69,11 @@ pub enum McpMsg {
     /// The server listed its prompts again: the whole new set of commands,
     /// each with its description.
     Prompts(Vec<(String, String)>),
+    /// A remote server's request for the call with host id `id` failed in
+    /// transport (an HTTP status, a network error): that call alone fails,
+    /// `extension_exited`, and the server stays ready (docs/protocol.md §8.5
+    /// rule 4).
+    CallFailed { id: String, why: String },
     /// `notifications/progress` for the tool call with host id `id`.
     Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
 }
@@ -395,6 +400,39 @@ impl Dialect for Edge {
                 st.calls.remove(&host_id);
                 drop(st);
                 self.send(ChildMsg::TooLong { id: Some(host_id), len });
+            }
+        }
+    }
+}
+
+impl Edge {
+    /// The request with id `id` got no answer from a remote server, for
+    /// `why` (an HTTP status, a network error, a stream that ended): the
+    /// handshake fails naming it, a listing fails as a bad page does (a
+    /// relisting keeps the previous list), a call or a prompt fails alone.
+    pub fn unanswered(&self, id: u64, why: &str) {
+        let mut st = self.state();
+        let Some(p) = st.pending.remove(&id) else { return };
+        match p {
+            Pending::Initialize | Pending::Discover { .. } => {
+                drop(st);
+                let method = if matches!(p, Pending::Initialize) { "initialize" } else { "server/discover" };
+                self.fail(format!("{method}: {why}"));
+            }
+            Pending::Tools | Pending::Prompts => {
+                let next = self.listing_failed(&mut st, matches!(p, Pending::Tools), why);
+                drop(st);
+                self.write(next);
+            }
+            Pending::Listen => {
+                drop(st);
+                self.log.line(&format!("subscriptions/listen: {why}"));
+            }
+            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } => {
+                st.calls.remove(&host_id);
+                drop(st);
+                self.log.line(&format!("a call failed: {why}"));
+                self.tell(McpMsg::CallFailed { id: host_id, why: why.to_string() });
             }
         }
     }

@@ -19,7 +19,7 @@
 //!   above it, `__pypackages__` in the project, and the `VIRTUAL_ENV` and
 //!   `PYTHONPATH` of the environment `zot trust` runs in, outside `.zot`.
 
-use super::Walk;
+use super::walk::Walk;
 use crate::manifest::Manifest;
 use std::fs::{self, File};
 use std::io::Read;
