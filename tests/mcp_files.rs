@@ -300,3 +300,42 @@ fn mcp_import_copies_claude_desktop_s_servers_in_one_command() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("imported notes: ") && out.contains("(replacing the one there)"), "{out}");
 }
+
+#[test]
+fn mcp_import_reads_vs_code_s_file_as_vs_code_does_and_asks_which_file_when_several() {
+    let t = TempDir::new("mcp-files-import-vscode");
+    let home = desktop_home(&t);
+    let vscode = home.join(".config/Code/User/mcp.json");
+    let text_ = format!(
+        r#"{{
+  // VS Code's user file
+  "servers": {{
+    "code": {{"type": "stdio", "command": "python3", "args": [{fx}], "env": {{"GREETING": "${{env:ZOT_TEST_WORD}}", "HOME_IS": "${{userHome}}"}}}},
+    "asks": {{"command": "python3", "args": [{fx}], "env": {{"KEY": "${{input:key}}"}}}},
+  }},
+}}"#,
+        fx = fixture_json()
+    );
+    write(&vscode, &text_);
+    // Two clients' files: zot asks which.
+    let (code, out, err) = import(&t, &home, &[]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("several MCP clients' files found: claude-desktop (") && err.contains("vscode (") && err.contains("choose one with --from"), "{err}");
+    assert!(!t.path().join("zot-home/mcp.json").exists());
+
+    let (code, out, err) = import(&t, &home, &["--from", "vscode"]);
+    assert_eq!(code, 1, "the ${{input}} entry is refused: {out}{err}");
+    assert!(err.contains(&format!("zot: {}: server \"asks\" not imported: uses ${{input:key}}, which only VS Code can ask for", vscode.display())), "{err}");
+    assert!(out.starts_with("imported code: python3 "), "{out}");
+    let written: Value = serde_json::from_slice(&std::fs::read(t.path().join("zot-home/mcp.json")).unwrap()).unwrap();
+    let env = &written["mcpServers"]["code"]["env"];
+    assert_eq!((env["GREETING"].as_str(), env["HOME_IS"].as_str()), (Some("${ZOT_TEST_WORD}"), home.to_str()), "{written}");
+    assert_eq!(written["mcpServers"].get("asks"), None);
+
+    // What was written runs, its variable expanded at start.
+    let mut s = Serve::start_env(&t, &[], &[], &[("ZOT_TEST_WORD", "hello")]);
+    s.note("ready");
+    s.wait_state("code", "ready");
+    assert_eq!(text(&s.tool("mcp__code__env", json!({"name": "GREETING"}))), "hello");
+    s.shutdown();
+}
