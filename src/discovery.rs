@@ -8,7 +8,8 @@
 
 use crate::home::{project_extensions_dir, Home};
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
-use crate::mcpserver::config::{self as mcp_config, ServerSpec, MCP_FILE};
+use crate::mcpserver::config::{ServerSpec, MCP_FILE};
+use crate::mcpserver::files::{self, Kind, Place};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -104,7 +105,7 @@ pub struct Discovery {
     /// Disabled extensions (highest-precedence entry of their name).
     pub disabled: Vec<Found>,
     /// Entries skipped because a higher source already has the name, with
-    /// the directory of the winner.
+    /// the directory of the winner (for a server, its file).
     pub shadowed: Vec<(Found, PathBuf)>,
     /// Directories whose manifest is missing or invalid.
     pub broken: Vec<Broken>,
@@ -151,7 +152,7 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
     }
     // MCP servers come after the extensions of the same source.
     for f in mcp_configs {
-        all.extend(mcp_servers(f, Source::Ext, true));
+        all.extend(mcp_servers_at(&Place { kind: Kind::Given, path: f.clone(), root: cwd.to_path_buf() }, Source::Ext, true));
     }
     if !sources.no_ext {
         let (project, global) = (project_extensions_dir(cwd), home.extensions_dir());
@@ -161,10 +162,10 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
         let same = matches!((fs::canonicalize(&project), fs::canonicalize(&global)), (Ok(a), Ok(b)) if a == b);
         if !same {
             all.extend(scan_dir(&project, Source::Project));
-            all.extend(mcp_servers(&cwd.join(".zot").join(MCP_FILE), Source::Project, false));
+            all.extend(project_servers(cwd));
         }
         all.extend(scan_dir(&global, Source::Global));
-        all.extend(mcp_servers(&home.root().join(MCP_FILE), Source::Global, false));
+        all.extend(global_servers(home, cwd));
     }
     // A grant that resolves inside zot's home makes the manifest (or that
     // server) invalid (docs/protocol.md §9.1).
@@ -212,15 +213,23 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
                         _ => false,
                     })
                 {
-                    if found.manifest.enabled {
-                        out.untrusted.push(found);
+                    // Two of the project's files naming one server: the
+                    // first is the one trust would run, the other shadowed.
+                    let first = out.untrusted.iter().find(|u| u.manifest.name == found.manifest.name && u.mcp.is_some());
+                    match first.and_then(|u| u.mcp.as_ref()).map(|s| s.file.clone()) {
+                        Some(file) if found.mcp.is_some() => out.shadowed.push((found, file)),
+                        _ if found.manifest.enabled => out.untrusted.push(found),
+                        _ => {}
                     }
                     continue;
                 }
                 // A disabled entry hides nothing: an enabled one of the
                 // same name further down still loads.
                 if found.manifest.enabled {
-                    winners.push((found.manifest.name.clone(), found.manifest.dir.clone()));
+                    // A server is named by its file: the folder it runs in
+                    // (the project root) tells nobody which file won.
+                    let at = found.mcp.as_ref().map_or_else(|| found.manifest.dir.clone(), |s| s.file.clone());
+                    winners.push((found.manifest.name.clone(), at));
                     out.load.push(found);
                 } else {
                     out.disabled.push(found);
@@ -255,12 +264,33 @@ fn load_one(dir: &Path, source: Source) -> Result<Found, Broken> {
         .map_err(|error| Broken { dir: dir.to_path_buf(), source, error })
 }
 
-/// The servers of the MCP configuration file at `path`, by name; a file
-/// that cannot be used is one broken entry (a missing one is nothing,
-/// unless `given` with `--mcp-config`).
+/// The servers of the MCP configuration file at `path` read as a
+/// `--mcp-config` file of a session in `path`'s folder (see
+/// [`mcp_servers_at`]).
 pub fn mcp_servers(path: &Path, source: Source, given: bool) -> Vec<Result<Found, Broken>> {
+    let root = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    mcp_servers_at(&Place { kind: Kind::Given, path: path.to_path_buf(), root }, source, given)
+}
+
+/// The servers of every server file of the project at `root`
+/// (docs/protocol.md §8.6), in order, highest first.
+pub fn project_servers(root: &Path) -> Vec<Result<Found, Broken>> {
+    files::project_files(root).iter().flat_map(|p| mcp_servers_at(p, Source::Project, false)).collect()
+}
+
+/// The servers of `$ZOT_HOME/mcp.json`, run in the session's directory
+/// `cwd` unless an entry says otherwise.
+pub fn global_servers(home: &Home, cwd: &Path) -> Vec<Result<Found, Broken>> {
+    mcp_servers_at(&Place { kind: Kind::Global, path: home.root().join(MCP_FILE), root: cwd.to_path_buf() }, Source::Global, false)
+}
+
+/// The servers of the server file at `place`, by name; a file that cannot
+/// be used is one broken entry (a missing one is nothing, unless `given`
+/// with `--mcp-config`).
+pub fn mcp_servers_at(place: &Place, source: Source, given: bool) -> Vec<Result<Found, Broken>> {
+    let path = &place.path;
     let broken = |msg: String| Broken { dir: path.to_path_buf(), source, error: ManifestError::Config { path: path.to_path_buf(), msg } };
-    let file = match mcp_config::read_file(path) {
+    let file = match files::read(place) {
         Ok(Some(f)) => f,
         Ok(None) if !given => return Vec::new(),
         Ok(None) => return vec![Err(broken("no such file or directory".into()))],
@@ -290,11 +320,13 @@ pub fn project_names(dir: &Path) -> (Vec<String>, Vec<String>) {
         .collect();
     // Its MCP servers run too: a project with only those is not one with
     // nothing to run.
-    let servers = mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|f| f.manifest.name)
-        .collect();
+    let mut servers: Vec<String> = Vec::new();
+    // A name two of its files give runs once: the first file's.
+    for f in project_servers(dir).into_iter().filter_map(Result::ok) {
+        if !servers.contains(&f.manifest.name) {
+            servers.push(f.manifest.name);
+        }
+    }
     (extensions, servers)
 }
 
@@ -327,8 +359,15 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>, chang
 pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) -> Vec<String> {
     scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
         .into_iter()
-        .chain(mcp_servers(&dir.join(".zot").join(MCP_FILE), Source::Project, false))
+        .chain(project_servers(dir))
         .flatten()
+        .fold(Vec::<Found>::new(), |mut all, f| {
+            if !all.iter().any(|a| a.mcp.is_some() && f.mcp.is_some() && a.manifest.name == f.manifest.name) {
+                all.push(f);
+            }
+            all
+        })
+        .iter()
         .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
             Some(r) => remote_line(&f.manifest.name, r),
             None => subject(&f, dir).trust_line(mode, zot_home, dir),

@@ -378,7 +378,10 @@ fn a_project_changed_since_trusted_says_so_in_the_session() {
     let canon = std::fs::canonicalize(&cwd).unwrap();
     let d = canon.display().to_string();
     // Servers are named as servers.
-    assert!(out.ends_with(&format!("\ntrusted {d} (1 MCP server(s): proj)\n")), "{out}");
+    assert!(out.contains(&format!("\ntrusted {d} (1 MCP server(s): proj)\n")), "{out}");
+    // It runs in the project root (its default folder), which is named,
+    // not walked.
+    assert!(out.ends_with(&format!("\nnot covered: {d} (found by the interpreter, not fingerprinted)\n")), "{out}");
     write_config(&cwd, ".zot/mcp.json", json!({"proj": fx(&["--dupes"], json!({}))}));
     let (_, list, _) = zot(&t, &["trust", "--list"]);
     assert_eq!(list, format!("{d}  changed since trusted (run 'zot trust {d}' to allow it again)\n"));

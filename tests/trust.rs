@@ -262,14 +262,14 @@ fn a_record_of_an_older_fingerprint_format_asks_again() {
     w.trust();
     let path = w.home().join("trust.json");
     let current: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
-    assert_eq!(current["projects"][0]["fingerprint_version"], 5, "{current}");
+    assert_eq!(current["projects"][0]["fingerprint_version"], 6, "{current}");
     // The same fingerprint, recorded as format 1 (file and record): never trusted.
     let mut old = current.clone();
     old["version"] = json!(1);
     old["projects"][0].as_object_mut().expect("object").remove("fingerprint_version");
     fs::write(&path, serde_json::to_vec(&old).expect("json")).expect("write");
     assert_eq!(w.state(), "changed");
-    for format in [1, 3] {
+    for format in [1, 3, 5] {
         let mut old = current.clone();
         old["projects"][0]["fingerprint_version"] = json!(format);
         fs::write(&path, serde_json::to_vec(&old).expect("json")).expect("write");

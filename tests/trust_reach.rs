@@ -57,7 +57,8 @@ fn a_zot_link_into_an_extensions_git_counts_what_it_reaches() {
     }
 }
 
-/// A project MCP server `python3 ../tools/server.py` (from `.zot`): the
+/// A project MCP server `python3 tools/server.py` (run in the project
+/// root, the default of every project file): the
 /// script's whole folder counts, its helper modules with it.
 #[test]
 fn a_servers_script_outside_zot_counts_with_its_folder() {
@@ -66,7 +67,7 @@ fn a_servers_script_outside_zot_counts_with_its_folder() {
     write(&w.proj().join("tools/helper.py"), "X = 1\n");
     write(
         &w.proj().join(".zot/mcp.json"),
-        &json!({"mcpServers": {"srv": {"command": "python3", "args": ["../tools/server.py"]}}}).to_string(),
+        &json!({"mcpServers": {"srv": {"command": "python3", "args": ["tools/server.py"]}}}).to_string(),
     );
     w.edit_after_trust("editing tools/helper.py", true, || write(&w.proj().join("tools/helper.py"), "X = 2\n"));
 }
@@ -77,7 +78,7 @@ fn a_servers_script_outside_zot_counts_with_its_folder() {
 fn a_script_in_the_projects_root_counts_and_its_folder_is_named_not_covered() {
     let w = World::new("reach-root");
     write(&w.proj().join("server.py"), "print(1)\n");
-    write(&w.proj().join(".zot/mcp.json"), &json!({"mcpServers": {"srv": {"command": "python3", "args": ["../server.py"]}}}).to_string());
+    write(&w.proj().join(".zot/mcp.json"), &json!({"mcpServers": {"srv": {"command": "python3", "args": ["server.py"]}}}).to_string());
     let r = w.trust();
     let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", w.proj().display());
     assert!(r.stdout.lines().any(|l| l == line), "{}", r.stdout);

@@ -27,6 +27,8 @@ pub enum Command {
     Serve(SessionArgs),
     /// `zot mcp [OPTIONS]`: the extensions as an MCP server on stdio.
     Mcp(SessionArgs),
+    /// `zot mcp import`: another MCP client's servers into the global file.
+    McpImport(crate::mcpserver::import::ImportOptions),
     /// `zot ext ...`; `cwd` is `--cwd` as given (not yet checked).
     Ext { cwd: Option<PathBuf>, cmd: ExtCommand },
     /// `zot ext new`.

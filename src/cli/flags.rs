@@ -193,6 +193,9 @@ const TRUST_CONFINE: Flag = Flag {
     choices: &CONFINE_MODES,
     ..local("confine", Some("MODE"), "show what each may reach under this mode: declared, all or off (default: $ZOT_CONFINE, else declared)")
 };
+const FROM: Flag = local("from", Some("SOURCE"), "claude-desktop, claude-code, cursor, vscode or a FILE: whose user-level MCP file to copy (default: the one that exists)");
+const DRY_RUN: Flag = local("dry-run", None, "print what would be written, write nothing");
+const FORCE: Flag = local("force", None, "replace a server of the same name already in $ZOT_HOME/mcp.json");
 const LOGS_MCP: Flag = local("mcp-config", Some("FILE"), "also find the MCP servers of FILE, as the session given it does; repeatable");
 
 /// One command: `zot`, `zot serve`, `zot ext install`, ...
@@ -214,10 +217,11 @@ const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, fla
 }
 
 /// Every command, in the order `zot --help` lists them.
-pub const COMMANDS: [Cmd; 18] = [
+pub const COMMANDS: [Cmd; 19] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
+    cmd("mcp import", "[--from SOURCE] [--dry-run] [--force]", "copy another MCP client's servers into $ZOT_HOME/mcp.json", &[FROM, DRY_RUN, FORCE]),
     cmd("ext list", "[--json] [--names]", "installed extensions and their state", &[JSON, NAMES, CWD_DIR]),
     cmd("ext install", "<path|git-url>", "copy or clone into $ZOT_HOME/extensions", &[]),
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),

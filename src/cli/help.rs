@@ -105,6 +105,15 @@ Register it in a client's configuration, for example:
   {\"mcpServers\": {\"zot\": {\"command\": \"zot\",
                     \"args\": [\"mcp\", \"--ext\", \"/path/to/extension\"]}}}
 ",
+        "mcp import" => "Copies the MCP servers of another client's user-level file into
+$ZOT_HOME/mcp.json, printing each: Claude Desktop's claude_desktop_config.json,
+Claude Code's ~/.claude.json (user scope), Cursor's ~/.cursor/mcp.json or
+VS Code's Code/User/mcp.json (under ~/.config on Linux, ~/Library/Application
+Support on macOS), or any FILE in that format. A name already in
+$ZOT_HOME/mcp.json is not imported (exit 1) unless --force. Servers a
+project lists (.mcp.json, .vscode/mcp.json, .cursor/mcp.json) need no
+import: zot reads them in a trusted project.
+",
         "ext list" => "Lists the project-local (<cwd>/.zot/extensions) and global
 ($ZOT_HOME/extensions) extensions, including disabled ones and broken
 manifests, sorted by name, project-local first. A global extension with the

@@ -73,6 +73,10 @@ where
             Ok(config) => crate::mcp::run(config),
             Err(e) => fail(&e),
         },
+        Command::McpImport(opts) => match home() {
+            Ok(home) => crate::mcpserver::import::run(&opts, &home.root().join(crate::mcpserver::config::MCP_FILE)),
+            Err(e) => fail(&e),
+        },
         Command::Ext { cwd, cmd } => {
             let home = match home() {
                 Ok(h) => h,

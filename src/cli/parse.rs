@@ -127,6 +127,7 @@ fn parse_help(mut a: Args, mut words: Vec<String>) -> Result<Command, UsageError
         ["ext", sub] if EXT_SUBCOMMANDS.contains(sub) => ext_sub_help(sub),
         ["ext", sub] => return Err(a.err(unknown("subcommand", sub, EXT_SUBCOMMANDS))),
         ["ext", _, extra, ..] => return Err(a.err(format!("unexpected argument '{extra}'"))),
+        ["mcp", "import"] => command_help(command("mcp import")),
         [word, extra, ..] if TOP_WORDS.contains(word) => {
             return Err(a.err(format!("unexpected argument '{extra}'")));
         }
@@ -189,6 +190,13 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
         }
         match &tok {
             Tok::Long(l) if l == "json" && word == "ext doctor" => json = true,
+            Tok::Value(v) if word == "mcp" && v == "import" => {
+                if let Some(opt) = s.given.first() {
+                    return Err(a.err(format!("option '--{opt}' does not apply to 'zot mcp import'")));
+                }
+                a.context = "zot mcp import".into();
+                return parse_mcp_import(a);
+            }
             _ => return Err(a.unexpected(&tok)),
         }
     }
@@ -197,6 +205,31 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
         "mcp" => Command::Mcp(s),
         _ => Command::ExtDoctor { session: s, json },
     })
+}
+
+/// `zot mcp import [--from SOURCE] [--dry-run] [--force]`.
+fn parse_mcp_import(mut a: Args) -> Result<Command, UsageError> {
+    let mut o = crate::mcpserver::import::ImportOptions::default();
+    while let Some(tok) = a.next()? {
+        if is_help(&tok) {
+            return a.last(Command::Help(command_help(command("mcp import"))));
+        }
+        match &tok {
+            Tok::Long(l) if l == "from" => {
+                let v = a.value()?;
+                let v = v.to_string_lossy();
+                o.from = Some(if crate::mcpserver::import::CLIENTS.contains(&v.as_ref()) {
+                    v.into_owned()
+                } else {
+                    absolute(Path::new(v.as_ref())).map_err(|e| a.err(e))?.display().to_string()
+                });
+            }
+            Tok::Long(l) if l == "dry-run" => o.dry_run = true,
+            Tok::Long(l) if l == "force" => o.force = true,
+            _ => return Err(a.unexpected(&tok)),
+        }
+    }
+    Ok(Command::McpImport(o))
 }
 
 /// `zot trust`, `zot untrust`, `zot completions` and `zot man`.

@@ -46,6 +46,7 @@ pub(super) fn build(
             protocol_version: info.protocol_version.clone(),
             server_info: info.server_info.clone(),
             config: spec.as_ref().map(|s| s.file.display().to_string()),
+            shadowed_by: None,
             transport: info.transport,
             url: info.url.clone(),
             auth: info.auth,
@@ -148,6 +149,11 @@ pub(super) fn build(
         let dir = m.dir.display().to_string();
         let prefix = format!("skipped {dir} (");
         let mut e = skipped(m, found.source.as_str(), &log, "shadowed");
+        e.shadowed_by = Some(winner.display().to_string());
+        if let Some(spec) = &found.mcp {
+            e.kind = "mcp";
+            e.config = Some(spec.file.display().to_string());
+        }
         e.reason = Some(format!("extension {:?} is already loaded from {}", m.name, winner.display()));
         e.log_lines = lines.get(&log).map(|l| l.iter().filter(|l| l.starts_with(&prefix)).cloned().collect()).unwrap_or_default();
         e.findings.push(finding(
@@ -281,6 +287,7 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
         protocol_version: None,
         server_info: None,
         config: None,
+        shadowed_by: None,
         transport: None,
         url: None,
         auth: None,

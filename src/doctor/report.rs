@@ -53,6 +53,9 @@ pub struct ExtReport {
     /// An MCP server's configuration file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// A shadowed one: the folder (for a server, the file) that won.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<String>,
     /// An MCP server's transport: `stdio`, `http` or `sse` (docs/protocol.md §8.5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<&'static str>,

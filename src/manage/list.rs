@@ -34,10 +34,13 @@ struct Row {
     language: String,
     description: String,
     dir: String,
+    /// A server's file: where it is listed (docs/protocol.md §8.6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
     /// The directory of the extension that wins over this one (same name,
-    /// higher precedence).
+    /// higher precedence); the file of a server that wins.
     #[serde(skip_serializing_if = "Option::is_none")]
     shadowed_by: Option<String>,
     /// Project-local rows: whether the project is trusted to run them.
@@ -117,7 +120,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             Some(_) if untrusted => "untrusted",
             Some(m) => {
                 // It still takes its name: the host loads it (and fails).
-                winners.push((&m.name, &m.dir));
+                winners.push((&m.name, e.mcp.as_ref().map_or(&m.dir, |s| &s.file)));
                 if exec_error.is_some() { "broken" } else { "enabled" }
             }
         };
@@ -138,6 +141,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
                 None => field(|m| &m.description),
             },
             dir: show(&e.dir),
+            file: e.mcp.as_ref().map(|s| show(&s.file)),
             error,
             shadowed_by,
             trusted: trust.filter(|_| e.scope == Source::Project).map(|t| t == Trust::Trusted),
@@ -228,7 +232,8 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
             // A server has no language: the column names its kind.
             if r.kind == "mcp" { "mcp".to_string() } else { dash(&r.language) },
             description,
-            sanitize(&r.dir),
+            // A server is found by its file; its folder is where it runs.
+            sanitize(r.file.as_deref().unwrap_or(&r.dir)),
         ]);
     }
     let mut widths = [0usize; 7];
@@ -272,7 +277,7 @@ fn print_table(rows: &[Row], trust_note: Option<String>) -> Res {
                 "note: {} {} ({}) is shadowed by {} and not loaded",
                 r.scope,
                 sanitize(&r.name),
-                sanitize(&r.dir),
+                sanitize(r.file.as_deref().unwrap_or(&r.dir)),
                 sanitize(by)
             ));
         }

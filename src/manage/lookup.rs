@@ -2,8 +2,8 @@
 //! directories as `list` shows them, and the one entry (or the refusal
 //! naming every match) that `remove`, `enable`, `disable` and `logs` act on.
 
-use crate::discovery::{mcp_servers, scan_dir, Found, Source};
-use crate::mcpserver::config::{ServerSpec, MCP_FILE};
+use crate::discovery::{scan_dir, Found, Source};
+use crate::mcpserver::config::ServerSpec;
 use std::sync::Arc;
 use crate::home::{project_extensions_dir, validate_name, Home};
 use crate::manifest::Manifest;
@@ -63,18 +63,18 @@ pub(super) fn project_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {
 pub(super) fn entries(home: &Home, cwd: &Path) -> Vec<Entry> {
     let project = project_extensions_dir(cwd);
     let global = home.extensions_dir();
-    let mut roots = vec![(global.clone(), Source::Global, home.root().join(MCP_FILE))];
+    let mut roots = vec![(global.clone(), Source::Global, crate::discovery::global_servers(home, cwd))];
     let same = matches!(
         (fs::canonicalize(&project), fs::canonicalize(&global)),
         (Ok(a), Ok(b)) if a == b
     );
     if !same {
-        roots.insert(0, (project, Source::Project, cwd.join(".zot").join(MCP_FILE)));
+        roots.insert(0, (project, Source::Project, crate::discovery::project_servers(cwd)));
     }
     let mut all = Vec::new();
-    for (root, scope, mcp_file) in roots {
+    for (root, scope, servers) in roots {
         // The servers of a source come after its extensions, as they load.
-        for item in scan_dir(&root, scope).into_iter().chain(mcp_servers(&mcp_file, scope, false)) {
+        for item in scan_dir(&root, scope).into_iter().chain(servers) {
             all.push(match item {
                 Ok(Found { manifest, source, mcp }) => Entry {
                     scope: source,

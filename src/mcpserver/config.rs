@@ -175,8 +175,11 @@ pub struct ServerSpec {
     pub args: Vec<String>,
     /// `env`, unexpanded.
     pub env: Vec<(String, String)>,
-    /// The folder it runs in: `cwd` against the file's folder, or that folder.
+    /// The folder it runs in: `cwd` against the file's folder, or the
+    /// default of its file (docs/protocol.md §8.1).
     pub cwd: PathBuf,
+    /// Whether the entry names its `cwd` (not the default).
+    pub cwd_given: bool,
     /// Why it cannot run at all (an unsupported transport, a bad field).
     pub error: Option<String>,
     /// `disabled`.
@@ -283,8 +286,19 @@ pub struct ConfigFile {
 }
 
 /// Reads `path`: `Ok(None)` when it does not exist, `Err` when it cannot be
-/// read or is not a configuration file.
+/// read or is not a configuration file. Relative paths and the default
+/// `cwd` are the file's folder's; [`crate::mcpserver::files`] reads a file
+/// as the client that wrote it would.
 pub fn read_file(path: &Path) -> Result<Option<ConfigFile>, String> {
+    match read_bytes(path)? {
+        Some(bytes) => parse(&bytes, path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The bytes of `path`: `Ok(None)` when it does not exist; a FIFO or
+/// anything else but a regular file is refused without waiting on it.
+pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: a FIFO put where the file belongs (a project's
@@ -302,7 +316,7 @@ pub fn read_file(path: &Path) -> Result<Option<ConfigFile>, String> {
     if let Err(e) = f.read_to_end(&mut bytes) {
         return Err(format!("cannot read: {e}"));
     }
-    parse(&bytes, path).map(Some)
+    Ok(Some(bytes))
 }
 
 /// Checks a `--mcp-config FILE` at start: it must exist and be a
@@ -315,15 +329,24 @@ pub fn check_given(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Parses a configuration file's bytes; `path` (absolute) anchors relative
-/// paths and names the file.
+/// Parses a configuration file's bytes (JSONC, docs/protocol.md §8.6);
+/// `path` (absolute) anchors relative paths, the default `cwd`, and names
+/// the file.
 pub fn parse(bytes: &[u8], path: &Path) -> Result<ConfigFile, String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
-    let Value::Object(mut top) = v else { return Err("not a JSON object".into()) };
-    let servers = match top.remove("mcpServers") {
+    let v = crate::jsonc::parse(bytes)?;
+    let Value::Object(top) = v else { return Err("not a JSON object".into()) };
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    from_object(top, "mcpServers", path, dir, dir)
+}
+
+/// The servers of a file's top-level object `top`, under `key`: relative
+/// `command`, `cwd` and `roots` against `base`, a server without `cwd` in
+/// `default_cwd`.
+pub fn from_object(mut top: Map<String, Value>, key: &str, path: &Path, base: &Path, default_cwd: &Path) -> Result<ConfigFile, String> {
+    let servers = match top.remove(key) {
         Some(Value::Object(m)) => m,
-        Some(_) => return Err("`mcpServers` must be an object".into()),
-        None => return Err("no `mcpServers` object".into()),
+        Some(_) => return Err(format!("`{key}` must be an object")),
+        None => return Err(format!("no `{key}` object")),
     };
     let mut out = ConfigFile::default();
     for (name, entry) in servers {
@@ -331,20 +354,21 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<ConfigFile, String> {
             out.bad_names.push((name, e.to_string()));
             continue;
         }
-        out.servers.push(server(name, entry, path));
+        out.servers.push(server(name, entry, path, base, default_cwd));
     }
     Ok(out)
 }
 
-fn server(name: String, entry: Value, file: &Path) -> ServerSpec {
-    let base = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+fn server(name: String, entry: Value, file: &Path, base: &Path, default_cwd: &Path) -> ServerSpec {
+    let base = base.to_path_buf();
     let mut spec = ServerSpec {
         name,
         file: file.to_path_buf(),
         command: String::new(),
         args: Vec::new(),
         env: Vec::new(),
-        cwd: base.clone(),
+        cwd: default_cwd.to_path_buf(),
+        cwd_given: false,
         error: None,
         disabled: false,
         enabled_tools: None,
@@ -437,7 +461,10 @@ fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Pat
     }
     match obj.get("cwd") {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) if !s.is_empty() => spec.cwd = join_clean(base, s),
+        Some(Value::String(s)) if !s.is_empty() => {
+            spec.cwd = join_clean(base, s);
+            spec.cwd_given = true;
+        }
         Some(_) => return Err("field `cwd` must be a non-empty string".into()),
     }
     common(spec, obj, base)?;

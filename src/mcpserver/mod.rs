@@ -1,5 +1,6 @@
 //! MCP servers run as extensions (docs/protocol.md §8): their configuration
-//! files ([`config`]), the names their tools are offered by (`names`),
+//! files ([`config`], and where they are: [`files`]; `zot mcp import`:
+//! [`import`]), the names their tools are offered by (`names`),
 //! their results as the host's (`content`), and the edge that translates
 //! one process's JSON-RPC into the host's messages (`edge`). The host runs a server through the same spawn path,
 //! supervisor, registry and call table as an extension; only the edge of
@@ -9,6 +10,8 @@
 //! the MCP server.
 
 pub mod config;
+pub mod files;
+pub mod import;
 mod content;
 pub(crate) mod edge;
 #[cfg(feature = "remote")]

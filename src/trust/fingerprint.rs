@@ -3,7 +3,8 @@
 //!
 //! What goes in, each item tagged and length-prefixed:
 //! - the format version ([`VERSION`]);
-//! - `.zot`, `.zot/mcp.json` and `.zot/extensions` as they are: absent, a
+//! - `.mcp.json`, `.vscode/mcp.json`, `.cursor/mcp.json` (§8.6), `.zot`,
+//!   `.zot/mcp.json` and `.zot/extensions` as they are: absent, a
 //!   file (mode and content), a folder, or a link (its text, then what it
 //!   points to);
 //! - the names of the folders in `.zot/extensions` that discovery would
@@ -23,9 +24,10 @@
 //! - then every other entry under `.zot`, walked the same way (what an
 //!   extension or server loads from beside its folder: `.zot/node_modules`,
 //!   hidden folders and loose files in `.zot/extensions`, a server's helper
-//!   modules), and, for each server of `.zot/mcp.json`,
+//!   modules), and, for each server of the project's server files,
 //!   its command and arguments as an extension's `exec` and `args`
-//!   (resolved against the server's folder).
+//!   (resolved against the server's folder; a default folder that is the
+//!   project root named `not covered`, not walked).
 //!
 //! - what runs from beyond: see [`reach`] (scripts, folders, interpreters
 //!   and module paths outside `.zot`), and what a link reaches inside a
@@ -60,7 +62,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The fingerprint format. A record of another format reads as changed.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Most entries (files, folders, links) one fingerprint covers.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Most bytes of content one fingerprint covers.
@@ -90,6 +92,10 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
     let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
     let mut zot_dir: Option<PathBuf> = None;
+    // The other clients' server files, and whether each exists (§8.6).
+    for rel in &crate::mcpserver::files::PROJECT_FILES[1..] {
+        w.top(rel, &project.join(rel))?;
+    }
     if let Some(zot) = w.top(".zot", &project.join(".zot"))? {
         w.top(".zot/mcp.json", &zot.join("mcp.json"))?;
         zot_dir = Some(zot.clone());
@@ -137,6 +143,7 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     if let Some(zot) = zot_dir {
         w.rest(&zot, &jobs)?;
     }
+    w.servers()?;
     w.not_covered.splice(0..0, not_covered);
     w.found_by_interpreters();
     let (digest, seg, outside, mut not_covered) = w.digest();
@@ -432,6 +439,12 @@ impl<'a, 'c> Walk<'a, 'c> {
     /// name, the folders an argument, the working folder or an `env` value
     /// names ([`reach`]).
     fn runs(&mut self, m: &Manifest) -> Result<(), String> {
+        self.runs_in(m, true)
+    }
+
+    /// [`Self::runs`]; `walk_root` false: a working folder that is the
+    /// project root is fed by its path and named `not covered`, not walked.
+    fn runs_in(&mut self, m: &Manifest, walk_root: bool) -> Result<(), String> {
         if !m.is_static() {
             let bare = !m.exec.contains('/');
             let named = m.resolve_exec().ok();
@@ -467,8 +480,13 @@ impl<'a, 'c> Walk<'a, 'c> {
                 }
             }
         }
-        if let Ok(cwd) = fs::canonicalize(&m.dir) {
-            self.folder("cwd", &cwd)?;
+        match fs::canonicalize(&m.dir) {
+            Ok(cwd) if !walk_root && cwd == self.project => {
+                self.feed("cwd-root", cwd.as_os_str().as_bytes());
+                self.name_not_covered(&cwd);
+            }
+            Ok(cwd) => self.folder("cwd", &cwd)?,
+            Err(_) => {}
         }
         self.env_paths(m)
     }
@@ -485,16 +503,27 @@ impl<'a, 'c> Walk<'a, 'c> {
         self.left_out = jobs.iter().filter_map(|(_, _, dir)| fs::canonicalize(dir).ok()).map(|d| d.join(".git")).collect();
         self.tree(zot, ".zot", false)?;
         self.skip.clear();
-        let file = zot.join("mcp.json");
-        if !fs::metadata(&file).is_ok_and(|m| m.is_file()) {
-            return Ok(());
-        }
-        let Ok(Some(config)) = crate::mcpserver::config::read_file(&file) else {
-            return Ok(());
-        };
-        for spec in &config.servers {
-            self.feed("server", spec.name.as_bytes());
-            self.runs(&spec.manifest())?;
+        Ok(())
+    }
+
+    /// What the servers of the project's server files run (§8.6), each
+    /// one's command and arguments as an extension's `exec` and `args`.
+    /// A server's default folder, the project root, is named `not covered`
+    /// rather than walked (as a script's folder is when it is the root);
+    /// a `cwd` the entry names is walked as a tree.
+    fn servers(&mut self) -> Result<(), String> {
+        let project = self.project.to_path_buf();
+        for place in crate::mcpserver::files::project_files(&project) {
+            if !fs::metadata(&place.path).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            let Ok(Some(config)) = crate::mcpserver::files::read(&place) else {
+                continue;
+            };
+            for spec in &config.servers {
+                self.feed("server", spec.name.as_bytes());
+                self.runs_in(&spec.manifest(), spec.cwd_given)?;
+            }
         }
         Ok(())
     }

@@ -44,7 +44,7 @@ impl Walk<'_, '_> {
             || real.strip_prefix(self.project.join(".zot")).is_ok_and(|r| r.components().any(|c| c.as_os_str() == ".git"))
     }
 
-    fn name_not_covered(&mut self, p: &Path) {
+    pub(super) fn name_not_covered(&mut self, p: &Path) {
         let p = p.display().to_string();
         if !self.not_covered.contains(&p) {
             self.not_covered.push(p);

@@ -1,0 +1,248 @@
+//! Where MCP servers are listed (docs/protocol.md §8.6): the files of a
+//! project (`.zot/mcp.json`, Claude Code's `.mcp.json`, VS Code's
+//! `.vscode/mcp.json`, Cursor's `.cursor/mcp.json`), the global
+//! `$ZOT_HOME/mcp.json` and `--mcp-config` files, each read as the client
+//! that writes it reads it: its top-level key, its variables, what its
+//! relative paths are relative to, and the folder a server runs in.
+//!
+//! Decisions where the protocol is silent:
+//! - Claude Code's `${VAR}` and `${VAR:-default}` are expanded in
+//!   `command`, `args` and `cwd` of `.mcp.json` (its `env`, `url` and
+//!   `headers` are expanded at start as every one is, §7.2, §8.5, their
+//!   values never shown); an unset variable without a default fails that
+//!   entry, naming the field and the variable.
+//! - In VS Code and Cursor files an unset `${env:VAR}` is empty, as those
+//!   clients make it (in `env`, `url` and `headers` it is written
+//!   `${VAR:-}` for the expansion at start); a `${...}` they do not define
+//!   either is left as it is.
+
+use super::config::{self, ConfigFile};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Which file, and so which client's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `--mcp-config FILE`.
+    Given,
+    /// `<project>/.zot/mcp.json`.
+    Zot,
+    /// `<project>/.mcp.json` (Claude Code).
+    ClaudeCode,
+    /// `<project>/.vscode/mcp.json` (VS Code).
+    VsCode,
+    /// `<project>/.cursor/mcp.json` (Cursor).
+    Cursor,
+    /// `$ZOT_HOME/mcp.json`.
+    Global,
+}
+
+/// One server file and the folder it is read against: the project root for
+/// a project's file, the session's directory otherwise.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// Its rules.
+    pub kind: Kind,
+    /// The file (absolute).
+    pub path: PathBuf,
+    /// The project root or the session's directory.
+    pub root: PathBuf,
+}
+
+/// The project's own server files in §8.6's order, highest first.
+pub fn project_files(root: &Path) -> Vec<Place> {
+    [
+        (Kind::Zot, ".zot/mcp.json"),
+        (Kind::ClaudeCode, ".mcp.json"),
+        (Kind::VsCode, ".vscode/mcp.json"),
+        (Kind::Cursor, ".cursor/mcp.json"),
+    ]
+    .into_iter()
+    .map(|(kind, rel)| Place { kind, path: root.join(rel), root: root.to_path_buf() })
+    .collect()
+}
+
+/// The paths of the project files, relative to its root, for the trust
+/// fingerprint and messages.
+pub const PROJECT_FILES: [&str; 4] = [".zot/mcp.json", ".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json"];
+
+/// Reads `place`: `Ok(None)` when the file does not exist.
+pub fn read(place: &Place) -> Result<Option<ConfigFile>, String> {
+    match config::read_bytes(&place.path)? {
+        Some(bytes) => parse(&bytes, place).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Parses the bytes of the file at `place`.
+pub fn parse(bytes: &[u8], place: &Place) -> Result<ConfigFile, String> {
+    let Value::Object(mut top) = crate::jsonc::parse(bytes)? else { return Err("not a JSON object".into()) };
+    let key = if place.kind == Kind::VsCode { "servers" } else { "mcpServers" };
+    let file_dir = place.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let base = match place.kind {
+        Kind::VsCode | Kind::Cursor => place.root.clone(),
+        _ => file_dir,
+    };
+    let mut failed: Vec<(String, String)> = Vec::new();
+    if let Some(Value::Object(servers)) = top.get_mut(key) {
+        for (name, entry) in servers.iter_mut() {
+            let Value::Object(obj) = entry else { continue };
+            if let Err(why) = substitute(obj, place, &base) {
+                failed.push((name.clone(), why));
+            }
+        }
+    }
+    let mut file = config::from_object(top, key, &place.path, &base, &place.root)?;
+    for spec in &mut file.servers {
+        if let Some((_, why)) = failed.iter().find(|(n, _)| *n == spec.name) {
+            spec.error = Some(format!("{}: server \"{}\": {why}", place.path.display(), spec.name));
+        }
+    }
+    Ok(file)
+}
+
+/// The message of an entry that uses VS Code's `${input:ID}`.
+pub fn input_message(id: &str) -> String {
+    format!("uses ${{input:{id}}}, which only VS Code can ask for: set it in the environment and write ${{env:VAR}}")
+}
+
+/// Expands the variables of `place`'s client in the entry `obj`, and for
+/// VS Code and Cursor makes a relative `command` with a `/` the project
+/// root's (`base`), as those clients run it.
+fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Result<(), String> {
+    for field in ["command", "args", "env", "cwd", "url", "headers", "envFile"] {
+        let Some(v) = obj.get_mut(field) else { continue };
+        let mut strings: Vec<&mut String> = Vec::new();
+        match v {
+            Value::String(s) => strings.push(s),
+            Value::Array(a) => strings.extend(a.iter_mut().filter_map(|x| if let Value::String(s) = x { Some(s) } else { None })),
+            Value::Object(o) => strings.extend(o.values_mut().filter_map(|x| if let Value::String(s) = x { Some(s) } else { None })),
+            _ => {}
+        }
+        // `env`, `url` and `headers` are expanded at start as every one is
+        // (§7.2, §8.5), their values never shown: an editor's
+        // `${env:VAR}` there becomes `${VAR:-}` (unset: empty, as there).
+        let at_start = matches!(field, "env" | "url" | "headers");
+        for s in strings {
+            let expanded = match place.kind {
+                Kind::VsCode | Kind::Cursor => editor_vars(s, &place.root, at_start),
+                Kind::ClaudeCode if !at_start => shell_vars(s),
+                _ => Ok(s.clone()),
+            };
+            *s = expanded.map_err(|why| format!("field `{field}`: {why}"))?;
+        }
+    }
+    if matches!(place.kind, Kind::VsCode | Kind::Cursor) {
+        if let Some(Value::String(c)) = obj.get_mut("command") {
+            if c.contains('/') && !c.starts_with('/') && !c.starts_with('~') {
+                *c = base.join(c.trim_start_matches("./")).display().to_string();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// VS Code's and Cursor's variables: `${workspaceFolder}`,
+/// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}` (with
+/// `defer_env`, written `${VAR:-}` for the expansion at start),
+/// `${pathSeparator}`; `${input:ID}` is refused.
+fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        let home = || std::env::var("HOME").unwrap_or_default();
+        match name {
+            "workspaceFolder" | "workspaceRoot" => out.push_str(&root.display().to_string()),
+            "workspaceFolderBasename" => out.push_str(&root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+            "userHome" => out.push_str(&home()),
+            "pathSeparator" | "/" => out.push('/'),
+            _ if name.starts_with("env:") && defer_env => out.push_str(&format!("${{{}:-}}", &name[4..])),
+            _ if name.starts_with("env:") => out.push_str(&std::env::var(&name[4..]).unwrap_or_default()),
+            _ if name.starts_with("input:") => return Err(input_message(&name[6..])),
+            _ => out.push_str(&rest[at..at + 2 + end + 1]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Claude Code's variables: `${VAR}` and `${VAR:-default}`.
+fn shell_vars(s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        match (valid, std::env::var(name).ok().filter(|v| !v.is_empty() || default.is_none()), default) {
+            (false, _, _) => out.push_str(&rest[at..at + 2 + end + 1]),
+            (true, Some(v), _) => out.push_str(&v),
+            (true, None, Some(d)) => out.push_str(d),
+            (true, None, None) => return Err(format!("${{{name}}} is not set (write ${{{name}:-DEFAULT}} for a default)")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(kind: Kind, rel: &str) -> Place {
+        Place { kind, path: PathBuf::from("/p").join(rel), root: PathBuf::from("/p") }
+    }
+
+    #[test]
+    fn each_file_is_read_as_its_client_reads_it() {
+        let vs = br#"{
+            // VS Code keeps servers under `servers`
+            "servers": {"fs": {"type": "stdio", "command": "./bin/s", "args": ["${workspaceFolder}/d", "${pathSeparator}x",],},},
+            "inputs": [],
+        }"#;
+        let f = parse(vs, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap();
+        let s = &f.servers[0];
+        assert_eq!((s.error.as_deref(), s.args.clone()), (None, vec!["/p/d".to_string(), "/x".to_string()]));
+        assert_eq!((s.manifest().exec, s.cwd.clone()), ("/p/bin/s".to_string(), PathBuf::from("/p")));
+        let z = parse(br#"{"mcpServers": {"a": {"command": "./run"}}}"#, &place(Kind::Zot, ".zot/mcp.json")).unwrap();
+        assert_eq!((z.servers[0].manifest().exec, z.servers[0].cwd.clone()), ("/p/.zot/run".to_string(), PathBuf::from("/p")));
+        let g = Place { kind: Kind::Global, path: "/home/z/mcp.json".into(), root: "/work/session".into() };
+        let g = parse(br#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "cwd": "sub"}}}"#, &g).unwrap();
+        assert_eq!(g.servers[0].cwd, PathBuf::from("/work/session"));
+        assert_eq!(g.servers[1].cwd, PathBuf::from("/home/z/sub"));
+    }
+
+    #[test]
+    fn variables_and_their_refusals() {
+        let f = parse(br#"{"servers": {"k": {"command": "x", "env": {"T": "${input:token}"}}}}"#, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap();
+        assert_eq!(
+            f.servers[0].error.as_deref(),
+            Some("/p/.vscode/mcp.json: server \"k\": field `env`: uses ${input:token}, which only VS Code can ask for: set it in the environment and write ${env:VAR}")
+        );
+        assert!(parse(br#"{"mcpServers": {}}"#, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap_err().contains("no `servers` object"));
+        assert_eq!(shell_vars("a${ZOT_SURELY_UNSET_X:-d}b").unwrap(), "adb");
+        assert!(shell_vars("${ZOT_SURELY_UNSET_X}").unwrap_err().contains("${ZOT_SURELY_UNSET_X} is not set"));
+        assert_eq!(shell_vars("${not a var} $X").unwrap(), "${not a var} $X");
+        assert_eq!(editor_vars("${command:x}${env:ZOT_SURELY_UNSET_X}", Path::new("/p"), false).unwrap(), "${command:x}");
+        assert_eq!(editor_vars("Bearer ${env:TOKEN}", Path::new("/p"), true).unwrap(), "Bearer ${TOKEN:-}");
+        assert_eq!(editor_vars("${workspaceFolderBasename}", Path::new("/a/proj"), false).unwrap(), "proj");
+    }
+}
