@@ -394,3 +394,34 @@ fn the_trust_line_names_calls_env_and_prompt() {
     assert!(line("steer").ends_with("; calls: weather, mcp__gh__*; env: API_KEY; steers the model"), "{all}");
     assert!(line("plain").ends_with("network: none"), "{all}");
 }
+
+#[test]
+fn a_manifests_own_env_cannot_hand_over_a_variable_confine_env_withholds() {
+    let t = TempDir::new("confine-calls-env-expand");
+    let with_env = |name: &str, tool: &str, confine: Option<Value>| {
+        let dir = ext(&t, name, json!({"tools": [tool]}), confine);
+        let mut m: Value = serde_json::from_slice(&std::fs::read(dir.join("extension.json")).unwrap()).unwrap();
+        m["env"] = json!({"K": "${SECRET_API_KEY}", "D": "${SECRET_API_KEY:-none}"});
+        std::fs::write(dir.join("extension.json"), m.to_string()).unwrap();
+        dir
+    };
+    let leaky = with_env("leaky", "env_l", Some(json!({})));
+    let named = with_env("named", "env_n", Some(json!({"env": ["SECRET_API_KEY"]})));
+    let open = with_env("open", "env_o", None);
+    let mut s = serve(&t, &[leaky, named, open], &[], &[("SECRET_API_KEY", "sk-123")]);
+    s.ready();
+    // Confined, without the name in confine.env: it does not start, and
+    // says why; nothing of the value is said.
+    let errors = s.notes("extension_error");
+    let e = errors.iter().find(|e| e["extension"] == "leaky").unwrap_or_else(|| panic!("{errors:?}"));
+    let msg = e["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("env K: ${SECRET_API_KEY} is a variable of your environment that its confine.env does not pass on"), "{msg}");
+    assert!(!msg.contains("sk-123"), "{msg}");
+    // Named in confine.env, or not confined: expanded.
+    for tool in ["env_n", "env_o"] {
+        let r = s.request(json!({"id": tool, "type": "tool", "name": tool, "args": {"var": "K"}}));
+        assert_eq!(text(&r), "sk-123", "{tool}");
+    }
+    s.z.close_stdin();
+    assert_eq!(s.finish(), 0);
+}

@@ -80,6 +80,13 @@ pub fn effective(declared: Option<&Declared>, mode: Mode, base: &Path) -> Option
     }
 }
 
+/// Whether a confined process gets the host's variable `name`
+/// (docs/protocol.md §9.1 `env`): the small set, or named in `env`.
+fn passes(name: &str, env: &[String]) -> bool {
+    const KEPT: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TERM", "TMPDIR"];
+    KEPT.contains(&name) || name.starts_with("LC_") || env.iter().any(|n| n == name)
+}
+
 /// What a display needs of one extension or server to show what it may
 /// reach: enough to resolve its grants as a start would, creating nothing.
 pub struct Subject<'a> {
@@ -315,11 +322,21 @@ impl Plan {
     }
 
     /// `${PROJECT}`, `${EXT}`, `${DATA}`, `${TMP}`, then the host's variables.
+    /// A variable of the host's environment that a confined start does not
+    /// get is not expanded either (it reads as unset): `${SECRET}` in the
+    /// manifest's own `env` would hand it over all the same.
     pub fn lookup(&self, name: &str) -> Option<String> {
         match self.placeholder(name) {
             Some(p) => Some(p.display().to_string()),
+            None if self.withholds(name) => None,
             None => std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
         }
+    }
+
+    /// Whether the host's variable `name` is kept from this start: it is
+    /// confined and `name` is neither in the small set nor in `confine.env`.
+    pub fn withholds(&self, name: &str) -> bool {
+        self.rules.as_ref().is_some_and(|d| !passes(name, &d.env))
     }
 
     /// `args` with `${PROJECT}`, `${EXT}`, `${DATA}` and `${TMP}` expanded
@@ -519,9 +536,7 @@ impl Jail {
     /// (docs/protocol.md §9.1 `env`): the small set, or named in `env`.
     /// The host's own additions and the manifest's `env` are not asked.
     pub fn keeps_var(&self, name: &OsStr) -> bool {
-        const KEPT: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TERM", "TMPDIR"];
-        let Some(name) = name.to_str() else { return false };
-        KEPT.contains(&name) || name.starts_with("LC_") || self.env.iter().any(|n| n == name)
+        name.to_str().is_some_and(|n| passes(n, &self.env))
     }
 
     /// Its cgroup, which lasts as long as the start's processes.

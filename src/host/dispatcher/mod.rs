@@ -172,7 +172,13 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     }
     let mut env = plan.env();
     // A server's unset variable names its file and field.
-    let expand_err = |e: crate::envexpand::ExpandError| found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e));
+    let expand_err = |e: crate::envexpand::ExpandError| match &e {
+        // Unset only to it: said as what it is, with the fix.
+        crate::envexpand::ExpandError::Unset { key, var } if plan.withholds(var) => format!(
+            "env {key}: ${{{var}}} is a variable of your environment that its confine.env does not pass on (name \"{var}\" in confine.env to hand it over)"
+        ),
+        _ => found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e)),
+    };
     env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(expand_err)?);
     let args = plan.args(&m.args);
     let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
