@@ -107,6 +107,24 @@ fn a_folder_is_watched_only_with_watch() {
 }
 
 #[test]
+fn a_folder_it_may_read_is_not_watched_through_dnotify_without_watch() {
+    need_landlock!();
+    let t = TempDir::new("confine-dnotify");
+    let shared = t.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    let s = shared.display().to_string();
+    let exts = vec![
+        probe_ext(t.path(), "open", None),
+        probe_ext(t.path(), "jailed", Some(json!({"read": [s.clone()]}))),
+        probe_ext(t.path(), "watcher", Some(json!({"read": [s.clone()], "watch": true}))),
+    ];
+    let h = host(&t, t.path(), exts);
+    assert!(run(&h, "open", "dnotify", s.as_str()).starts_with("ok "));
+    assert_eq!(run(&h, "jailed", "dnotify", s.as_str()), "errno 1", "fcntl(F_NOTIFY) without watch");
+    assert!(run(&h, "watcher", "dnotify", s.as_str()).starts_with("ok "), "watch: true");
+}
+
+#[test]
 fn listen_without_a_bind_port_is_refused_under_ports() {
     need_landlock!();
     let t = TempDir::new("confine-listen");

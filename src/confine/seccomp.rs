@@ -13,7 +13,7 @@
 //!   `listen` (which binds an unbound socket to a port Landlock never sees);
 //! - with `unix: false`, `socket(AF_UNIX)` and datagram `socketpair`s (a
 //!   datagram socket may `sendto` any socket file by name);
-//! - with `watch: false`, `inotify_add_watch`;
+//! - with `watch: false`, `inotify_add_watch` and `fcntl(F_NOTIFY)`;
 //! - with `namespaces: false`, user namespaces (`unshare`/`clone` with
 //!   `CLONE_NEWUSER`, `setns`; `clone3`, whose flags are out of reach in
 //!   memory, answered `ENOSYS`, so that libc falls back to `clone`);
@@ -246,6 +246,8 @@ pub fn program(r: &Rules) -> Option<Vec<sock_filter>> {
     calls.push((libc::SYS_setpriority, only_if(&[(SECCOMP_DATA_ARG0, libc::PRIO_PROCESS), (SECCOMP_DATA_ARG1, 0)], eperm)));
     if !r.watch {
         calls.push((libc::SYS_inotify_add_watch, always(eperm)));
+        // dnotify, the older way to watch a folder: fcntl(F_NOTIFY).
+        calls.push((libc::SYS_fcntl, unless_none_of(SECCOMP_DATA_ARG1, &[libc::F_NOTIFY as u32], eperm)));
     }
     if !r.namespaces {
         let newuser = libc::CLONE_NEWUSER as u32;
@@ -513,6 +515,10 @@ mod tests {
         let (p, open) = (prog(strict()), prog(Rules { watch: true, namespaces: true, ..strict() }));
         assert_eq!(run(&p, call(libc::SYS_inotify_add_watch, [3, 0, 0])), EPERM);
         assert_eq!(run(&open, call(libc::SYS_inotify_add_watch, [3, 0, 0])), OK);
+        let notify = libc::F_NOTIFY as u32;
+        assert_eq!(run(&p, call(libc::SYS_fcntl, [3, notify, 0])), EPERM);
+        assert_eq!(run(&open, call(libc::SYS_fcntl, [3, notify, 0])), OK);
+        assert_eq!(run(&p, call(libc::SYS_fcntl, [3, libc::F_GETFL as u32, 0])), OK, "other fcntl commands stay");
         let newuser = libc::CLONE_NEWUSER as u32;
         let thread = (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD) as u32;
         let fork = libc::SIGCHLD as u32;
