@@ -6,6 +6,10 @@
 //! leave on disk.
 
 mod common;
+#[path = "common/zot_proc.rs"]
+mod zot_proc;
+#[path = "common/term.rs"]
+mod term;
 
 use common::{fixture, host_config, landlock, read_log, start_host, text_of, wait_event, write_manifest, TempDir};
 use serde_json::{json, Value};
@@ -78,6 +82,12 @@ fn an_extension_cannot_truncate_rewrite_or_forge_its_log() {
         assert_eq!(got["seek"], "errno 29", "{name}: {got}");
         assert_eq!(got["write"], "ok", "{name}: {got}");
         op(&host, name, json!({"op": "write", "text": "[zot] exited (exit code 0)"}));
+        // What a terminal would show as a host line: a carriage return, an
+        // escape sequence, a byte-order mark before it.
+        op(&host, name, json!({"op": "write", "text": " \r[zot] forged b"}));
+        op(&host, name, json!({"op": "write", "text": "x\u{1b}[2K\r[zot] forged c"}));
+        op(&host, name, json!({"op": "write", "text": "\u{feff}[zot] forged d"}));
+        op(&host, name, json!({"op": "write", "text": "it says [zot] in its text"}));
         op(&host, name, json!({"op": "write", "text": format!("{name} last")}));
 
         let after = read_bytes(&t, name);
@@ -85,7 +95,9 @@ fn an_extension_cannot_truncate_rewrite_or_forge_its_log() {
         let rest = String::from_utf8_lossy(&after[before.len()..]).into_owned();
         assert_eq!(
             rest,
-            format!("{name} after tampering\n[stderr] [zot] exited (exit code 0)\n{name} last\n"),
+            format!(
+                "{name} after tampering\n[stderr] [zot] exited (exit code 0)\n[stderr]  \r[zot] forged b\n[stderr] x\u{1b}[2K\r[zot] forged c\n[stderr] \u{feff}[zot] forged d\nit says [zot] in its text\n{name} last\n"
+            ),
             "{name}: its text arrives after, and a line of its own never passes for the host's"
         );
     }
@@ -275,4 +287,29 @@ fn an_mcp_servers_stderr_before_its_exit_is_in_its_log_before_the_exit_line() {
     let exit = lines.iter().position(|l| l.starts_with("[zot] ") && l.contains("exit code 7")).unwrap_or_else(|| panic!("{log}"));
     assert!(said < exit, "{log}");
     host.shutdown();
+}
+
+/// On a terminal, `zot ext logs` leaves out the control characters of the
+/// extension's text: a carriage return or an escape sequence in it neither
+/// hides what came before nor drives the terminal. To a pipe the log is
+/// copied as it is (the control).
+#[test]
+fn zot_ext_logs_on_a_terminal_leaves_out_the_extensions_control_characters() {
+    let t = TempDir::new("logs-terminal");
+    let logs = t.path().join("zot-home/logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    std::fs::write(logs.join("ext-x.log"), "a\x1b[31mred\r[zot] forged\n").expect("log");
+    let args: Vec<String> = ["ext", "logs", "x"].map(String::from).to_vec();
+    let mut z = term::Term::spawn_args(&t, &args, 120);
+    z.wait_for("forged", 0);
+    assert_eq!(z.exit_code(), 0);
+    let shown = z.text();
+    assert!(shown.contains("a[31mred[zot] forged"), "{shown:?}");
+    assert!(!shown.contains('\x1b') && !shown.contains("red\r"), "{shown:?}");
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "logs", "x"])
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .output()
+        .expect("zot ext logs");
+    assert_eq!(piped.stdout, b"a\x1b[31mred\r[zot] forged\n");
 }

@@ -194,7 +194,7 @@ impl State {
     }
 
     fn put(&mut self, out: &mut Vec<u8>) {
-        if self.line.starts_with(b"[zot]") {
+        if passes_for_the_hosts(&self.line) {
             out.extend_from_slice(MARK);
         }
         out.extend_from_slice(&self.line);
@@ -205,6 +205,21 @@ impl State {
             self.line = Vec::new();
         }
     }
+}
+
+/// Whether `line` could show as one of the host's `[zot]` lines: it holds
+/// `[zot]` and what comes before it shows nothing on a terminal (blanks, a
+/// byte-order mark, a zero-width space) or may move the cursor back over
+/// what came before (a carriage return, a backspace, an escape sequence).
+fn passes_for_the_hosts(line: &[u8]) -> bool {
+    let Some(at) = line.windows(5).position(|w| w == b"[zot]") else { return false };
+    let before = &line[..at];
+    let moves = |b: &u8| matches!(b, b'\r' | 0x08 | 0x1b) || *b == 0x9b;
+    if before.iter().any(moves) {
+        return true;
+    }
+    let text = String::from_utf8_lossy(before);
+    text.chars().all(|c| c.is_whitespace() || c.is_control() || matches!(c, '\u{feff}' | '\u{200b}' | '\u{200c}' | '\u{200d}' | '\u{2060}'))
 }
 
 #[cfg(test)]
@@ -238,6 +253,12 @@ mod tests {
     #[test]
     fn a_line_that_looks_like_the_hosts_is_marked() {
         assert_eq!(lines(&[b"[zot] forged\n[zo] fine\n"], true), b"[stderr] [zot] forged\n[zo] fine\n");
+        // What a terminal would show as a host line is marked too.
+        for forged in [&b" \r[zot] b"[..], b"x\x1b[2K\r[zot] c", "\u{feff}[zot] d".as_bytes(), b"  [zot] e", b"abc\x08\x08\x08[zot] f"] {
+            assert!(passes_for_the_hosts(forged), "{:?}", String::from_utf8_lossy(forged));
+        }
+        assert!(!passes_for_the_hosts(b"the [zot] prefix means the host"), "a line that mentions it");
+        assert!(!passes_for_the_hosts(b"plain"));
     }
 
     #[test]

@@ -59,6 +59,21 @@ pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool, mc
     out.flush().map_err(out_err)
 }
 
+/// What the log holds is an extension's own text: on a terminal, its
+/// control characters (escape sequences, carriage returns, backspaces) are
+/// left out, so it can neither pass for the host's lines nor drive the
+/// terminal; to a file or a pipe it is copied as it is.
+fn for_the_terminal(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    static TTY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: isatty only asks about a descriptor.
+    let tty = *TTY.get_or_init(|| unsafe { libc::isatty(1) } == 1);
+    let control = |b: &u8| (*b < 0x20 && !matches!(b, b'\n' | b'\t')) || *b == 0x7f;
+    if !tty || !bytes.iter().any(control) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    std::borrow::Cow::Owned(bytes.iter().copied().filter(|b| !control(b)).collect())
+}
+
 /// Copies `r` to `out`, telling read errors from write errors.
 fn copy_out(r: &mut impl Read, out: &mut impl Write, path: &Path) -> Res<u64> {
     let mut buf = vec![0u8; 64 * 1024];
@@ -70,7 +85,7 @@ fn copy_out(r: &mut impl Read, out: &mut impl Write, path: &Path) -> Res<u64> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Fail::Msg(format!("cannot read {}: {e}", show(path)))),
         };
-        out.write_all(&buf[..n]).map_err(out_err)?;
+        out.write_all(&for_the_terminal(&buf[..n])).map_err(out_err)?;
         total += n as u64;
     }
 }
