@@ -168,8 +168,9 @@ fn intercepts_modified_args_and_events_only_for_listed_tools() {
     let t = TempDir::new("confine-calls-intercepts");
     // `i` is confined to `listed` and rewrites
     // every call it intercepts; `w` watches unconfined.
-    let i = ext(&t, "i", json!({"intercepts": ["tool_call"], "events": ["tool_call", "tool_result"], "modify": {"by_i": true}}), Some(json!({"call": ["listed"]})));
-    let w = ext(&t, "w", json!({"events": ["tool_call", "tool_result"]}), None);
+    let events = ["tool_call", "tool_result", "tool_confirmation_requested", "permission_decision"];
+    let i = ext(&t, "i", json!({"intercepts": ["tool_call"], "events": events, "modify": {"by_i": true}}), Some(json!({"call": ["listed"]})));
+    let w = ext(&t, "w", json!({"events": events}), None);
     let tgt = ext(&t, "tgt", json!({"tools": ["listed", "unlisted"]}), None);
     let u = ext(&t, "u", json!({"tools": ["call_u"]}), None);
     let mut s = serve(&t, &[i, w, tgt, u], &[], &[]);
@@ -184,7 +185,9 @@ fn intercepts_modified_args_and_events_only_for_listed_tools() {
     assert_eq!(r["modified_args"], json!({"by_i": true}), "{r}");
 
     // The agent's events: w hears of both tools, i of the listed one only.
-    for ev in ["tool_call", "tool_result"] {
+    // Every event about one tool: its confirmation and the permission
+    // decision too carry a preview of the call.
+    for ev in events {
         let r = s.ok(json!({"id": format!("{ev}-u"), "type": "event", "event": ev, "tool_id": "t1", "tool_name": "unlisted", "tool_args": {}}));
         assert_eq!(r, json!({"delivered": 1}), "{ev}");
         let r = s.ok(json!({"id": format!("{ev}-l"), "type": "event", "event": ev, "tool_id": "t2", "tool_name": "listed", "tool_args": {}}));
@@ -201,12 +204,12 @@ fn intercepts_modified_args_and_events_only_for_listed_tools() {
     assert_eq!(serde_json::from_str::<Value>(&got).unwrap(), json!({"by": "tgt", "args": {"by_i": true}}));
 
     let w_saw = seen(&mut s, "w");
-    for want in ["event tool_call unlisted", "event tool_result unlisted", "event tool_call listed"] {
+    for want in ["event tool_call unlisted", "event tool_result unlisted", "event tool_call listed", "event tool_confirmation_requested unlisted", "event permission_decision unlisted"] {
         assert!(w_saw.iter().any(|l| l == want), "{want}: {w_saw:#?}");
     }
     let i_saw = seen(&mut s, "i");
     assert!(i_saw.iter().all(|l| !l.contains("unlisted")), "i heard of the unlisted tool: {i_saw:#?}");
-    for want in ["intercept tool_call listed", "event tool_call listed", "event tool_result listed"] {
+    for want in ["intercept tool_call listed", "event tool_call listed", "event tool_result listed", "event tool_confirmation_requested listed", "event permission_decision listed"] {
         assert!(i_saw.iter().any(|l| l == want), "{want}: {i_saw:#?}");
     }
     s.z.close_stdin();
@@ -218,8 +221,8 @@ fn steering_the_model_needs_confine_prompt() {
     let t = TempDir::new("confine-calls-prompt");
     // `loud` declares prompt and comes first in the chain; `quiet` does
     // not: its system_prompt, had it counted, would be the last word.
-    let loud = ext(&t, "loud", json!({"tools": ["submit_l"], "intercepts": ["before_agent_start"], "system_prompt": "loud says"}), Some(json!({"prompt": true})));
-    let quiet = ext(&t, "quiet", json!({"tools": ["submit_q"], "intercepts": ["before_agent_start"], "system_prompt": "quiet says", "commands": ["ask"]}), Some(json!({})));
+    let loud = ext(&t, "loud", json!({"tools": ["submit_l"], "intercepts": ["before_agent_start", "assistant_message"], "system_prompt": "loud says", "replace_text": "LOUD"}), Some(json!({"prompt": true})));
+    let quiet = ext(&t, "quiet", json!({"tools": ["submit_q"], "intercepts": ["before_agent_start", "assistant_message"], "system_prompt": "quiet says", "replace_text": "QUIET", "commands": ["ask"], "prompt_tool": "bash"}), Some(json!({})));
     let mut s = serve(&t, &[loud, quiet], &[], &[]);
     s.ready();
     // The answer comes after whatever its submits made (one ordered stream).
@@ -233,10 +236,16 @@ fn steering_the_model_needs_confine_prompt() {
 
     let r = s.ok(json!({"id": 3, "type": "intercept", "event": "before_agent_start", "system_prompt": "base"}));
     assert_eq!(r["system_prompt"], "loud says", "{r}");
-    // The answer to the user's own command is not steering.
+    // Rewriting the model's words is steering: quiet's (the last word) does
+    // not count, loud's does.
+    let r = s.ok(json!({"id": 5, "type": "intercept", "event": "assistant_message", "text": "hello"}));
+    assert_eq!(r["replace_text"], "LOUD", "{r}");
+    // The answer to the user's own command is not steering; a tool it names
+    // beside it, which it may not call, is not handed on.
     let r = s.ok(json!({"id": 4, "type": "command", "name": "ask"}));
     assert_eq!((&r["action"], &r["prompt"]), (&json!("prompt"), &json!("asked by quiet")), "{r}");
-    for want in ["dropped submit: confine.prompt is not true", "dropped submit_slash: confine.prompt is not true", "dropped its system_prompt"] {
+    assert!(r.get("tool_name").is_none_or(Value::is_null) && r.get("tool_args").is_none_or(Value::is_null), "{r}");
+    for want in ["dropped submit: confine.prompt is not true", "dropped submit_slash: confine.prompt is not true", "dropped its system_prompt", "dropped its replace_text of assistant_message"] {
         assert!(log_contains_text(&t, "quiet", want), "{want}: {}", read_log(&t, "quiet"));
     }
     s.z.close_stdin();

@@ -374,6 +374,12 @@ impl Dispatcher {
                 action = "noop".into();
                 tool_args = None;
             }
+            // A tool named beside another action runs nothing here, but an
+            // agent may take it up: not one a confined extension may not call.
+            let (tool_name, tool_args) = match r.tool_name {
+                Some(n) if !self.exts[slot].may_call(&n) => (None, None),
+                n => (n, tool_args),
+            };
             let reply = CommandReply {
                 extension: self.exts[slot].name().to_string(),
                 action,
@@ -381,7 +387,7 @@ impl Dispatcher {
                 insert: r.insert,
                 display: r.display,
                 open_panel: r.open_panel.map(|p| trim_panel(p, &self.cfg.limits)),
-                tool_name: r.tool_name,
+                tool_name,
                 tool_args,
                 error,
             };

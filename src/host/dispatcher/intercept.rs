@@ -168,6 +168,11 @@ fn confined_reply(ext: &Ext, chain: &Chain, r: &mut InterceptResponse) {
         ext.log("dropped its system_prompt: confine.prompt is not true");
         (r.system_prompt, r.block) = (None, false);
     }
+    // Rewriting the model's words is steering it too.
+    if r.replace_text.is_some() && !ext.may_prompt() {
+        ext.log(&format!("dropped its replace_text of {}: confine.prompt is not true", chain.event()));
+        r.replace_text = None;
+    }
 }
 
 /// Whether `ext` is asked in a chain of `event`: it runs and intercepts it.

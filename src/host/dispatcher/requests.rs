@@ -293,8 +293,12 @@ impl Dispatcher {
     /// frames), in load order.
     pub(super) fn deliver_event(&mut self, event: &str, payload: Payload) -> usize {
         // A confined extension hears of calls of the tools it may call
-        // only (docs/protocol.md §9.1 `call`).
-        let tool = matches!(event, "tool_call" | "tool_result").then(|| payload.get("tool_name").and_then(Value::as_str).unwrap_or_default());
+        // only (docs/protocol.md §9.1 `call`): every event about one tool
+        // (its confirmation and the permission decision too, which carry
+        // a preview of the call).
+        let tool = payload.get("tool_name").and_then(Value::as_str).or_else(|| {
+            matches!(event, "tool_call" | "tool_result" | "tool_confirmation_requested" | "permission_decision").then_some("")
+        });
         let hears = |s: usize| tool.is_none_or(|t| self.exts[s].may_call(t));
         let subscribers: Vec<usize> = (0..self.exts.len())
             .filter(|&s| self.exts[s].life.running() && self.exts[s].events.iter().any(|x| x == event) && hears(s))
