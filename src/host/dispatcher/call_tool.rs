@@ -5,8 +5,8 @@
 //! that exits.
 
 use super::{Call, Dispatcher, ExtId, Inbox, Origin, Timer, after, blocks, respond};
-use super::calls::{CallKind, ToolStage};
-use super::ending::{Pick, Why};
+use super::calls::{AgentCall, CallKind, ToolStage, Why};
+use super::table::Pick;
 use crate::host::{CallKey, HostError, HostEvent, Responder, Response, ToolCall, ToolReply};
 use crate::protocol::{HostFrame, encode};
 use serde_json::Value;
@@ -14,13 +14,6 @@ use std::sync::Arc;
 
 /// The longest chain of tool calls, the first one counted.
 pub(super) const MAX_DEPTH: usize = 4;
-
-/// A call of an agent tool waiting for the agent.
-pub(super) struct AgentCall {
-    pub(super) n: u64,
-    pub(super) name: String,
-    pub(super) done: Responder,
-}
 
 /// The refusal of a call a confined extension may not make (docs/protocol.md
 /// §9.1 `call`), for `call_tool` and a `tool_prompt` answer alike.

@@ -1,7 +1,9 @@
 //! The calls in flight: who waits for which correlation id, of what kind,
 //! until when. Deadlines are kept in order beside the calls and leave with
 //! them, so the dispatcher's wait is bounded by the nearest one and a busy
-//! host holds nothing for calls already answered.
+//! host holds nothing for calls already answered. Here too: a call of an
+//! agent tool waiting for the agent ([`AgentCall`]), and why a call was
+//! cancelled ([`Why`]).
 
 use super::super::Responder;
 use super::ext::ExtId;
@@ -93,5 +95,34 @@ impl InFlight {
     /// The ids of the calls that `pred` picks, by id and call.
     pub fn ids_where_id(&self, pred: impl Fn(u64, &Call) -> bool) -> Vec<u64> {
         self.calls.iter().filter(|(id, c)| pred(**id, c)).map(|(id, _)| *id).collect()
+    }
+}
+
+
+/// A call of an agent tool waiting for the agent.
+pub(super) struct AgentCall {
+    pub(super) n: u64,
+    pub(super) name: String,
+    pub(super) done: Responder,
+}
+
+/// Why a cancel came, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Why {
+    /// The caller (the embedder or the agent) gave up on it.
+    Caller,
+    /// The extension that made it cancelled it, or exited.
+    CallerGone,
+    /// The front end's input ended, nobody is left to answer it.
+    EndOfInput,
+}
+
+impl Why {
+    pub(super) fn text(self) -> &'static str {
+        match self {
+            Why::Caller => "cancelled by the caller",
+            Why::CallerGone => "cancelled by its caller",
+            Why::EndOfInput => "cancelled at the end of the front end's input",
+        }
     }
 }

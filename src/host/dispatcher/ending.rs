@@ -30,7 +30,7 @@
 //!
 //! [`CallTable::take`]: super::table::CallTable::take
 
-use super::calls::{Call, CallKind, ToolStage};
+use super::calls::{Call, CallKind, ToolStage, Why};
 use super::chain::Then;
 pub(super) use super::table::Pick;
 use super::table::{Parked, Taken};
@@ -38,27 +38,6 @@ use super::{Dispatcher, HostFrame, Phase, respond};
 use crate::host::{HostError, HostEvent, Request, fmt_duration};
 use crate::protocol::encode;
 use std::sync::Arc;
-
-/// Why a cancel came, for the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Why {
-    /// The caller (the embedder or the agent) gave up on it.
-    Caller,
-    /// The extension that made it cancelled it, or exited.
-    CallerGone,
-    /// The front end's input ended, nobody is left to answer it.
-    EndOfInput,
-}
-
-impl Why {
-    fn text(self) -> &'static str {
-        match self {
-            Why::Caller => "cancelled by the caller",
-            Why::CallerGone => "cancelled by its caller",
-            Why::EndOfInput => "cancelled at the end of the front end's input",
-        }
-    }
-}
 
 /// Why a call ends without its answer.
 #[derive(Debug, Clone, Copy)]
@@ -298,7 +277,7 @@ impl Dispatcher {
 #[cfg(test)]
 mod tests {
     use super::super::calls::{Call, CallKind, ToolStage};
-    use super::super::call_tool::AgentCall;
+    use super::super::calls::AgentCall;
     use super::super::chain::{Chain, Then};
     use super::super::ext::{Ext, ExtId};
     use super::super::table::Parked;

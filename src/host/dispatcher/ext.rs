@@ -1,6 +1,7 @@
 //! One extension as the dispatcher keeps it: its identity ([`ExtId`]),
 //! where it is in its life ([`Life`], the lifecycle of docs/protocol.md §3),
-//! the facts about its process, and what it registered.
+//! the facts about its process, and what it registered; for an MCP server
+//! also its eras ([`Eras`]) and where it is in its sleep ([`IdleState`]).
 
 use super::limits::Bucket;
 use super::supervisor::Supervisor;
@@ -10,6 +11,8 @@ use crate::protocol::ToolMore;
 use crate::host::{HostError, State};
 use serde_json::Value;
 use std::process::ExitStatus;
+use crate::mcpserver::config::Protocol;
+use crate::mcpserver::edge::Era;
 use std::time::Instant;
 
 /// An extension of one load: its slot in the table and the load it
@@ -134,11 +137,11 @@ pub(super) struct Ext {
     /// host, to be started again once it ended; answered once it is ready.
     pub restart_waiters: Vec<crate::host::Responder>,
     /// An MCP server's idle stop and wake (docs/protocol.md §8.1).
-    pub idle: super::mcp::IdleState,
+    pub idle: IdleState,
     /// An MCP server's unknown entry fields are logged, once a load.
     pub unknown_logged: bool,
     /// An MCP server's era: the one found, and its handshake tries.
-    pub eras: super::mcp::Eras,
+    pub eras: Eras,
     /// `hello_ack`'s `data_dir` for its current start.
     pub data_dir: std::path::PathBuf,
     /// The confinement rules in force for its current start; `None`:
@@ -265,5 +268,64 @@ impl Ext {
             Err(SendError::Full) => Err(HostError::Busy { extension: self.name().to_string() }),
             Err(SendError::Closed) => Err(gone("its stdin is closed")),
         }
+    }
+}
+
+
+/// A server's eras (docs/protocol.md §8.4.3 rules 11 and 12): the one found,
+/// kept for the entry until a reload, and the handshake tries of a start.
+#[derive(Default)]
+pub(super) struct Eras {
+    /// The era a handshake succeeded in.
+    pub found: Option<Era>,
+    /// The era of the process running now.
+    pub current: Option<Era>,
+    /// Under `auto`: the `initialize` try failed with this; the modern try
+    /// starts once its process is gone.
+    pub first: Option<String>,
+    pub retry: bool,
+    /// A try is being stopped; its end starts the next.
+    pub retry_after_stop: bool,
+}
+
+impl Eras {
+    /// The era of the next process.
+    pub fn next(&mut self, protocol: Protocol) -> Era {
+        let era = match protocol {
+            Protocol::Legacy => Era::Legacy,
+            Protocol::Modern => Era::Modern,
+            Protocol::Auto if std::mem::take(&mut self.retry) => Era::Modern,
+            Protocol::Auto => {
+                self.first = None;
+                self.found.unwrap_or(Era::Legacy)
+            }
+        };
+        self.current = Some(era);
+        era
+    }
+}
+
+/// Where an MCP server with an `idleTimeout` is in its sleep.
+#[derive(Default)]
+pub(super) struct IdleState {
+    /// Stopped for being idle; its end makes it [`Life::Idle`].
+    pub stopping: bool,
+    /// Started again by a call; the calls wait until it is ready.
+    pub waking: bool,
+    /// When it was last called.
+    pub last_used: Option<Instant>,
+    /// While it wakes: the commands and tools it offered asleep. They stay
+    /// listed until it is ready, and what it lists then is compared with
+    /// them.
+    pub slept_with: Option<Offered>,
+}
+
+/// Commands (name, description) and tools, as an extension registered them.
+pub(super) type Offered = (Vec<(String, String)>, Vec<ToolEntry>);
+
+impl IdleState {
+    /// Calls wait (and wake it): idle, going idle, or waking.
+    pub fn asleep(&self, life: Life) -> bool {
+        life == Life::Idle || self.stopping || self.waking
     }
 }

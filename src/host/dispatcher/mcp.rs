@@ -2,7 +2,8 @@
 //! command resolved and their edge made at start, the messages of the edge
 //! that have no zot frame (bytes to write back, a failed handshake, a new
 //! tool or prompt list, progress of a call), their sleep and waking, and
-//! their per-server call deadline.
+//! their per-server call deadline. What a server's record keeps of its
+//! eras and its sleep is in `ext`.
 
 use super::ext::ToolEntry;
 use super::table::{Pick, Taken};
@@ -74,39 +75,6 @@ pub(super) fn opening_of(era: Era) -> &'static str {
     }
 }
 
-/// A server's eras (docs/protocol.md §8.4.3 rules 11 and 12): the one found,
-/// kept for the entry until a reload, and the handshake tries of a start.
-#[derive(Default)]
-pub(super) struct Eras {
-    /// The era a handshake succeeded in.
-    pub found: Option<Era>,
-    /// The era of the process running now.
-    pub current: Option<Era>,
-    /// Under `auto`: the `initialize` try failed with this; the modern try
-    /// starts once its process is gone.
-    pub first: Option<String>,
-    pub retry: bool,
-    /// A try is being stopped; its end starts the next.
-    pub retry_after_stop: bool,
-}
-
-impl Eras {
-    /// The era of the next process.
-    pub fn next(&mut self, protocol: Protocol) -> Era {
-        let era = match protocol {
-            Protocol::Legacy => Era::Legacy,
-            Protocol::Modern => Era::Modern,
-            Protocol::Auto if std::mem::take(&mut self.retry) => Era::Modern,
-            Protocol::Auto => {
-                self.first = None;
-                self.found.unwrap_or(Era::Legacy)
-            }
-        };
-        self.current = Some(era);
-        era
-    }
-}
-
 /// A tool call's deadline: a server's `requestTimeout`, else `tool`.
 pub(super) fn tool_timeout(ext: &Ext, tool: Duration) -> Duration {
     ext.found.mcp.as_ref().and_then(|s| s.request_timeout).unwrap_or(tool)
@@ -117,31 +85,6 @@ pub(super) fn no_hello(ext: &Ext, hello: Duration) -> String {
     match &ext.found.mcp {
         Some(s) => format!("no answer to initialize within {} (connectTimeout)", fmt_duration(s.connect_timeout)),
         None => format!("no hello within {}", fmt_duration(hello)),
-    }
-}
-
-/// Where an MCP server with an `idleTimeout` is in its sleep.
-#[derive(Default)]
-pub(super) struct IdleState {
-    /// Stopped for being idle; its end makes it [`Life::Idle`].
-    pub stopping: bool,
-    /// Started again by a call; the calls wait until it is ready.
-    pub waking: bool,
-    /// When it was last called.
-    pub last_used: Option<Instant>,
-    /// While it wakes: the commands and tools it offered asleep. They stay
-    /// listed until it is ready, and what it lists then is compared with
-    /// them.
-    pub slept_with: Option<Offered>,
-}
-
-/// Commands (name, description) and tools, as an extension registered them.
-pub(super) type Offered = (Vec<(String, String)>, Vec<ToolEntry>);
-
-impl IdleState {
-    /// Calls wait (and wake it): idle, going idle, or waking.
-    pub fn asleep(&self, life: Life) -> bool {
-        life == Life::Idle || self.stopping || self.waking
     }
 }
 

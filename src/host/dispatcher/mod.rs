@@ -2,53 +2,73 @@
 //! command/tool indexes, the calls in flight and every deadline. It never
 //! blocks on I/O: frames go out through each child's bounded queue, frames
 //! and exits come in through one inbox, and timers are a min-heap that the
-//! inbox wait is bounded by. This file holds the loop and loading; the
-//! rest is one file per idea: [`ext`] one extension and its lifecycle,
-//! [`requests`] the embedder's requests, [`frames`] the frames from
-//! extensions, [`ends`] the end of a process, [`timers`] deadlines,
-//! [`chain`] an intercept chain's state and rules, [`intercept`] running
-//! chains, [`call_tool`] tools called by extensions,
-//! [`blocks`] result content, [`restart`] supervision, [`stop`] shutdown
-//! and reload, [`calls`] the calls in flight, [`limits`] the
-//! per-extension bounds, [`listing`] the listing, [`mcp`] what only MCP
-//! servers do (their start, live tool lists, progress).
+//! inbox wait is bounded by. This file holds the thread, its loop (which
+//! hands each inbox message to its handler), loading, and the confinement
+//! of a start.
 //!
-//! The state is owned by types the dispatcher routes between, each with
-//! its rules and unit tests: [`table`] (every call at its stage),
-//! [`registry`](super::registry) (names), [`ext`] (one extension),
-//! [`supervisor`] (restarts), [`load`] (the phase, loads and reloads, who
-//! waits for them), [`envelope`] (events' session id and sequence),
-//! [`ext_calls`] (extensions' `call_tool`s under way), [`clock`] (timers
-//! and ids), [`hooks`] (the embedder's sink and idle hook).
+//! The folder reads top-down as a call travels: a request comes in
+//! ([`requests`], or a frame from an extension, [`frames`]), the table
+//! says where the call is ([`table`]), a rule decides (an intercept chain,
+//! [`chain`]; a call in flight, [`calls`]; an ending, [`ending`]), and a
+//! frame goes out through the extension's queue ([`ext`]). Each file uses
+//! only the ones below it:
+//!
+//! - the handlers, one `impl Dispatcher` each, for one kind of event:
+//!   [`intercept`] running chains, [`requests`] the embedder's requests,
+//!   [`frames`] the frames from extensions, [`call_tool`] tools called by
+//!   extensions, [`timers`] deadlines, [`ends`] the end of a process,
+//!   [`starting`] calls for a name a starting server may bring,
+//!   [`ending`] how a call ends without its answer, [`mcp`] what only
+//!   MCP servers do (their start, live tool lists, progress), [`restart`]
+//!   supervision, [`stop`] shutdown and reload, [`listing`] the listing,
+//!   [`lifecycle`] the end of a model's call;
+//! - [`state`]: the `Dispatcher` itself, the state those handlers share;
+//! - what it holds, each type with its rules and unit tests: [`load`] (the
+//!   phase, loads and reloads, who waits for them), [`hooks`] (the
+//!   embedder's sink and idle hook), [`ext_calls`] (extensions'
+//!   `call_tool`s under way), [`envelope`] (events' session id and
+//!   sequence), [`clock`] (timers and ids), [`table`] (every call at its
+//!   stage), [`chain`] (an intercept chain's state and rules), [`calls`]
+//!   (the calls in flight), [`blocks`] (result content);
+//! - at the bottom, what every file shares: [`base`] (the inbox's
+//!   messages, the timers, a model's call and its origin, the protocol's
+//!   fixed lists, `respond` and `after`), [`stop_stage`] (the stages of a
+//!   stop), [`ext`] (one extension and its lifecycle), [`supervisor`]
+//!   (restarts), [`limits`] (the per-extension bounds).
+//!
+//! The names are in [`super::registry`], beside the dispatcher.
 
-mod blocks;
-mod call_tool;
-mod calls;
-mod clock;
-mod ending;
-mod chain;
-mod ends;
-mod envelope;
-mod ext_calls;
-mod ext;
-mod frames;
-mod hooks;
 mod intercept;
-mod lifecycle;
-mod limits;
-mod listing;
-mod load;
-mod mcp;
 mod requests;
+mod frames;
+mod call_tool;
+mod timers;
+mod ends;
 mod starting;
+mod ending;
+mod mcp;
 mod restart;
 mod stop;
-mod supervisor;
+mod listing;
+mod lifecycle;
+mod state;
+mod load;
+mod hooks;
+mod ext_calls;
+mod envelope;
+mod clock;
 mod table;
-mod timers;
+mod chain;
+mod calls;
+mod blocks;
+mod base;
+mod stop_stage;
+mod ext;
+mod supervisor;
+mod limits;
 
 use super::registry::{self, Registry};
-use crate::host::{Config, EventSink, HostError, HostEvent, IdleHook, Request, Responder, Response, ToolCall};
+use crate::host::{Config, EventSink, HostError, HostEvent, IdleHook};
 use std::thread::JoinHandle;
 use calls::{Call, CallKind};
 use table::CallTable;
@@ -59,58 +79,22 @@ use ext_calls::ExtCalls;
 use hooks::Hooks;
 use limits::Bucket;
 use load::{Load, Phase};
-use stop::StopStage;
+pub(super) use base::Inbox;
+use base::{after, respond, ModelCall, Origin, Timer, COMMAND_ACTIONS, EOF_GRACE, HOST_CAPABILITIES, INTERCEPTABLE, MAX_FRAME_OUT, MAX_SYSTEM_PROMPT, NOTIFY_LEVELS, PANEL_KEYS};
+use state::Dispatcher;
+use stop_stage::StopStage;
 use crate::child::{Child, ChildMsg, Log};
-use crate::mcpserver::edge::McpMsg;
 use crate::discovery::discover_with;
 use crate::protocol::HostFrame;
 use crossbeam_channel::RecvTimeoutError;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
-
-/// Events an extension may intercept.
-pub const INTERCEPTABLE: [&str; 4] = ["tool_call", "turn_start", "assistant_message", "before_agent_start"];
-
-/// The longest `system_prompt` an interceptor may set, encoded.
-pub const MAX_SYSTEM_PROMPT: usize = 1024 * 1024;
-
-/// The levels of a `notify`; another is shown as `info` (and logged).
-pub const NOTIFY_LEVELS: [&str; 4] = ["info", "success", "warn", "error"];
-
-/// The actions of a `command_response`; another answers with an error.
-pub const COMMAND_ACTIONS: [&str; 6] = ["prompt", "insert", "display", "open_panel", "noop", "tool_prompt"];
-
-/// What the host tells extensions it supports, in `hello_ack`.
-pub const HOST_CAPABILITIES: [&str; 1] = ["call_tool"];
-
-/// Keys a panel may receive.
-pub const PANEL_KEYS: [&str; 14] = [
-    "up", "down", "left", "right", "enter", "esc", "tab", "pageup", "pagedown", "home", "end",
-    "backspace", "delete", "rune",
-];
-
-/// How long after stdout closes to wait for the exit status before calls
-/// in flight are failed without it.
-const EOF_GRACE: Duration = Duration::from_millis(50);
+use std::time::Instant;
 
 /// Inbox messages handled at most before frames gathered for children are
 /// written even though more messages wait: a busy inbox (a chatty
 /// extension) must not hold back another extension's call.
 const FLUSH_EVERY: u32 = 64;
-
-/// The largest frame written to an extension (docs/protocol.md §3 rule 9):
-/// current upstream SDKs read at most 4 MiB a line.
-pub const MAX_FRAME_OUT: usize = 4 * 1024 * 1024;
-
-pub(super) enum Inbox {
-    Request(Request, Responder),
-    Child(ExtId, ChildMsg),
-    /// From the edge of an MCP server (docs/protocol.md §8): what has no zot frame.
-    Mcp(ExtId, McpMsg),
-    /// The outcome of an extension's `call_tool`, to answer it with.
-    CallToolDone { caller: ExtId, id: String, name: String, result: Result<Response, HostError> },
-}
 
 pub(super) fn spawn(
     config: Config,
@@ -185,57 +169,6 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     Ok(Confined { plan, env, args, jail })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Timer {
-    Hello(ExtId),
-    ReadyIdle(ExtId),
-    LoadGrace(u64),
-    /// Stdout closed; the exit status has had its moment to arrive.
-    Eof(ExtId),
-    /// The exit was seen; stdout (held by a grandchild) has had its
-    /// moment to reach its end.
-    ExitGrace(ExtId),
-    EofKill(ExtId),
-    Stop(ExtId, StopStage),
-    /// Start an extension again (docs/protocol.md §7.1).
-    Restart(ExtId),
-    /// A request waiting for a restart reaches its own timeout.
-    Parked(u64),
-    /// A call of an agent tool reaches the tool timeout.
-    AgentCall(u64),
-    /// An MCP server's `idleTimeout` may be over.
-    Idle(ExtId),
-}
-
-struct Dispatcher {
-    cfg: Config,
-    inbox: crate::wake::Tx<Inbox>,
-    /// The embedder's event sink and idle hook.
-    hooks: Hooks,
-    /// The bounds of every child's queue, with the budget they share.
-    queue: crate::child::QueueBounds,
-    exts: Vec<Ext>,
-    registry: Registry,
-    /// Every call the host has, at its stage.
-    table: CallTable,
-    /// Deadlines, and the one source of ids.
-    clock: Clock,
-    /// The phase, the current load and who waits for it.
-    load: Load,
-    /// The session id and the sequence of events' envelopes.
-    envelope: Envelope,
-    /// Processes dropped from the table before they were reaped, by the id
-    /// their exit will come with.
-    unreaped: HashMap<ExtId, Child>,
-    /// Extensions' `call_tool`s under way, and the agent's tools they
-    /// may call.
-    ext_calls: ExtCalls,
-}
-
-fn respond(done: Responder, r: Result<Response, HostError>) {
-    done.answer(r);
-}
-
 thread_local! {
     static DISPATCHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -244,14 +177,6 @@ thread_local! {
 /// wait for itself.
 pub(super) fn on_dispatcher_thread() -> bool {
     DISPATCHER.with(|d| d.get())
-}
-
-/// `d` from now; a duration too long for the clock means "as good as never".
-fn after(d: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(d)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86400)))
-        .unwrap_or(now)
 }
 
 impl Dispatcher {
@@ -597,20 +522,4 @@ impl Dispatcher {
             self.begin_stop_all(false);
         }
     }
-}
-
-/// A model's call waiting for its intercept chain.
-pub(super) struct ModelCall {
-    pub(super) call: ToolCall,
-    pub(super) origin: Option<Origin>,
-    pub(super) done: Responder,
-}
-
-/// The extension that made a call with `call_tool`, and the names of the
-/// tool calls above it (the root first).
-pub(super) struct Origin {
-    pub name: String,
-    pub parents: Vec<String>,
-    /// For an agent tool: the `tool_id` of the call it was made inside.
-    pub parent_tool_id: Option<String>,
 }

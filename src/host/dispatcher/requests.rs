@@ -4,8 +4,8 @@
 //! then the call), events with their envelope, panels, and cancellation.
 
 use super::{Call, CallKind, Dispatcher, MAX_FRAME_OUT, ModelCall, Origin, PANEL_KEYS, Phase, after, chain, respond};
-use super::calls::ToolStage;
-use super::ending::{Pick, Why};
+use super::calls::{ToolStage, Why};
+use super::ending::Pick;
 use crate::host::{CallKey, HostError, InterceptOutcome, Request, Responder, Response, ToolCall, ToolReply};
 use crate::protocol::{HostFrame, Payload, encode};
 use serde_json::Value;

@@ -14,7 +14,7 @@
 //! here, a new arm of [`Taken`] and of `At`, which every pick and every
 //! ending must then handle.
 
-use super::call_tool::AgentCall;
+use super::calls::AgentCall;
 use super::calls::{Call, CallKind, InFlight};
 use super::chain::{Chains, Then};
 use super::Origin;

@@ -4,7 +4,8 @@
 //! `tool_result` and `command_response`; for a modern server also its
 //! `resultType` (`input_required` rounds, an unknown type an error).
 
-use super::{error_text, frame, line, request, Edge, Era, Pending};
+use super::state::{request, Edge, Era, Pending};
+use super::wire::{error_text, frame, line};
 use crate::mcpserver::content;
 use crate::child::ChildMsg;
 use crate::protocol::{CommandResponse, DecodeError, ExtFrame, HostFrame, ToolResult};

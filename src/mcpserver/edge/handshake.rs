@@ -4,7 +4,8 @@
 //! within their bounds, `ready`, and the modern `subscriptions/listen`
 //! that brings list changes.
 
-use super::{error_text, frame, line, no_params, request, Edge, Era, Listing, McpMsg, Pending, Prompt, State, Tool, NOT_FOUND};
+use super::state::{request, Edge, EdgeMsg, Era, Listing, McpMsg, Pending, Prompt, State, Tool};
+use super::wire::{error_text, frame, line, no_params, NOT_FOUND};
 use crate::mcpserver::names;
 use crate::protocol::{ExtFrame, ToolMore};
 use serde_json::{json, Map, Value};
@@ -314,7 +315,7 @@ impl Edge {
         let emit = self.emit.clone();
         let _ = std::thread::Builder::new().name("zot-mcp-relisten".into()).stack_size(64 * 1024).spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(1));
-            emit(super::EdgeMsg::Mcp(McpMsg::Write(again)));
+            emit(EdgeMsg::Mcp(McpMsg::Write(again)));
         });
     }
 
