@@ -27,6 +27,8 @@ pub enum Command {
     Serve(SessionArgs),
     /// `zot mcp [OPTIONS]`: the extensions as an MCP server on stdio.
     Mcp(SessionArgs),
+    /// `zot mcp login NAME` (`logout`: `zot mcp logout NAME`).
+    McpLogin { session: SessionArgs, name: String, logout: bool },
     /// `zot ext ...`; `cwd` is `--cwd` as given (not yet checked).
     Ext { cwd: Option<PathBuf>, cmd: ExtCommand },
     /// `zot ext new`.

@@ -20,6 +20,7 @@ mod command;
 mod doc;
 mod flags;
 mod help;
+mod login;
 mod parse;
 mod topics;
 
@@ -71,6 +72,10 @@ where
         },
         Command::Mcp(s) => match s.into_config() {
             Ok(config) => crate::mcp::run(config),
+            Err(e) => fail(&e),
+        },
+        Command::McpLogin { session, name, logout } => match session.into_config() {
+            Ok(config) => login::run(&config, &name, logout),
             Err(e) => fail(&e),
         },
         Command::Ext { cwd, cmd } => {

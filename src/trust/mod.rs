@@ -19,6 +19,14 @@ pub mod fingerprint;
 mod sha256;
 
 use crate::home::Home;
+
+/// The SHA-256 digest of `data` (also what PKCE's `S256` and the names of
+/// the files in `$ZOT_HOME/auth/` are made of).
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    let mut h = sha256::Sha256::new();
+    h.update(data);
+    h.finish()
+}
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, Write};
