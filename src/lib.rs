@@ -31,6 +31,7 @@ mod lines;
 mod log;
 mod nearest;
 mod order;
+mod sha256;
 mod project;
 mod text;
 mod trace;

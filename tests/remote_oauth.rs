@@ -112,10 +112,13 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
     // Before any login: the server waits for a person, and says how.
     let mut s = needs(&t, &cfg);
     let e = s.ext("web");
-    assert_eq!((&e["auth"], &e["transport"]), (&json!("oauth"), &json!("http")), "{e}");
-    assert!(e.to_string().contains("web needs you to log in: zot mcp login web"), "{e}");
+    assert_eq!((&e["auth"], &e["transport"], &e["state"], &e["login"]), (&json!("oauth"), &json!("http"), &json!("needs_login"), &json!("needs_login")), "{e}");
+    assert_eq!(e["error"], "web needs you to log in: zot mcp login web", "{e}");
+    assert!(s.z.seen.iter().any(|l| l.contains("extension_error") && l.contains("web needs you to log in: zot mcp login web")), "{:?}", s.z.seen);
     assert!(s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "x"}}))["ok"] == json!(false));
     s.shutdown();
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert!(out.contains("web needs you to log in: zot mcp login web") && out.contains("auth oauth, not logged in"), "{out}{err}");
 
     let out = login(&t, &cfg, &peer.url(""));
     let files = auth_files(&t);
@@ -131,7 +134,7 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
     let r = s.tool("mcp__web__echo", json!({"text": "hi"}));
     assert_eq!(text(&r), "echo: hi", "{r}");
     let e = s.ext("web");
-    assert_eq!((&e["state"], &e["auth"]), (&json!("ready"), &json!("oauth")), "{e}");
+    assert_eq!((&e["state"], &e["auth"], &e["login"]), (&json!("ready"), &json!("oauth"), &json!("logged_in")), "{e}");
     no_token("serve's list", &s.ok("list", json!({})).to_string(), &tokens);
     s.shutdown();
     no_token("the log", &s.log("web"), &tokens);
@@ -145,6 +148,7 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
 
     let (code, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("  remote {url} (http, auth oauth, logged in, expires in 60 min)")), "{out}{err}");
     no_token("doctor", &format!("{out}{err}"), &tokens);
     let (code, out, err) = zot(&t, &["ext", "list", "--json", "--mcp-config", cfg.to_str().unwrap()]);
     no_token("zot ext list", &format!("{code}{out}{err}"), &tokens);
@@ -187,6 +191,7 @@ fn a_token_about_to_expire_or_refused_is_refreshed_and_a_refused_refresh_needs_l
     no_token("the log", &s.log("web"), &tokens);
     // The next session lists it as needing a login.
     let mut s = needs(&t, &cfg);
-    assert!(s.ext("web").to_string().contains("web needs you to log in: zot mcp login web"), "{}", s.ext("web"));
+    let e = s.ext("web");
+    assert_eq!((&e["state"], &e["error"]), (&json!("needs_login"), &json!("web needs you to log in: zot mcp login web")), "{e}");
     s.shutdown();
 }

@@ -6,7 +6,7 @@
 
 use super::discover::{self, dec, form, Found};
 use super::store::{self, Saved};
-use super::{b64url, pkce, random, take_tokens, LOGIN_WAIT};
+use super::grant::{b64url, pkce, random, take_tokens, LOGIN_WAIT};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -44,7 +44,7 @@ pub fn dir(home: &Path) -> PathBuf {
 
 /// The file of the server at `url`.
 pub fn path(home: &Path, url: &str) -> PathBuf {
-    let digest = crate::trust::sha256(url.as_bytes());
+    let digest = crate::sha256::digest(url.as_bytes());
     let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     dir(home).join(format!("{name}.json"))
 }
