@@ -87,7 +87,7 @@ fn kept_tokens(t: &TempDir) -> Vec<String> {
     let files = auth_files(t);
     assert_eq!(files.len(), 1, "{files:?}");
     let v: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
-    ["access_token", "refresh_token"].iter().filter_map(|k| v[k].as_str().map(str::to_string)).collect()
+    ["access_token", "refresh_token"].iter().filter_map(|k| v[k].as_str().filter(|s| !s.is_empty()).map(str::to_string)).collect()
 }
 
 fn no_token(what: &str, text: &str, tokens: &[String]) {
@@ -184,8 +184,10 @@ fn a_token_about_to_expire_or_refused_is_refreshed_and_a_refused_refresh_needs_l
     assert_eq!(http("POST", &peer.url("/control/refuse-refresh")).0, 200);
     assert_eq!(http("POST", &peer.url("/control/expire")).0, 200);
     let r = s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "c"}}));
-    assert_eq!(r["ok"], json!(false), "{r}");
-    assert!(r["error"]["message"].as_str().unwrap_or("").contains("web needs you to log in: zot mcp login web"), "{r}");
+    assert_eq!((&r["ok"], &r["error"]["code"], &r["error"]["message"]), (&json!(false), &json!("needs_login"), &json!("web needs you to log in: zot mcp login web")), "{r}");
+    // The session ends; started again, the server waits for a person.
+    let e = s.wait_state("web", "needs_login");
+    assert_eq!((&e["error"], &e["login"]), (&json!("web needs you to log in: zot mcp login web"), &json!("needs_login")), "{e}");
     s.shutdown();
     let tokens: Vec<String> = first.into_iter().chain(kept_tokens(&t)).collect();
     no_token("the log", &s.log("web"), &tokens);

@@ -128,7 +128,10 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
         let sent = sh.tokens.as_ref().map(|t| t.current());
         let (resp, with_session) = match post(sh, &url, msg, &peek) {
             Ok(r) => r,
-            Err(why) => return failed(sh, &peek, &why),
+            Err(why) => {
+                failed(sh, &peek, &why);
+                return end_if_refused(sh, &peek);
+            }
         };
         let status = resp.status().as_u16();
         match status {
@@ -148,7 +151,10 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
             200..=299 => return answered(sh, resp, &peek),
             401 | 403 => match unauthorized(sh, &resp, sent.as_deref(), refreshed) {
                 Ok(()) => refreshed = true,
-                Err(why) => return failed(sh, &peek, &why),
+                Err(why) => {
+                    failed(sh, &peek, &why);
+                    return end_if_refused(sh, &peek);
+                }
             },
             _ => return refused(sh, resp, msg, &peek, status),
         }
@@ -189,6 +195,16 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
             Err(needs)
         }
         _ => Err("HTTP 401".into()),
+    }
+}
+
+/// A login no longer accepted (its refresh refused) ends the session
+/// after the handshake: started again, the server is `needs_login` until
+/// a person logs in.
+fn end_if_refused(sh: &Arc<Shared>, peek: &Peek) {
+    let handshake = peek.is("initialize") || peek.is("server/discover");
+    if sh.tokens.as_ref().is_some_and(|t| t.dead()) && !handshake {
+        sh.lost("its login is no longer accepted");
     }
 }
 

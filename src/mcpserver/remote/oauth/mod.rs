@@ -63,6 +63,11 @@ impl Tokens {
         format!("Bearer {}", self.saved().access_token)
     }
 
+    /// The login was refused and forgotten: a person must log in again.
+    pub fn dead(&self) -> bool {
+        self.saved().access_token.is_empty()
+    }
+
     /// `text` without the tokens in it.
     pub fn scrub(&self, text: &str) -> String {
         let s = self.saved();
@@ -96,13 +101,25 @@ impl Tokens {
             return Ok(current_bearer);
         }
         let Some(rt) = current.refresh_token.clone() else { return Err("the token expired and there is no refresh token".into()) };
+        if current.access_token.is_empty() {
+            return Err("the login was refused".into());
+        }
         let mut pairs = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str()), ("client_id", current.client_id.as_str()), ("resource", current.resource.as_str())];
         if let Some(s) = &current.client_secret {
             pairs.push(("client_secret", s.as_str()));
         }
         let (status, v) = discover::post(agent, &current.token_endpoint, "application/x-www-form-urlencoded", discover::form(&pairs).into_bytes(), None)?;
-        let mut next = current;
-        take_tokens(&mut next, status, &v).map_err(|e| format!("the refresh was refused: {e}"))?;
+        let mut next = current.clone();
+        if let Err(e) = take_tokens(&mut next, status, &v) {
+            // Refused: the kept tokens are no use; the client stays.
+            let mut dead = current;
+            dead.access_token.clear();
+            dead.refresh_token = None;
+            dead.expires_at = None;
+            let _ = store::save(&self.home, &dead);
+            *self.saved() = dead;
+            return Err(format!("the refresh was refused: {e}"));
+        }
         store::save(&self.home, &next)?;
         let bearer = format!("Bearer {}", next.access_token);
         *self.saved() = next;
