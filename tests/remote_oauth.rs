@@ -8,6 +8,8 @@
 #![cfg(feature = "remote")]
 
 mod common;
+#[path = "common/mcp_raw.rs"]
+mod mcp_raw;
 #[path = "common/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "common/remote_peer.rs"]
@@ -119,6 +121,11 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
     s.shutdown();
     let (_, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
     assert!(out.contains("web needs you to log in: zot mcp login web") && out.contains("auth oauth, not logged in"), "{out}{err}");
+    let mut z = Zot::spawn(t.path(), &strings(&["mcp", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]), &[]);
+    mcp_raw::initialize(&mut z);
+    z.close_stdin();
+    assert_eq!(z.exit_code(LINE_WAIT), 0, "{}", z.context());
+    assert!(z.stderr_text().contains("web needs you to log in: zot mcp login web"), "{}", z.stderr_text());
 
     let out = login(&t, &cfg, &peer.url(""));
     let files = auth_files(&t);
