@@ -56,7 +56,13 @@ fn header<'a>(head: &'a str, name: &str) -> &'a str {
 
 /// `zot mcp login web` with the test as the browser; zot's stdout.
 fn login(t: &TempDir, cfg: &Path, base: &str) -> Vec<String> {
-    let mut z = Zot::spawn(t.path(), &strings(&["mcp", "login", "web", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]), &[("DISPLAY", "")]);
+    login_with(t, &["--no-ext", "--mcp-config", cfg.to_str().unwrap()], base)
+}
+
+fn login_with(t: &TempDir, opts: &[&str], base: &str) -> Vec<String> {
+    let mut args = strings(&["mcp", "login", "web"]);
+    args.extend(strings(opts));
+    let mut z = Zot::spawn(t.path(), &args, &[("DISPLAY", ""), ("WAYLAND_DISPLAY", "")]);
     let line = z.wait_line("the authorization address", |l| l.contains("/authorize?"));
     let address = line.trim().to_string();
     assert!(address.starts_with(&format!("{base}/authorize?")), "{address}");
@@ -202,5 +208,28 @@ fn a_token_about_to_expire_or_refused_is_refreshed_and_a_refused_refresh_needs_l
     let mut s = needs(&t, &cfg);
     let e = s.ext("web");
     assert_eq!((&e["state"], &e["error"]), (&json!("needs_login"), &json!("web needs you to log in: zot mcp login web")), "{e}");
+    s.shutdown();
+}
+
+#[test]
+fn logging_in_to_a_projects_server_leaves_the_project_trusted() {
+    let t = TempDir::new("oauth-trust");
+    let Some(peer) = peer(&t, 3600) else { return };
+    let project = cwd_of(&t);
+    write_config(&project.join(".zot"), "mcp.json", json!({"web": {"url": peer.url("/mcp"), "oauth": {}}}));
+    let dir = project.to_str().unwrap();
+    // Not trusted: no login to a server the project names.
+    let (code, _, err) = zot(&t, &["mcp", "login", "web", "--cwd", dir]);
+    assert_eq!(code, 1);
+    assert!(err.contains("web is a server of a project you have not trusted"), "{err}");
+    let (code, out, err) = zot(&t, &["trust", dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    login_with(&t, &["--cwd", dir], &peer.url(""));
+    // The tokens live in $ZOT_HOME, not the project: it is still trusted.
+    let mut s = Serve::start(&t, &[], &[]);
+    s.note("ready");
+    let e = s.ext("web");
+    assert_eq!((&e["state"], &e["source"], &e["login"]), (&json!("ready"), &json!("project"), &json!("logged_in")), "{e}");
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "p"}))), "echo: p");
     s.shutdown();
 }
