@@ -127,6 +127,7 @@ fn parse_help(mut a: Args, mut words: Vec<String>) -> Result<Command, UsageError
         ["ext", sub] if EXT_SUBCOMMANDS.contains(sub) => ext_sub_help(sub),
         ["ext", sub] => return Err(a.err(unknown("subcommand", sub, EXT_SUBCOMMANDS))),
         ["ext", _, extra, ..] => return Err(a.err(format!("unexpected argument '{extra}'"))),
+        ["mcp", sub @ ("login" | "logout")] => command_help(command(&format!("mcp {sub}"))),
         [word, extra, ..] if TOP_WORDS.contains(word) => {
             return Err(a.err(format!("unexpected argument '{extra}'")));
         }
@@ -205,7 +206,7 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
         "serve" => Command::Serve(s),
         "mcp" => Command::Mcp(s),
         "mcp login" | "mcp logout" => {
-            let Some(name) = name else { return Err(a.err(format!("'zot {word}' needs the name of a server"))) };
+            let Some(name) = name else { return Err(a.err("the name of a server is missing")) };
             Command::McpLogin { session: s, name, logout: word == "mcp logout" }
         }
         _ => Command::ExtDoctor { session: s, json },
