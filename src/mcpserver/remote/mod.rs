@@ -111,7 +111,7 @@ impl Link {
         let (url, headers) = expand(remote)?;
         let origin = origin(&url).ok_or_else(|| format!("url {:?} is not an http:// or https:// address", remote.shown_url()))?;
         let agent = exchange::agent(spec.connect_timeout);
-        let tokens = login_of(spec, remote, &url, &agent, &log)?;
+        let tokens = login_of(spec, remote, &url, &log)?;
         let (stop, stopped) = crossbeam_channel::bounded(0);
         let shared = Arc::new(Shared {
             name: spec.name.clone(),
@@ -321,11 +321,10 @@ pub fn login_state(spec: &ServerSpec, home: &std::path::Path) -> Option<String> 
     }
 }
 
-/// The login kept for the server at `url` (expanded), refreshed when
-/// about to expire: for an `oauth` entry, and for an entry that sends no
-/// credentials of its own. An `oauth` entry with none, or whose refresh
-/// is refused, fails naming the login to run.
-fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, agent: &ureq::Agent, log: &Log) -> Result<Option<oauth::Tokens>, String> {
+/// The login kept for the server at `url` (expanded): for an `oauth`
+/// entry, and for an entry that sends no credentials of its own. An
+/// `oauth` entry with none fails naming the login to run.
+fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, log: &Log) -> Result<Option<oauth::Tokens>, String> {
     let wanted = remote.oauth.is_some() || remote.auth_name() == "none";
     let home = crate::home::Home::from_env().ok().map(|h| h.root().to_path_buf());
     let Some(tokens) = home.filter(|_| wanted).and_then(|h| oauth::Tokens::load(h, url)) else {
@@ -335,10 +334,8 @@ fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, agent: &ureq::Agent, 
         }
         return Ok(None);
     };
-    if let Err(why) = tokens.header(agent) {
-        log.line(&format!("the kept login cannot be used: {why}"));
-        return Err(oauth::needs_login(&spec.name));
-    }
+    // A token about to expire is refreshed by the first request, on its
+    // own thread: opening a link never waits on the network.
     Ok(Some(tokens))
 }
 
