@@ -32,6 +32,7 @@ mod lines;
 mod log;
 mod nearest;
 mod order;
+mod sha256;
 mod project;
 mod text;
 mod trace;

@@ -29,6 +29,8 @@ pub enum Command {
     Mcp(SessionArgs),
     /// `zot mcp import`: another MCP client's servers into the global file.
     McpImport(crate::mcpserver::import::ImportOptions),
+    /// `zot mcp login NAME` (`logout`: `zot mcp logout NAME`).
+    McpLogin { session: SessionArgs, name: String, logout: bool },
     /// `zot ext ...`; `cwd` is `--cwd` as given (not yet checked).
     Ext { cwd: Option<PathBuf>, cmd: ExtCommand },
     /// `zot ext new`.

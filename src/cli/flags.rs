@@ -217,11 +217,13 @@ const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, fla
 }
 
 /// Every command, in the order `zot --help` lists them.
-pub const COMMANDS: [Cmd; 19] = [
+pub const COMMANDS: [Cmd; 21] = [
     Cmd { session: true, ..cmd("", "[OPTIONS]", "interactive session", &[]) },
     Cmd { session: true, ..cmd("serve", "[OPTIONS]", "host protocol (JSON lines) on stdin/stdout", &[]) },
     Cmd { session: true, ..cmd("mcp", "[OPTIONS]", "the extensions as an MCP server on stdio", &[]) },
     cmd("mcp import", "[--from SOURCE] [--dry-run] [--force]", "copy another MCP client's servers into $ZOT_HOME/mcp.json", &[FROM, DRY_RUN, FORCE]),
+    Cmd { session: true, ..cmd("mcp login", "<name> [OPTIONS]", "log in to a remote MCP server through the browser (OAuth)", &[]) },
+    Cmd { session: true, ..cmd("mcp logout", "<name> [OPTIONS]", "forget the tokens of a remote MCP server", &[]) },
     cmd("ext list", "[--json] [--names]", "installed extensions and their state", &[JSON, NAMES, CWD_DIR]),
     cmd("ext install", "<path|git-url>", "copy or clone into $ZOT_HOME/extensions", &[]),
     cmd("ext remove", "<name> [-y|--yes]", "delete an installed extension", &[YES, CWD_DIR]),

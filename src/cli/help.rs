@@ -93,6 +93,19 @@ answer, after the lines that say it is ready:
   > {\"id\":1,\"type\":\"tool\",\"name\":\"weather\",\"args\":{\"city\":\"Berlin\"}}
   {\"type\":\"response\",\"id\":1,\"ok\":true,\"result\":{\"extension\":\"weather\",\"content\":[{\"text\":\"Berlin: sunny, 21°C (fake)\",\"type\":\"text\"}],\"is_error\":false}}
 ",
+        "mcp login" => "Logs in to the remote MCP server NAME (an entry with a url, found as a
+session would find it: --mcp-config, the project's and the global mcp.json)
+through the browser, with OAuth 2.1: prints the address to open (and opens
+it where a display is set), waits up to 5 minutes for the browser's
+redirect to http://localhost:PORT/callback (the entry's oauth.callbackPort,
+else any free port), and keeps the tokens in $ZOT_HOME/auth/ (0600). The
+sessions that follow use them, and refresh them. A session never opens a
+browser: a server that needs a login is listed needs_login, with this
+command to run.
+",
+        "mcp logout" => "Forgets the tokens kept for the remote MCP server NAME; it needs a login
+again.
+",
         "mcp" => "Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
 message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and
 2024-11-05), so that any MCP client can use the extensions: their tools as

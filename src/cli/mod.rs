@@ -20,6 +20,7 @@ mod command;
 mod doc;
 mod flags;
 mod help;
+mod login;
 mod parse;
 mod topics;
 
@@ -75,6 +76,10 @@ where
         },
         Command::McpImport(opts) => match home() {
             Ok(home) => crate::mcpserver::import::run(&opts, &home.root().join(crate::mcpserver::config::MCP_FILE)),
+            Err(e) => fail(&e),
+        },
+        Command::McpLogin { session, name, logout } => match session.into_config() {
+            Ok(config) => login::run(&config, &name, logout),
             Err(e) => fail(&e),
         },
         Command::Ext { cwd, cmd } => {

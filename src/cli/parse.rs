@@ -128,6 +128,7 @@ fn parse_help(mut a: Args, mut words: Vec<String>) -> Result<Command, UsageError
         ["ext", sub] => return Err(a.err(unknown("subcommand", sub, EXT_SUBCOMMANDS))),
         ["ext", _, extra, ..] => return Err(a.err(format!("unexpected argument '{extra}'"))),
         ["mcp", "import"] => command_help(command("mcp import")),
+        ["mcp", sub @ ("login" | "logout")] => command_help(command(&format!("mcp {sub}"))),
         [word, extra, ..] if TOP_WORDS.contains(word) => {
             return Err(a.err(format!("unexpected argument '{extra}'")));
         }
@@ -170,6 +171,10 @@ fn session_option(a: &mut Args, s: &mut SessionArgs, tok: &Tok) -> Result<bool, 
 /// `--json` for the doctor.
 fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command, UsageError> {
     let mut json = false;
+    // `zot mcp login NAME` / `zot mcp logout NAME`.
+    let mut word = word.to_string();
+    let mut name: Option<String> = None;
+    let word = &mut word;
     loop {
         // Each option given so far, before the command word or after it.
         for flag in SESSION_FLAGS.iter().filter(|f| s.given.contains(&f.long)) {
@@ -182,27 +187,36 @@ fn parse_session(mut a: Args, mut s: SessionArgs, word: &str) -> Result<Command,
             continue;
         }
         if is_help(&tok) {
-            let help = if word == "ext doctor" { crate::doctor::HELP.to_string() } else { command_help(command(word)) };
+            let help = if *word == "ext doctor" { crate::doctor::HELP.to_string() } else { command_help(command(word)) };
             return a.last(Command::Help(help));
         }
         if is_version(&tok) {
             return a.last(Command::Version);
         }
         match &tok {
-            Tok::Long(l) if l == "json" && word == "ext doctor" => json = true,
-            Tok::Value(v) if word == "mcp" && v == "import" => {
+            Tok::Long(l) if l == "json" && *word == "ext doctor" => json = true,
+            Tok::Value(v) if *word == "mcp" && v == "import" => {
                 if let Some(opt) = s.given.first() {
                     return Err(a.err(format!("option '--{opt}' does not apply to 'zot mcp import'")));
                 }
                 a.context = "zot mcp import".into();
                 return parse_mcp_import(a);
             }
+            Tok::Value(v) if *word == "mcp" && (v == "login" || v == "logout") => {
+                *word = format!("mcp {}", v.to_string_lossy());
+                a.context = format!("zot {word}");
+            }
+            Tok::Value(v) if word.starts_with("mcp log") && name.is_none() => name = Some(v.to_string_lossy().into_owned()),
             _ => return Err(a.unexpected(&tok)),
         }
     }
-    Ok(match word {
+    Ok(match word.as_str() {
         "serve" => Command::Serve(s),
         "mcp" => Command::Mcp(s),
+        "mcp login" | "mcp logout" => {
+            let Some(name) = name else { return Err(a.err("the name of a server is missing")) };
+            Command::McpLogin { session: s, name, logout: word == "mcp logout" }
+        }
         _ => Command::ExtDoctor { session: s, json },
     })
 }

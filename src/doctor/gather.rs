@@ -50,6 +50,8 @@ pub(super) fn build(
             transport: info.transport,
             url: info.url.clone(),
             auth: info.auth,
+            login: info.login,
+            login_detail: login_detail(spec.as_deref(), home),
             version: info.version.clone(),
             source: info.source.to_string(),
             dir: info.dir.clone(),
@@ -291,6 +293,8 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
         transport: None,
         url: None,
         auth: None,
+        login: None,
+        login_detail: None,
         version,
         source: source.to_string(),
         dir,
@@ -311,6 +315,17 @@ fn ext_report(name: String, version: String, source: &str, dir: String, log: Str
 
 
 /// The log of an extension or a server, by the kind a listing gives.
+/// How the kept login of a remote server stands, in words.
+#[cfg(feature = "remote")]
+fn login_detail(spec: Option<&crate::mcpserver::config::ServerSpec>, home: &crate::home::Home) -> Option<String> {
+    crate::mcpserver::remote::login_state(spec?, home.root())
+}
+
+#[cfg(not(feature = "remote"))]
+fn login_detail(_: Option<&crate::mcpserver::config::ServerSpec>, _: &crate::home::Home) -> Option<String> {
+    None
+}
+
 fn log_of(home: &crate::home::Home, kind: &str, name: &str) -> PathBuf {
     if kind == "mcp" {
         home.logs_dir().join(format!("mcp-{name}.log"))

@@ -62,9 +62,15 @@ pub struct ExtReport {
     /// A remote server's `url` as written (no query, fragment or user information).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// A remote server's authentication: `none` or `headers`.
+    /// A remote server's authentication: `none`, `headers` or `oauth`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<&'static str>,
+    /// For `auth` `oauth`: `logged_in` or `needs_login`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login: Option<&'static str>,
+    /// The kept login in words: `logged in, expires in 52 min` (never a token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_detail: Option<String>,
     /// What is enforced of its confinement (docs/protocol.md §9.3).
     pub confinement: serde_json::Value,
     /// An MCP server under `auto`: each handshake try and its end
@@ -152,7 +158,8 @@ pub fn render(r: &Report) -> String {
             s.push('\n');
         }
         if let (Some(url), Some(t)) = (&e.url, e.transport) {
-            s.push_str(&one_line(&format!("  remote {url} ({t}, auth {})", e.auth.unwrap_or("none"))));
+            let login = e.login_detail.as_deref().map(|d| format!(", {d}")).unwrap_or_default();
+            s.push_str(&one_line(&format!("  remote {url} ({t}, auth {}{login})", e.auth.unwrap_or("none"))));
             s.push('\n');
         }
         for (i, t) in e.tries.iter().enumerate() {

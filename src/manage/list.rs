@@ -65,9 +65,26 @@ struct Row {
     /// A remote server's `url` as written (no query, fragment or user information).
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<String>,
-    /// A remote server's authentication: `none` or `headers`.
+    /// A remote server's authentication: `none`, `headers` or `oauth`.
     #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<&'static str>,
+    /// For `auth` `oauth`: `logged_in` (a login is kept) or `needs_login`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    login: Option<&'static str>,
+}
+
+/// Whether a login is kept for an `oauth` server.
+#[cfg(feature = "remote")]
+fn kept_login(spec: &crate::mcpserver::config::ServerSpec, home: &Home) -> &'static str {
+    match crate::mcpserver::remote::login_state(spec, home.root()) {
+        Some(d) if d.starts_with("logged in") => "logged_in",
+        _ => "needs_login",
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn kept_login(_: &crate::mcpserver::config::ServerSpec, _: &Home) -> &'static str {
+    "needs_login"
 }
 
 pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool) -> Res {
@@ -153,6 +170,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             transport: e.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
             url: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
             auth: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.auth_name()),
+            login: e.mcp.as_ref().filter(|s| s.remote.as_ref().is_some_and(|r| r.oauth.is_some())).map(|s| kept_login(s, home)),
         });
     }
     crate::order::sort_by(&mut rows, |a, b| {

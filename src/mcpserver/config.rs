@@ -78,6 +78,23 @@ pub struct Remote {
     pub headers: Vec<(String, String)>,
     /// `bearerTokenEnvVar`.
     pub bearer_env: Option<String>,
+    /// `oauth`: signing in through the browser (`zot mcp login NAME`).
+    pub oauth: Option<OAuth>,
+}
+
+/// A remote entry's `oauth` (Claude Code's fields).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OAuth {
+    /// `clientId`: no dynamic registration.
+    pub client_id: Option<String>,
+    /// `clientSecret`.
+    pub client_secret: Option<String>,
+    /// `scopes`, space-separated.
+    pub scopes: Option<String>,
+    /// `callbackPort`: the loopback port of the redirect.
+    pub callback_port: Option<u16>,
+    /// `authServerMetadataUrl`.
+    pub auth_server_metadata_url: Option<String>,
 }
 
 impl Remote {
@@ -107,7 +124,9 @@ impl Remote {
     pub fn auth_name(&self) -> &'static str {
         // User information in the url is sent as basic authentication.
         let userinfo = self.shown_url() != self.url.split(['?', '#']).next().unwrap_or("");
-        if self.bearer_env.is_some() || !self.headers.is_empty() || userinfo {
+        if self.oauth.is_some() {
+            "oauth"
+        } else if self.bearer_env.is_some() || !self.headers.is_empty() || userinfo {
             "headers"
         } else {
             "none"
@@ -517,7 +536,7 @@ fn protocol(obj: &Map<String, Value>) -> Result<Protocol, String> {
 /// `bearerTokenEnvVar`, and none of the fields of a process.
 fn remote_entry(spec: &mut ServerSpec, obj: &Map<String, Value>, transport: Transport, url: Option<String>) -> Result<(), String> {
     let Some(url) = url.filter(|u| !u.is_empty()) else { return Err("field `url` is missing: the server's address".into()) };
-    let mut remote = Remote { url: url.clone(), transport, headers: Vec::new(), bearer_env: None };
+    let mut remote = Remote { url: url.clone(), transport, headers: Vec::new(), bearer_env: None, oauth: None };
     for field in ["confine", "sandboxEnabled", "sandbox", "command", "args", "env", "cwd", "idleTimeout"] {
         if obj.get(field).is_some_and(|v| !v.is_null()) {
             return Err(format!("{field}: a remote server runs no process here"));
@@ -543,16 +562,54 @@ fn remote_entry(spec: &mut ServerSpec, obj: &Map<String, Value>, transport: Tran
         Some(Value::String(s)) if !s.is_empty() => remote.bearer_env = Some(s.clone()),
         Some(_) => return Err("field `bearerTokenEnvVar` must be the name of a variable".into()),
     }
+    let oauth = oauth(obj);
+    remote.oauth = oauth.as_ref().ok().cloned().flatten();
     spec.remote = Some(remote);
     let base = spec.cwd.clone();
     common(spec, obj, &base)?;
-    if obj.get("oauth").is_some_and(|v| !v.is_null()) {
-        return Err("oauth: signing in to a remote server is not supported yet; pass a token with `headers` or `bearerTokenEnvVar`".into());
-    }
+    oauth?;
     if cfg!(not(feature = "remote")) {
         return Err("this zot was built without remote servers".into());
     }
     Ok(())
+}
+
+/// A remote entry's `oauth` object.
+fn oauth(obj: &Map<String, Value>) -> Result<Option<OAuth>, String> {
+    let o = match obj.get("oauth") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(o)) => o,
+        Some(_) => return Err("field `oauth` must be an object".into()),
+    };
+    let text = |k: &str| match o.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(format!("field `oauth.{k}` must be a non-empty string")),
+    };
+    let scopes = match o.get("scopes") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.split_whitespace().collect::<Vec<_>>().join(" ")),
+        Some(Value::Array(_)) => strings(o, "scopes").map_err(|_| "field `oauth.scopes` must be an array of strings or one string".to_string())?.map(|v| v.join(" ")),
+        Some(_) => return Err("field `oauth.scopes` must be an array of strings or one string".into()),
+    };
+    let callback_port = match o.get("callbackPort") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().and_then(|p| u16::try_from(p).ok()).filter(|&p| p > 0).ok_or("field `oauth.callbackPort` must be a port (1-65535)")?),
+    };
+    let metadata = text("authServerMetadataUrl")?;
+    if let Some(m) = &metadata {
+        let l = m.to_ascii_lowercase();
+        if !(l.starts_with("https://") || l.starts_with("http://")) {
+            return Err("field `oauth.authServerMetadataUrl` must start with https:// or http://".into());
+        }
+    }
+    Ok(Some(OAuth {
+        client_id: text("clientId")?,
+        client_secret: text("clientSecret")?,
+        scopes: scopes.filter(|s| !s.is_empty()),
+        callback_port,
+        auth_server_metadata_url: metadata,
+    }))
 }
 
 fn strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {
@@ -658,6 +715,11 @@ mod tests {
         assert_eq!((r.transport, r.transport_name(), r.auth_name()), (Transport::Sse, "sse", "none"));
         let r = one(r#"{"mcpServers":{"web":{"url":"http://u:${P}@h/mcp"}}}"#).remote.unwrap();
         assert_eq!((r.shown_url().as_str(), r.auth_name()), ("http://h/mcp", "headers"));
+        let r = one(r#"{"mcpServers":{"web":{"url":"http://h/mcp","oauth":{"clientId":"c","scopes":["a","b"],"callbackPort":8976}}}}"#).remote.unwrap();
+        let o = r.oauth.clone().unwrap();
+        assert_eq!((r.auth_name(), o.client_id.as_deref(), o.scopes.as_deref(), o.callback_port), ("oauth", Some("c"), Some("a b"), Some(8976)));
+        let s = one(r#"{"mcpServers":{"web":{"url":"http://h/mcp","oauth":{"callbackPort":0}}}}"#);
+        assert_eq!(s.error.as_deref(), Some("field `oauth.callbackPort` must be a port (1-65535)"));
         let s = one(r#"{"mcpServers":{"web":{"url":"ftp://h/"}}}"#);
         assert_eq!(s.error.as_deref(), Some("field `url` must start with http:// or https://, not \"ftp://h/\""));
     }

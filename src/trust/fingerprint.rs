@@ -50,7 +50,7 @@ mod walk;
 
 use super::cache::{Cache, Key, Segment};
 use walk::{Counts, Walk};
-use super::sha256::Sha256;
+use crate::sha256::Sha256;
 use crate::manifest::{Manifest, MANIFEST_FILE};
 use std::collections::HashSet;
 use std::ffi::OsString;

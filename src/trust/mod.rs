@@ -16,9 +16,9 @@
 
 mod cache;
 pub mod fingerprint;
-mod sha256;
 
 use crate::home::Home;
+
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -97,7 +97,7 @@ pub fn canonical(dir: &Path) -> PathBuf {
 /// of the first 8 bytes of the SHA-256 of its canonical path. It names
 /// its extensions' data folders, and its fingerprint's cache.
 pub fn project_id(dir: &Path) -> String {
-    let mut h = sha256::Sha256::new();
+    let mut h = crate::sha256::Sha256::new();
     h.update(canonical(dir).as_os_str().as_encoded_bytes());
     h.hex()[..16].to_string()
 }

@@ -52,6 +52,16 @@ impl Peer {
         Peer::start(cmd, seen, |line| line.trim().parse().ok())
     }
 
+    /// The OAuth fixture (tests/fixtures/oauth_server.py): the SDK's server
+    /// behind a bearer check, beside its own authorization server; access
+    /// tokens live `ttl` seconds.
+    pub fn oauth(seen: &Path, ttl: u64) -> Result<Peer, String> {
+        let py = sdk_python()?;
+        let mut cmd = Command::new(py);
+        cmd.arg(root().join("tests/fixtures/oauth_server.py")).env("REMOTE_SEEN", seen).env("TOKEN_TTL", ttl.to_string());
+        Peer::start(cmd, seen, |line| line.trim().parse().ok())
+    }
+
     pub fn https_url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
     }

@@ -106,7 +106,28 @@ impl Dispatcher {
             });
         }
         out.orphans = crate::child::unattributed_orphans();
+        out.extensions.iter_mut().for_each(login_state);
         out
+    }
+}
+
+/// A remote server that failed for want of a login is `needs_login`, with
+/// the message alone (docs/protocol.md §8.5 rule 11); an `oauth` one says
+/// whether it is logged in.
+fn login_state(info: &mut ExtInfo) {
+    if info.url.is_none() {
+        return;
+    }
+    let msg = format!("{} needs you to log in: zot mcp login {}", info.name, info.name);
+    if let (State::Failed, Some(e)) = (info.state, &info.error) {
+        if let Some(at) = e.find(&msg) {
+            let rest = &e[at..];
+            info.error = Some(rest.split("; its stderr").next().unwrap_or(rest).to_string());
+            info.state = State::NeedsLogin;
+        }
+    }
+    if info.auth == Some("oauth") || info.state == State::NeedsLogin {
+        info.login = Some(if info.state == State::NeedsLogin { "needs_login" } else { "logged_in" });
     }
 }
 
@@ -145,6 +166,7 @@ fn bare_info(name: String, version: String, dir: String) -> ExtInfo {
         transport: None,
         url: None,
         auth: None,
+        login: None,
         state: State::Starting,
         pid: None,
         capabilities: Vec::new(),

@@ -237,7 +237,11 @@ impl Dispatcher {
         };
         let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
+        let login = format!("{extension} needs you to log in: zot mcp login {extension}");
         match call.kind {
+            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) if why.starts_with(&login) => {
+                respond(done, Err(HostError::NeedsLogin(why)))
+            }
             CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) => {
                 respond(done, Err(HostError::Exited { extension, detail: why }))
             }

@@ -456,8 +456,10 @@ impl Dispatcher {
             self.restart_failed(slot, HostError::Exited { extension, detail: format!("its restart failed: {why}") });
             self.give_up_names(slot);
         }
-        // A restart that fails to load is one more exit.
-        if self.exts[slot].restart_names.is_none() || !self.maybe_restart(slot, None) {
+        // A restart that fails to load is one more exit; one that waits
+        // for a person's login (docs/protocol.md §8.5 rule 11) is not tried again.
+        let needs_login = why.contains(" needs you to log in: zot mcp login ");
+        if self.exts[slot].restart_names.is_none() || needs_login || !self.maybe_restart(slot, None) {
             self.give_up_names(slot);
         }
         self.check_load_done(false);

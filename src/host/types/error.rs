@@ -56,6 +56,9 @@ pub enum HostError {
     },
     /// The host could not start (home, threads) or broke an invariant.
     Internal(String),
+    /// A remote server needs a person to log in again (docs/protocol.md
+    /// §8.5 rule 12): `NAME needs you to log in: zot mcp login NAME`.
+    NeedsLogin(String),
     /// No such call waits for an answer.
     UnknownCall(String),
     /// No tool (or command) of that name, once the MCP servers that were
@@ -105,6 +108,7 @@ impl HostError {
             HostError::Busy { .. } | HostError::TooManyCalls { .. } => "busy",
             HostError::ShuttingDown => "shutting_down",
             HostError::Cancelled { .. } => "cancelled",
+            HostError::NeedsLogin(_) => "needs_login",
         }
     }
 }
@@ -113,6 +117,7 @@ impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HostError::BadRequest(m) => write!(f, "bad request: {m}"),
+            HostError::NeedsLogin(m) => f.write_str(m),
             HostError::UnknownCommand(n) => write!(f, "unknown command /{n}"),
             HostError::UnknownTool(n) => write!(f, "unknown tool {n:?}"),
             HostError::NotOffered { name, command, starting } => {

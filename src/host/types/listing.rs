@@ -24,6 +24,9 @@ pub enum State {
     CrashLoop,
     /// An MCP server stopped after its `idleTimeout`; the next call starts it.
     Idle,
+    /// A remote server that answered 401 with no usable login: a person
+    /// must run `zot mcp login NAME` (docs/protocol.md §8.5 rule 11).
+    NeedsLogin,
 }
 
 impl State {
@@ -38,6 +41,7 @@ impl State {
             State::Restarting => "restarting",
             State::CrashLoop => "crash_loop",
             State::Idle => "idle",
+            State::NeedsLogin => "needs_login",
         }
     }
 }
@@ -68,9 +72,12 @@ pub struct ExtInfo {
     /// query string, fragment or user information).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// A remote server's authentication: `none` or `headers`.
+    /// A remote server's authentication: `none`, `headers` or `oauth`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<&'static str>,
+    /// For `auth` `oauth`: `logged_in` or `needs_login`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login: Option<&'static str>,
     /// Where it is in its life.
     pub state: State,
     /// Process id while it runs.

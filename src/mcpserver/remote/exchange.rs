@@ -117,6 +117,7 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
         return post_sse(sh, msg, &peek);
     }
     let mut renewed = false;
+    let mut refreshed = false;
     let mut url = sh.url.clone();
     let mut hops = 0;
     loop {
@@ -124,9 +125,13 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
             return;
         }
         let generation = sh.state().generation;
+        let sent = sh.tokens.as_ref().map(|t| t.current());
         let (resp, with_session) = match post(sh, &url, msg, &peek) {
             Ok(r) => r,
-            Err(why) => return failed(sh, &peek, &why),
+            Err(why) => {
+                failed(sh, &peek, &why);
+                return end_if_refused(sh, &peek);
+            }
         };
         let status = resp.status().as_u16();
         match status {
@@ -144,8 +149,62 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
                 renewed = true;
             }
             200..=299 => return answered(sh, resp, &peek),
+            401 | 403 => match unauthorized(sh, &resp, sent.as_deref(), refreshed) {
+                Ok(()) => refreshed = true,
+                Err(why) => {
+                    failed(sh, &peek, &why);
+                    return end_if_refused(sh, &peek);
+                }
+            },
             _ => return refused(sh, resp, msg, &peek, status),
         }
+    }
+}
+
+/// A 401 or 403: a 401 to a request that carried a token refreshes it
+/// once (Ok: send again); otherwise the server needs a person's login,
+/// which the error says (a 403 `insufficient_scope` names the scope).
+fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshed: bool) -> Result<(), String> {
+    let status = resp.status().as_u16();
+    let header = resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let challenge = super::oauth::discover::challenge(header);
+    let needs = super::oauth::needs_login(&sh.name);
+    if status == 403 {
+        return match challenge.filter(|c| c.error.as_deref() == Some("insufficient_scope")) {
+            Some(c) => {
+                let scope = c.scope.map(|s| format!(" (scope {s})")).unwrap_or_default();
+                sh.log.line(&format!("HTTP 403: insufficient_scope{scope}"));
+                Err(format!("{needs}{scope}"))
+            }
+            None => Err("HTTP 403".into()),
+        };
+    }
+    match (&sh.tokens, sent) {
+        (Some(tokens), Some(sent)) if !refreshed => match tokens.refresh(&sh.agent, sent) {
+            Ok(_) => {
+                sh.log.line("HTTP 401: the access token was refreshed; sending again");
+                Ok(())
+            }
+            Err(why) => {
+                sh.log.line(&format!("HTTP 401: {why}"));
+                Err(needs)
+            }
+        },
+        _ if challenge.is_some() => {
+            sh.log.line("HTTP 401 asking for OAuth and no usable login");
+            Err(needs)
+        }
+        _ => Err("HTTP 401".into()),
+    }
+}
+
+/// A login no longer accepted (its refresh refused) ends the session
+/// after the handshake: started again, the server is `needs_login` until
+/// a person logs in.
+fn end_if_refused(sh: &Arc<Shared>, peek: &Peek) {
+    let handshake = peek.is("initialize") || peek.is("server/discover");
+    if sh.tokens.as_ref().is_some_and(|t| t.dead()) && !handshake {
+        sh.lost("its login is no longer accepted");
     }
 }
 
@@ -169,9 +228,7 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
         .uri(url)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream");
-    for (k, v) in &sh.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
+    b = with_headers(sh, b)?;
     let mut with_session = false;
     if let Some(pv) = &peek.pv {
         b = b.header("MCP-Protocol-Version", pv.as_str());
@@ -202,6 +259,26 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
     sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(sh, &e))
 }
 
+/// The entry's headers, and the login's `Authorization` in place of any
+/// other (refreshed first when about to expire).
+pub(super) fn with_headers(sh: &Shared, mut b: ureq::http::request::Builder) -> Result<ureq::http::request::Builder, String> {
+    for (k, v) in &sh.headers {
+        if sh.tokens.is_none() || !k.eq_ignore_ascii_case("authorization") {
+            b = b.header(k.as_str(), v.as_str());
+        }
+    }
+    if let Some(t) = &sh.tokens {
+        match t.header(&sh.agent) {
+            Ok(h) => b = b.header("Authorization", h),
+            Err(why) => {
+                sh.log.line(&format!("the access token could not be refreshed: {why}"));
+                return Err(super::oauth::needs_login(&sh.name));
+            }
+        }
+    }
+    Ok(b)
+}
+
 /// An error of the client in words that hold no header value; a TLS or
 /// certificate error names the server's origin.
 pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
@@ -219,6 +296,9 @@ pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
                 text = text.replace(secret, "(header value)");
             }
         }
+    }
+    if let Some(t) = &sh.tokens {
+        text = t.scrub(&text);
     }
     text
 }
@@ -514,10 +594,8 @@ pub(super) fn end_session(sh: &Shared) {
         (st.session.clone(), st.version.clone(), st.sse)
     };
     let Some(session) = session.filter(|_| !sse) else { return };
-    let mut b = ureq::http::Request::builder().method("DELETE").uri(sh.url.as_str()).header("Mcp-Session-Id", session.as_str());
-    for (k, v) in &sh.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
+    let b = ureq::http::Request::builder().method("DELETE").uri(sh.url.as_str()).header("Mcp-Session-Id", session.as_str());
+    let Ok(mut b) = with_headers(sh, b) else { return };
     if let Some(v) = &version {
         b = b.header("MCP-Protocol-Version", v.as_str());
     }

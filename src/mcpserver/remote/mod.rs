@@ -17,6 +17,7 @@
 //! or user information), header names and variables, never values.
 
 mod exchange;
+pub mod oauth;
 mod sse;
 mod stream;
 
@@ -67,6 +68,9 @@ struct Shared {
     ended: AtomicBool,
     /// Held while the session is renewed: one renewal at a time.
     renewing: Mutex<()>,
+    /// The login kept for the url (`zot mcp login NAME`), sent as
+    /// `Authorization` to the url's origin alone.
+    tokens: Option<oauth::Tokens>,
 }
 
 #[derive(Default)]
@@ -107,6 +111,7 @@ impl Link {
         let (url, headers) = expand(remote)?;
         let origin = origin(&url).ok_or_else(|| format!("url {:?} is not an http:// or https:// address", remote.shown_url()))?;
         let agent = exchange::agent(spec.connect_timeout);
+        let tokens = login_of(spec, remote, &url, &log)?;
         let (stop, stopped) = crossbeam_channel::bounded(0);
         let shared = Arc::new(Shared {
             name: spec.name.clone(),
@@ -129,6 +134,7 @@ impl Link {
             report,
             ended: AtomicBool::new(false),
             renewing: Mutex::new(()),
+            tokens,
         });
         shared.log.line(&format!("connecting to {} ({})", shared.shown, remote.transport_name()));
         if remote.transport == Transport::Sse {
@@ -272,6 +278,65 @@ fn worker(sh: &Arc<Shared>) {
         drop(st);
         exchange::deliver(sh, &msg);
     }
+}
+
+/// `zot mcp login NAME`: a person logs in to the server of `spec` through
+/// the browser, told on `out` what to open; the tokens are kept under
+/// `home` (`$ZOT_HOME`).
+pub fn login(spec: &ServerSpec, home: &std::path::Path, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let remote = spec.remote.as_ref().ok_or_else(|| format!("{} is not a remote server", spec.name))?;
+    let (url, headers) = expand(remote).map_err(|e| format!("{}: {e}", spec.name))?;
+    let o = remote.oauth.clone().unwrap_or_default();
+    let opts = oauth::login::Options {
+        name: spec.name.clone(),
+        url,
+        headers,
+        client_id: o.client_id,
+        client_secret: o.client_secret,
+        scopes: o.scopes,
+        callback_port: o.callback_port,
+        as_metadata: o.auth_server_metadata_url,
+    };
+    oauth::login::login(home, &opts, &exchange::agent(spec.connect_timeout), out)
+}
+
+/// `zot mcp logout NAME`: the tokens of the server of `spec` forgotten;
+/// whether there were any.
+pub fn logout(spec: &ServerSpec, home: &std::path::Path) -> Result<bool, String> {
+    let remote = spec.remote.as_ref().ok_or_else(|| format!("{} is not a remote server", spec.name))?;
+    let (url, _) = expand(remote).map_err(|e| format!("{}: {e}", spec.name))?;
+    oauth::store::forget(home, &url)
+}
+
+/// What doctor says of the login of the server of `spec`: `logged in,
+/// expires in 52 min`, `not logged in`; none for a server without `oauth`
+/// and no kept login.
+pub fn login_state(spec: &ServerSpec, home: &std::path::Path) -> Option<String> {
+    let remote = spec.remote.as_ref()?;
+    let saved = expand(remote).ok().and_then(|(url, _)| oauth::store::load(home, &url)).filter(|s| !s.access_token.is_empty());
+    match saved {
+        Some(s) => Some(oauth::describe(&s)),
+        None if remote.oauth.is_some() => Some("not logged in".into()),
+        None => None,
+    }
+}
+
+/// The login kept for the server at `url` (expanded): for an `oauth`
+/// entry, and for an entry that sends no credentials of its own. An
+/// `oauth` entry with none fails naming the login to run.
+fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, log: &Log) -> Result<Option<oauth::Tokens>, String> {
+    let wanted = remote.oauth.is_some() || remote.auth_name() == "none";
+    let home = crate::home::Home::from_env().ok().map(|h| h.root().to_path_buf());
+    let Some(tokens) = home.filter(|_| wanted).and_then(|h| oauth::Tokens::load(h, url)) else {
+        if remote.oauth.is_some() {
+            log.line("no login kept for this server");
+            return Err(oauth::needs_login(&spec.name));
+        }
+        return Ok(None);
+    };
+    // A token about to expire is refreshed by the first request, on its
+    // own thread: opening a link never waits on the network.
+    Ok(Some(tokens))
 }
 
 /// The url and headers with their variables expanded; `bearerTokenEnvVar`

@@ -22,10 +22,8 @@ fn get(sh: &Shared, url: &str, last_id: Option<&str>, timeout: Option<Duration>)
         let st = sh.state();
         (st.session.clone(), st.version.clone())
     };
-    let mut b = ureq::http::Request::builder().method("GET").uri(url).header("Accept", "text/event-stream");
-    for (k, v) in &sh.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
+    let b = ureq::http::Request::builder().method("GET").uri(url).header("Accept", "text/event-stream");
+    let mut b = super::exchange::with_headers(sh, b)?;
     if let Some(v) = &version {
         b = b.header("MCP-Protocol-Version", v.as_str());
     }

@@ -3,7 +3,7 @@
 //! `.zot` ([`reach`](super::reach)) each add their own `impl`.
 
 use crate::trust::cache::Segment;
-use crate::trust::sha256::Sha256;
+use crate::sha256::Sha256;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize};

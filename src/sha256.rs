@@ -1,6 +1,7 @@
-//! SHA-256 (FIPS 180-4), for the trust fingerprint.
+//! SHA-256 (FIPS 180-4), for the trust fingerprint, PKCE and the names of
+//! the files of `$ZOT_HOME/auth/`.
 
-pub(super) struct Sha256 {
+pub(crate) struct Sha256 {
     state: [u32; 8],
     buf: [u8; 64],
     used: usize,
@@ -18,8 +19,15 @@ const K: [u32; 64] = [
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ];
 
+/// The digest of `data` at once.
+pub(crate) fn digest(data: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(data);
+    h.finish()
+}
+
 impl Sha256 {
-    pub(super) fn new() -> Sha256 {
+    pub(crate) fn new() -> Sha256 {
         Sha256 {
             state: [
                 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
@@ -31,7 +39,7 @@ impl Sha256 {
         }
     }
 
-    pub(super) fn update(&mut self, mut data: &[u8]) {
+    pub(crate) fn update(&mut self, mut data: &[u8]) {
         self.len += data.len() as u64;
         if self.used > 0 {
             let take = (64 - self.used).min(data.len());
@@ -86,11 +94,11 @@ impl Sha256 {
         }
     }
 
-    pub(super) fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         self.finish().iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    pub(super) fn finish(mut self) -> [u8; 32] {
+    pub(crate) fn finish(mut self) -> [u8; 32] {
         let bits = self.len.wrapping_mul(8);
         let mut pad = vec![0x80u8];
         let rem = (self.len + 1) % 64;
