@@ -155,7 +155,7 @@ fn zot_serve_by_example() {
 #[test]
 fn zot_mcp_by_hand() {
     let t = TempDir::new("readme-mcp");
-    let mut z = run_transcript(&t, "$ zot mcp ");
+    let mut z = run_transcript(&t, "$ zot mcp --no-ext");
     z.close_stdin();
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
     assert_eq!(
