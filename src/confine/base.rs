@@ -31,6 +31,19 @@ pub enum Why {
     Script,
 }
 
+impl Why {
+    /// How a derived grant is marked where it is shown.
+    pub fn label(self) -> &'static str {
+        match self {
+            Why::Declared => "declared",
+            Why::Base => "the base set",
+            Why::Program => "the program it runs",
+            Why::Interpreter => "its interpreter",
+            Why::Script => "the script it runs",
+        }
+    }
+}
+
 /// One grant, before it is resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -184,14 +197,22 @@ pub fn repositories(dir: &Path) -> Vec<PathBuf> {
 /// The one prefix rule: what the program that really runs needs to read.
 /// A compiled program alone; an interpreter (named by a `#!` line, or run
 /// with a script: the first argument not beginning with `-`, when it
-/// names a regular file) its prefix, the folder above its `bin/` (or
+/// names a regular file and `exec` is not itself a `#!` script) its prefix, the folder above its `bin/` (or
 /// `bin/` alone when that folder is guarded); the script it runs, with
 /// the script's folder unless that folder is guarded.
 pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     let mut out = Vec::new();
     let Some(exec) = p.exec else { return out };
     let guards = Guards::of(p);
-    let script_arg = p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file());
+    // A `#!` script is itself the script: its first argument is its own,
+    // not a script an interpreter is handed (derived only when `exec` is
+    // the interpreter, `python3 server.py`, or a version manager's shim
+    // that hands its arguments to one).
+    let script_arg = if shebang(exec, p.path_var).is_some() && !shim(exec) {
+        None
+    } else {
+        p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file())
+    };
     let mut program = exec.to_path_buf();
     let mut script = None;
     // A `#!` chain, a few levels deep as the kernel allows.
@@ -211,8 +232,6 @@ pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     if interpreter {
         prefix(&program, Why::Interpreter, p, &guards, &mut out);
     }
-    // A `#!` script passes its arguments on (a version manager's shim):
-    // the script it was given is granted with it.
     for s in script.iter().chain(&script_arg) {
         folder_of(s, &guards, &mut out);
         if let Ok(real) = s.canonicalize() {
@@ -238,6 +257,15 @@ fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf,
             _ => {}
         }
     }
+}
+
+/// Whether `exe` is a version manager's shim: in its `shims/`, beside
+/// its `versions/` or `installs/`, as named or resolved.
+fn shim(exe: &Path) -> bool {
+    [exe.to_path_buf(), real(exe)].iter().any(|e| {
+        let bin = e.parent().filter(|b| b.file_name().is_some_and(|n| n == "shims"));
+        bin.and_then(Path::parent).is_some_and(|top| ["versions", "installs"].iter().any(|v| top.join(v).is_dir()))
+    })
 }
 
 /// The script, with its folder unless that folder is guarded.
@@ -363,6 +391,22 @@ mod tests {
         let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
         let g = program_grants(&p);
         assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
+    }
+
+    #[test]
+    fn a_hash_bang_script_is_the_script_but_a_shim_hands_its_arguments_on() {
+        let home = tmp("wrapped");
+        std::fs::create_dir_all(home.join("code/x")).unwrap();
+        std::fs::write(home.join("code/x/secret.txt"), b"s").unwrap();
+        exe(&home.join("code/run"), b"#!/bin/sh\n");
+        let g = grants(&home.join("code/run"), &["x/secret.txt"], &home.join("code"), &home, &home);
+        assert!(!g.iter().any(|q| q.starts_with(home.join("code/x"))), "{g:?}");
+        let mgr = home.join("tools/.pyenv");
+        std::fs::create_dir_all(mgr.join("shims")).unwrap();
+        std::fs::create_dir_all(mgr.join("versions")).unwrap();
+        exe(&mgr.join("shims/python3"), b"#!/bin/sh\n");
+        let g = grants(&mgr.join("shims/python3"), &["x/secret.txt"], &home.join("code"), &home, &home);
+        assert!(g.contains(&home.join("code/x/secret.txt")), "{g:?}");
     }
 
     fn tmp(tag: &str) -> PathBuf {
