@@ -531,3 +531,42 @@ fn derived_grants_never_reach_into_zot_home_nor_hide_behind_a_carve_out() {
     assert!(s.probe("denied", "read", &ssh.join("probe.py")).starts_with("ok "), "{l}");
     s.stop();
 }
+
+/// The cgroup file systems, from this process's mountinfo: `(mount point,
+/// its cgroup.procs)` for those that have one.
+fn cgroup_procs() -> Vec<(PathBuf, PathBuf)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = PathBuf::from(left.split_whitespace().nth(4)?);
+            let procs = point.join("cgroup.procs");
+            (matches!(right.split_whitespace().next(), Some("cgroup" | "cgroup2")) && procs.exists()).then_some((point, procs))
+        })
+        .collect()
+}
+
+/// A root host's child granted `write` on a cgroup file system (or the
+/// folder above them) cannot move itself out of its cgroup: every cgroup
+/// mount is carved out of every grant.
+#[test]
+fn a_write_grant_never_reaches_a_cgroup_file_system() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: the cgroup files are the kernel's to refuse");
+    }
+    let Some((mount, procs)) = cgroup_procs().into_iter().next() else { return common::skip("no cgroup file system mounted") };
+    let above = mount.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let t = TempDir::new("paths-cgroup");
+    let open = probe_ext(t.path(), "open", None);
+    let whole = probe_ext(t.path(), "whole", Some(json!({"write": [above], "limits": {"procs": 16}})));
+    let named = probe_ext(t.path(), "named", Some(json!({"write": [mount], "limits": {"procs": 16}})));
+    let h = host(&t, t.path(), vec![open, whole, named]);
+    let procs = procs.display().to_string();
+    // The control: unconfined, it is opened for writing (and "x" is no pid).
+    assert_eq!(run(&h, "open", "write", procs.as_str()), "errno 22");
+    assert_eq!(run(&h, "whole", "write", procs.as_str()), "errno 13");
+    assert_eq!(run(&h, "named", "write", procs.as_str()), "errno 13");
+    h.shutdown();
+}

@@ -114,8 +114,9 @@ pub fn covered(target: &Path, own: Option<&Path>) -> bool {
 
 /// What is carved out of every grant that would cover it, declared or
 /// derived, `read: ["/"]` included: `/etc`'s secrets (the named ones and
-/// every entry not readable by others, found once) and the terminals
-/// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`).
+/// every entry not readable by others, found once), the terminals
+/// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`) and every
+/// cgroup file system.
 pub fn carved_out() -> Vec<PathBuf> {
     static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     let mut out = ETC
@@ -142,6 +143,10 @@ pub fn carved_out() -> Vec<PathBuf> {
     // The virtual consoles, found once per host as /etc's secrets are.
     static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
+    // Every cgroup file system: written, a child would leave its own
+    // cgroup (and the `procs` bound with it).
+    static CGROUPS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    out.extend(CGROUPS.get_or_init(|| cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())).iter().cloned());
     out.extend(TTYS.get_or_init(|| {
         let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
         rd.flatten()
@@ -150,6 +155,40 @@ pub fn carved_out() -> Vec<PathBuf> {
             .collect()
     }).iter().cloned());
     out
+}
+
+/// The mount points of `mountinfo` whose file system is `cgroup` or
+/// `cgroup2`, unescaped (`\040` for a space).
+fn cgroup_mounts(mountinfo: &str) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let unescape = |s: &str| {
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            let octal = b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match octal {
+                Some(d) => {
+                    out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')));
+                    i += 4;
+                }
+                None => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        PathBuf::from(std::ffi::OsString::from_vec(out))
+    };
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let fstype = right.split_whitespace().next()?;
+            let point = left.split_whitespace().nth(4)?;
+            matches!(fstype, "cgroup" | "cgroup2").then(|| unescape(point))
+        })
+        .collect()
 }
 
 /// Whether this process's user may read `p`, or pass through it (a folder).
@@ -391,6 +430,12 @@ mod tests {
         let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
         let g = program_grants(&p);
         assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
+    }
+
+    #[test]
+    fn cgroup_mounts_are_found_by_their_file_system() {
+        let info = "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n41 31 0:38 / /a\\040b rw shared:9 - cgroup2 cgroup2 rw\n";
+        assert_eq!(cgroup_mounts(info), vec![PathBuf::from("/sys/fs/cgroup/pids"), PathBuf::from("/a b")]);
     }
 
     #[test]
