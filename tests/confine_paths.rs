@@ -570,3 +570,30 @@ fn a_write_grant_never_reaches_a_cgroup_file_system() {
     assert_eq!(run(&h, "named", "write", procs.as_str()), "errno 13");
     h.shutdown();
 }
+
+/// Through a grant of `/` (VS Code's sandbox maps to one), only an
+/// allow-list of `/dev` stays reachable: no serial line, no console's
+/// screen. Each device is tried only where the unconfined control opens it.
+#[test]
+fn a_read_of_the_root_reaches_only_the_allowed_devices() {
+    need_landlock!();
+    let t = TempDir::new("paths-dev");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({"read": ["/"]}))));
+    let h = host(&t, t.path(), vec![open, jailed]);
+    let mut tried = 0;
+    for dev in ["/dev/ttyS0", "/dev/vcs", "/dev/vcs1", "/dev/vcsa", "/dev/vcsa1", "/dev/mem", "/dev/kmsg"] {
+        if run(&h, "open", "open", dev) == format!("ok {dev}") {
+            assert_eq!(run(&h, "jailed", "open", dev), "errno 13", "{dev}");
+            tried += 1;
+        }
+    }
+    // The control: the allow-list is read through the same grant.
+    for dev in ["/dev/null", "/dev/full", "/dev/urandom"] {
+        assert_eq!(run(&h, "jailed", "open", dev), format!("ok {dev}"));
+    }
+    assert!(run(&h, "jailed", "read", "/etc/hostname").starts_with("ok ") || !Path::new("/etc/hostname").exists());
+    h.shutdown();
+    if tried == 0 {
+        common::skip("no device beyond the allow-list opens here");
+    }
+}

@@ -56,6 +56,9 @@ pub struct Grant {
 const SYSTEM: [&str; 11] = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/nix/store", "/snap", "/proc"];
 /// Devices read and written (`/dev/shm` only when declared).
 const DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty"];
+/// What stays reachable of `/dev` through a grant that holds it whole
+/// (`read: ["/"]`), beside what the base set grants on its own.
+const DEV_KEPT: [&str; 10] = ["null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout", "stderr"];
 /// Read so that names resolve where `/etc/resolv.conf` is a link: the
 /// file is opened through its link, so its target is what is granted.
 const RESOLVER: [&str; 2] = ["/etc/resolv.conf", "/run/systemd/resolve"];
@@ -154,6 +157,16 @@ pub fn carved_out() -> Vec<PathBuf> {
             .filter(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("tty")).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())))
             .collect()
     }).iter().cloned());
+    out
+}
+
+/// The entries of `/dev` carved out of a grant that holds `/dev` whole:
+/// all but [`DEV_KEPT`] (a serial line, a console's screen, a disk).
+/// Listed at each start, so a device that appears later is carved out too.
+pub fn dev_carved() -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
+    let mut out: Vec<PathBuf> = rd.flatten().filter(|e| !DEV_KEPT.iter().any(|k| e.file_name() == *k)).map(|e| e.path()).collect();
+    out.sort();
     out
 }
 

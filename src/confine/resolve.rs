@@ -164,6 +164,9 @@ pub struct Reach {
     pub deny: Vec<PathBuf>,
     /// Resolved paths left readable only inside a write grant.
     pub read_only: Vec<PathBuf>,
+    /// The entries of `/dev` carved out of a grant that holds `/dev` whole
+    /// (empty when none does).
+    pub dev: Vec<PathBuf>,
     /// One log line per path skipped or left out.
     pub notes: Vec<String>,
 }
@@ -303,6 +306,9 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
         if !out.deny.contains(&q) {
             out.deny.push(q);
         }
+    }
+    if out.grants.iter().map(|g| &g.target).chain(&out.read_only).any(|t| Path::new("/dev").starts_with(t)) {
+        out.dev = base::dev_carved().into_iter().filter(|p| !out.deny.contains(p)).collect();
     }
     Ok(out)
 }
