@@ -597,3 +597,40 @@ fn a_read_of_the_root_reaches_only_the_allowed_devices() {
         common::skip("no device beyond the allow-list opens here");
     }
 }
+
+/// A folder planted in `/etc` for one test, removed after it.
+struct Planted(PathBuf);
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A root host's confined child reads no secret of `/etc`, however deep.
+#[test]
+fn etc_secrets_deeper_than_four_levels_stay_out_of_reach() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: the secrets of /etc are unreadable anyway");
+    }
+    let planted = Planted(PathBuf::from(format!("/etc/zot-test-deep-{}", std::process::id())));
+    let deep = mkdir(&planted.0.join("a/b/c/d"));
+    let (key, open_file) = (deep.join("key"), deep.join("open.conf"));
+    std::fs::write(&key, "SECRET5").expect("plant");
+    std::fs::write(&open_file, "shared").expect("plant");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::set_permissions(&open_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let t = TempDir::new("paths-etc-deep");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
+    // A host of its own: /etc is looked through once per host.
+    let mut s = Serve::start(&t, t.path(), &[&open, &jailed], &[]);
+    s.wait_started(&["open", "jailed"]);
+    // The control: unconfined, the key is read; confined, the open file beside it.
+    assert_eq!(s.probe("open", "read", &key), "ok 7");
+    assert_eq!(s.probe("jailed", "read", &key), "errno 13");
+    assert_eq!(s.probe("jailed", "read", &open_file), "ok 6");
+    s.stop();
+}

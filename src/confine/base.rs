@@ -131,8 +131,10 @@ pub fn carved_out() -> Vec<PathBuf> {
                 });
                 out.extend(keys);
             }
-            let mut budget = 20_000usize;
-            unreadable(Path::new("/etc"), 4, &mut budget, &mut out);
+            let mut budget = ETC_BUDGET;
+            if !unreadable(Path::new("/etc"), &mut budget, &mut out) {
+                ETC_CUT.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             // One this host's user cannot reach anyway (not root, nor in
             // its group) is left to the kernel's own refusal: carving it
             // out too would change nothing but the cost of every start.
@@ -213,13 +215,30 @@ fn reachable(p: &Path) -> bool {
     may(libc::R_OK) || (p.is_dir() && may(libc::X_OK))
 }
 
+/// The entries of `/etc` looked at, at most, to find its secrets.
+pub const ETC_BUDGET: usize = 20_000;
+/// Set when `/etc` held more than [`ETC_BUDGET`] entries.
+static ETC_CUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the walk of `/etc` for its secrets stopped at [`ETC_BUDGET`]
+/// entries (what it did not look at is then carved out whole).
+pub fn etc_cut() -> bool {
+    carved_out();
+    ETC_CUT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The entries under `dir` not readable by others (not descended into),
-/// links left alone (their target is found where it lies).
-fn unreadable(dir: &Path, depth: u32, budget: &mut usize, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+/// at any depth, links left alone (their target is found where it lies);
+/// once `budget` entries are looked at, every entry not yet looked at too
+/// (fail closed). Whether it looked at every entry.
+fn unreadable(dir: &Path, budget: &mut usize, out: &mut Vec<PathBuf>) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else { return true };
+    let mut whole = true;
     for e in rd.flatten() {
         if *budget == 0 {
-            return;
+            out.push(e.path());
+            whole = false;
+            continue;
         }
         *budget -= 1;
         let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
@@ -228,10 +247,11 @@ fn unreadable(dir: &Path, depth: u32, budget: &mut usize, out: &mut Vec<PathBuf>
         }
         if m.permissions().mode() & 0o004 == 0 {
             out.push(e.path());
-        } else if m.is_dir() && depth > 1 {
-            unreadable(&e.path(), depth - 1, budget, out);
+        } else if m.is_dir() {
+            whole &= unreadable(&e.path(), budget, out);
         }
     }
+    whole
 }
 
 /// The git repositories a write grant on `dir` covers: `dir` itself, or
@@ -443,6 +463,32 @@ mod tests {
         let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
         let g = program_grants(&p);
         assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
+    }
+
+    #[test]
+    fn secrets_are_found_at_any_depth_and_what_is_not_looked_at_is_carved_out() {
+        let root = tmp("etc");
+        let deep = root.join("a/b/c/d/e");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("key"), b"k").unwrap();
+        std::fs::set_permissions(deep.join("key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        for n in ["x", "y", "z"] {
+            std::fs::write(root.join(n), b"open").unwrap();
+        }
+        let (mut budget, mut out) = (100, Vec::new());
+        assert!(unreadable(&root, &mut budget, &mut out));
+        assert_eq!(out, vec![deep.join("key")]);
+        // Two entries looked at: the rest, the key's way among it, carved out.
+        let (mut budget, mut out) = (2, Vec::new());
+        assert!(!unreadable(&root, &mut budget, &mut out));
+        let mut top: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        top.sort();
+        for p in &top {
+            let carved = out.iter().any(|o| p.starts_with(o) || o.starts_with(p));
+            assert!(carved || p.is_file(), "{p:?} neither looked at nor carved out: {out:?}");
+        }
+        assert!(out.iter().filter(|o| o.parent() == Some(root.as_path())).count() >= 2, "{out:?}");
+        assert!(out.iter().any(|o| deep.join("key").starts_with(o)), "{out:?}");
     }
 
     #[test]

@@ -201,6 +201,9 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
     let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
     let own = (!scope.is_server).then(|| far(scope.ext).0);
     let hard = base::carved_out();
+    if base::etc_cut() {
+        out.notes.push(format!("confine: /etc holds more than {} entries; the part not looked through for secrets is never granted", base::ETC_BUDGET));
+    }
     // What it declares, each checked against zot's home.
     for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
         for (i, raw) in list.iter().enumerate() {
