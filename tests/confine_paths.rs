@@ -165,8 +165,8 @@ fn probe_with(path: &Path, first: &str) {
 }
 
 /// The world of the derived-grant tests: a user home with `~/.ssh`, an
-/// extension whose first argument is `~/.ssh/config` (the script a
-/// `#!/bin/sh` wrapper is handed), one whose `#!/usr/bin/env probeinterp`
+/// extension whose first argument is `~/.ssh/config` (handed to a
+/// `#!/bin/sh` wrapper, which is itself the script: nothing derived), one whose `#!/usr/bin/env probeinterp`
 /// meets a plain file `~/.ssh/probeinterp` first on its `PATH`, and the
 /// control, a real script in `~/code/tool` with a helper beside it.
 struct Derived {
@@ -208,8 +208,8 @@ fn derived_grants_follow_execve_and_env_and_never_open_ssh() {
     let mut s = Serve::start(&t, t.path(), &w.exts.iter().collect::<Vec<_>>(), &[("HOME", &user)]);
     let l = s.wait_started(&["scripted", "envname", "real"]);
     let (ssh, tool) = (w.user.join(".ssh"), w.user.join("code/tool"));
-    // The script it runs is granted alone: ~/.ssh is directly in $HOME.
-    assert_eq!(s.probe("scripted", "read", &ssh.join("config")), "ok 7", "{l}");
+    // A `#!` wrapper is the script: what it is handed is not one.
+    assert_eq!(s.probe("scripted", "read", &ssh.join("config")), "errno 13", "{l}");
     assert_eq!(s.probe("scripted", "read", &ssh.join("id_test")), "errno 13");
     // env passes over the plain file: the interpreter is ~/bin/probeinterp, alone.
     assert_eq!(s.probe("envname", "read", &ssh.join("id_test")), "errno 13", "{l}");
@@ -219,7 +219,7 @@ fn derived_grants_follow_execve_and_env_and_never_open_ssh() {
     assert_eq!(s.probe("real", "read", &ssh.join("id_test")), "errno 13");
     // Listings show each derived grant, marked.
     let reads = |n: &str| l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == n)).map_or(Value::Null, |e| e["confinement"]["reads"].clone());
-    assert_eq!(reads("scripted"), json!(["~/.ssh/config (the script it runs)"]), "{l}");
+    assert_eq!(reads("scripted"), json!([]), "{l}");
     assert_eq!(reads("envname"), json!(["~/bin/probeinterp (its interpreter)"]), "{l}");
     assert_eq!(reads("real"), json!(["~/code/tool (the script it runs)"]), "{l}");
     s.stop();
@@ -239,7 +239,7 @@ fn the_trust_line_shows_exactly_the_derived_grants() {
         [
             "  envname: reads ~/bin/probeinterp (its interpreter); writes nothing; network: none",
             "  real: reads ~/code/tool (the script it runs); writes nothing; network: none",
-            "  scripted: reads ~/.ssh/config (the script it runs); writes nothing; network: none",
+            "  scripted: reads nothing; writes nothing; network: none",
         ],
         "{}",
         out.stdout
@@ -455,7 +455,7 @@ fn derived_grants_hold_for_an_unprivileged_host() {
     let ssh = w.user.join(".ssh");
     assert_eq!(z.probe("open", "status", Path::new("Uid")), "ok Uid:\t65534\t65534\t65534\t65534");
     assert_eq!(z.probe("open", "read", &ssh.join("id_test")), "ok 6");
-    assert_eq!(z.probe("scripted", "read", &ssh.join("config")), "ok 7");
+    assert_eq!(z.probe("scripted", "read", &ssh.join("config")), "errno 13");
     assert_eq!(z.probe("scripted", "read", &ssh.join("id_test")), "errno 13");
     assert_eq!(z.probe("envname", "read", &ssh.join("id_test")), "errno 13");
     assert_eq!(z.probe("real", "read", &w.user.join("code/tool/helper.txt")), "ok 4");
@@ -476,4 +476,161 @@ fn a_declared_read_of_data_keeps_its_write() {
     let file = Path::new(data).join("state.json").display().to_string();
     assert_eq!(run(&h, "keeper", "write", file.as_str()), format!("ok {file}"));
     h.shutdown();
+}
+
+/// What a start derives from its arguments never reaches into `$ZOT_HOME`
+/// (zot's own auth files, another extension's data) and is never hidden
+/// behind a declared grant whose carve-out holds it.
+#[test]
+fn derived_grants_never_reach_into_zot_home_nor_hide_behind_a_carve_out() {
+    need_landlock!();
+    if !Path::new("/usr/bin/python3").exists() {
+        return common::skip("no /usr/bin/python3");
+    }
+    let t = TempDir::new("paths-derived-zot");
+    let user = mkdir(&t.path().join("user"));
+    let zot = mkdir(&user.join(".local/state/zot"));
+    let auth = mkdir(&zot.join("auth")).join("anthropic.json");
+    std::fs::write(&auth, "sk-secret").expect("plant");
+    let other = mkdir(&zot.join("data/other"));
+    std::fs::copy(fixture("probe.py"), other.join("state.py")).expect("copy");
+    let ssh = mkdir(&user.join(".ssh"));
+    std::fs::write(ssh.join("id_test"), "secret").expect("plant");
+    std::fs::copy(fixture("probe.py"), ssh.join("probe.py")).expect("copy");
+    let exts = mkdir(&t.path().join("exts"));
+    // A `#!` wrapper handed zot's auth file: the wrapper is the script.
+    let wrapper = |name: &str, confine: Value| {
+        let e = write_manifest(&exts, name, json!({"name": name, "exec": "./run", "args": [auth], "confine": confine}));
+        std::fs::copy(fixture("probe.py"), e.join("probe.py")).expect("copy");
+        write_exec(&e.join("run"), &format!("#!/bin/sh\nexec /usr/bin/python3 \"$(dirname \"$0\")/probe.py\" {name}\n"));
+        e
+    };
+    let wrapped = wrapper("wrapped", json!({"read": [], "write": []}));
+    let homed = wrapper("homed", json!({"read": ["~"]}));
+    // An interpreter handed a script in another extension's data.
+    let handed = write_manifest(&exts, "handed", json!({"name": "handed", "exec": "/usr/bin/python3", "args": [other.join("state.py"), "handed"], "confine": {}}));
+    // An interpreter handed a script inside a declared grant's carve-out.
+    let denied = write_manifest(&exts, "denied", json!({"name": "denied", "exec": "/usr/bin/python3", "args": [ssh.join("probe.py"), "denied"], "confine": {"read": ["~"], "deny": ["~/.ssh"]}}));
+    let open = probe_ext(&exts, "open", None);
+    let env = [("HOME", user.to_str().expect("utf-8")), ("ZOT_HOME", zot.to_str().expect("utf-8"))];
+    let mut s = Serve::start(&t, t.path(), &[&wrapped, &homed, &handed, &denied, &open], &env);
+    let l = s.wait_started(&["wrapped", "homed", "handed", "denied", "open"]);
+    let ext = |n: &str| l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == n)).cloned().unwrap_or(Value::Null);
+    // The control: unconfined, the file is there to read.
+    assert_eq!(s.probe("open", "read", &auth), "ok 9", "{l}");
+    assert_eq!(s.probe("wrapped", "read", &auth), "errno 13", "{l}");
+    assert_eq!(ext("wrapped")["confinement"]["reads"], json!([]), "{l}");
+    assert_eq!(s.probe("homed", "read", &auth), "errno 13", "{l}");
+    assert_eq!(ext("homed")["confinement"]["reads"], json!(["~"]), "{l}");
+    // Its script is not granted: it cannot even start, and says nothing of it.
+    assert_ne!(ext("handed")["state"], "ready", "{l}");
+    assert_eq!(ext("handed")["confinement"]["reads"], json!([]), "{l}");
+    // Derived inside ~/.ssh, which `deny` carves out of `~`: shown apart.
+    assert_eq!(ext("denied")["confinement"]["reads"], json!(["~", "~/.ssh/probe.py (the script it runs)"]), "{l}");
+    assert_eq!(s.probe("denied", "read", &ssh.join("id_test")), "errno 13", "{l}");
+    assert!(s.probe("denied", "read", &ssh.join("probe.py")).starts_with("ok "), "{l}");
+    s.stop();
+}
+
+/// The cgroup file systems, from this process's mountinfo: `(mount point,
+/// its cgroup.procs)` for those that have one.
+fn cgroup_procs() -> Vec<(PathBuf, PathBuf)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = PathBuf::from(left.split_whitespace().nth(4)?);
+            let procs = point.join("cgroup.procs");
+            (matches!(right.split_whitespace().next(), Some("cgroup" | "cgroup2")) && procs.exists()).then_some((point, procs))
+        })
+        .collect()
+}
+
+/// A root host's child granted `write` on a cgroup file system (or the
+/// folder above them) cannot move itself out of its cgroup: every cgroup
+/// mount is carved out of every grant.
+#[test]
+fn a_write_grant_never_reaches_a_cgroup_file_system() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: the cgroup files are the kernel's to refuse");
+    }
+    let Some((mount, procs)) = cgroup_procs().into_iter().next() else { return common::skip("no cgroup file system mounted") };
+    let above = mount.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let t = TempDir::new("paths-cgroup");
+    let open = probe_ext(t.path(), "open", None);
+    let whole = probe_ext(t.path(), "whole", Some(json!({"write": [above], "limits": {"procs": 16}})));
+    let named = probe_ext(t.path(), "named", Some(json!({"write": [mount], "limits": {"procs": 16}})));
+    let h = host(&t, t.path(), vec![open, whole, named]);
+    let procs = procs.display().to_string();
+    // The control: unconfined, it is opened for writing (and "x" is no pid).
+    assert_eq!(run(&h, "open", "write", procs.as_str()), "errno 22");
+    assert_eq!(run(&h, "whole", "write", procs.as_str()), "errno 13");
+    assert_eq!(run(&h, "named", "write", procs.as_str()), "errno 13");
+    h.shutdown();
+}
+
+/// Through a grant of `/` (VS Code's sandbox maps to one), only an
+/// allow-list of `/dev` stays reachable: no serial line, no console's
+/// screen. Each device is tried only where the unconfined control opens it.
+#[test]
+fn a_read_of_the_root_reaches_only_the_allowed_devices() {
+    need_landlock!();
+    let t = TempDir::new("paths-dev");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({"read": ["/"]}))));
+    let h = host(&t, t.path(), vec![open, jailed]);
+    let mut tried = 0;
+    for dev in ["/dev/ttyS0", "/dev/vcs", "/dev/vcs1", "/dev/vcsa", "/dev/vcsa1", "/dev/mem", "/dev/kmsg"] {
+        if run(&h, "open", "open", dev) == format!("ok {dev}") {
+            assert_eq!(run(&h, "jailed", "open", dev), "errno 13", "{dev}");
+            tried += 1;
+        }
+    }
+    // The control: the allow-list is read through the same grant.
+    for dev in ["/dev/null", "/dev/full", "/dev/urandom"] {
+        assert_eq!(run(&h, "jailed", "open", dev), format!("ok {dev}"));
+    }
+    assert!(run(&h, "jailed", "read", "/etc/hostname").starts_with("ok ") || !Path::new("/etc/hostname").exists());
+    h.shutdown();
+    if tried == 0 {
+        common::skip("no device beyond the allow-list opens here");
+    }
+}
+
+/// A folder planted in `/etc` for one test, removed after it.
+struct Planted(PathBuf);
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A root host's confined child reads no secret of `/etc`, however deep.
+#[test]
+fn etc_secrets_deeper_than_four_levels_stay_out_of_reach() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: the secrets of /etc are unreadable anyway");
+    }
+    let planted = Planted(PathBuf::from(format!("/etc/zot-test-deep-{}", std::process::id())));
+    let deep = mkdir(&planted.0.join("a/b/c/d"));
+    let (key, open_file) = (deep.join("key"), deep.join("open.conf"));
+    std::fs::write(&key, "SECRET5").expect("plant");
+    std::fs::write(&open_file, "shared").expect("plant");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::set_permissions(&open_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let t = TempDir::new("paths-etc-deep");
+    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
+    // A host of its own: /etc is looked through once per host.
+    let mut s = Serve::start(&t, t.path(), &[&open, &jailed], &[]);
+    s.wait_started(&["open", "jailed"]);
+    // The control: unconfined, the key is read; confined, the open file beside it.
+    assert_eq!(s.probe("open", "read", &key), "ok 7");
+    assert_eq!(s.probe("jailed", "read", &key), "errno 13");
+    assert_eq!(s.probe("jailed", "read", &open_file), "ok 6");
+    s.stop();
 }

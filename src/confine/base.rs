@@ -31,6 +31,19 @@ pub enum Why {
     Script,
 }
 
+impl Why {
+    /// How a derived grant is marked where it is shown.
+    pub fn label(self) -> &'static str {
+        match self {
+            Why::Declared => "declared",
+            Why::Base => "the base set",
+            Why::Program => "the program it runs",
+            Why::Interpreter => "its interpreter",
+            Why::Script => "the script it runs",
+        }
+    }
+}
+
 /// One grant, before it is resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -43,6 +56,9 @@ pub struct Grant {
 const SYSTEM: [&str; 11] = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/nix/store", "/snap", "/proc"];
 /// Devices read and written (`/dev/shm` only when declared).
 const DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty"];
+/// What stays reachable of `/dev` through a grant that holds it whole
+/// (`read: ["/"]`), beside what the base set grants on its own.
+const DEV_KEPT: [&str; 10] = ["null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout", "stderr"];
 /// Read so that names resolve where `/etc/resolv.conf` is a link: the
 /// file is opened through its link, so its target is what is granted.
 const RESOLVER: [&str; 2] = ["/etc/resolv.conf", "/run/systemd/resolve"];
@@ -101,8 +117,9 @@ pub fn covered(target: &Path, own: Option<&Path>) -> bool {
 
 /// What is carved out of every grant that would cover it, declared or
 /// derived, `read: ["/"]` included: `/etc`'s secrets (the named ones and
-/// every entry not readable by others, found once) and the terminals
-/// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`).
+/// every entry not readable by others, found once), the terminals
+/// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`) and every
+/// cgroup file system.
 pub fn carved_out() -> Vec<PathBuf> {
     static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     let mut out = ETC
@@ -114,8 +131,10 @@ pub fn carved_out() -> Vec<PathBuf> {
                 });
                 out.extend(keys);
             }
-            let mut budget = 20_000usize;
-            unreadable(Path::new("/etc"), 4, &mut budget, &mut out);
+            let mut budget = ETC_BUDGET;
+            if !unreadable(Path::new("/etc"), &mut budget, &mut out) {
+                ETC_CUT.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             // One this host's user cannot reach anyway (not root, nor in
             // its group) is left to the kernel's own refusal: carving it
             // out too would change nothing but the cost of every start.
@@ -129,6 +148,10 @@ pub fn carved_out() -> Vec<PathBuf> {
     // The virtual consoles, found once per host as /etc's secrets are.
     static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
+    // Every cgroup file system: written, a child would leave its own
+    // cgroup (and the `procs` bound with it).
+    static CGROUPS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    out.extend(CGROUPS.get_or_init(|| cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())).iter().cloned());
     out.extend(TTYS.get_or_init(|| {
         let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
         rd.flatten()
@@ -137,6 +160,50 @@ pub fn carved_out() -> Vec<PathBuf> {
             .collect()
     }).iter().cloned());
     out
+}
+
+/// The entries of `/dev` carved out of a grant that holds `/dev` whole:
+/// all but [`DEV_KEPT`] (a serial line, a console's screen, a disk).
+/// Listed at each start, so a device that appears later is carved out too.
+pub fn dev_carved() -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
+    let mut out: Vec<PathBuf> = rd.flatten().filter(|e| !DEV_KEPT.iter().any(|k| e.file_name() == *k)).map(|e| e.path()).collect();
+    out.sort();
+    out
+}
+
+/// The mount points of `mountinfo` whose file system is `cgroup` or
+/// `cgroup2`, unescaped (`\040` for a space).
+fn cgroup_mounts(mountinfo: &str) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let unescape = |s: &str| {
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            let octal = b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match octal {
+                Some(d) => {
+                    out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')));
+                    i += 4;
+                }
+                None => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        PathBuf::from(std::ffi::OsString::from_vec(out))
+    };
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let fstype = right.split_whitespace().next()?;
+            let point = left.split_whitespace().nth(4)?;
+            matches!(fstype, "cgroup" | "cgroup2").then(|| unescape(point))
+        })
+        .collect()
 }
 
 /// Whether this process's user may read `p`, or pass through it (a folder).
@@ -148,13 +215,30 @@ fn reachable(p: &Path) -> bool {
     may(libc::R_OK) || (p.is_dir() && may(libc::X_OK))
 }
 
+/// The entries of `/etc` looked at, at most, to find its secrets.
+pub const ETC_BUDGET: usize = 20_000;
+/// Set when `/etc` held more than [`ETC_BUDGET`] entries.
+static ETC_CUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the walk of `/etc` for its secrets stopped at [`ETC_BUDGET`]
+/// entries (what it did not look at is then carved out whole).
+pub fn etc_cut() -> bool {
+    carved_out();
+    ETC_CUT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The entries under `dir` not readable by others (not descended into),
-/// links left alone (their target is found where it lies).
-fn unreadable(dir: &Path, depth: u32, budget: &mut usize, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+/// at any depth, links left alone (their target is found where it lies);
+/// once `budget` entries are looked at, every entry not yet looked at too
+/// (fail closed). Whether it looked at every entry.
+fn unreadable(dir: &Path, budget: &mut usize, out: &mut Vec<PathBuf>) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else { return true };
+    let mut whole = true;
     for e in rd.flatten() {
         if *budget == 0 {
-            return;
+            out.push(e.path());
+            whole = false;
+            continue;
         }
         *budget -= 1;
         let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
@@ -163,10 +247,11 @@ fn unreadable(dir: &Path, depth: u32, budget: &mut usize, out: &mut Vec<PathBuf>
         }
         if m.permissions().mode() & 0o004 == 0 {
             out.push(e.path());
-        } else if m.is_dir() && depth > 1 {
-            unreadable(&e.path(), depth - 1, budget, out);
+        } else if m.is_dir() {
+            whole &= unreadable(&e.path(), budget, out);
         }
     }
+    whole
 }
 
 /// The git repositories a write grant on `dir` covers: `dir` itself, or
@@ -184,14 +269,22 @@ pub fn repositories(dir: &Path) -> Vec<PathBuf> {
 /// The one prefix rule: what the program that really runs needs to read.
 /// A compiled program alone; an interpreter (named by a `#!` line, or run
 /// with a script: the first argument not beginning with `-`, when it
-/// names a regular file) its prefix, the folder above its `bin/` (or
+/// names a regular file and `exec` is not itself a `#!` script) its prefix, the folder above its `bin/` (or
 /// `bin/` alone when that folder is guarded); the script it runs, with
 /// the script's folder unless that folder is guarded.
 pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     let mut out = Vec::new();
     let Some(exec) = p.exec else { return out };
     let guards = Guards::of(p);
-    let script_arg = p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file());
+    // A `#!` script is itself the script: its first argument is its own,
+    // not a script an interpreter is handed (derived only when `exec` is
+    // the interpreter, `python3 server.py`, or a version manager's shim
+    // that hands its arguments to one).
+    let script_arg = if shebang(exec, p.path_var).is_some() && !shim(exec) {
+        None
+    } else {
+        p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file())
+    };
     let mut program = exec.to_path_buf();
     let mut script = None;
     // A `#!` chain, a few levels deep as the kernel allows.
@@ -211,8 +304,6 @@ pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
     if interpreter {
         prefix(&program, Why::Interpreter, p, &guards, &mut out);
     }
-    // A `#!` script passes its arguments on (a version manager's shim):
-    // the script it was given is granted with it.
     for s in script.iter().chain(&script_arg) {
         folder_of(s, &guards, &mut out);
         if let Ok(real) = s.canonicalize() {
@@ -238,6 +329,15 @@ fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf,
             _ => {}
         }
     }
+}
+
+/// Whether `exe` is a version manager's shim: in its `shims/`, beside
+/// its `versions/` or `installs/`, as named or resolved.
+fn shim(exe: &Path) -> bool {
+    [exe.to_path_buf(), real(exe)].iter().any(|e| {
+        let bin = e.parent().filter(|b| b.file_name().is_some_and(|n| n == "shims"));
+        bin.and_then(Path::parent).is_some_and(|top| ["versions", "installs"].iter().any(|v| top.join(v).is_dir()))
+    })
 }
 
 /// The script, with its folder unless that folder is guarded.
@@ -363,6 +463,54 @@ mod tests {
         let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
         let g = program_grants(&p);
         assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
+    }
+
+    #[test]
+    fn secrets_are_found_at_any_depth_and_what_is_not_looked_at_is_carved_out() {
+        let root = tmp("etc");
+        let deep = root.join("a/b/c/d/e");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("key"), b"k").unwrap();
+        std::fs::set_permissions(deep.join("key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        for n in ["x", "y", "z"] {
+            std::fs::write(root.join(n), b"open").unwrap();
+        }
+        let (mut budget, mut out) = (100, Vec::new());
+        assert!(unreadable(&root, &mut budget, &mut out));
+        assert_eq!(out, vec![deep.join("key")]);
+        // Two entries looked at: the rest, the key's way among it, carved out.
+        let (mut budget, mut out) = (2, Vec::new());
+        assert!(!unreadable(&root, &mut budget, &mut out));
+        let mut top: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        top.sort();
+        for p in &top {
+            let carved = out.iter().any(|o| p.starts_with(o) || o.starts_with(p));
+            assert!(carved || p.is_file(), "{p:?} neither looked at nor carved out: {out:?}");
+        }
+        assert!(out.iter().filter(|o| o.parent() == Some(root.as_path())).count() >= 2, "{out:?}");
+        assert!(out.iter().any(|o| deep.join("key").starts_with(o)), "{out:?}");
+    }
+
+    #[test]
+    fn cgroup_mounts_are_found_by_their_file_system() {
+        let info = "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n41 31 0:38 / /a\\040b rw shared:9 - cgroup2 cgroup2 rw\n";
+        assert_eq!(cgroup_mounts(info), vec![PathBuf::from("/sys/fs/cgroup/pids"), PathBuf::from("/a b")]);
+    }
+
+    #[test]
+    fn a_hash_bang_script_is_the_script_but_a_shim_hands_its_arguments_on() {
+        let home = tmp("wrapped");
+        std::fs::create_dir_all(home.join("code/x")).unwrap();
+        std::fs::write(home.join("code/x/secret.txt"), b"s").unwrap();
+        exe(&home.join("code/run"), b"#!/bin/sh\n");
+        let g = grants(&home.join("code/run"), &["x/secret.txt"], &home.join("code"), &home, &home);
+        assert!(!g.iter().any(|q| q.starts_with(home.join("code/x"))), "{g:?}");
+        let mgr = home.join("tools/.pyenv");
+        std::fs::create_dir_all(mgr.join("shims")).unwrap();
+        std::fs::create_dir_all(mgr.join("versions")).unwrap();
+        exe(&mgr.join("shims/python3"), b"#!/bin/sh\n");
+        let g = grants(&mgr.join("shims/python3"), &["x/secret.txt"], &home.join("code"), &home, &home);
+        assert!(g.contains(&home.join("code/x/secret.txt")), "{g:?}");
     }
 
     fn tmp(tag: &str) -> PathBuf {

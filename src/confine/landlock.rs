@@ -101,6 +101,9 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
         if g.access == Access::Write {
             splits.extend(reach.read_only.iter().map(PathBuf::as_path));
         }
+        if Path::new("/dev").starts_with(&g.target) {
+            splits.extend(reach.dev.iter().map(PathBuf::as_path));
+        }
         if splits.iter().any(|s| s.starts_with(&g.target)) {
             ruleset.split(opened, &g.target, access, &splits)?;
         } else {
@@ -110,7 +113,11 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
     }
     for p in &reach.read_only {
         if let Ok(o) = super::resolve::open(p) {
-            ruleset.split(&o, &o.target, READ, &reach.deny.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+            let mut splits: Vec<&Path> = reach.deny.iter().map(PathBuf::as_path).collect();
+            if Path::new("/dev").starts_with(&o.target) {
+                splits.extend(reach.dev.iter().map(PathBuf::as_path));
+            }
+            ruleset.split(&o, &o.target, READ, &splits)?;
         }
     }
     if let (Some(tcp), true) = (tcp, abi >= 4) {

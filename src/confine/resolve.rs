@@ -164,6 +164,9 @@ pub struct Reach {
     pub deny: Vec<PathBuf>,
     /// Resolved paths left readable only inside a write grant.
     pub read_only: Vec<PathBuf>,
+    /// The entries of `/dev` carved out of a grant that holds `/dev` whole
+    /// (empty when none does).
+    pub dev: Vec<PathBuf>,
     /// One log line per path skipped or left out.
     pub notes: Vec<String>,
 }
@@ -198,6 +201,9 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
     let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
     let own = (!scope.is_server).then(|| far(scope.ext).0);
     let hard = base::carved_out();
+    if base::etc_cut() {
+        out.notes.push(format!("confine: /etc holds more than {} entries; the part not looked through for secrets is never granted", base::ETC_BUDGET));
+    }
     // What it declares, each checked against zot's home.
     for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
         for (i, raw) in list.iter().enumerate() {
@@ -266,6 +272,18 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
         if g.why != Why::Base && base::covered(&o.target, own.as_deref()) {
             continue;
         }
+        // Nor is one inside zot's home granted, but for its own folder and
+        // its own `${DATA}` and `${TMP}`: a file named in `args` is not
+        // the extension's to read.
+        if g.why != Why::Base {
+            let t = &o.target;
+            let in_home = inside(t, &zot_home) || zot_id.is_some_and(|id| below_id(t, id));
+            let its_own = [Some(&data), Some(&tmp), own.as_ref()].into_iter().flatten().any(|d| inside(t, d));
+            if in_home && !its_own {
+                out.notes.push(format!("confine: {} ({}) is inside zot's home, which no extension may be granted; left out", t.display(), g.why.label()));
+                continue;
+            }
+        }
         seen.push((o.id, g.access));
         let shown = tilde(&o.target);
         out.grants.push(Resolved { shown, target: o.target.clone(), opened: Some(o), access: g.access, why: g.why, elsewhere: false, git_read_only: false });
@@ -292,6 +310,9 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
             out.deny.push(q);
         }
     }
+    if out.grants.iter().map(|g| &g.target).chain(&out.read_only).any(|t| Path::new("/dev").starts_with(t)) {
+        out.dev = base::dev_carved().into_iter().filter(|p| !out.deny.contains(p)).collect();
+    }
     Ok(out)
 }
 
@@ -302,11 +323,18 @@ impl Reach {
     pub fn items(&self) -> (Vec<String>, Vec<String>) {
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         // A derived grant inside another shown grant that covers it adds
-        // nothing to what the line says.
+        // nothing to what the line says, unless that grant's carve-outs
+        // hold it (then it reaches what the other does not).
         let folded = |g: &Resolved| {
             g.why != Why::Declared
                 && self.grants.iter().any(|h| {
-                    !std::ptr::eq(g, h) && h.why != Why::Base && h.opened.is_some() && g.target.starts_with(&h.target) && g.target != h.target && (h.access == Access::Write || g.access == Access::Read)
+                    !std::ptr::eq(g, h)
+                        && h.why != Why::Base
+                        && h.opened.is_some()
+                        && g.target.starts_with(&h.target)
+                        && g.target != h.target
+                        && (h.access == Access::Write || g.access == Access::Read)
+                        && !self.deny.iter().any(|d| d.starts_with(&h.target) && g.target.starts_with(d))
                 })
         };
         for g in &self.grants {
@@ -320,9 +348,7 @@ impl Reach {
             match g.why {
                 Why::Base => continue,
                 Why::Declared => {}
-                Why::Script => s.push_str(" (the script it runs)"),
-                Why::Interpreter => s.push_str(" (its interpreter)"),
-                Why::Program => s.push_str(" (the program it runs)"),
+                why => s.push_str(&format!(" ({})", why.label())),
             }
             if g.git_read_only {
                 s.push_str(" (.git/config and .git/hooks read-only)");
