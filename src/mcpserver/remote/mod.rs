@@ -16,84 +16,29 @@
 //! and errors name the url as the entry wrote it (without query, fragment
 //! or user information), header names and variables, never values.
 
+mod address;
 mod exchange;
+mod message;
 pub mod oauth;
+mod shared;
 mod sse;
 mod stream;
 
 use super::config::{Remote, ServerSpec, Transport};
 use super::edge::Edge;
+use address::{expand, origin};
+use shared::{spawn, Shared, State, MAX_WORKERS};
 use crate::child::{Bytes, ChildMsg, Log, SendError};
-use crossbeam_channel::{Receiver, Sender};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// Requests in flight per server; more wait in order.
-pub const MAX_WORKERS: usize = 8;
 /// A request thread with nothing to do for this long ends.
 const IDLE: Duration = Duration::from_secs(5);
-/// Any one message from the server, in a JSON body or an event.
-pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
 /// One remote server's connection.
 pub struct Link(Arc<Shared>);
 
-struct Shared {
-    name: String,
-    log: Log,
-    edge: Arc<Edge>,
-    agent: ureq::Agent,
-    /// The expanded url (never shown).
-    url: String,
-    /// `scheme://host:port` of `url`.
-    origin: String,
-    /// The url as listings show it.
-    shown: String,
-    /// Expanded headers, `Authorization` included (never shown).
-    headers: Vec<(String, String)>,
-    transport: Transport,
-    connect_timeout: Duration,
-    request_timeout: Duration,
-    st: Mutex<State>,
-    /// Signalled when the `sse` transport's endpoint is known, or the link ends.
-    endpoint_known: Condvar,
-    queue: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
-    /// Dropped at the end: every thread waiting on it wakes.
-    stop: Mutex<Option<Sender<()>>>,
-    stopped: Receiver<()>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    report: Box<dyn Fn(ChildMsg) + Send + Sync>,
-    ended: AtomicBool,
-    /// Held while the session is renewed: one renewal at a time.
-    renewing: Mutex<()>,
-    /// The login kept for the url (`zot mcp login NAME`), sent as
-    /// `Authorization` to the url's origin alone.
-    tokens: Option<oauth::Tokens>,
-}
-
-#[derive(Default)]
-struct State {
-    session: Option<String>,
-    /// The protocol version `initialize` settled on.
-    version: Option<String>,
-    /// The `initialize` request as first sent, to initialize again.
-    init: Option<Vec<u8>>,
-    init_id: Option<u64>,
-    /// Bumped each time the session is renewed.
-    generation: u64,
-    workers: usize,
-    idle: usize,
-    closed: bool,
-    /// Speaking the 2024-11-05 transport, and the url it posts to once known.
-    sse: bool,
-    endpoint: Option<String>,
-    /// Why the `sse` transport's stream gave no endpoint.
-    endpoint_error: Option<String>,
-    /// The server's own stream has a thread.
-    streaming: bool,
-}
 
 impl Link {
     /// A connection to the remote server of `spec`, speaking through
@@ -135,6 +80,7 @@ impl Link {
             ended: AtomicBool::new(false),
             renewing: Mutex::new(()),
             tokens,
+            renew: exchange::renew,
         });
         shared.log.line(&format!("connecting to {} ({})", shared.shown, remote.transport_name()));
         if remote.transport == Transport::Sse {
@@ -188,70 +134,6 @@ impl crate::child::Link for Link {
     }
 }
 
-impl Shared {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn closed(&self) -> bool {
-        self.state().closed
-    }
-
-    /// Ends every connection and thread now, then reports the end.
-    fn kill_now(self: &Arc<Self>) {
-        self.state().closed = true;
-        if self.ended.load(Ordering::Acquire) {
-            return;
-        }
-        let s = Arc::clone(self);
-        let _ = std::thread::Builder::new().name(format!("zot-ext-{}-end", self.name)).stack_size(crate::child::THREAD_STACK).spawn(move || s.finish("ended"));
-    }
-
-    /// The session is over for good (`why`, logged): the child's end.
-    fn lost(self: &Arc<Self>, why: &str) {
-        if std::mem::replace(&mut self.state().closed, true) {
-            return;
-        }
-        self.log.line(&format!("{}: {why}; counted as the server's exit", self.shown));
-        self.kill_now();
-    }
-
-    /// Connections closed, threads joined (but the caller's), then Eof and
-    /// Exited, once.
-    fn finish(&self, how: &str) {
-        self.state().closed = true;
-        drop(self.stop.lock().unwrap_or_else(|e| e.into_inner()).take());
-        self.endpoint_known.notify_all();
-        self.agent.clone().shutdown();
-        let me = std::thread::current().id();
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        for t in threads {
-            if t.thread().id() != me {
-                let _ = t.join();
-            }
-        }
-        if !self.ended.swap(true, Ordering::AcqRel) {
-            self.log.line(&format!("{}: connection {how}", self.shown));
-            (self.report)(ChildMsg::Eof);
-            (self.report)(ChildMsg::Exited(None));
-        }
-    }
-
-    /// Waits `d`, or less when the link ends; false when it ended.
-    fn pause(&self, d: Duration) -> bool {
-        !matches!(self.stopped.recv_timeout(d), Err(crossbeam_channel::RecvTimeoutError::Disconnected)) && !self.closed()
-    }
-}
-
-fn spawn(sh: &Arc<Shared>, what: &str, f: impl FnOnce() + Send + 'static) {
-    let started = std::thread::Builder::new().name(format!("zot-ext-{}-{what}", sh.name)).stack_size(crate::child::THREAD_STACK).spawn(f);
-    let mut threads = sh.threads.lock().unwrap_or_else(|e| e.into_inner());
-    threads.retain(|t| !t.is_finished());
-    match started {
-        Ok(t) => threads.push(t),
-        Err(e) => sh.log.line(&format!("cannot start a thread: {e}")),
-    }
-}
 
 /// A request thread: posts messages in order while there are any.
 fn worker(sh: &Arc<Shared>) {
@@ -339,80 +221,3 @@ fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, log: &Log) -> Result<
     Ok(Some(tokens))
 }
 
-/// The url and headers with their variables expanded; `bearerTokenEnvVar`
-/// as `Authorization`. Errors name the header and the variable.
-fn expand(remote: &Remote) -> Result<(String, Vec<(String, String)>), String> {
-    let lookup = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
-    let why = |what: String, e: crate::envexpand::ExpandError| match e {
-        crate::envexpand::ExpandError::Unset { var, .. } => format!("{what}: variable {var} is not set"),
-        crate::envexpand::ExpandError::Syntax { msg, .. } => format!("{what}: {msg}"),
-    };
-    let url = crate::envexpand::expand("url", &remote.url, &lookup).map_err(|e| why("url".into(), e))?;
-    let mut headers = Vec::new();
-    for (k, v) in &remote.headers {
-        let value = crate::envexpand::expand(k, v, &lookup).map_err(|e| why(format!("header {k}"), e))?;
-        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(format!("header {k}: its value holds a line break"));
-        }
-        headers.push((k.clone(), value));
-    }
-    if let Some(var) = &remote.bearer_env {
-        let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| format!("bearerTokenEnvVar: variable {var} is not set"))?;
-        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
-    }
-    Ok((url, headers))
-}
-
-/// `scheme://host[:port]` of an http(s) url, lower-cased, without user
-/// information.
-fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let host = authority.rsplit('@').next()?.to_ascii_lowercase();
-    if host.is_empty() {
-        return None;
-    }
-    let default = if scheme == "http" { ":80" } else { ":443" };
-    let host = host.strip_suffix(default).unwrap_or(&host).to_string();
-    Some(format!("{scheme}://{host}"))
-}
-
-/// `reference` resolved against `base` (absolute, `/path`, or relative to
-/// the base's folder).
-fn resolve(base: &str, reference: &str) -> String {
-    if reference.contains("://") {
-        return reference.to_string();
-    }
-    let Some(origin_end) = base.find("://").map(|i| i + 3 + base[i + 3..].find('/').unwrap_or(base.len() - i - 3)) else {
-        return reference.to_string();
-    };
-    if reference.starts_with('/') {
-        return format!("{}{reference}", &base[..origin_end]);
-    }
-    let path = &base[..base[..base.find(['?', '#']).unwrap_or(base.len())].rfind('/').filter(|&i| i >= origin_end).map_or(base.len(), |i| i + 1)];
-    if path.len() == origin_end {
-        return format!("{path}/{reference}");
-    }
-    format!("{path}{reference}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn origins_and_references() {
-        assert_eq!(origin("HTTP://u:p@Example.com:80/mcp?x").as_deref(), Some("http://example.com"));
-        assert_eq!(origin("https://h:8443").as_deref(), Some("https://h:8443"));
-        assert_eq!(origin("ftp://h/"), None);
-        assert_eq!(resolve("http://h:1/sse", "/messages/?s=1"), "http://h:1/messages/?s=1");
-        assert_eq!(resolve("http://h:1/a/sse?k=1", "msg?s=1"), "http://h:1/a/msg?s=1");
-        assert_eq!(resolve("http://h:1", "msg"), "http://h:1/msg");
-        assert_eq!(resolve("http://h:1/sse", "http://o/x"), "http://o/x");
-    }
-}

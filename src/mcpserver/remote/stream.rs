@@ -4,8 +4,10 @@
 //! the same way; and the event stream of the 2024-11-05 `sse` transport,
 //! whose first `endpoint` event names where to post.
 
-use super::exchange::{describe, failed, incoming, renew, Peek};
-use super::{resolve, spawn, sse, Shared, MAX_MESSAGE};
+use super::address::{origin, resolve};
+use super::message::{describe, failed, incoming, with_headers, Peek};
+use super::shared::{spawn, Shared, MAX_MESSAGE};
+use super::sse;
 use crate::child::Dialect;
 use std::io::BufReader;
 use std::sync::Arc;
@@ -23,7 +25,7 @@ fn get(sh: &Shared, url: &str, last_id: Option<&str>, timeout: Option<Duration>)
         (st.session.clone(), st.version.clone())
     };
     let b = ureq::http::Request::builder().method("GET").uri(url).header("Accept", "text/event-stream");
-    let mut b = super::exchange::with_headers(sh, b)?;
+    let mut b = with_headers(sh, b)?;
     if let Some(v) = &version {
         b = b.header("MCP-Protocol-Version", v.as_str());
     }
@@ -80,7 +82,7 @@ fn get_loop(sh: &Arc<Shared>) {
             Ok((resp, with_session)) => match resp.status().as_u16() {
                 405 => return sh.log.line("the server offers no GET stream (HTTP 405)"),
                 404 if with_session => {
-                    if !renew(sh, generation) {
+                    if !(sh.renew)(sh, generation) {
                         return;
                     }
                     last_id = None;
@@ -215,7 +217,7 @@ fn sse_loop(sh: &Arc<Shared>) -> String {
             Ok(Some(ev)) if ev.kind == "endpoint" => {
                 let text = String::from_utf8_lossy(&ev.data).trim().to_string();
                 let url = resolve(&sh.url, &text);
-                if super::origin(&url).as_deref() != Some(sh.origin.as_str()) {
+                if origin(&url).as_deref() != Some(sh.origin.as_str()) {
                     return "endpoint on another origin".into();
                 }
                 sh.log.line("sse stream: endpoint known");
