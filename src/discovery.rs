@@ -370,7 +370,7 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
         .iter()
         .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
             Some(r) => remote_line(&f.manifest.name, r),
-            None => subject(&f, dir).trust_line(mode, zot_home, dir),
+            None => subject(f, dir).trust_line(mode, zot_home, dir),
         })
         .collect()
 }

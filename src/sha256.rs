@@ -20,6 +20,8 @@ const K: [u32; 64] = [
 ];
 
 /// The digest of `data` at once.
+// Used by remote servers only (the default feature `remote`).
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
 pub(crate) fn digest(data: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(data);

@@ -368,6 +368,8 @@ impl Child {
     /// A child with no process: frames go through `dialect` to `link`,
     /// which reports as a process's threads do. Its pid is 0 and no signal
     /// reaches anything; a signal or a drop ends the link.
+    // Used by remote servers only (the default feature `remote`).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub fn linked(name: &str, link: Arc<dyn Link>, dialect: Arc<dyn Dialect>, trace: Option<&Arc<Tracer>>) -> io::Result<Child> {
         let cancel = Cancel::new()?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(None), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0), cancel: cancel.clone() });

@@ -240,6 +240,8 @@ impl Edge {
     /// `why` (an HTTP status, a network error, a stream that ended): the
     /// handshake fails naming it, a listing fails as a bad page does (a
     /// relisting keeps the previous list), a call or a prompt fails alone.
+    // Used by remote servers only (the default feature `remote`).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub fn unanswered(&self, id: u64, why: &str) {
         let mut st = self.state();
         let Some(p) = st.pending.remove(&id) else { return };

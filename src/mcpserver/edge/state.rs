@@ -51,6 +51,8 @@ pub enum McpMsg {
     /// transport (an HTTP status, a network error): that call alone fails,
     /// `extension_exited`, and the server stays ready (docs/protocol.md §8.5
     /// rule 4).
+    // Used by remote servers only (the default feature `remote`).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     CallFailed { id: String, why: String },
     /// `notifications/progress` for the tool call with host id `id`.
     Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
