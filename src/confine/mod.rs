@@ -16,6 +16,7 @@
 //!   next host's first confined start.
 
 pub mod base;
+mod gitdirs;
 pub mod landlock;
 pub mod policy;
 pub mod procs;
