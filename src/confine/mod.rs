@@ -57,6 +57,15 @@ impl Mode {
         }
     }
 
+    /// The name [`Mode::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Declared => "declared",
+            Mode::All => "all",
+            Mode::Off => "off",
+        }
+    }
+
     /// `ZOT_CONFINE`, `declared` when unset; the error names the value.
     pub fn from_env() -> Result<Mode, String> {
         match std::env::var("ZOT_CONFINE") {
