@@ -6,7 +6,8 @@
 //! (`HEAD`, `objects/` and `refs/` together). Of each git dir its
 //! `config`, `config.worktree`, `commondir` and `hooks/` are kept, and so
 //! are those of its submodules (`modules/NAME`, at any depth) and of its
-//! worktrees (`worktrees/NAME`); every `.git` file and link is kept too.
+//! worktrees (`worktrees/NAME`); every `.git` file and link is kept too,
+//! and a folder that cannot be listed, whole.
 
 use std::path::{Path, PathBuf};
 
@@ -33,7 +34,16 @@ pub fn kept(root: &Path, budget: usize) -> Result<Vec<PathBuf>, ()> {
     let mut w = Walk { root, budget, out: Vec::new(), seen: Vec::new() };
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        // A folder that cannot be listed may still hold a repository the
+        // extension reaches by name: it is kept read-only whole.
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => {
+                w.out.push(dir);
+                continue;
+            }
+        };
         let mut names = Vec::new();
         for e in rd.flatten() {
             w.spend()?;
