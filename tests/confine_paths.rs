@@ -385,6 +385,41 @@ fn a_write_grant_keeps_config_and_hooks_read_only_in_every_repository_it_holds()
 }
 
 #[test]
+fn a_write_grant_too_big_to_look_through_for_repositories_fails_its_start_naming_it() {
+    need_landlock!();
+    let t = TempDir::new("paths-git-budget");
+    let big = mkdir(&t.path().join("big"));
+    // One entry more than a start looks through (100,000).
+    for i in 0..100 {
+        let d = mkdir(&big.join(format!("d{i}")));
+        for j in 0..999 {
+            std::fs::File::create(d.join(format!("f{j}"))).expect("create");
+        }
+    }
+    std::fs::File::create(big.join("last")).expect("create");
+    let small = mkdir(&t.path().join("small"));
+    let exts = mkdir(&t.path().join("exts"));
+    let (wide, narrow) = (
+        probe_ext(&exts, "wide", Some(json!({"write": [big.display().to_string()]}))),
+        probe_ext(&exts, "narrow", Some(json!({"write": [small.display().to_string()]}))),
+    );
+    let h = host(&t, t.path(), vec![wide, narrow]);
+    let error = common::ext_info(&h, "wide").error.unwrap_or_default();
+    let want = format!("confine.write: {:?} ({}) holds more than 100000 entries to look through for git repositories", big.display().to_string(), big.display());
+    assert!(error.contains(&want), "{error:?}\nwanted: {want}");
+    // The control: a grant within the budget starts, and writes.
+    let f = small.join("x").display().to_string();
+    assert_eq!(run(&h, "narrow", "write", f.clone()), format!("ok {f}"));
+    // One entry fewer, the same grant starts too.
+    std::fs::remove_file(big.join("last")).expect("rm");
+    h.shutdown();
+    let h = host(&t, t.path(), vec![exts.join("wide")]);
+    let f = big.join("d0/f0").display().to_string();
+    assert_eq!(run(&h, "wide", "write", f.clone()), format!("ok {f}"));
+    h.shutdown();
+}
+
+#[test]
 fn the_trust_line_has_every_clause_in_its_grammar_under_the_mode_in_force() {
     let t = TempDir::new("paths-line");
     let project = mkdir(&t.path().join("project"));
