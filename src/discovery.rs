@@ -200,7 +200,7 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
                     continue;
                 }
                 if found.source == Source::Project
-                    && !*trusted.get_or_insert_with(|| match crate::trust::status(home, cwd) {
+                    && !*trusted.get_or_insert_with(|| match crate::trust::status(home, cwd, &|d, confine| project_reach_named(d, home.root(), confine)) {
                         crate::trust::Status::Trusted => true,
                         crate::trust::Status::Unreadable => {
                             out.trust_problem = crate::trust::file_problem(home);
@@ -373,6 +373,16 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
             None => subject(f, dir).trust_line(mode, zot_home, dir),
         })
         .collect()
+}
+
+/// [`project_reach`] under the `--confine` mode named `confine` (as a
+/// trust record keeps it): nothing for a name no mode has, which then
+/// matches no record that showed lines.
+pub fn project_reach_named(dir: &Path, zot_home: &Path, confine: &str) -> Vec<String> {
+    match crate::confine::Mode::parse(confine) {
+        Some(mode) => project_reach(dir, zot_home, mode),
+        None => vec![format!("unknown --confine mode {confine:?}")],
+    }
 }
 
 /// `zot trust`'s line for a project's remote server (docs/protocol.md

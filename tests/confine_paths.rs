@@ -316,6 +316,110 @@ fn a_write_grant_over_a_repository_leaves_git_config_and_hooks_read_only() {
 }
 
 #[test]
+fn a_write_grant_keeps_config_and_hooks_read_only_in_every_repository_it_holds() {
+    need_landlock!();
+    let t = TempDir::new("paths-git-deep");
+    let code = mkdir(&t.path().join("code"));
+    let file = |p: &Path, text: &str| {
+        mkdir(p.parent().expect("parent"));
+        std::fs::write(p, text).expect("write");
+    };
+    let git_dir = |g: &Path| {
+        mkdir(&g.join("hooks"));
+        mkdir(&g.join("objects"));
+        mkdir(&g.join("refs/heads"));
+        file(&g.join("HEAD"), "ref: refs/heads/main\n");
+        file(&g.join("config"), "[core]\n");
+        file(&g.join("description"), "repo\n");
+    };
+    // A repository two folders below the grant.
+    git_dir(&code.join("org/deep/.git"));
+    file(&code.join("org/deep/src/a.txt"), "a");
+    // A repository with a submodule (its git dir in `.git/modules/sub`,
+    // with one of its own), and a worktree whose `.git` is a file.
+    let app = code.join("app/.git");
+    git_dir(&app);
+    git_dir(&app.join("modules/sub"));
+    git_dir(&app.join("modules/sub/modules/inner"));
+    file(&code.join("app/sub/.git"), "gitdir: ../.git/modules/sub\n");
+    let wt = app.join("worktrees/wt");
+    file(&wt.join("HEAD"), "ref: refs/heads/wt\n");
+    file(&wt.join("commondir"), "../..\n");
+    file(&wt.join("config.worktree"), "[core]\n");
+    file(&code.join("app-wt/.git"), &format!("gitdir: {}\n", wt.display()));
+    file(&code.join("app-wt/src/a.txt"), "a");
+    // A bare repository, which a push runs the hooks of.
+    git_dir(&code.join("srv/bare.git"));
+    let exts = mkdir(&t.path().join("exts"));
+    let (open, jailed) = (probe_ext(&exts, "open", None), probe_ext(&exts, "jailed", Some(json!({"write": [code.display().to_string()]}))));
+    let h = host(&t, &code, vec![open, jailed]);
+    let p = |rel: &str| code.join(rel).display().to_string();
+    for kept in [
+        "org/deep/.git/hooks/pre-commit",
+        "org/deep/.git/config",
+        "app/.git/modules/sub/config",
+        "app/.git/modules/sub/hooks/pre-commit",
+        "app/.git/modules/sub/modules/inner/config",
+        "app/.git/worktrees/wt/config.worktree",
+        "app/.git/worktrees/wt/commondir",
+        "app/sub/.git",
+        "app-wt/.git",
+        "srv/bare.git/hooks/post-receive",
+        "srv/bare.git/config",
+    ] {
+        assert_eq!(run(&h, "jailed", "write", p(kept)), "errno 13", "{kept}");
+        if code.join(kept).is_file() {
+            assert!(run(&h, "jailed", "read", p(kept)).starts_with("ok "), "{kept} stays readable");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(code.join("app-wt/.git")).expect("read"), format!("gitdir: {}\n", wt.display()));
+    // The controls: the rest of each repository is written, and unconfined
+    // the same paths are.
+    for free in ["org/deep/src/new.txt", "org/deep/.git/description", "app/.git/modules/sub/description", "app-wt/src/new.txt", "srv/bare.git/description"] {
+        assert_eq!(run(&h, "jailed", "write", p(free)), format!("ok {}", p(free)));
+    }
+    for kept in ["org/deep/.git/hooks/pre-commit", "app/.git/modules/sub/config", "app-wt/.git", "srv/bare.git/hooks/post-receive"] {
+        assert_eq!(run(&h, "open", "write", p(kept)), format!("ok {}", p(kept)));
+    }
+    h.shutdown();
+}
+
+#[test]
+fn a_write_grant_too_big_to_look_through_for_repositories_fails_its_start_naming_it() {
+    need_landlock!();
+    let t = TempDir::new("paths-git-budget");
+    let big = mkdir(&t.path().join("big"));
+    // One entry more than a start looks through (100,000).
+    for i in 0..100 {
+        let d = mkdir(&big.join(format!("d{i}")));
+        for j in 0..999 {
+            std::fs::File::create(d.join(format!("f{j}"))).expect("create");
+        }
+    }
+    std::fs::File::create(big.join("last")).expect("create");
+    let small = mkdir(&t.path().join("small"));
+    let exts = mkdir(&t.path().join("exts"));
+    let (wide, narrow) = (
+        probe_ext(&exts, "wide", Some(json!({"write": [big.display().to_string()]}))),
+        probe_ext(&exts, "narrow", Some(json!({"write": [small.display().to_string()]}))),
+    );
+    let h = host(&t, t.path(), vec![wide, narrow]);
+    let error = common::ext_info(&h, "wide").error.unwrap_or_default();
+    let want = format!("confine.write: {:?} ({}) holds more than 100000 entries to look through for git repositories", big.display().to_string(), big.display());
+    assert!(error.contains(&want), "{error:?}\nwanted: {want}");
+    // The control: a grant within the budget starts, and writes.
+    let f = small.join("x").display().to_string();
+    assert_eq!(run(&h, "narrow", "write", f.clone()), format!("ok {f}"));
+    // One entry fewer, the same grant starts too.
+    std::fs::remove_file(big.join("last")).expect("rm");
+    h.shutdown();
+    let h = host(&t, t.path(), vec![exts.join("wide")]);
+    let f = big.join("d0/f0").display().to_string();
+    assert_eq!(run(&h, "wide", "write", f.clone()), format!("ok {f}"));
+    h.shutdown();
+}
+
+#[test]
 fn the_trust_line_has_every_clause_in_its_grammar_under_the_mode_in_force() {
     let t = TempDir::new("paths-line");
     let project = mkdir(&t.path().join("project"));

@@ -241,3 +241,65 @@ fn a_virtual_environments_interpreter_names_the_environment_not_covered() {
     let line = format!("not covered: {} (found by the interpreter, not fingerprinted)", venv.display());
     assert!(r.stdout.lines().any(|l| l == line), "{line} missing from\n{}", r.stdout);
 }
+
+/// `zot serve` in the project, sent `lines` then a shutdown: its stdout
+/// frames and its stderr.
+fn serve(w: &World, lines: &[serde_json::Value]) -> (Vec<serde_json::Value>, String) {
+    use std::io::Write;
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
+    c.args(["serve", "--cwd", s(&w.proj())]).current_dir(w.proj()).env("ZOT_HOME", w.home()).env_remove("XDG_STATE_HOME").env_remove("ZOT_CONFINE");
+    c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("zot serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for l in lines.iter().chain([&json!({"id": 99, "type": "shutdown"})]) {
+        writeln!(stdin, "{l}").expect("send");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("zot serve ends");
+    let frames = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    (frames, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A grant through a link in the project (`docs -> realdocs`, outside
+/// `.zot`) is recorded as `zot trust` showed it: pointed elsewhere after
+/// the trust (as a `git pull` can), the project has changed since trusted
+/// and a session does not start its extension, which would read the new
+/// target. The control: the link unchanged, it stays trusted and runs.
+#[test]
+fn a_granted_link_that_leads_elsewhere_after_trust_makes_the_project_changed() {
+    for relinked in [false, true] {
+        let w = World::new("reach-relink");
+        let secret = w.t.path().join("secret");
+        write(&secret.join("id_test"), "PRIVATE KEY\n");
+        write(&w.proj().join("realdocs/id_test"), "readme\n");
+        symlink("realdocs", w.proj().join("docs")).expect("symlink");
+        let probe = common::fixture("probe.py");
+        write_manifest(&w.exts(), "pe", json!({"name": "pe", "exec": "python3", "args": [s(&probe), "pe"], "confine": {"read": ["${PROJECT}/docs"]}}));
+        let shown = w.trust();
+        let real = fs::canonicalize(w.proj().join("realdocs")).expect("real");
+        assert!(shown.stdout.contains(&format!("  pe: reads ${{PROJECT}}/docs (-> {})", s(&real))), "{}", shown.stdout);
+        if relinked {
+            fs::remove_file(w.proj().join("docs")).expect("rm");
+            symlink(&secret, w.proj().join("docs")).expect("symlink");
+        }
+        assert_eq!(w.state(), if relinked { "changed" } else { "trusted" }, "relinked: {relinked}: {}", fs::read_to_string(w.home().join("trust.json")).unwrap_or_default());
+        let read = json!({"id": 1, "type": "tool", "name": "pe_probe", "args": {"op": "read", "arg": s(&w.proj().join("docs/id_test"))}});
+        let (frames, stderr) = serve(&w, &[read]);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let ready = frames.iter().find(|f| f["type"] == "ready").expect("ready");
+        let answer = frames.iter().find(|f| f["id"] == 1).expect("an answer");
+        let untrusted: Vec<_> = frames.iter().filter(|f| f["type"] == "untrusted_project").collect();
+        if relinked {
+            assert_eq!(ready["extensions"], json!([]), "{frames:?}");
+            assert_eq!(untrusted.len(), 1, "{frames:?}");
+            assert_eq!(untrusted[0]["extensions"], json!(["pe"]));
+            assert_eq!(answer["ok"], json!(false), "{answer}");
+            let list = w.zot(&["ext", "list"]);
+            assert!(format!("{}{}", list.stdout, list.stderr).contains("has changed since it was trusted"), "{}{}", list.stdout, list.stderr);
+        } else {
+            assert_eq!(ready["extensions"], json!(["pe"]), "{frames:?}");
+            assert!(untrusted.is_empty(), "{frames:?}");
+            assert_eq!(answer["result"]["content"][0]["text"], "ok 7", "{answer}");
+        }
+    }
+}

@@ -124,8 +124,8 @@ where
                         Err(e) => return fail(&e),
                     },
                 };
-                let reach = |dir: &std::path::Path| crate::discovery::project_reach(dir, home.root(), mode);
-                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach)
+                let reach = |dir: &std::path::Path, confine: &str| crate::discovery::project_reach_named(dir, home.root(), confine);
+                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach, mode.as_str())
             }
             Err(e) => fail(&e),
         },

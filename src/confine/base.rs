@@ -254,18 +254,6 @@ fn unreadable(dir: &Path, budget: &mut usize, out: &mut Vec<PathBuf>) -> bool {
     whole
 }
 
-/// The git repositories a write grant on `dir` covers: `dir` itself, or
-/// the folders directly in it (a folder of checkouts), each with a
-/// `.git` folder.
-pub fn repositories(dir: &Path) -> Vec<PathBuf> {
-    let is_repo = |d: &Path| std::fs::symlink_metadata(d.join(".git")).is_ok_and(|m| m.is_dir());
-    if is_repo(dir) {
-        return vec![dir.to_path_buf()];
-    }
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    rd.flatten().map(|e| e.path()).filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) && is_repo(p)).collect()
-}
-
 /// The one prefix rule: what the program that really runs needs to read.
 /// A compiled program alone; an interpreter (named by a `#!` line, or run
 /// with a script: the first argument not beginning with `-`, when it

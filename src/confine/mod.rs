@@ -16,6 +16,7 @@
 //!   next host's first confined start.
 
 pub mod base;
+mod gitdirs;
 pub mod landlock;
 pub mod policy;
 pub mod procs;
@@ -53,6 +54,15 @@ impl Mode {
             "all" => Some(Mode::All),
             "off" => Some(Mode::Off),
             _ => None,
+        }
+    }
+
+    /// The name [`Mode::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Declared => "declared",
+            Mode::All => "all",
+            Mode::Off => "off",
         }
     }
 

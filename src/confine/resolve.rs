@@ -8,6 +8,7 @@
 //! trust line, listings, doctor) take their grants from [`reach`] alone.
 
 use super::base::{self, Access, Why};
+use super::gitdirs;
 use super::policy::Declared;
 use crate::lexical::{lexical, Above};
 use std::ffi::{CString, OsStr, OsString};
@@ -228,19 +229,39 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
             out.grants.push(Resolved { shown: raw.clone(), target, opened, access, why: Why::Declared, elsewhere, git_read_only: false });
         }
     }
-    // `.git/config` and `.git/hooks` of a repository a write grant covers
-    // stay read-only unless written in `write` themselves.
+    // What git reads its settings or runs code from, in every repository
+    // a write grant holds, stays read-only unless written in `write`
+    // itself; a grant too big to look through fails the start.
     let written: Vec<PathBuf> = out.grants.iter().filter(|g| g.access == Access::Write).map(|g| g.target.clone()).collect();
     for g in out.grants.iter_mut().filter(|g| g.access == Access::Write && g.opened.as_ref().is_some_and(|o| o.is_dir)) {
-        for repo in base::repositories(&g.target) {
-            for p in [repo.join(".git/config"), repo.join(".git/hooks")] {
-                let (t, o) = far(&p);
-                if o.is_some() && !written.contains(&t) && inside(&t, &g.target) {
-                    g.git_read_only = true;
-                    if !out.read_only.contains(&t) {
-                        out.read_only.push(t);
-                    }
+        let kept = gitdirs::kept(&g.target, gitdirs::BUDGET).map_err(|()| {
+            format!(
+                "confine.write: {:?} ({}) holds more than {} entries to look through for git repositories, whose config and hooks must stay read-only; grant a narrower folder",
+                g.shown,
+                g.target.display(),
+                gitdirs::BUDGET
+            )
+        })?;
+        for p in kept {
+            // A link is kept by its name too (its folder is then split, so
+            // it cannot be replaced), whatever it leads to; a `.git` link's
+            // git dir is kept by what it holds.
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                g.git_read_only = true;
+                if !out.deny.contains(&p) {
+                    out.deny.push(p.clone());
                 }
+                if p.file_name().is_some_and(|n| n == ".git") {
+                    continue;
+                }
+            }
+            let (t, o) = far(&p);
+            if o.is_none() || written.contains(&t) || !inside(&t, &g.target) {
+                continue;
+            }
+            g.git_read_only = true;
+            if !out.read_only.contains(&t) {
+                out.read_only.push(t);
             }
         }
     }

@@ -93,7 +93,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
     let trust = all
         .iter()
         .any(|e| e.scope == Source::Project)
-        .then(|| crate::trust::status(home, &project));
+        .then(|| crate::trust::status(home, &project, &|d, confine| crate::discovery::project_reach_named(d, home.root(), confine)));
     let trusted = trust == Some(Trust::Trusted);
     // Shadowing follows discovery order, before sorting for display, and
     // discovery's rule: only an extension that loads (enabled, and trusted

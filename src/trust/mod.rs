@@ -6,6 +6,13 @@
 //! - What the fingerprint covers: see [`fingerprint`]. Its format version
 //!   is recorded with each project; a record of another version reads as
 //!   changed, never as trusted.
+//! - What `zot trust` showed of the project's extensions and servers
+//!   (their trust lines, docs/protocol.md §9.3, and the `--confine` mode
+//!   they were shown under) is recorded with the fingerprint, and computed
+//!   again at each check: a line that reads otherwise now (a granted link
+//!   that leads elsewhere) makes the project changed, as a changed file
+//!   does. A record without them (from before they were kept) reads as
+//!   changed.
 //! - Projects are recorded by canonical path; `zot untrust` of a folder
 //!   that no longer exists removes it by its absolute path.
 //! - `trust.json` is rewritten through a temporary file and a rename
@@ -45,7 +52,22 @@ pub struct Entry {
     /// Seconds since the Unix epoch.
     #[serde(default)]
     pub trusted_at: u64,
+    /// What `zot trust` showed it may reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<Shown>,
 }
+
+/// The trust lines `zot trust` showed, and the `--confine` mode
+/// (`declared`, `all` or `off`) they were resolved under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shown {
+    pub confine: String,
+    pub lines: Vec<String>,
+}
+
+/// The trust lines of the project in a folder under a `--confine` mode
+/// (docs/protocol.md §9.3): discovery resolves them, and hands them in.
+pub type ProjectReach<'a> = dyn Fn(&Path, &str) -> Vec<String> + 'a;
 
 fn format_one() -> u32 {
     1
@@ -102,25 +124,26 @@ pub fn project_id(dir: &Path) -> String {
     h.hex()[..16].to_string()
 }
 
-/// The trust status of the project at `dir`. A broken `trust.json` trusts
-/// nothing.
-pub fn status(home: &Home, dir: &Path) -> Status {
+/// The trust status of the project at `dir`, its trust lines now from
+/// `reach`. A broken `trust.json` trusts nothing.
+pub fn status(home: &Home, dir: &Path, reach: &ProjectReach<'_>) -> Status {
     let dir = canonical(dir);
     let file = match read(home) {
         Ok(f) => f,
         Err(_) => return Status::Unreadable,
     };
     let Some(e) = file.projects.iter().find(|e| e.dir == dir) else { return Status::Untrusted };
-    matches(home, &file, e)
+    matches(home, &file, e, reach)
 }
 
-/// Whether the record `e` still holds: same format, same fingerprint now.
-fn matches(home: &Home, file: &TrustFile, e: &Entry) -> Status {
+/// Whether the record `e` still holds: same format, same fingerprint and
+/// the same trust lines now.
+fn matches(home: &Home, file: &TrustFile, e: &Entry, reach: &ProjectReach<'_>) -> Status {
     if file.version < FILE_VERSION || e.fingerprint_version != fingerprint::VERSION {
         return Status::Changed;
     }
-    match compute(home, &e.dir) {
-        Ok(p) if p.digest == e.fingerprint => Status::Trusted,
+    match (compute(home, &e.dir), &e.reach) {
+        (Ok(p), Some(shown)) if p.digest == e.fingerprint && reach(&e.dir, &shown.confine) == shown.lines => Status::Trusted,
         _ => Status::Changed,
     }
 }
@@ -217,10 +240,11 @@ fn lock(home: &Home) -> Result<Lock, String> {
     }
 }
 
-/// Records the project at `dir` as trusted with its current fingerprint;
-/// returns the record, what in it lies outside the project, and what an
-/// interpreter may find that the fingerprint does not cover.
-pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>), String> {
+/// Records the project at `dir` as trusted with its current fingerprint
+/// and the trust lines shown; returns the record, what in it lies outside
+/// the project, and what an interpreter may find that the fingerprint does
+/// not cover.
+pub fn trust(home: &Home, dir: &Path, shown: Shown) -> Result<(Entry, Vec<String>, Vec<String>), String> {
     let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _lock = lock(home)?;
     let mut file = read(home)?;
@@ -235,6 +259,7 @@ pub fn trust(home: &Home, dir: &Path) -> Result<(Entry, Vec<String>, Vec<String>
         fingerprint: print.digest,
         fingerprint_version: fingerprint::VERSION,
         trusted_at,
+        reach: Some(shown),
     };
     file.projects.retain(|e| e.dir != dir);
     file.projects.push(entry.clone());
@@ -259,9 +284,9 @@ pub fn untrust(home: &Home, dir: &Path) -> Result<bool, String> {
 }
 
 /// Every recorded project with its status now.
-pub fn list(home: &Home) -> Result<Vec<(Entry, Status)>, String> {
+pub fn list(home: &Home, reach: &ProjectReach<'_>) -> Result<Vec<(Entry, Status)>, String> {
     let file = read(home)?;
-    Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e))).collect())
+    Ok(file.projects.iter().map(|e| (e.clone(), matches(home, &file, e, reach))).collect())
 }
 
 /// The names of what a project in a folder runs: its extensions, then its
@@ -274,8 +299,9 @@ pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 /// them, and discovery asks this module whether a project is trusted, so
 /// the caller hands them over rather than this module asking discovery.
 /// `project_reach` gives, the same way, one line per extension and server
-/// saying what it may read, write and reach (docs/protocol.md §9.3).
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &dyn Fn(&Path) -> Vec<String>) -> i32 {
+/// saying what it may read, write and reach (docs/protocol.md §9.3), under
+/// the `--confine` mode named `confine`: shown, and recorded with the trust.
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &ProjectReach<'_>, confine: &str) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         // From a subfolder, the project found above it (as a session finds it).
@@ -292,7 +318,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 return Err(format!("{}: no such directory", d.display()));
             }
             // What each may read, write and reach, shown before anything is recorded.
-            let reach = project_reach(&canonical(&d));
+            let reach = project_reach(&canonical(&d), confine);
             if !reach.is_empty() {
                 let mut out = io::stdout().lock();
                 for l in &reach {
@@ -300,7 +326,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 }
                 let _ = out.flush();
             }
-            let (e, outside, not_covered) = trust(home, &d)?;
+            let (e, outside, not_covered) = trust(home, &d, Shown { confine: confine.to_string(), lines: reach })?;
             // Servers are named as servers.
             let (extensions, servers) = project_names(&e.dir);
             let mut parts = Vec::new();
@@ -328,7 +354,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 format!("{} was not trusted; nothing changed", dir.display())
             }])
         }),
-        TrustCommand::List => list(home).map(|all| {
+        TrustCommand::List => list(home, project_reach).map(|all| {
             if all.is_empty() {
                 return vec!["no trusted projects (trust one with: zot trust [DIR])".to_string()];
             }

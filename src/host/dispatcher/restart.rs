@@ -153,7 +153,8 @@ impl Dispatcher {
             return None;
         }
         let dir = self.cfg.cwd.display();
-        match crate::trust::status(&self.cfg.home, &self.cfg.cwd) {
+        let home = &self.cfg.home;
+        match crate::trust::status(home, &self.cfg.cwd, &|d, confine| crate::discovery::project_reach_named(d, home.root(), confine)) {
             Status::Trusted => None,
             Status::Unreadable => Some(format!(
                 "not started again: trust cannot be checked: {}",
