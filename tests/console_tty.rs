@@ -428,3 +428,36 @@ fn an_open_panel_takes_the_keys_and_is_redrawn_in_place() {
     want.extend(["todos-main:backspace", "todos-main:enter", "todos-main:rune:x", "todos-main:rune:x", "close:todos-main", "close:todos-main", "close:popup", "close:todos-main"].map(String::from));
     assert_eq!(panel_frames(&t), want);
 }
+
+#[test]
+fn ctrl_r_searches_the_history_and_ctrl_l_clears_the_screen() {
+    let t = TempDir::new("tty-search");
+    let mut z = Term::spawn(&t, &[tty_ext(&t)]);
+    let mut at = z.wait_for("zot> ", 0);
+    for line in ["/display apple", "/display banana", "/display cherry"] {
+        z.typed(&format!("{line}\r"));
+        at = z.wait_for(&format!("[tty] shown:{}\r\n", &line[9..]), at);
+    }
+    // Ctrl-R, then what to look for: the newest entry holding it, run by Enter.
+    z.typed("\x12ban");
+    at = z.wait_for("(history search 'ban'): /display banana", at);
+    z.typed("\r");
+    at = z.wait_for("[tty] shown:banana\r\n", at);
+    // Ctrl-R again finds the one before; Esc gives the line back as it was.
+    z.typed("/disp\x12e");
+    at = z.wait_for("(history search 'e'): /display cherry", at);
+    z.typed("\x12");
+    at = z.wait_for("(history search 'e'): /display apple", at);
+    z.typed("\x1b");
+    at = z.wait_for("zot> /disp", at);
+    z.typed("lay kept\r");
+    at = z.wait_for("[tty] shown:kept\r\n", at);
+    // Ctrl-L clears the screen and draws the prompt again at its top.
+    z.typed("/display half\x0c");
+    at = z.wait_for("\x1b[H\x1b[2J", at);
+    at = z.wait_for("zot> /display half", at);
+    z.typed("\r");
+    at = z.wait_for("[tty] shown:half\r\n", at);
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
+}
