@@ -117,41 +117,19 @@ pub fn covered(target: &Path, own: Option<&Path>) -> bool {
 
 /// What is carved out of every grant that would cover it, declared or
 /// derived, `read: ["/"]` included: `/etc`'s secrets (the named ones and
-/// every entry not readable by others, found once), the terminals
+/// every entry not readable by others, found again at each call: a secret
+/// made while the host runs is out of reach at the next start), the terminals
 /// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`) and every
 /// cgroup file system.
 pub fn carved_out() -> Vec<PathBuf> {
-    static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    let mut out = ETC
-        .get_or_init(|| {
-            let mut out: Vec<PathBuf> = SECRETS.iter().map(PathBuf::from).collect();
-            if let Ok(rd) = std::fs::read_dir("/etc/ssh") {
-                let keys = rd.flatten().map(|e| e.path()).filter(|p| {
-                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
-                });
-                out.extend(keys);
-            }
-            let mut budget = ETC_BUDGET;
-            if !unreadable(Path::new("/etc"), &mut budget, &mut out) {
-                ETC_CUT.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            // One this host's user cannot reach anyway (not root, nor in
-            // its group) is left to the kernel's own refusal: carving it
-            // out too would change nothing but the cost of every start.
-            out.retain(|p| reachable(p));
-            let mut out: Vec<PathBuf> = out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
-            crate::order::sort(&mut out);
-            out.dedup();
-            out
-        })
-        .clone();
+    let mut out = etc_secrets();
     // The virtual consoles, found once per host as /etc's secrets are.
     static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
     // Every cgroup file system: written, a child would leave its own
-    // cgroup (and the `procs` bound with it).
-    static CGROUPS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    out.extend(CGROUPS.get_or_init(|| cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())).iter().cloned());
+    // cgroup (and the `procs` bound with it). Read at each call: one
+    // mounted while the host runs is carved out of the next start too.
+    out.extend(cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()));
     out.extend(TTYS.get_or_init(|| {
         let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
         rd.flatten()
@@ -159,6 +137,30 @@ pub fn carved_out() -> Vec<PathBuf> {
             .filter(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("tty")).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())))
             .collect()
     }).iter().cloned());
+    out
+}
+
+/// `/etc`'s secrets: the named ones and every entry not readable by others
+/// that this host's user could reach.
+fn etc_secrets() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = SECRETS.iter().map(PathBuf::from).collect();
+    if let Ok(rd) = std::fs::read_dir("/etc/ssh") {
+        let keys = rd.flatten().map(|e| e.path()).filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        });
+        out.extend(keys);
+    }
+    let mut budget = ETC_BUDGET;
+    if !unreadable(Path::new("/etc"), &mut budget, &mut out) {
+        ETC_CUT.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    // One this host's user cannot reach anyway (not root, nor in
+    // its group) is left to the kernel's own refusal: carving it
+    // out too would change nothing but the cost of every start.
+    out.retain(|p| reachable(p));
+    let mut out: Vec<PathBuf> = out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
+    crate::order::sort(&mut out);
+    out.dedup();
     out
 }
 
