@@ -738,28 +738,3 @@ fn etc_secrets_deeper_than_four_levels_stay_out_of_reach() {
     assert_eq!(s.probe("jailed", "read", &open_file), "ok 6");
     s.stop();
 }
-
-#[test]
-fn an_etc_secret_made_while_the_host_runs_is_out_of_reach_at_the_next_start() {
-    need_landlock!();
-    // SAFETY: reads our own id.
-    if unsafe { libc::geteuid() } != 0 {
-        return common::skip("not root: the secrets of /etc are unreadable anyway");
-    }
-    let planted = Planted(PathBuf::from(format!("/etc/zot-test-late-{}", std::process::id())));
-    let dir = mkdir(&planted.0);
-    let t = TempDir::new("paths-etc-late");
-    let (open, jailed) = (probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({}))));
-    let mut s = Serve::start(&t, t.path(), &[&open, &jailed], &[]);
-    s.wait_started(&["open", "jailed"]);
-    // Made after the host started (as a package's 0600 file would be).
-    let key = dir.join("late.key");
-    std::fs::write(&key, "LATE").expect("plant");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    s.req("restart", json!({"name": "jailed"}));
-    // The control: unconfined, the key is read; confined, after its next start, not.
-    assert_eq!(s.probe("open", "read", &key), "ok 4");
-    assert_eq!(s.probe("jailed", "read", &key), "errno 13");
-    s.stop();
-}

@@ -117,12 +117,15 @@ pub fn covered(target: &Path, own: Option<&Path>) -> bool {
 
 /// What is carved out of every grant that would cover it, declared or
 /// derived, `read: ["/"]` included: `/etc`'s secrets (the named ones and
-/// every entry not readable by others, found again at each call: a secret
-/// made while the host runs is out of reach at the next start), the terminals
+/// every entry not readable by others, found once per host), the terminals
 /// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`) and every
 /// cgroup file system.
 pub fn carved_out() -> Vec<PathBuf> {
-    let mut out = etc_secrets();
+    // Walked once per host (a start would otherwise pay the whole walk):
+    // a secret made in /etc while the host runs is a known limit
+    // (docs/trust-and-confinement.md).
+    static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let mut out = ETC.get_or_init(etc_secrets).clone();
     // The virtual consoles, found once per host as /etc's secrets are.
     static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
