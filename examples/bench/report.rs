@@ -242,10 +242,12 @@ pub fn write(env: &Env, runs: Runs) -> Res<()> {
 
     // Binary.
     let mib = bin as f64 / MIB as f64;
-    // Issue 29: 2.5 MiB, counted in bytes so that 2.504 MiB is no pass.
-    let fits = bin as usize <= 5 * MIB / 2;
-    t.row("binary: target/release/zot (stripped)", format!("{mib:.2} MiB ({bin} bytes)"), "≤ 2.5 MiB", Some(fits));
-    t.goal("binary_mib", mib, "<= 2.5", fits);
+    // The default build (remote servers in): 4 MiB, counted in bytes so that
+    // 4.004 MiB is no pass. The build without the default features has its
+    // own bound, 2.5 MiB (docs/benchmarks.md, "Binary size").
+    let fits = bin as usize <= 4 * MIB;
+    t.row("binary: target/release/zot (stripped, default features)", format!("{mib:.2} MiB ({bin} bytes)"), "≤ 4 MiB", Some(fits));
+    t.goal("binary_mib", mib, "<= 4", fits);
     j.insert("binary".into(), json!({"bytes": bin}));
 
     // The serve path.
