@@ -142,11 +142,9 @@ fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Resul
     Ok(())
 }
 
-/// VS Code's and Cursor's variables: `${workspaceFolder}`,
-/// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}` (with
-/// `defer_env`, written `${VAR:-}` for the expansion at start),
-/// `${pathSeparator}`; `${input:ID}` is refused.
-fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> {
+/// Every `${...}` of `s` replaced by what `each` makes of its inside;
+/// `None` keeps it as written, as does an unclosed `${`.
+fn replace_refs(s: &str, mut each: impl FnMut(&str) -> Result<Option<String>, String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(at) = rest.find("${") {
@@ -156,17 +154,9 @@ fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> 
             out.push_str(&rest[at..]);
             return Ok(out);
         };
-        let name = &after[..end];
-        let home = || std::env::var("HOME").unwrap_or_default();
-        match name {
-            "workspaceFolder" | "workspaceRoot" => out.push_str(&root.display().to_string()),
-            "workspaceFolderBasename" => out.push_str(&root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
-            "userHome" => out.push_str(&home()),
-            "pathSeparator" | "/" => out.push('/'),
-            _ if name.starts_with("env:") && defer_env => out.push_str(&format!("${{{}:-}}", &name[4..])),
-            _ if name.starts_with("env:") => out.push_str(&std::env::var(&name[4..]).unwrap_or_default()),
-            _ if name.starts_with("input:") => return Err(input_message(&name[6..])),
-            _ => out.push_str(&rest[at..at + 2 + end + 1]),
+        match each(&after[..end])? {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&rest[at..at + 2 + end + 1]),
         }
         rest = &after[end + 1..];
     }
@@ -174,33 +164,40 @@ fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> 
     Ok(out)
 }
 
+/// VS Code's and Cursor's variables: `${workspaceFolder}`,
+/// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}` (with
+/// `defer_env`, written `${VAR:-}` for the expansion at start),
+/// `${pathSeparator}`; `${input:ID}` is refused.
+fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> {
+    replace_refs(s, |name| {
+        Ok(Some(match name {
+            "workspaceFolder" | "workspaceRoot" => root.display().to_string(),
+            "workspaceFolderBasename" => root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            "userHome" => std::env::var("HOME").unwrap_or_default(),
+            "pathSeparator" | "/" => "/".to_string(),
+            _ if name.starts_with("env:") && defer_env => format!("${{{}:-}}", &name[4..]),
+            _ if name.starts_with("env:") => std::env::var(&name[4..]).unwrap_or_default(),
+            _ if name.starts_with("input:") => return Err(input_message(&name[6..])),
+            _ => return Ok(None),
+        }))
+    })
+}
+
 /// Claude Code's variables: `${VAR}` and `${VAR:-default}`.
 fn shell_vars(s: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[at..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
+    replace_refs(s, |inner| {
         let (name, default) = match inner.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
         let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         match (valid, std::env::var(name).ok().filter(|v| !v.is_empty() || default.is_none()), default) {
-            (false, _, _) => out.push_str(&rest[at..at + 2 + end + 1]),
-            (true, Some(v), _) => out.push_str(&v),
-            (true, None, Some(d)) => out.push_str(d),
-            (true, None, None) => return Err(format!("${{{name}}} is not set (write ${{{name}:-DEFAULT}} for a default)")),
+            (false, _, _) => Ok(None),
+            (true, Some(v), _) => Ok(Some(v)),
+            (true, None, Some(d)) => Ok(Some(d.to_string())),
+            (true, None, None) => Err(format!("${{{name}}} is not set (write ${{{name}:-DEFAULT}} for a default)")),
         }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    })
 }
 
 #[cfg(test)]
