@@ -738,3 +738,169 @@ fn etc_secrets_deeper_than_four_levels_stay_out_of_reach() {
     assert_eq!(s.probe("jailed", "read", &open_file), "ok 6");
     s.stop();
 }
+
+#[test]
+fn a_running_start_is_listed_as_its_enforcement_resolved_it_until_it_starts_again() {
+    need_landlock!();
+    let t = TempDir::new("paths-once");
+    let (old, new) = (mkdir(&t.path().join("old")), mkdir(&t.path().join("new")));
+    std::fs::write(old.join("f"), "old").expect("write");
+    std::fs::write(new.join("f"), "new").expect("write");
+    let (old, new) = (old.canonicalize().expect("real"), new.canonicalize().expect("real"));
+    let exts = mkdir(&t.path().join("exts"));
+    let linked = probe_ext(&exts, "linked", Some(json!({"read": ["look"]})));
+    symlink(&old, linked.join("look")).expect("symlink");
+    let h = host(&t, t.path(), vec![linked.clone()]);
+    // Its declared read comes first; the derived ones (python, the probe) follow.
+    let reads = |h: &Host| common::ext_info(h, "linked").confinement["reads"][0].clone();
+    let read = |h: &Host, p: &Path| run(h, "linked", "read", p.display().to_string());
+    assert_eq!(reads(&h), json!(format!("look (-> {})", old.display())));
+    assert_eq!(read(&h, &old.join("f")), "ok 3");
+    assert!(read(&h, &new.join("f")).starts_with("errno 13"));
+
+    // The link now leads elsewhere: the running start still reaches the
+    // old target alone, and is listed so.
+    std::fs::remove_file(linked.join("look")).expect("rm");
+    symlink(&new, linked.join("look")).expect("symlink");
+    assert_eq!(reads(&h), json!(format!("look (-> {})", old.display())));
+    assert_eq!(read(&h, &old.join("f")), "ok 3");
+    assert!(read(&h, &new.join("f")).starts_with("errno 13"));
+    assert!(read(&h, &linked.join("look/f")).starts_with("errno 13"));
+
+    // The control: its next start resolves the link again, and both the
+    // listing and the kernel follow it there.
+    match h.call(Request::Restart { name: "linked".into() }) {
+        Ok(Response::Restarted { .. }) => {}
+        other => panic!("restart: {other:?}"),
+    }
+    assert_eq!(reads(&h), json!(format!("look (-> {})", new.display())));
+    assert_eq!(read(&h, &new.join("f")), "ok 3");
+    assert_eq!(read(&h, &linked.join("look/f")), "ok 3");
+    assert!(read(&h, &old.join("f")).starts_with("errno 13"));
+    h.shutdown();
+}
+
+/// The cgroup file systems are found again at each start without reading
+/// every mount each time: one mounted while the host runs is carved out of
+/// the next start all the same.
+#[test]
+fn a_cgroup_file_system_mounted_while_the_host_runs_is_carved_out_of_the_next_start() {
+    need_landlock!();
+    // SAFETY: reads our own id.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip("not root: cannot mount a cgroup file system");
+    }
+    let t = TempDir::new("paths-cgroup-late");
+    let area = mkdir(&t.path().join("area"));
+    let open = probe_ext(t.path(), "open", None);
+    let late = probe_ext(t.path(), "late", Some(json!({"write": [area], "limits": {"procs": 16}})));
+    let h = host(&t, t.path(), vec![open, late]);
+    let cg = mkdir(&area.join("cg"));
+    // The grant is split around the mount from then on: an entry already
+    // there stays writable.
+    std::fs::write(area.join("x"), "").expect("write");
+    let c = |p: &Path| std::ffi::CString::new(p.display().to_string()).expect("path");
+    let (none, fstype, at) = (c(Path::new("none")), c(Path::new("cgroup2")), c(&cg));
+    // SAFETY: NUL-terminated strings; no data.
+    if unsafe { libc::mount(none.as_ptr(), at.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) } != 0 {
+        h.shutdown();
+        return common::skip(&format!("cannot mount cgroup2: {}", std::io::Error::last_os_error()));
+    }
+    let procs = cg.join("cgroup.procs").display().to_string();
+    match h.call(Request::Restart { name: "late".into() }) {
+        Ok(Response::Restarted { .. }) => {}
+        other => panic!("restart: {other:?}"),
+    }
+    let (refused, control) = (run(&h, "late", "write", procs.as_str()), run(&h, "open", "write", procs.as_str()));
+    // The control still reaches its grant beside it.
+    let beside = area.join("x").display().to_string();
+    let beside_ok = run(&h, "late", "write", beside.as_str());
+    h.shutdown();
+    // SAFETY: a NUL-terminated path we mounted.
+    unsafe { libc::umount2(at.as_ptr(), libc::MNT_DETACH) };
+    assert_eq!(control, "errno 22");
+    assert_eq!(refused, "errno 13");
+    assert_eq!(beside_ok, format!("ok {beside}"));
+}
+
+/// A grant split around a denied path keeps its entries' descriptors from
+/// one start to the next only while no folder on the way changes: an
+/// entry replaced while the host runs is granted as it is now at the next
+/// start (the old file's descriptor would grant nothing reachable).
+#[test]
+fn a_split_grant_follows_an_entry_replaced_while_the_host_runs() {
+    need_landlock!();
+    let t = TempDir::new("paths-split-kept");
+    let area = mkdir(&t.path().join("area"));
+    std::fs::write(area.join("f"), "old").expect("write");
+    std::fs::write(area.join("secret"), "s").expect("write");
+    let area = area.canonicalize().expect("real");
+    // The descriptors are kept only for folders that last changed more
+    // than 3 s before (file times can be as coarse as a clock tick).
+    std::thread::sleep(Duration::from_secs(4));
+    let exts = mkdir(&t.path().join("exts"));
+    let split = probe_ext(&exts, "split", Some(json!({"read": [area], "deny": [area.join("secret")]})));
+    let h = host(&t, t.path(), vec![split]);
+    let read = |p: &Path| run(&h, "split", "read", p.display().to_string());
+    let restart = || match h.call(Request::Restart { name: "split".into() }) {
+        Ok(Response::Restarted { .. }) => {}
+        other => panic!("restart: {other:?}"),
+    };
+    assert_eq!(read(&area.join("f")), "ok 3");
+    assert!(read(&area.join("secret")).starts_with("errno 13"));
+    // Unchanged: the next start grants the same entries, the secret still out.
+    restart();
+    assert_eq!(read(&area.join("f")), "ok 3");
+    assert!(read(&area.join("secret")).starts_with("errno 13"));
+    // Replaced by a rename, as editors and package managers do.
+    std::fs::write(area.join("f.new"), "newer").expect("write");
+    std::fs::rename(area.join("f.new"), area.join("f")).expect("rename");
+    restart();
+    assert_eq!(read(&area.join("f")), "ok 5");
+    assert!(read(&area.join("secret")).starts_with("errno 13"));
+    h.shutdown();
+}
+
+/// What a repository's config names for git to run or read (`core.hooksPath`,
+/// `include.path`, `includeIf.*.path`, through the files included) stays
+/// read-only inside a `write` grant like `.git/hooks`, and a hooks folder
+/// named there that does not exist yet cannot be made; the same paths in a
+/// repository whose config names nothing are written.
+#[test]
+fn a_write_grant_leaves_the_hooks_and_includes_a_repository_names_read_only() {
+    need_landlock!();
+    let t = TempDir::new("paths-git-named");
+    let repo = |root: &Path, config: &str| {
+        mkdir(&root.join(".git/hooks"));
+        std::fs::write(root.join(".git/config"), config).expect("write");
+        for d in [".husky", "tools"] {
+            mkdir(&root.join(d));
+            std::fs::write(root.join(d).join("pre-commit"), "#!/bin/sh\n").expect("write");
+        }
+        for f in ["shared.inc", "more.inc"] {
+            std::fs::write(root.join(f), "").expect("write");
+        }
+        root.canonicalize().expect("real")
+    };
+    let project = repo(&mkdir(&t.path().join("project")), "[core]\n\thooksPath = \".husky\" ; husky's\n[include]\n\tpath = ../shared.inc\n[other]\n\tpath = tools\n");
+    std::fs::write(project.join("shared.inc"), "[includeIf \"gitdir:/\"]\n\tpath = more.inc\n[core \"x\"]\n\thooksPath = tools\n[Core]\n\tHooksPath = tools/hooks\n").expect("write");
+    let plain = repo(&mkdir(&t.path().join("plain")), "[core]\n\tbare = false\n");
+    let exts = mkdir(&t.path().join("exts"));
+    let open = probe_ext(&exts, "open", None);
+    let jailed = probe_ext(&exts, "jailed", Some(json!({"write": ["${PROJECT}", plain.display().to_string()]})));
+    let h = host(&t, &project, vec![open, jailed]);
+    let w = |name: &str, p: PathBuf| run(&h, name, "write", p.display().to_string());
+    let ok = |p: &Path| format!("ok {}", p.display());
+    for rel in [".husky/pre-commit", ".husky/post-merge", "shared.inc", "more.inc", "tools/hooks"] {
+        assert_eq!(w("jailed", project.join(rel)), "errno 13", "{rel}");
+    }
+    // The controls: unconfined, the same paths are written; confined, what
+    // the config names under another key, and the same paths of a
+    // repository whose config names nothing.
+    assert_eq!(w("open", project.join("more.inc")), ok(&project.join("more.inc")));
+    assert_eq!(w("jailed", project.join("tools/pre-commit")), ok(&project.join("tools/pre-commit")));
+    for rel in [".husky/pre-commit", ".husky/post-merge", "shared.inc", "more.inc", "tools/hooks"] {
+        assert_eq!(w("jailed", plain.join(rel)), ok(&plain.join(rel)), "{rel}");
+    }
+    h.shutdown();
+}

@@ -85,6 +85,31 @@ fn extended_attributes_cannot_be_set_or_removed() {
     assert!(run(&h, "jailed", "write", f.as_str()).starts_with("ok"));
 }
 
+/// No set-ID program: what it may write it may chmod, but not to 4755, and
+/// a file it makes cannot be born set-ID either (on a root host that would
+/// be a root shell for every local user).
+#[test]
+fn no_set_user_id_program_is_made() {
+    need_landlock!();
+    let t = TempDir::new("confine-setid");
+    let project = t.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let (mine, theirs) = (project.join("mine"), project.join("theirs"));
+    std::fs::write(&mine, "#!/bin/sh\n").expect("write");
+    std::fs::write(&theirs, "#!/bin/sh\n").expect("write");
+    let p = |f: &Path| f.display().to_string();
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({"write": ["${PROJECT}"]})))];
+    let h = host(&t, &project, exts);
+    assert_eq!(run(&h, "jailed", "chmod_setuid", p(&mine)), "errno 1");
+    assert_eq!(run(&h, "jailed", "create_setuid", p(&project.join("born"))), "errno 1");
+    assert!(!project.join("born").exists());
+    // The control: unconfined, both are made.
+    assert_eq!(run(&h, "open", "chmod_setuid", p(&theirs)), "ok 0o4755");
+    assert_eq!(run(&h, "open", "create_setuid", p(&project.join("born2"))), "ok 0o4755");
+    // A plain mode it still sets, on what it may write.
+    assert!(run(&h, "jailed", "write", p(&mine)).starts_with("ok"));
+}
+
 #[test]
 fn a_folder_is_watched_only_with_watch() {
     need_landlock!();

@@ -298,18 +298,19 @@ fn zot_ext_logs_on_a_terminal_leaves_out_the_extensions_control_characters() {
     let t = TempDir::new("logs-terminal");
     let logs = t.path().join("zot-home/logs");
     std::fs::create_dir_all(&logs).expect("mkdir");
-    std::fs::write(logs.join("ext-x.log"), "a\x1b[31mred\r[zot] forged\n").expect("log");
+    std::fs::write(logs.join("ext-x.log"), "a\x1b[31mred\r[zot] forged\u{9d}52;c;eA==\u{9c}\u{9b}2K!\n").expect("log");
     let args: Vec<String> = ["ext", "logs", "x"].map(String::from).to_vec();
     let mut z = term::Term::spawn_args(&t, &args, 120);
     z.wait_for("forged", 0);
     assert_eq!(z.exit_code(), 0);
     let shown = z.text();
-    assert!(shown.contains("a[31mred[zot] forged"), "{shown:?}");
+    assert!(shown.contains("a[31mred[zot] forged52;c;eA==2K!"), "{shown:?}");
     assert!(!shown.contains('\x1b') && !shown.contains("red\r"), "{shown:?}");
+    assert!(!shown.contains(['\u{9b}', '\u{9c}', '\u{9d}']), "{shown:?}");
     let piped = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
         .args(["ext", "logs", "x"])
         .env("ZOT_HOME", t.path().join("zot-home"))
         .output()
         .expect("zot ext logs");
-    assert_eq!(piped.stdout, b"a\x1b[31mred\r[zot] forged\n");
+    assert_eq!(piped.stdout, "a\x1b[31mred\r[zot] forged\u{9d}52;c;eA==\u{9c}\u{9b}2K!\n".as_bytes());
 }

@@ -133,6 +133,28 @@ fn editing_what_a_project_mcp_server_runs_asks_again() {
 }
 
 #[test]
+fn a_remote_server_runs_nothing_so_zot_trust_names_nothing_not_covered() {
+    // A project whose only server is a remote url entry: no interpreter,
+    // so its root is not "found by the interpreter"; the url still counts.
+    let w = World::new("fp-mcp-remote");
+    let remote = json!({"mcpServers": {"github": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${GITHUB_PAT}"}}}});
+    fs::write(w.proj().join(".mcp.json"), remote.to_string()).expect("write");
+    let r = w.trust();
+    assert!(r.stdout.contains("  github: remote http://127.0.0.1:9/mcp; sends $GITHUB_PAT\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("(1 MCP server(s): github)"), "{}", r.stdout);
+    assert!(!r.stdout.contains("not covered"), "{}", r.stdout);
+    let moved = json!({"mcpServers": {"github": {"type": "http", "url": "http://127.0.0.1:10/mcp", "headers": {"Authorization": "Bearer ${GITHUB_PAT}"}}}});
+    fs::write(w.proj().join(".mcp.json"), moved.to_string()).expect("write");
+    w.assert_asks_again("a remote server's url");
+    // Control: a stdio server run from the project root is named.
+    let stdio = json!({"mcpServers": {"local": {"command": "python3", "args": ["-m", "srv"]}}});
+    fs::write(w.proj().join(".mcp.json"), stdio.to_string()).expect("write");
+    let r = w.trust();
+    let want = format!("not covered: {} (found by the interpreter, not fingerprinted)", s(&w.proj()));
+    assert!(r.stdout.contains(&want), "{}", r.stdout);
+}
+
+#[test]
 fn a_module_an_extension_loads_from_beside_its_folder_asks_again() {
     // node looks for node_modules in every folder above the script, .zot's
     // own among them.

@@ -303,3 +303,132 @@ fn a_granted_link_that_leads_elsewhere_after_trust_makes_the_project_changed() {
         }
     }
 }
+
+/// `.zot/extensions/pe` linked to the project root (which holds its
+/// manifest): confined, it would read its "own folder", the whole project
+/// and its untracked `.env` with it, under a line saying `reads nothing`.
+/// It does not start, and `zot trust` says why. The control: the same
+/// extension unconfined starts and reads the file (it was given
+/// everything, and its line says so).
+#[test]
+fn an_extension_folder_linked_to_the_project_root_is_not_read_whole() {
+    for confined in [true, false] {
+        let w = World::new("reach-own-root");
+        write(&w.proj().join(".env"), "API_KEY=supersecret\n");
+        let probe = common::fixture("probe.py");
+        let mut m = json!({"name": "pe", "exec": "python3", "args": [s(&probe), "pe"]});
+        if confined {
+            m["confine"] = json!({});
+        }
+        write(&w.proj().join("extension.json"), &m.to_string());
+        fs::create_dir_all(w.exts()).expect("mkdir");
+        symlink("../..", w.exts().join("pe")).expect("symlink");
+        let shown = w.trust();
+        let read = json!({"id": 1, "type": "tool", "name": "pe_probe", "args": {"op": "read", "arg": s(&w.proj().join(".env"))}});
+        let list = json!({"id": 2, "type": "list"});
+        let (frames, stderr) = serve(&w, &[read, list]);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let answer = frames.iter().find(|f| f["id"] == 1).expect("an answer");
+        let listed = frames.iter().find(|f| f["id"] == 2).expect("a list");
+        let pe = &listed["result"]["extensions"][0];
+        if confined {
+            let why = "which holds the project root: a confined extension reads its own folder whole";
+            assert!(shown.stdout.contains(why), "{}", shown.stdout);
+            assert_eq!(pe["state"], "failed", "{pe}");
+            assert!(pe["error"].as_str().unwrap_or("").contains(why), "{pe}");
+            assert_eq!(answer["ok"], json!(false), "{answer}");
+            assert!(!answer.to_string().contains("supersecret"), "{answer}");
+        } else {
+            assert!(shown.stdout.contains("  pe: full access"), "{}", shown.stdout);
+            assert!(pe["error"].is_null() && pe["state"] != "failed", "{pe}");
+            assert!(answer["result"]["content"][0]["text"].as_str().unwrap_or("").starts_with("ok"), "{answer}");
+        }
+    }
+}
+
+const FLIPPER: &str = r#"
+import json, os, sys
+w, secret = sys.argv[1], sys.argv[2]
+print(json.dumps({"type": "hello", "name": "flipper", "version": "1", "capabilities": []}), flush=True)
+for line in sys.stdin:
+    t = json.loads(line).get("type")
+    if t == "hello_ack":
+        if os.fork() == 0:
+            os.close(1)
+            targets, i, tmp = [os.path.join(w, "real"), secret], 0, os.path.join(w, ".next")
+            while True:
+                try:
+                    os.symlink(targets[i % 2], tmp)
+                    os.replace(tmp, os.path.join(w, "later"))
+                except OSError:
+                    pass
+                i += 1
+        print(json.dumps({"type": "ready"}), flush=True)
+    elif t == "shutdown":
+        print(json.dumps({"type": "shutdown_ack"}), flush=True)
+        break
+"#;
+
+const VICTIM: &str = r#"
+import json, sys
+print(json.dumps({"type": "hello", "name": "victim", "version": "1", "capabilities": []}), flush=True)
+for line in sys.stdin:
+    t = json.loads(line).get("type")
+    if t == "hello_ack":
+        print(json.dumps({"type": "ready"}), flush=True)
+        try:
+            open(sys.argv[1]).read()
+            sys.stderr.write("READ THE SECRET\n")
+        except OSError:
+            sys.stderr.write("refused\n")
+            sys.exit(1)
+    elif t == "shutdown":
+        print(json.dumps({"type": "shutdown_ack"}), flush=True)
+        break
+"#;
+
+/// A project extension swaps a link that another one's grant goes through,
+/// without end, while the other restarts: a start whose grant resolved
+/// through the swapped link is refused, whichever moment the swap hits (the
+/// trust check, or the resolution that builds the jail, whose own line is
+/// checked against the recorded one), so no start ever reads the secret.
+/// The control: unconfined, the victim reads it at once.
+#[test]
+fn a_link_swapped_while_a_project_extension_restarts_is_never_granted() {
+    for confined in [true, false] {
+        let w = World::new("reach-race");
+        let secret = w.t.path().join("secret");
+        write(&secret.join("id_test"), "PRIVATE KEY\n");
+        let wdir = w.proj().join("w");
+        fs::create_dir_all(wdir.join("real")).expect("mkdir");
+        symlink(wdir.join("real"), wdir.join("later")).expect("symlink");
+        let scripts = w.t.path().join("scripts");
+        write(&scripts.join("flip.py"), FLIPPER);
+        write(&scripts.join("victim.py"), VICTIM);
+        write_manifest(&w.exts(), "flipper", json!({"name": "flipper", "exec": "python3", "args": [s(&scripts.join("flip.py")), s(&wdir), s(&secret)], "confine": {"write": ["${PROJECT}/w"]}}));
+        let mut victim = json!({"name": "victim", "exec": "python3", "args": [s(&scripts.join("victim.py")), s(&secret.join("id_test"))], "restart": "on-failure"});
+        if confined {
+            victim["confine"] = json!({"read": ["${PROJECT}/w/later"]});
+        }
+        write_manifest(&w.exts(), "victim", victim);
+        assert_eq!(w.trust().code, 0);
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
+        c.args(["serve", "--cwd", s(&w.proj())]).current_dir(w.proj()).env("ZOT_HOME", w.home()).env_remove("XDG_STATE_HOME").env_remove("ZOT_CONFINE");
+        c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let mut child = c.spawn().expect("zot serve");
+        let log = w.home().join("logs/ext-victim.log");
+        let text = || fs::read_to_string(&log).unwrap_or_default();
+        let done = |t: &str| t.contains("READ THE SECRET") || t.contains("crash loop");
+        let ended = common::wait_until(std::time::Duration::from_secs(120), || done(&text()));
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let t = text();
+        assert!(ended, "{t}");
+        if confined {
+            assert!(!t.contains("READ THE SECRET"), "{t}");
+            assert!(t.contains("crash loop"), "{t}");
+        } else {
+            assert!(t.contains("READ THE SECRET"), "{t}");
+        }
+    }
+}

@@ -47,8 +47,10 @@ pub type Bytes = Arc<Vec<u8>>;
 /// reports through the inbox as a child's threads do, ending with
 /// [`ChildMsg::Eof`] and [`ChildMsg::Exited`] once it is gone.
 pub trait Link: Send + Sync {
-    /// Bytes for the peer; never blocks.
-    fn send(&self, bytes: Bytes) -> Result<(), SendError>;
+    /// Bytes for the peer; never blocks. `held` is the frame's place in
+    /// the child's queue bounds, as a stdio child's queue counts it: kept
+    /// until the frame is sent, so a link is bounded as a pipe is.
+    fn send(&self, bytes: Bytes, held: Charge) -> Result<(), SendError>;
     /// Ends it as a stop ends a process: the peer is told, then let go.
     fn close(&self);
     /// Ends it now.
@@ -95,17 +97,22 @@ impl Budget {
 
 /// The bytes of one queued frame, given back to its child's count and the
 /// host's budget when the frame is written or dropped (a dead child's
-/// queue too), so nothing is counted twice or forever.
-struct Charge {
+/// queue too), so nothing is counted twice or forever. A link's frame
+/// (`frame`) gives back its place in the count of frames too.
+pub struct Charge {
     n: usize,
     child: Arc<Stdin>,
     host: Arc<Budget>,
+    frame: bool,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
         self.child.queued.fetch_sub(self.n, Ordering::AcqRel);
         self.host.used.fetch_sub(self.n, Ordering::AcqRel);
+        if self.frame {
+            self.child.pending.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -229,6 +236,7 @@ impl Child {
     /// environment ([`child_env`]). Such a driver writes with
     /// [`Child::send_wait`], so the queue only ever carries the close of
     /// stdin.
+    #[cfg_attr(not(feature = "author"), allow(dead_code))]
     pub fn spawn_lines<M, W>(
         manifest: &Manifest,
         exec: &Path,
@@ -370,11 +378,12 @@ impl Child {
     /// reaches anything; a signal or a drop ends the link.
     // Used by remote servers only (the default feature `remote`).
     #[cfg_attr(not(feature = "remote"), allow(dead_code))]
-    pub fn linked(name: &str, link: Arc<dyn Link>, dialect: Arc<dyn Dialect>, trace: Option<&Arc<Tracer>>) -> io::Result<Child> {
+    /// Its frames are held to `bounds` as a process's are.
+    pub fn linked(name: &str, link: Arc<dyn Link>, dialect: Arc<dyn Dialect>, trace: Option<&Arc<Tracer>>, bounds: &QueueBounds) -> io::Result<Child> {
         let cancel = Cancel::new()?;
         let stdin = Arc::new(Stdin { pipe: Mutex::new(None), pending: AtomicUsize::new(0), queued: AtomicUsize::new(0), cancel: cancel.clone() });
         let (queue, _) = crossbeam_channel::bounded(0);
-        let bounds = QueueBounds { frames: 1, bytes: MAX_LINE, shared: Budget::new(MAX_LINE) };
+        let bounds = bounds.clone();
         let opening = dialect.opening();
         let child = Child {
             pid: 0,
@@ -415,7 +424,13 @@ impl Child {
             tap.frame_out(&bytes);
         }
         if let Some(link) = &self.link {
-            return link.send(bytes);
+            if !self.room_for(bytes.len()) {
+                return Err(SendError::Full);
+            }
+            let mut held = self.charge(bytes.len());
+            held.frame = true;
+            self.stdin.pending.fetch_add(1, Ordering::AcqRel);
+            return link.send(bytes, held);
         }
         let mut from = 0;
         if self.idle() {
@@ -455,6 +470,7 @@ impl Child {
     /// (`zot ext check`). It passes the outbox and the queue by, so it is
     /// not ordered with frames of [`Child::send`] not written yet: a child
     /// is driven with one or the other.
+    #[cfg_attr(not(feature = "author"), allow(dead_code))]
     pub fn send_wait(&self, bytes: &[u8]) -> io::Result<()> {
         if let Some(tap) = &self.tap {
             tap.frame_out(&Arc::new(bytes.to_vec()));
@@ -476,7 +492,7 @@ impl Child {
     fn charge(&self, n: usize) -> Charge {
         self.stdin.queued.fetch_add(n, Ordering::AcqRel);
         self.bounds.shared.used.fetch_add(n, Ordering::AcqRel);
-        Charge { n, child: self.stdin.clone(), host: self.bounds.shared.clone() }
+        Charge { n, child: self.stdin.clone(), host: self.bounds.shared.clone(), frame: false }
     }
 
     /// Writes the outbox without blocking; what the pipe does not take goes

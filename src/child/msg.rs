@@ -18,6 +18,7 @@ pub enum ChildMsg {
     TooLong { id: Option<String>, len: usize },
     /// A stdout line as it is, without its `\n`: sent instead of frames by
     /// a child started with [`Child::spawn_lines`](super::Child::spawn_lines).
+    #[cfg_attr(not(feature = "author"), allow(dead_code))]
     Line(Vec<u8>),
     /// Stdout closed (or the reader thread failed).
     Eof,
@@ -52,5 +53,6 @@ pub enum Reading {
     /// Every line as it is ([`ChildMsg::Line`]), over-long ones as
     /// [`ChildMsg::TooLong`], nothing logged: for a driver that judges each
     /// line itself and keeps the log for the child's stderr alone.
+    #[cfg_attr(not(feature = "author"), allow(dead_code))]
     Lines,
 }

@@ -1,12 +1,17 @@
 //! A child's stdout read end: non-blocking, buffered, its reads waiting
 //! for data or the process's end ([`Cancel`]), and handing on the child's
-//! stderr before each read, so that the one reader thread reads both.
+//! stderr before and after each read, so that the one reader thread reads
+//! both.
 
 use super::cancel::{is_cancelled, Cancel, Cancelled, LATE_LIMIT};
 use super::stderr::{Stderr, TURN};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
+
+/// The most stderr read after a read of stdout: `pipe-max-size`'s default,
+/// more than a stderr pipe holds.
+const AFTER_READ: usize = 1024 * 1024;
 
 /// A non-blocking pipe read end (stdout), buffered, whose reads wait for
 /// data or the token, and that hands on the child's stderr (`side`)
@@ -61,6 +66,14 @@ impl io::BufRead for CancellableRead {
                 if n >= 0 {
                     // SAFETY: the first n bytes of the spare capacity were written.
                     unsafe { self.buf.set_len(n as usize) };
+                    // What it wrote to stderr before these bytes is in that
+                    // pipe by now (it may have come after the pump above):
+                    // into the log before they are acted on, up to what a
+                    // pipe can hold (a child still writing is not followed
+                    // for ever).
+                    if n > 0 {
+                        self.side.pump(AFTER_READ);
+                    }
                     if fired {
                         self.late += n as usize;
                     }

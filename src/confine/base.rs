@@ -121,18 +121,14 @@ pub fn covered(target: &Path, own: Option<&Path>) -> bool {
 /// (`/dev/pts`, `/dev/tty[0-9]*`, `/dev/console`, `/dev/input`) and every
 /// cgroup file system.
 pub fn carved_out() -> Vec<PathBuf> {
-    // Walked once per host (a start would otherwise pay the whole walk):
-    // a secret made in /etc while the host runs is a known limit
-    // (docs/trust-and-confinement.md).
-    static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    let mut out = ETC.get_or_init(etc_secrets).clone();
+    let mut out = etc_secrets_once().to_vec();
     // The virtual consoles, found once per host as /etc's secrets are.
     static TTYS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     out.extend(["/dev/pts", "/dev/console", "/dev/input"].iter().map(PathBuf::from));
     // Every cgroup file system: written, a child would leave its own
-    // cgroup (and the `procs` bound with it). Read at each call: one
-    // mounted while the host runs is carved out of the next start too.
-    out.extend(cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()));
+    // cgroup (and the `procs` bound with it). One mounted while the host
+    // runs is carved out of the next start too.
+    out.extend(cgroup_mounts_now());
     out.extend(TTYS.get_or_init(|| {
         let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
         rd.flatten()
@@ -141,6 +137,14 @@ pub fn carved_out() -> Vec<PathBuf> {
             .collect()
     }).iter().cloned());
     out
+}
+
+/// [`etc_secrets`], walked once per host (a start would otherwise pay the
+/// whole walk): a secret made in /etc while the host runs is a known limit
+/// (docs/trust-and-confinement.md).
+fn etc_secrets_once() -> &'static [PathBuf] {
+    static ETC: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    ETC.get_or_init(etc_secrets)
 }
 
 /// `/etc`'s secrets: the named ones and every entry not readable by others
@@ -175,6 +179,45 @@ pub fn dev_carved() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = rd.flatten().filter(|e| !DEV_KEPT.iter().any(|k| e.file_name() == *k)).map(|e| e.path()).collect();
     out.sort();
     out
+}
+
+/// The cgroup file systems mounted now. `/proc/self/mountinfo` is read
+/// again only when the kernel says the mount table changed since it was
+/// last read (`poll` reports `POLLPRI` on it after every mount and unmount
+/// in the host's namespace), so a start pays one `poll`, not a read of
+/// every mount.
+fn cgroup_mounts_now() -> Vec<PathBuf> {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    static KEPT: std::sync::Mutex<Option<(std::fs::File, Vec<PathBuf>)>> = std::sync::Mutex::new(None);
+    let read = |f: &mut std::fs::File| -> Option<Vec<PathBuf>> {
+        let mut text = String::new();
+        f.seek(std::io::SeekFrom::Start(0)).ok()?;
+        f.read_to_string(&mut text).ok()?;
+        Some(cgroup_mounts(&text))
+    };
+    let fresh = || cgroup_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let Ok(mut kept) = KEPT.lock() else { return fresh() };
+    if let Some((f, mounts)) = kept.as_mut() {
+        let mut p = libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLPRI, revents: 0 };
+        // SAFETY: one pollfd, no wait.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n >= 0 && p.revents & (libc::POLLPRI | libc::POLLERR | libc::POLLNVAL) == 0 {
+            return mounts.clone();
+        }
+        if n >= 0 && p.revents & libc::POLLNVAL == 0 {
+            if let Some(m) = read(f) {
+                *mounts = m;
+                return mounts.clone();
+            }
+        }
+        *kept = None;
+        return fresh();
+    }
+    let Ok(mut f) = std::fs::File::open("/proc/self/mountinfo") else { return fresh() };
+    let Some(m) = read(&mut f) else { return fresh() };
+    *kept = Some((f, m.clone()));
+    m
 }
 
 /// The mount points of `mountinfo` whose file system is `cgroup` or
@@ -228,7 +271,7 @@ static ETC_CUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// Whether the walk of `/etc` for its secrets stopped at [`ETC_BUDGET`]
 /// entries (what it did not look at is then carved out whole).
 pub fn etc_cut() -> bool {
-    carved_out();
+    etc_secrets_once();
     ETC_CUT.load(std::sync::atomic::Ordering::Relaxed)
 }
 

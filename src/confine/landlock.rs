@@ -67,7 +67,8 @@ pub struct Ruleset(pub OwnedFd);
 /// Builds the ruleset from `reach`: each grant's rule made from the
 /// descriptor it was resolved to, or, where a denied path lies under it,
 /// its entries one by one; `read_only` paths split write grants only and
-/// are granted read. Grants that do not exist are skipped and named in
+/// are granted read where a write grant holds them and nothing carved out
+/// does. Grants that do not exist are skipped and named in
 /// `skipped`.
 pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBuf>) -> Result<Ruleset, String> {
     let fs_all = handled_fs(abi);
@@ -113,6 +114,15 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
     }
     for p in &reach.read_only {
         if let Ok(o) = super::resolve::open(p) {
+            // Left readable only where a write grant would reach it: never
+            // a grant of its own outside one, nor inside what is carved out
+            // of every grant (zot's home, /etc's secrets, the terminals,
+            // a `deny`).
+            let written = reach.grants.iter().any(|g| g.access == Access::Write && g.opened.is_some() && o.target.starts_with(&g.target));
+            let carved = reach.deny.iter().chain(&reach.dev).any(|d| o.target.starts_with(d));
+            if !written || carved {
+                continue;
+            }
             let mut splits: Vec<&Path> = reach.deny.iter().map(PathBuf::as_path).collect();
             if Path::new("/dev").starts_with(&o.target) {
                 splits.extend(reach.dev.iter().map(PathBuf::as_path));
@@ -135,7 +145,7 @@ pub fn build(abi: u32, reach: &Reach, tcp: Option<Tcp>, skipped: &mut Vec<PathBu
 /// or, when a split path lies under it, each of its entries along the way
 /// instead, each opened beneath the descriptor of its folder without
 /// following a link.
-fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec<(PathBuf, OwnedFd, u64)>) -> Result<(), String> {
+fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec<(PathBuf, OwnedFd, u64)>, folders: &mut Vec<(PathBuf, Stamp)>) -> Result<(), String> {
     if splits.contains(&path) {
         return Ok(());
     }
@@ -150,6 +160,9 @@ fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec
         out.push((path.to_path_buf(), fd, if is_dir { access } else { access & FILE_ONLY }));
         return Ok(());
     }
+    // Stamped before it is listed: a change while it is makes the next
+    // start list it again.
+    folders.push((path.to_path_buf(), stamp(&fd).map_err(|e| format!("{}: {e}", path.display()))?));
     let listed = format!("/proc/self/fd/{}", fd.as_raw_fd());
     let entries = fs::read_dir(&listed).map_err(|e| format!("cannot list {} to leave out what is denied under it: {e}", path.display()))?;
     for entry in entries {
@@ -164,7 +177,7 @@ fn leaves(fd: OwnedFd, path: &Path, access: u64, splits: &[&Path], out: &mut Vec
         }
         // SAFETY: fresh and ours.
         let child = unsafe { OwnedFd::from_raw_fd(child) };
-        leaves(child, &path.join(&name), access, &under, out)?;
+        leaves(child, &path.join(&name), access, &under, out, folders)?;
     }
     Ok(())
 }
@@ -193,6 +206,47 @@ fn beneath(dir: &OwnedFd, rel: &Path) -> io::Result<Option<OwnedFd>> {
     Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
 }
 
+/// What tells that a folder's entries are still those it had: its device
+/// and inode, and its change and modification times.
+type Stamp = (u64, u64, i64, i64, i64, i64);
+
+/// The descriptors of split entries kept, at most, over every split (the
+/// host's own limit on open files is often 1024).
+const KEPT_FDS: usize = 512;
+
+/// One split as found: its entries relative to the folder granted, with
+/// their access; the folders listed on the way, stamped; and the entries'
+/// descriptors, when kept.
+struct Split {
+    leaves: Vec<(PathBuf, u64)>,
+    folders: Vec<(PathBuf, Stamp)>,
+    fds: Option<Vec<OwnedFd>>,
+}
+
+/// Whether every folder's stamp can tell a later change: it last changed
+/// well before now, so a change made after it was stamped gets another
+/// time even where the file system keeps times coarsely (a clock tick, or
+/// two seconds).
+fn settled(folders: &[(PathBuf, Stamp)]) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    folders.iter().all(|(_, st)| st.2 + 3 < now)
+}
+
+fn stamp(fd: &OwnedFd) -> io::Result<Stamp> {
+    // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.st_dev, st.st_ino, st.st_ctime, st.st_ctime_nsec, st.st_mtime, st.st_mtime_nsec))
+}
+
+/// The stamps of the folders `rels` beneath `dir`, no link followed;
+/// `None` when one cannot be opened that way.
+fn stamps<'a>(dir: &OwnedFd, rels: impl Iterator<Item = &'a Path>) -> Option<Vec<Stamp>> {
+    rels.map(|rel| beneath(dir, rel).ok().flatten().and_then(|fd| stamp(&fd).ok())).collect()
+}
+
 /// The type and mode bits of what `fd` names.
 fn file_mode(fd: &OwnedFd) -> io::Result<libc::mode_t> {
     // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
@@ -217,54 +271,83 @@ impl Ruleset {
     /// around the `splits` under it. The split is the same at every start
     /// of the same grant (the system's `/etc` around its secrets, a
     /// declared `/` around zot's home): its entries are found once per
-    /// host and their descriptors kept, so that a start adds the rules
-    /// without walking the folders again. An entry made later in a folder
-    /// on the way is not reachable, as the contract says of a split.
+    /// host, so that a start adds the rules without walking the folders
+    /// again. An entry made later in a folder on the way is not reachable,
+    /// as the contract says of a split. Their descriptors are kept too, and
+    /// used again as long as no folder on the way has changed since they
+    /// were opened (its inode, change and modification times: an entry
+    /// replaced, renamed or removed changes them); otherwise each entry is
+    /// opened again by name beneath the folder's descriptor, no link
+    /// followed on the way.
     fn split(&self, opened: &super::resolve::Opened, path: &Path, access: u64, splits: &[&Path]) -> Result<(), String> {
-        type Leaves = std::sync::Arc<Vec<(PathBuf, u64)>>;
         /// A split: the folder's device and inode, the access, the paths under it.
         type Key = ((u64, u64), u64, Vec<PathBuf>);
-        static CACHE: std::sync::Mutex<Vec<(Key, Leaves)>> = std::sync::Mutex::new(Vec::new());
+        static CACHE: std::sync::Mutex<Vec<(Key, std::sync::Arc<Split>)>> = std::sync::Mutex::new(Vec::new());
         let under: Vec<PathBuf> = splits.iter().filter(|s| s.starts_with(path)).map(|s| s.to_path_buf()).collect();
         let key = (opened.id, access, under);
         let found = CACHE.lock().ok().and_then(|c| c.iter().find(|(k, _)| *k == key).map(|e| e.1.clone()));
-        if let Some(leaves) = found {
-            // Each entry opened again beneath the folder's descriptor, no
-            // link followed on the way.
-            let mut fresh = Vec::with_capacity(leaves.len());
-            for (rel, access) in leaves.iter() {
-                match beneath(&opened.fd, rel) {
-                    Ok(Some(fd)) => fresh.push((fd, *access)),
-                    Ok(None) => {}
-                    Err(_) => {
-                        fresh.clear();
-                        break;
+        let grant = |fds: &[OwnedFd], leaves: &[(PathBuf, u64)]| -> Result<(), String> {
+            for (fd, (_, access)) in fds.iter().zip(leaves) {
+                self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+            }
+            Ok(())
+        };
+        let fresh = match &found {
+            Some(c) => {
+                let folders = stamps(&opened.fd, c.folders.iter().map(|(rel, _)| rel.as_path()));
+                if let (Some(fds), Some(now)) = (&c.fds, &folders) {
+                    if now.iter().zip(&c.folders).all(|(a, (_, b))| a == b) {
+                        return grant(fds, &c.leaves);
                     }
                 }
-            }
-            if fresh.len() == leaves.len() {
-                for (fd, access) in &fresh {
-                    self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+                let mut fds = Vec::with_capacity(c.leaves.len());
+                for (rel, _) in c.leaves.iter() {
+                    match beneath(&opened.fd, rel) {
+                        Ok(Some(fd)) => fds.push(fd),
+                        Ok(None) => {}
+                        Err(_) => break,
+                    }
                 }
-                return Ok(());
+                match folders {
+                    Some(now) if fds.len() == c.leaves.len() => {
+                        grant(&fds, &c.leaves)?;
+                        let folders = c.folders.iter().map(|(rel, _)| rel.clone()).zip(now).collect();
+                        Split { leaves: c.leaves.clone(), folders, fds: Some(fds) }
+                    }
+                    _ => self.walk(opened, path, access, &key.2)?,
+                }
             }
-        }
-        let mut out = Vec::new();
-        let dup = opened.fd.try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
-        let under: Vec<&Path> = key.2.iter().map(PathBuf::as_path).collect();
-        leaves(dup, path, access, &under, &mut out)?;
-        for (_, fd, access) in &out {
-            self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
-        }
-        let rel: Leaves = std::sync::Arc::new(out.into_iter().map(|(p, _, a)| (p.strip_prefix(path).map(Path::to_path_buf).unwrap_or(p), a)).collect());
+            None => self.walk(opened, path, access, &key.2)?,
+        };
         if let Ok(mut c) = CACHE.lock() {
             c.retain(|(k, _)| *k != key);
             if c.len() >= 64 {
                 c.remove(0);
             }
-            c.push((key, rel));
+            let held: usize = c.iter().filter_map(|(_, s)| s.fds.as_ref().map(Vec::len)).sum();
+            let mut fresh = fresh;
+            if held + fresh.leaves.len() > KEPT_FDS || !settled(&fresh.folders) {
+                fresh.fds = None;
+            }
+            c.push((key, std::sync::Arc::new(fresh)));
         }
         Ok(())
+    }
+
+    /// The split of `opened` walked anew, its rules added.
+    fn walk(&self, opened: &super::resolve::Opened, path: &Path, access: u64, under: &[PathBuf]) -> Result<Split, String> {
+        let mut out = Vec::new();
+        let mut folders = Vec::new();
+        let dup = opened.fd.try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
+        let under: Vec<&Path> = under.iter().map(PathBuf::as_path).collect();
+        leaves(dup, path, access, &under, &mut out, &mut folders)?;
+        for (_, fd, access) in &out {
+            self.rule_fd(fd, *access).map_err(|e| format!("cannot grant {}: {e}", path.display()))?;
+        }
+        let rel = |p: PathBuf| p.strip_prefix(path).map(Path::to_path_buf).unwrap_or(p);
+        let (leaves, fds): (Vec<(PathBuf, u64)>, Vec<OwnedFd>) = out.into_iter().map(|(p, fd, a)| ((rel(p), a), fd)).unzip();
+        let folders = folders.into_iter().map(|(p, st)| (rel(p), st)).collect();
+        Ok(Split { leaves, folders, fds: Some(fds) })
     }
 
     fn rule_fd(&self, fd: &OwnedFd, access: u64) -> io::Result<()> {

@@ -120,10 +120,20 @@ impl Subject<'_> {
     /// as its start would resolve them: `Ok(None)` when not confined; the
     /// error that makes its manifest (or entry) invalid.
     pub fn reach(&self, mode: Mode, zot_home: &Path, project: &Path) -> Result<Option<(Declared, resolve::Reach)>, String> {
+        self.resolve(mode, zot_home, project, resolve::reach)
+    }
+
+    /// The error [`Subject::reach`] would give, found without resolving
+    /// more than the paths it declares (discovery's check of a manifest).
+    pub fn check(&self, mode: Mode, zot_home: &Path, project: &Path) -> Result<(), String> {
+        self.resolve(mode, zot_home, project, resolve::check).map(drop)
+    }
+
+    fn resolve<T>(&self, mode: Mode, zot_home: &Path, project: &Path, how: fn(&resolve::Scope, &Declared) -> Result<T, String>) -> Result<Option<(Declared, T)>, String> {
         let Some(d) = effective(self.declared, mode, self.dir) else { return Ok(None) };
         let data = data_folder(zot_home, self.name, self.project_id.as_deref());
         let tmp = zot_home.join("tmp").join(format!("{}.0", self.name));
-        let scope0 = resolve::Scope { zot_home, project, ext: self.dir, is_server: self.is_server, data: &data, tmp: &tmp, exec: None, args: &[], env: &[] };
+        let scope0 = resolve::Scope { zot_home, project, ext: self.dir, is_server: self.is_server, project_local: self.project_id.is_some(), data: &data, tmp: &tmp, exec: None, args: &[], env: &[] };
         let expand = |s: &str| {
             ["PROJECT", "EXT", "DATA", "TMP"].iter().fold(s.to_string(), |acc, n| acc.replace(&format!("${{{n}}}"), &scope0.lookup(n).unwrap_or_default()))
         };
@@ -133,7 +143,7 @@ impl Subject<'_> {
             env.extend(own.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
         }
         let scope = resolve::Scope { exec: self.exec.as_deref(), args: &args, env: &env, ..scope0 };
-        Ok(Some((d.clone(), resolve::reach(&scope, &d)?)))
+        Ok(Some((d.clone(), how(&scope, &d)?)))
     }
 
     /// `zot trust`'s line under `mode`: what it may read, write and reach.
@@ -157,6 +167,12 @@ impl Subject<'_> {
         }
         r
     }
+}
+
+/// `zot trust`'s line of `name` made from a start's `report` (the grants
+/// its jail was built from).
+pub fn trust_line_of(name: &str, d: &Declared, report: &Report) -> String {
+    report::trust_line(name, Some(d), &report.reads, &report.writes)
 }
 
 /// What listings say of `declared` under `mode` (docs/protocol.md §9.3).
@@ -380,6 +396,7 @@ impl Plan {
             project: &self.project,
             ext: &self.ext,
             is_server: self.is_server,
+            project_local: self.project_local,
             data: self.data_dir(),
             tmp: self.tmp.as_ref().map_or(self.data_dir(), TmpDir::path),
             exec,
@@ -391,6 +408,7 @@ impl Plan {
     /// Builds the jail of this start: `Ok(None)` when not confined; an
     /// error when it cannot be built or a `required` rule is not enforced.
     /// `log` gets one line per skipped path and one saying what is enforced.
+    /// A jail's [`Jail::report`] says what it was built from.
     pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
         if self.rules.is_some() {
             procs::prepare();
@@ -407,7 +425,9 @@ impl Plan {
                 return Err(format!("its confinement is required but this kernel does not enforce: {}", missing.join(", ")));
             }
         }
-        jail(self, d, exec, args, env, log).map(Some)
+        let mut jail = jail(self, d, exec, args, env, log)?;
+        jail.report = Report { reads: std::mem::take(&mut jail.report.reads), writes: std::mem::take(&mut jail.report.writes), ..rep };
+        Ok(Some(jail))
     }
 }
 
@@ -432,6 +452,7 @@ fn jail(plan: &Plan, d: &Declared, exec: &Path, args: &[String], env: &[(OsStrin
     let mut jail = Jail::new(ruleset, seccomp::program(&seccomp::Rules::of(d, abi)), &d.limits);
     jail.env = d.env.clone();
     jail.procs = procs::Bound::new(d.limits.procs(), log);
+    (jail.report.reads, jail.report.writes) = reach.items();
     Ok(jail)
 }
 
@@ -491,6 +512,10 @@ pub struct Jail {
     max_fd: libc::c_uint,
     /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
     procs: procs::Bound,
+    /// What listings show of the start while it runs: what is enforced,
+    /// and its grants as this jail resolved them (docs/protocol.md §9.1: a
+    /// link changed after the start changes nothing in what is shown).
+    pub report: Report,
 }
 
 // SAFETY: `fprog` points into `filter`, owned by the same value.
@@ -535,6 +560,7 @@ impl Jail {
             // SAFETY: sysconf only reads a limit.
             max_fd: u32::try_from(unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }).unwrap_or(1024),
             procs: procs::Bound::default(),
+            report: report(None, true),
         };
         if let Some(f) = &mut jail.filter {
             jail.fprog = libc::sock_fprog { len: f.len() as u16, filter: f.as_mut_ptr() };

@@ -95,6 +95,9 @@ pub struct Scope<'a> {
     pub ext: &'a Path,
     /// An MCP server has no folder of its own.
     pub is_server: bool,
+    /// A project's (from `.zot/extensions`): its folder is the project's
+    /// to make, a link to the project root included.
+    pub project_local: bool,
     /// `${DATA}` and `${TMP}` (the latter need not exist yet).
     pub data: &'a Path,
     pub tmp: &'a Path,
@@ -178,6 +181,34 @@ fn as_read(p: &Path) -> PathBuf {
     lexical(p, Above::Drop)
 }
 
+/// A confined extension reads its own folder whole, so that folder may not
+/// be, or hold, a folder that holds what is not its own: the project root,
+/// `$HOME`, `$ZOT_HOME`, or a shared temporary folder. A project's
+/// `.zot/extensions/x` linked to the project root would otherwise read the
+/// whole project, its untracked `.env` included, under a line that says
+/// `reads nothing`.
+fn own_folder_fits(scope: &Scope, own: &Path) -> Result<(), String> {
+    let homes = [scope.var("HOME").map(PathBuf::from), std::env::var_os("HOME").map(PathBuf::from)];
+    let mut held: Vec<(PathBuf, &str)> = vec![(scope.zot_home.to_path_buf(), "zot's home")];
+    // An extension run from its own folder (`zot serve --ext .`) has that
+    // folder as its project; a project's own extension never does.
+    if scope.project_local {
+        held.push((scope.project.to_path_buf(), "the project root"));
+    }
+    held.extend(homes.into_iter().flatten().filter(|h| h.is_absolute()).map(|h| (h, "$HOME")));
+    held.extend(["/tmp", "/var/tmp", "/dev/shm"].iter().map(|t| (PathBuf::from(t), "a shared temporary folder")));
+    for (dir, what) in held {
+        if inside(&far(&dir).0, own) {
+            return Err(format!(
+                "its folder {} resolves to {}, which holds {what}: a confined extension reads its own folder whole, so it must be a folder of its own",
+                scope.ext.display(),
+                own.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `p` with `$HOME` shown as `~`.
 pub fn tilde(p: &Path) -> String {
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/")) {
@@ -195,14 +226,41 @@ pub fn tilde(p: &Path) -> String {
 /// `$ZOT_HOME` (other than `${DATA}` and `${TMP}`): the manifest (or that
 /// server) is invalid.
 pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
+    resolve(scope, d, true)
+}
+
+/// Whether `d`'s paths can be granted as written in `scope`: the error
+/// [`reach`] gives (a `read` or `write` path that resolves inside
+/// `$ZOT_HOME`, a placeholder that does not expand), without resolving
+/// what it does not need to say so (the base set, the derived grants,
+/// the walk of its `write` grants for git repositories).
+pub fn check(scope: &Scope, d: &Declared) -> Result<(), String> {
+    resolve(scope, d, false).map(drop)
+}
+
+fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     let mut out = Reach::default();
     let (zot_home, zot_opened) = far(scope.zot_home);
     // By inode too: the same folder reached through a bind mount.
     let zot_id = zot_opened.map(|o| o.id);
     let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
     let own = (!scope.is_server).then(|| far(scope.ext).0);
-    let hard = base::carved_out();
-    if base::etc_cut() {
+    if let Some(o) = &own {
+        own_folder_fits(scope, o)?;
+        // A project's extension whose folder leads out of
+        // `.zot/extensions` (a committed link to `../../config`) reads what
+        // is there: the line says where, as for any grant through a link.
+        if scope.project_local && !inside(o, &far(&scope.project.join(".zot").join("extensions")).0) {
+            let opened = open(o).ok();
+            out.grants.push(Resolved { shown: "${EXT}".into(), target: o.clone(), opened, access: Access::Read, why: Why::Declared, elsewhere: true, git_read_only: false });
+        }
+    }
+    let hard = if whole { base::carved_out() } else { Vec::new() };
+    // What of `hard` holds a path: looked up by its folders, one by one
+    // (a start asks this of every grant, and `hard` holds over a hundred).
+    let hard_set: std::collections::HashSet<&Path> = hard.iter().map(PathBuf::as_path).collect();
+    let carved = |t: &Path| t.ancestors().find_map(|a| hard_set.get(a).copied());
+    if whole && base::etc_cut() {
         out.notes.push(format!("confine: /etc holds more than {} entries; the part not looked through for secrets is never granted", base::ETC_BUDGET));
     }
     // What it declares, each checked against zot's home.
@@ -218,16 +276,24 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
                     target.display()
                 ));
             }
-            if let Some(c) = hard.iter().find(|c| inside(&target, c)) {
+            if let Some(c) = carved(&target) {
                 out.notes.push(format!("confine: {raw} ({}) is inside {}, which is never granted; left out", target.display(), c.display()));
                 continue;
             }
             if opened.is_none() {
                 out.notes.push(format!("confine: {raw} ({}) does not exist; skipped", path.display()));
             }
-            let elsewhere = as_read(&path) != target;
+            // A server's `${EXT}` is the `cwd` its entry chose: where it
+            // leads is shown, as for a link.
+            let elsewhere = as_read(&path) != target || (scope.is_server && raw.contains("${EXT}"));
             out.grants.push(Resolved { shown: raw.clone(), target, opened, access, why: Why::Declared, elsewhere, git_read_only: false });
         }
+    }
+    if !whole {
+        for raw in d.deny.iter().chain(&d.read_only) {
+            scope.path(d, raw)?;
+        }
+        return Ok(out);
     }
     // What git reads its settings or runs code from, in every repository
     // a write grant holds, stays read-only unless written in `write`
@@ -255,13 +321,16 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
                     continue;
                 }
             }
+            // What git would run or read there, in this grant or another
+            // `write` one; one that does not exist yet cannot be made.
             let (t, o) = far(&p);
-            if o.is_none() || written.contains(&t) || !inside(&t, &g.target) {
+            if written.contains(&t) || !written.iter().any(|w| inside(&t, w)) {
                 continue;
             }
             g.git_read_only = true;
-            if !out.read_only.contains(&t) {
-                out.read_only.push(t);
+            let list = if o.is_none() { &mut out.deny } else { &mut out.read_only };
+            if !list.contains(&t) {
+                list.push(t);
             }
         }
     }
@@ -286,7 +355,7 @@ pub fn reach(scope: &Scope, d: &Declared) -> Result<Reach, String> {
         if seen.iter().any(|(id, a)| *id == o.id && (*a == Access::Write || g.access == Access::Read)) {
             continue;
         }
-        if hard.iter().any(|c| inside(&o.target, c)) {
+        if carved(&o.target).is_some() {
             continue;
         }
         // A derived grant the base set already covers adds nothing.

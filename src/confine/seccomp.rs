@@ -7,6 +7,11 @@
 //!   `perf_event_open`, `userfaultfd`; `ioctl` `TIOCSTI`, `TIOCLINUX`,
 //!   `TIOCSCTTY` and `TIOCSPGRP` (typing into a terminal, or taking one);
 //!   another process's limits and scheduling (allowed for itself, pid 0);
+//!   a mode with the set-user-ID or set-group-ID bit, in `chmod` and its
+//!   kin and in a file made by `open`/`openat`/`creat`/`mknod` (a program
+//!   others could run with the user's rights, or a root host's), and
+//!   `openat2` (its flags and mode are out of reach in memory: `ENOSYS`,
+//!   so that libc and runtimes fall back to `openat`);
 //! - with `net: false` or ports, `socket()` of families beyond Unix and
 //!   netlink (with ports, TCP and UDP sockets of the two internet families
 //!   too), and `socketpair` beyond `AF_UNIX`; with ports and no `bind`,
@@ -18,7 +23,7 @@
 //!   `CLONE_NEWUSER`, `setns`; `clone3`, whose flags are out of reach in
 //!   memory, answered `ENOSYS`, so that libc falls back to `clone`);
 //! - on Landlock ABI below 3 (which cannot refuse it), `truncate` and
-//!   opening with `O_TRUNC` (`openat2`, whose flags are in memory: `ENOSYS`).
+//!   opening with `O_TRUNC`.
 //!
 //! Sockets are refused with `EACCES` (as Landlock refuses a port), the
 //! rest with `EPERM`.
@@ -136,6 +141,23 @@ fn only_if(conds: &[(u32, u32)], errno: i32) -> Block {
 /// Refused when `arg` has any bit of `mask`.
 fn unless_bits(arg: u32, mask: u32, errno: i32) -> Block {
     vec![load(arg), jump(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1), refuse(errno), allow()]
+}
+
+/// The mode bits that make a program run with its owner's rights.
+const SET_ID: u32 = libc::S_ISUID | libc::S_ISGID;
+
+/// `open`/`openat`: flags in `flags`, mode in `mode`. Refused when
+/// `no_truncate` and the flags truncate, or when it may make a file
+/// (`O_CREAT`, `O_TMPFILE`) and the mode has a set-ID bit.
+fn open(flags: u32, mode: u32, no_truncate: bool) -> Block {
+    let makes = (libc::O_CREAT | (libc::O_TMPFILE & !libc::O_DIRECTORY)) as u32;
+    let mut b = vec![load(flags)];
+    if no_truncate {
+        b.extend([jump(BPF_JMP | BPF_JSET | BPF_K, libc::O_TRUNC as u32, 0, 1), refuse(libc::EPERM)]);
+    }
+    b.extend([jump(BPF_JMP | BPF_JSET | BPF_K, makes, 1, 0), allow()]);
+    b.extend(unless_bits(mode, SET_ID, libc::EPERM));
+    b
 }
 
 /// `socket()`: allowed unless a family check refuses it. With ports, an
@@ -259,13 +281,19 @@ pub fn program(r: &Rules) -> Option<Vec<sock_filter>> {
     }
     if r.no_truncate {
         calls.push((libc::SYS_truncate, always(eperm)));
-        calls.push((libc::SYS_openat, unless_bits(SECCOMP_DATA_ARG2, libc::O_TRUNC as u32, eperm)));
-        calls.push((libc::SYS_openat2, always(libc::ENOSYS)));
-        #[cfg(target_arch = "x86_64")]
-        {
-            calls.push((libc::SYS_open, unless_bits(SECCOMP_DATA_ARG1, libc::O_TRUNC as u32, eperm)));
-            calls.push((libc::SYS_creat, always(eperm)));
-        }
+    }
+    calls.push((libc::SYS_openat, open(SECCOMP_DATA_ARG2, SECCOMP_DATA_ARG3, r.no_truncate)));
+    calls.push((libc::SYS_openat2, always(libc::ENOSYS)));
+    calls.push((libc::SYS_fchmod, unless_bits(SECCOMP_DATA_ARG1, SET_ID, eperm)));
+    calls.push((libc::SYS_fchmodat, unless_bits(SECCOMP_DATA_ARG2, SET_ID, eperm)));
+    calls.push((SYS_fchmodat2, unless_bits(SECCOMP_DATA_ARG2, SET_ID, eperm)));
+    calls.push((libc::SYS_mknodat, unless_bits(SECCOMP_DATA_ARG2, SET_ID, eperm)));
+    #[cfg(target_arch = "x86_64")]
+    {
+        calls.push((libc::SYS_open, open(SECCOMP_DATA_ARG1, SECCOMP_DATA_ARG2, r.no_truncate)));
+        calls.push((libc::SYS_creat, if r.no_truncate { always(eperm) } else { unless_bits(SECCOMP_DATA_ARG1, SET_ID, eperm) }));
+        calls.push((libc::SYS_chmod, unless_bits(SECCOMP_DATA_ARG1, SET_ID, eperm)));
+        calls.push((libc::SYS_mknod, unless_bits(SECCOMP_DATA_ARG1, SET_ID, eperm)));
     }
     if r.no_listen {
         calls.push((libc::SYS_listen, always(libc::EACCES)));
@@ -295,10 +323,14 @@ mod tests {
     struct Call {
         arch: u32,
         nr: u32,
-        args: [u32; 3],
+        args: [u32; 4],
     }
 
     fn call(n: libc::c_long, args: [u32; 3]) -> Call {
+        call4(n, [args[0], args[1], args[2], 0])
+    }
+
+    fn call4(n: libc::c_long, args: [u32; 4]) -> Call {
         Call { arch: AUDIT_ARCH_NATIVE.unwrap(), nr: n as u32, args }
     }
 
@@ -310,6 +342,7 @@ mod tests {
             SECCOMP_DATA_ARG0 => c.args[0],
             SECCOMP_DATA_ARG1 => c.args[1],
             SECCOMP_DATA_ARG2 => c.args[2],
+            SECCOMP_DATA_ARG3 => c.args[3],
             _ => panic!("unexpected load {k}"),
         };
         let (mut pc, mut acc) = (0usize, 0u32);
@@ -552,12 +585,12 @@ mod tests {
             (call(libc::SYS_openat, [libc::AT_FDCWD as u32, 0, trunc]), EPERM),
             (call(libc::SYS_openat, [libc::AT_FDCWD as u32, 0, libc::O_RDONLY as u32 | libc::O_TRUNC as u32]), EPERM),
             (call(libc::SYS_openat, [libc::AT_FDCWD as u32, 0, plain]), OK),
-            (call(libc::SYS_openat2, [0, 0, 0]), ENOSYS),
             (call(libc::SYS_ftruncate, [3, 0, 0]), OK),
         ] {
             assert_eq!(run(&old, c), want, "{} {:?}", c.nr, c.args);
             assert_eq!(run(&new, c), OK, "{} {:?} on ABI 3", c.nr, c.args);
         }
+        assert_eq!(run(&old, call(libc::SYS_openat2, [0, 0, 0])), ENOSYS);
         #[cfg(target_arch = "x86_64")]
         {
             assert_eq!(run(&old, call(libc::SYS_open, [0, trunc, 0])), EPERM);
@@ -569,12 +602,56 @@ mod tests {
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[test]
+    fn no_set_id_program_is_made_whatever_is_declared() {
+        let open_rules = Rules { sockets: Sockets::All, unix: true, no_listen: false, watch: true, namespaces: true, no_truncate: false };
+        let at = libc::AT_FDCWD as u32;
+        let creat = (libc::O_WRONLY | libc::O_CREAT) as u32;
+        let tmpfile = (libc::O_RDWR | libc::O_TMPFILE) as u32;
+        for r in [strict(), open_rules, Rules { no_truncate: true, ..strict() }] {
+            let p = prog(r);
+            for (c, want) in [
+                (call(libc::SYS_fchmod, [3, 0o4755, 0]), EPERM),
+                (call(libc::SYS_fchmod, [3, 0o2755, 0]), EPERM),
+                (call(libc::SYS_fchmod, [3, 0o1777, 0]), OK),
+                (call(libc::SYS_fchmod, [3, 0o755, 0]), OK),
+                (call(libc::SYS_fchmodat, [at, 0, 0o6755]), EPERM),
+                (call(libc::SYS_fchmodat, [at, 0, 0o644]), OK),
+                (call(SYS_fchmodat2, [at, 0, 0o4700]), EPERM),
+                (call(SYS_fchmodat2, [at, 0, 0o700]), OK),
+                (call(libc::SYS_mknodat, [at, 0, libc::S_IFREG | 0o4755]), EPERM),
+                (call(libc::SYS_mknodat, [at, 0, libc::S_IFIFO | 0o600]), OK),
+                (call4(libc::SYS_openat, [at, 0, creat, 0o4755]), EPERM),
+                (call4(libc::SYS_openat, [at, 0, tmpfile, 0o2700]), EPERM),
+                (call4(libc::SYS_openat, [at, 0, creat, 0o755]), OK),
+                // Without O_CREAT the mode is not read: whatever is there stays.
+                (call4(libc::SYS_openat, [at, 0, libc::O_RDONLY as u32, 0o4755]), OK),
+                (call4(libc::SYS_openat, [at, 0, (libc::O_RDONLY | libc::O_DIRECTORY) as u32, 0o4755]), OK),
+                (call(libc::SYS_openat2, [at, 0, 24]), ENOSYS),
+            ] {
+                assert_eq!(run(&p, c), want, "{} {:?} under {r:?}", c.nr, c.args);
+            }
+            #[cfg(target_arch = "x86_64")]
+            {
+                assert_eq!(run(&p, call(libc::SYS_chmod, [0, 0o4755, 0])), EPERM);
+                assert_eq!(run(&p, call(libc::SYS_chmod, [0, 0o755, 0])), OK);
+                assert_eq!(run(&p, call(libc::SYS_mknod, [0, libc::S_IFREG | 0o2755, 0])), EPERM);
+                assert_eq!(run(&p, call(libc::SYS_open, [0, creat, 0o4755])), EPERM);
+                assert_eq!(run(&p, call(libc::SYS_open, [0, creat, 0o644])), OK);
+                assert_eq!(run(&p, call(libc::SYS_creat, [0, 0o4755, 0])), EPERM);
+                let creat_plain = if r.no_truncate { EPERM } else { OK };
+                assert_eq!(run(&p, call(libc::SYS_creat, [0, 0o644, 0])), creat_plain);
+            }
+        }
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
     fn another_architecture_and_x32_get_enosys() {
         let p = prog(Rules { sockets: Sockets::All, unix: true, watch: true, namespaces: true, ..strict() });
         let i386 = 0x4000_0003; // AUDIT_ARCH_I386
         let arm = 0x4000_0028; // AUDIT_ARCH_ARM
         for arch in [i386, arm] {
-            assert_eq!(run(&p, Call { arch, nr: 3, args: [0; 3] }), ENOSYS, "{arch:#x}");
+            assert_eq!(run(&p, Call { arch, nr: 3, args: [0; 4] }), ENOSYS, "{arch:#x}");
         }
         if cfg!(target_arch = "x86_64") {
             assert_eq!(run(&p, call(libc::SYS_read as libc::c_long | X32_SYSCALL_BIT as libc::c_long, [0; 3])), ENOSYS, "x32");

@@ -75,6 +75,9 @@ pub const AUDIT_ARCH_NATIVE: Option<u32> = None;
 pub const SYS_setxattrat: libc::c_long = 463;
 pub const SYS_removexattrat: libc::c_long = 466;
 
+/// `fchmodat2` (Linux 6.6), numbered alike on every architecture.
+pub const SYS_fchmodat2: libc::c_long = 452;
+
 /// `IOPRIO_WHO_PROCESS` of `ioprio_set`.
 pub const IOPRIO_WHO_PROCESS: u32 = 1;
 
@@ -90,6 +93,8 @@ pub const SECCOMP_DATA_ARG0: u32 = 16;
 pub const SECCOMP_DATA_ARG1: u32 = 24;
 /// The low 32 bits of `args[2]`.
 pub const SECCOMP_DATA_ARG2: u32 = 32;
+/// The low 32 bits of `args[3]`.
+pub const SECCOMP_DATA_ARG3: u32 = 40;
 
 /// `struct __user_cap_header_struct` / `__user_cap_data_struct`, version 3.
 pub const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;

@@ -54,24 +54,77 @@ pub(super) fn logs(home: &Home, cwd: Option<&Path>, name: &str, follow: bool, mc
         return follow_file(&path);
     }
     let mut f = File::open(&path).map_err(|e| format!("cannot read {}: {e}", show(&path)))?;
-    let mut out = io::stdout().lock();
+    let mut out = ForTheTerminal::new(io::stdout().lock());
     copy_out(&mut f, &mut out, &path)?;
     out.flush().map_err(out_err)
 }
 
 /// What the log holds is an extension's own text: on a terminal, its
-/// control characters (escape sequences, carriage returns, backspaces) are
-/// left out, so it can neither pass for the host's lines nor drive the
-/// terminal; to a file or a pipe it is copied as it is.
-fn for_the_terminal(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    static TTY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // SAFETY: isatty only asks about a descriptor.
-    let tty = *TTY.get_or_init(|| unsafe { libc::isatty(1) } == 1);
-    let control = |b: &u8| (*b < 0x20 && !matches!(b, b'\n' | b'\t')) || *b == 0x7f;
-    if !tty || !bytes.iter().any(control) {
-        return std::borrow::Cow::Borrowed(bytes);
+/// control characters (escape sequences, carriage returns, backspaces, and
+/// the C1 controls U+0080..U+009F, CSI and OSC among them, in their UTF-8
+/// form) are left out, so it can neither pass for the host's lines nor
+/// drive the terminal; to a file or a pipe it is copied as it is.
+struct ForTheTerminal<W> {
+    out: W,
+    /// A 0xC2 that ended the last write: the first half of a C1 control,
+    /// or of any other character, decided by the next byte.
+    held: bool,
+}
+
+impl<W: Write> Write for ForTheTerminal<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let shown = self.pass(buf);
+        self.out.write_all(&shown)?;
+        Ok(buf.len())
     }
-    std::borrow::Cow::Owned(bytes.iter().copied().filter(|b| !control(b)).collect())
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W> ForTheTerminal<W> {
+    fn new(out: W) -> Self {
+        ForTheTerminal { out, held: false }
+    }
+
+    fn pass<'a>(&mut self, bytes: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        static TTY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        // SAFETY: isatty only asks about a descriptor.
+        let tty = *TTY.get_or_init(|| unsafe { libc::isatty(1) } == 1);
+        if !tty {
+            return std::borrow::Cow::Borrowed(bytes);
+        }
+        std::borrow::Cow::Owned(self.filter(bytes))
+    }
+
+    fn filter(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let control = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\t')) || b == 0x7f;
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut rest = bytes.iter().copied().peekable();
+        if std::mem::take(&mut self.held) {
+            match rest.peek() {
+                Some(0x80..=0x9f) => {
+                    rest.next();
+                }
+                _ => out.push(0xc2),
+            }
+        }
+        while let Some(b) = rest.next() {
+            if b == 0xc2 {
+                match rest.peek() {
+                    Some(0x80..=0x9f) => {
+                        rest.next();
+                    }
+                    Some(_) => out.push(b),
+                    None => self.held = true,
+                }
+            } else if !control(b) {
+                out.push(b);
+            }
+        }
+        out
+    }
 }
 
 /// Copies `r` to `out`, telling read errors from write errors.
@@ -85,7 +138,7 @@ fn copy_out(r: &mut impl Read, out: &mut impl Write, path: &Path) -> Res<u64> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Fail::Msg(format!("cannot read {}: {e}", show(path)))),
         };
-        out.write_all(&for_the_terminal(&buf[..n])).map_err(out_err)?;
+        out.write_all(&buf[..n]).map_err(out_err)?;
         total += n as u64;
     }
 }
@@ -96,7 +149,7 @@ fn copy_out(r: &mut impl Read, out: &mut impl Write, path: &Path) -> Res<u64> {
 /// one (rotation: a new inode at the path) is reopened once the old one is
 /// drained.
 fn follow_file(path: &Path) -> Res {
-    let mut out = io::stdout().lock();
+    let mut out = ForTheTerminal::new(io::stdout().lock());
     // The open file, its (device, inode), and how much of it was printed.
     let mut current: Option<(File, (u64, u64), u64)> = None;
     loop {
@@ -145,4 +198,23 @@ fn drain(f: &mut File, offset: u64, out: &mut impl Write, path: &Path) -> Res<u6
         .map_err(|e| Fail::Msg(format!("cannot read {}: {e}", show(path))))?;
     let n = copy_out(f, out, path)?;
     Ok(offset + n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c0_and_c1_controls_are_left_out_even_split_between_writes() {
+        let mut t = ForTheTerminal::new(Vec::<u8>::new());
+        // CSI (U+009B) and OSC (U+009D) in UTF-8, ESC, CR, DEL; é and ¢
+        // (0xC3 0xA9, 0xC2 0xA2) stay.
+        let a = t.filter(b"a\xc2\x9b31mb\xc2\x9d52;c\x1b[0m\r\x7f\xc3\xa9\xc2\xa2\tz\n");
+        assert_eq!(a, "a31mb52;c[0m\u{e9}\u{a2}\tz\n".as_bytes());
+        let b = t.filter(b"x\xc2");
+        assert_eq!(b, b"x");
+        assert_eq!(t.filter(b"\x9bred"), b"red");
+        assert_eq!(t.filter(b"\xc2"), b"");
+        assert_eq!(t.filter(b"\xa2!"), "\u{a2}!".as_bytes());
+    }
 }

@@ -27,7 +27,8 @@
 //!   modules), and, for each server of the project's server files,
 //!   its command and arguments as an extension's `exec` and `args`
 //!   (resolved against the server's folder; a default folder that is the
-//!   project root named `not covered`, not walked).
+//!   project root named `not covered`, not walked); a remote entry's
+//!   `url` alone (it runs nothing here).
 //!
 //! - what runs from beyond: see [`reach`] (scripts, folders, interpreters
 //!   and module paths outside `.zot`), and what a link reaches inside a
@@ -507,7 +508,8 @@ impl<'a, 'c> Walk<'a, 'c> {
     }
 
     /// What the servers of the project's server files run (§8.6), each
-    /// one's command and arguments as an extension's `exec` and `args`.
+    /// one's command and arguments as an extension's `exec` and `args`;
+    /// a remote one's `url`.
     /// A server's default folder, the project root, is named `not covered`
     /// rather than walked (as a script's folder is when it is the root);
     /// a `cwd` the entry names is walked as a tree.
@@ -522,7 +524,12 @@ impl<'a, 'c> Walk<'a, 'c> {
             };
             for spec in &config.servers {
                 self.feed("server", spec.name.as_bytes());
-                self.runs_in(&spec.manifest(), spec.cwd_given)?;
+                // A remote entry runs nothing here: no program, no folder
+                // (its url and headers are in the file's own bytes).
+                match &spec.remote {
+                    Some(r) => self.feed("server-remote", r.url.as_bytes()),
+                    None => self.runs_in(&spec.manifest(), spec.cwd_given)?,
+                }
             }
         }
         Ok(())

@@ -148,6 +148,18 @@ fn matches(home: &Home, file: &TrustFile, e: &Entry, reach: &ProjectReach<'_>) -
     }
 }
 
+/// The trust line `zot trust` recorded for `name` in the project at `dir`,
+/// with the `--confine` mode it was resolved under; `None` when there is
+/// no record (or none for that name).
+pub fn recorded_line(home: &Home, dir: &Path, name: &str) -> Option<(String, String)> {
+    let dir = canonical(dir);
+    let file = read(home).ok()?;
+    let shown = file.projects.iter().find(|e| e.dir == dir)?.reach.clone()?;
+    let head = format!("  {name}: ");
+    let line = shown.lines.into_iter().find(|l| l.starts_with(&head))?;
+    Some((shown.confine, line))
+}
+
 /// What is wrong with `trust.json`, with the fix, when it cannot be read;
 /// `None` when it can (or does not exist yet).
 pub fn file_problem(home: &Home) -> Option<String> {
