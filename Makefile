@@ -52,8 +52,10 @@ soak:
 
 # Benchmarks (examples/bench/, std only): the in-process host against the
 # raw-pipe floor, and `zot serve` against a relay floor, each interleaved in
-# one run; prints a markdown table with every target's pass/miss, writes
-# target/bench.json. Under 3 minutes.
+# one run, and a remote MCP server through `zot serve` against the Python
+# SDK's client (target/mcp-venv; skipped, saying so, without it); prints a
+# markdown table with every target's pass/miss, writes target/bench.json.
+# Under 4 minutes.
 bench:
 	$(CARGO) build --release --examples --bin zot
 	./target/release/examples/bench

@@ -193,6 +193,11 @@ fn server_everything_over_streamable_http() {
     assert!(text(&r).contains("hello"), "{r}");
     let r = s.tool("mcp__every__get-sum", json!({"a": 2, "b": 3}));
     assert!(text(&r).contains('5'), "{r}");
+    // Its resources come through the same edge (docs/protocol.md §8.6).
+    let l = s.ok("resources", json!({}));
+    assert!(l["resources"].as_array().unwrap().iter().any(|r| r["uri"] == "demo://resource/static/document/architecture.md" && r["server"] == "every"), "{l}");
+    let r = s.ok("read_resource", json!({"uri": "demo://resource/dynamic/text/4"}));
+    assert!(r["contents"][0]["text"].as_str().unwrap_or("").starts_with("Resource 4:"), "{r}");
     s.shutdown();
     let log = s.log("every");
     assert!(log.contains("session ended (DELETE: HTTP"), "{log}");
@@ -206,12 +211,18 @@ fn a_modern_server_over_http_gets_the_method_headers_and_no_session() {
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
     s.note("ready");
     assert_eq!(text(&s.tool("mcp__m__echo", json!({"text": "modern"}))), "echo: modern");
+    // A name that is not ASCII (offered as mcp__m__gr__e): its Mcp-Name is base64, which the server
+    // decodes and checks against the body (a missing one is refused).
+    let r = s.tool("mcp__m__gr__e", json!({"text": "x"}));
+    assert_eq!(text(&r), "grüße: x", "{r}");
     assert_eq!(s.ext("m")["protocol_version"], "2026-07-28");
     s.shutdown();
     let seen = peer.requests();
     assert!(seen.iter().all(|r| r["method"] == "POST" && r["session"].is_null() && r["version"] == "2026-07-28"), "no GET, DELETE or session: {seen:?}");
     let call = seen.iter().find(|r| r["body"].as_str().unwrap().contains("\"tools/call\"")).expect("the call");
     assert_eq!((&call["mcp-method"], &call["mcp-name"]), (&json!("tools/call"), &json!("echo")), "{call}");
+    let other = seen.iter().find(|r| r["body"].as_str().unwrap().contains("\"grüße\"")).expect("the call of grüße");
+    assert_eq!(other["mcp-name"], json!("=?base64?Z3LDvMOfZQ==?="), "{other}");
     let first = &seen[0];
     assert_eq!((&first["mcp-method"], &first["mcp-name"]), (&json!("server/discover"), &Value::Null), "{first}");
 }
@@ -258,6 +269,77 @@ fn request_threads_end_when_idle_and_a_stop_leaves_none_behind() {
     s.shutdown();
     let deletes = peer.requests().iter().filter(|r| r["method"] == "DELETE").count();
     assert_eq!(deletes, 2, "one DELETE per stop");
+}
+
+/// Threads and open file descriptors of a process.
+fn threads_fds(pid: u32) -> (usize, usize) {
+    let count = |d: &str| std::fs::read_dir(format!("/proc/{pid}/{d}")).map(|r| r.count()).unwrap_or(0);
+    (count("task"), count("fd"))
+}
+
+#[test]
+fn many_sequential_calls_leave_no_thread_or_descriptor_behind() {
+    let t = TempDir::new("remote-many");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    let pid = s.z.pid;
+    let call = |s: &mut Serve, i: usize| assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": i.to_string()}))), format!("echo: {i}"));
+    // How many request threads (at most 8) and kept-alive connections a run
+    // of calls uses depends on timing; at rest they are gone: the threads
+    // end after 5 s idle and the connections unused as long are dropped by
+    // the next request, which one thread and one new connection carry.
+    let at_rest = |s: &mut Serve| {
+        assert!(common::wait_until(LINE_WAIT, || threads(pid, "zot-ext-web-pos").is_empty()), "{:?}", threads(pid, "zot-ext-web-"));
+        call(s, 0);
+        threads_fds(pid)
+    };
+    for i in 0..100 {
+        call(&mut s, i);
+    }
+    let few = at_rest(&mut s);
+    for i in 100..1100 {
+        call(&mut s, i);
+    }
+    let many = at_rest(&mut s);
+    assert_eq!(few, many, "(threads, fds) of zot serve after 100 calls, then after 1,100");
+    s.shutdown();
+}
+
+#[test]
+fn the_proxy_of_the_urls_scheme_carries_its_requests_unless_no_proxy_names_the_host() {
+    let t = TempDir::new("remote-proxy");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let through = t.path().join("proxied.txt");
+    let proxy = match Peer::proxy(&through) {
+        Ok(p) => p,
+        Err(why) => return common::skip(&why),
+    };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let at = format!("http://127.0.0.1:{}", proxy.port);
+    let proxied = || std::fs::read_to_string(&through).unwrap_or_default().lines().count();
+    // Each case sets every variable, so that the test's own environment does not count.
+    let case = |vars: &[(&str, &str)]| {
+        let mut env: Vec<(&str, &str)> = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"].iter().map(|k| (*k, "")).collect();
+        env.extend_from_slice(vars);
+        let mut s = Serve::start_env(&t, std::slice::from_ref(&cfg), &["--no-ext"], &env);
+        s.note("ready");
+        assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "p"}))), "echo: p", "{vars:?}");
+        s.shutdown();
+    };
+    case(&[("HTTP_PROXY", at.as_str())]);
+    let lines = std::fs::read_to_string(&through).unwrap_or_default();
+    let target = format!("127.0.0.1:{}", peer.port);
+    assert!(lines.lines().count() >= 1 && lines.lines().all(|l| l.contains(&target)), "{lines}");
+    let before = proxied();
+    // Controls: NO_PROXY naming the host, and a proxy for the other scheme only.
+    case(&[("HTTP_PROXY", at.as_str()), ("NO_PROXY", "localhost,127.0.0.1")]);
+    case(&[("HTTPS_PROXY", at.as_str())]);
+    assert_eq!(proxied(), before, "{}", std::fs::read_to_string(&through).unwrap_or_default());
+    // ALL_PROXY when the scheme's own is not set.
+    case(&[("ALL_PROXY", at.as_str())]);
+    assert!(proxied() > before);
 }
 
 #[test]

@@ -8,20 +8,24 @@
 #![cfg(feature = "remote")]
 
 mod common;
+#[path = "common/browser.rs"]
+mod browser;
 #[path = "common/mcp_raw.rs"]
 mod mcp_raw;
 #[path = "common/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "common/remote_peer.rs"]
 mod remote_peer;
+#[path = "common/term.rs"]
+mod term;
 #[path = "common/zot_proc.rs"]
 mod zot_proc;
 
+use browser::{header, http};
 use common::TempDir;
 use mcp_serve::*;
 use remote_peer::Peer;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use zot_proc::{strings, Zot, LINE_WAIT};
@@ -34,24 +38,6 @@ fn peer(t: &TempDir, ttl: u64) -> Option<Peer> {
             None
         }
     }
-}
-
-/// One HTTP/1.0 request: (status, headers, body).
-fn http(method: &str, url: &str) -> (u16, String, String) {
-    let rest = url.strip_prefix("http://").expect("an http url");
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let addr = host.replacen("localhost", "127.0.0.1", 1);
-    let mut c = std::net::TcpStream::connect(&addr).unwrap();
-    write!(c, "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n").unwrap();
-    let mut out = String::new();
-    c.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, head.to_string(), body.to_string())
-}
-
-fn header<'a>(head: &'a str, name: &str) -> &'a str {
-    head.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())).unwrap_or("")
 }
 
 /// `zot mcp login web` with the test as the browser; zot's stdout.
@@ -170,6 +156,50 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
     let (code, out, _) = zot(&t, &["mcp", "logout", "web", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
     assert_eq!((code, out.trim()), (0, "logged out of web"));
     assert!(auth_files(&t).is_empty());
+}
+
+#[test]
+fn the_consoles_login_prints_the_address_waits_for_the_browser_and_the_servers_tools_arrive() {
+    let t = TempDir::new("oauth-console");
+    let Some(peer) = peer(&t, 3600) else { return };
+    let base = peer.url("");
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp"), "oauth": {}}}));
+    let args = zot_proc::session_args(t.path(), None, &[], &["--mcp-config", cfg.to_str().unwrap()]);
+    let empty = Path::new("");
+    let mut z = term::Term::spawn_in(&t, t.path(), &args, &[("DISPLAY", empty), ("WAYLAND_DISPLAY", empty)]);
+    let mut at = z.wait_for("web needs you to log in: zot mcp login web", 0);
+    at = z.wait_for("zot> ", at);
+    z.typed("/tool mcp__web__echo {\"text\":\"before\"}\r");
+    // Its tools are not offered until a person logs in.
+    at = z.wait_for("error: unknown tool \"mcp__web__echo\"", at);
+    at = z.wait_for("zot> ", at);
+
+    z.typed("/login web\r");
+    let start = z.wait_for("open this address in a browser:", at);
+    at = z.wait_for("Waiting for the browser", start);
+    let shown = &z.text()[start..at];
+    let from = shown.find("http://").expect("an address");
+    let address: String = shown[from..].chars().take_while(|c| !c.is_whitespace()).collect();
+    assert!(address.starts_with(&format!("{base}/authorize?")) && address.contains("code_challenge_method=S256"), "{address}");
+    // The test is the browser.
+    let (status, _, page) = http("GET", &address);
+    assert_eq!(status, 200, "{page}");
+    let approve = page.split("href=\"").nth(1).and_then(|s| s.split('"').next()).unwrap();
+    let (status, head, _) = http("GET", &format!("{base}{approve}"));
+    assert_eq!(status, 302, "{head}");
+    let (status, _, page) = http("GET", header(&head, "location"));
+    assert_eq!((status, page.contains("Logged in to web")), (200, true), "{page}");
+    at = z.wait_for("logged in to web", at);
+    at = z.wait_for("restarted web", at);
+    at = z.wait_for("zot> ", at);
+
+    // The same session now has the server's tools.
+    z.typed("/tool mcp__web__echo {\"text\":\"after\"}\r");
+    at = z.wait_for("echo: after", at);
+    z.wait_for("zot> ", at);
+    no_token("the console", &z.text(), &kept_tokens(&t));
+    z.typed("\x04");
+    assert_eq!(z.exit_code(), 0, "{:?}", z.text());
 }
 
 #[test]

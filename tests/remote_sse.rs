@@ -66,3 +66,48 @@ fn server_everything_over_sse() {
     assert!(text(&r).contains("42"), "{r}");
     s.shutdown();
 }
+
+#[test]
+fn doctor_lists_each_transport_try_with_its_url_and_how_it_ended() {
+    let t = TempDir::new("remote-sse-doctor");
+    let peer = match Peer::python("sse", 0, &t.path().join("seen.jsonl")) {
+        Ok(p) => p,
+        Err(why) => return common::skip(&why),
+    };
+    let url = peer.url("/sse");
+    let secret = "query-secret-4c1d";
+    let gone = "http://127.0.0.1:9/mcp";
+    let servers = json!({"bare": {"url": format!("{url}?key={secret}")}, "gone": {"url": gone}, "missing": {"type": "http", "url": peer.url("/nothere")}});
+    let cfg = write_config(t.path(), "mcp.json", servers);
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+    let tries = |name: &str| -> Vec<String> {
+        let block = out.split("\n\n").find(|b| b.starts_with(&format!("{name} (MCP server)"))).unwrap_or("");
+        block.lines().filter(|l| l.starts_with("  try ")).map(str::to_string).collect()
+    };
+    // A bare url: Streamable HTTP refused, then sse answered.
+    assert_eq!(
+        tries("bare"),
+        [
+            format!("  try 1    2025-11-25 (initialize) over http to {url}: HTTP 405"),
+            format!("  try 2    2025-11-25 (initialize) over sse to {url}: answered (protocol 2025-11-25, server \"remote-fixture\" )"),
+        ],
+        "{out}"
+    );
+    assert_eq!(tries("missing"), [format!("  try 1    2025-11-25 (initialize) over http to {}: HTTP 404", peer.url("/nothere"))], "{out}");
+    let g = tries("gone");
+    assert!(g.len() == 1 && g[0].starts_with(&format!("  try 1    2025-11-25 (initialize) over http to {gone}: network error: Connection refused")), "{out}");
+    // The same tries in the JSON report.
+    let (_, json_out, _) = zot(&t, &["ext", "doctor", "--no-ext", "--json", "--mcp-config", cfg.to_str().unwrap()]);
+    let d: serde_json::Value = serde_json::from_str(&json_out).unwrap();
+    let bare = d["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "bare").unwrap();
+    let each: Vec<(&str, &str, &str)> = bare["tries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["transport"].as_str().unwrap_or(""), t["url"].as_str().unwrap_or(""), t["outcome"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(&each[..1], [("http", url.as_str(), "HTTP 405")], "{bare}");
+    assert_eq!((each.len(), each[1].0, each[1].1), (2, "sse", url.as_str()), "{bare}");
+    assert!(!json_out.contains(secret));
+}

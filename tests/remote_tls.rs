@@ -68,11 +68,24 @@ fn a_certificate_is_trusted_only_through_the_trust_store_zot_is_given() {
     }
     // The control: the same server, the authority in neither; the failure
     // names the origin and the certificate.
-    let mut s = Serve::start_env(&t, &[cfg], &["--no-ext"], &[("SSL_CERT_FILE", "/nonexistent"), ("SSL_CERT_DIR", empty.as_str())]);
+    let untrusted = [("SSL_CERT_FILE", "/nonexistent"), ("SSL_CERT_DIR", empty.as_str())];
+    let mut s = Serve::start_env(&t, std::slice::from_ref(&cfg), &["--no-ext"], &untrusted);
     s.note("ready");
     let e = s.ext("tls");
     let why = e["error"].as_str().unwrap_or("");
     assert_eq!(e["state"], "failed", "{e}");
     assert!(why.starts_with(&format!("initialize: https://127.0.0.1:{}: ", peer.port)) && why.to_lowercase().contains("certificate"), "{e}");
     s.shutdown();
+    // Doctor's try names the transport, the url and the certificate error.
+    let out = Command::new(zot_proc::BIN)
+        .args(["ext", "doctor", "--no-ext", "--mcp-config", cfg.to_str().unwrap()])
+        .envs(untrusted)
+        .env("ZOT_HOME", t.path().join("zot-home"))
+        .current_dir(cwd_of(&t))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let try1 = out.lines().find(|l| l.starts_with("  try 1 ")).unwrap_or("");
+    let want = format!("  try 1    2025-11-25 (initialize) over http to {}: https://127.0.0.1:{}: ", peer.https_url("/mcp"), peer.port);
+    assert!(try1.starts_with(&want) && try1.to_lowercase().contains("certificate"), "{out}");
 }

@@ -30,7 +30,9 @@
 //! `valgrind --tool=callgrind`: `floor`, `tool`, `command`, `chain` (N
 //! sequential calls), `load`, `load4` (a pipelined run), `start50` (N
 //! start-ups and shutdowns of 50 extensions), `serve` (the serve path
-//! against its relay floor, alone), `mcp` (the MCP path alone).
+//! against its relay floor, alone), `mcp` (the MCP path alone), `remote`
+//! (a remote MCP server through `zot serve` against the Python SDK's
+//! client, [`remote`]).
 use host::{big, host_load, latency, throughput};
 use peer::{intercept_payload, tool_frame, Peer};
 use serde_json::json;
@@ -47,6 +49,7 @@ mod confine;
 mod host;
 mod mcp;
 mod peer;
+mod remote;
 mod report;
 mod serve;
 mod startup;
@@ -270,6 +273,13 @@ fn profile(kind: &str, n: u64) -> Res<()> {
                 eprintln!("{}: relay {} / serve {} {} {}", r.what, r.floor, r.serve, r.ratio, r.target);
             }
         }
+        "remote" => match remote::run(&env)? {
+            Ok(r) => {
+                eprintln!("per call p50 / p99: SDK client {:.1} / {:.1} µs, through zot {:.1} / {:.1} µs ({:.2}×)", r.sdk.p50(), r.sdk.p99(), r.zot.p50(), r.zot.p99(), r.zot.p50() / r.sdk.p50());
+                eprintln!("zot serve threads / fds at rest: after {} calls {:?}, after {} calls {:?}", r.few, r.after_few, r.many, r.after_many);
+            }
+            Err(why) => eprintln!("remote: skipped: {why}"),
+        },
         _ => return Err(format!("unknown profile kind {kind:?}").into()),
     }
     eprintln!("total {:.2} s", t.elapsed().as_secs_f64());
@@ -297,8 +307,10 @@ fn run() -> Res<()> {
     let mc = mcp::run(&env)?;
     eprintln!("bench: confinement (ten echo extensions confined and not, interleaved)...");
     let cf = confine::run(&env)?;
+    eprintln!("bench: a remote MCP server through zot against the Python SDK's client (interleaved)...");
+    let rm = remote::run(&env)?;
     let bin = fs::metadata(&env.zot)?.len();
     let total = t0.elapsed();
 
-    report::write(&env, report::Runs { lat, thr, st, mem, bg, tr, sv, mc, cf, bin, total })
+    report::write(&env, report::Runs { lat, thr, st, mem, bg, tr, sv, mc, cf, rm, bin, total })
 }

@@ -4,6 +4,7 @@
 use super::confine::Confine;
 use super::host::{summarize, Big, LoadSummary, Latency, Throughput};
 use super::mcp::McpBench;
+use super::remote::RemoteBench;
 use super::serve::ServeBench;
 use super::startup::{Mem, Startup};
 use super::stats::{median, r2, Dist};
@@ -55,13 +56,15 @@ pub struct Runs {
     pub sv: ServeBench,
     pub mc: McpBench,
     pub cf: Confine,
+    /// The remote row, or why it was skipped.
+    pub rm: Result<RemoteBench, String>,
     pub bin: u64,
     pub total: Duration,
 }
 
 /// Prints the table and writes `target/bench.json`.
 pub fn write(env: &Env, runs: Runs) -> Res<()> {
-    let Runs { lat, thr, st, mem, bg, tr, sv, mc, cf, bin, total } = runs;
+    let Runs { lat, thr, st, mem, bg, tr, sv, mc, cf, rm: remote, bin, total } = runs;
     let mut t = Table { rows: Vec::new(), goals: Vec::new() };
     let mut j = Map::new();
 
@@ -297,6 +300,39 @@ pub fn write(env: &Env, runs: Runs) -> Res<()> {
             "per_server_kib": r2(per), "server_process_rss_kib": mc.server_rss,
         }),
     );
+
+    // The remote path.
+    match &remote {
+        Ok(r) => {
+            let ratio = r.zot.p50() / r.sdk.p50();
+            t.row("remote: tool call to a local Streamable HTTP server, the Python SDK's client directly, p50 / p99", lt2(&r.sdk), "", None);
+            t.row(
+                "remote: the same call through `zot serve`, p50 / p99",
+                format!("{} ({ratio:.2}× the SDK client)", lt2(&r.zot)),
+                "p50 ≤ 1.2× the SDK client",
+                Some(ratio <= 1.2),
+            );
+            t.goal("remote_call_p50_ratio_to_sdk_client", ratio, "<= 1.2", ratio <= 1.2);
+            let same = r.after_few == r.after_many;
+            t.row(
+                &format!("remote: `zot serve` threads / fds at rest after {} calls, after {}", r.few, r.many),
+                format!("{} / {}, {} / {}", r.after_few.0, r.after_few.1, r.after_many.0, r.after_many.1),
+                "equal",
+                Some(same),
+            );
+            t.goal("remote_threads_fds_unchanged", if same { 1.0 } else { 0.0 }, "== 1", same);
+            j.insert(
+                "remote".into(),
+                json!({"sdk_client": r.sdk.json(), "through_zot": r.zot.json(), "ratio_p50": r2(ratio),
+                       "threads_fds": {"calls": [r.few, r.many], "threads": [r.after_few.0, r.after_many.0], "fds": [r.after_few.1, r.after_many.1]}}),
+            );
+        }
+        Err(why) => {
+            println!("remote: skipped: {why}");
+            t.row("remote: tool call through `zot serve` against the Python SDK's client", format!("skipped: {why}"), "", None);
+            j.insert("remote".into(), json!({"skipped": why}));
+        }
+    }
 
     let table = t.print();
     println!("{table}");

@@ -27,19 +27,7 @@ pub fn run(config: &Config, name: &str, logout: bool) -> i32 {
 
 /// The remote server `name` of the session's MCP files.
 fn find(config: &Config, name: &str) -> Result<Arc<ServerSpec>, String> {
-    let d = discover_with(&config.sources, &config.mcp_configs, &config.cwd, &config.home, config.trust_project);
-    let named = |f: &&crate::discovery::Found| f.mcp.as_ref().is_some_and(|s| s.name == name);
-    if let Some(f) = d.load.iter().chain(&d.disabled).find(named) {
-        let spec = f.mcp.clone().ok_or("no server")?;
-        if spec.remote.is_none() {
-            return Err(format!("{name} is not a remote server: it has nothing to log in to"));
-        }
-        return Ok(spec);
-    }
-    if d.untrusted.iter().any(|f| named(&f)) {
-        return Err(format!("{name} is a server of a project you have not trusted: `zot trust` it first"));
-    }
-    Err(format!("no MCP server named {name}"))
+    discover_with(&config.sources, &config.mcp_configs, &config.cwd, &config.home, config.trust_project).remote_named(name)
 }
 
 #[cfg(feature = "remote")]

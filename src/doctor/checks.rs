@@ -220,13 +220,23 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
 
 /// The finding's code and fix for a server whose entry in `file` is what
 /// keeps it from starting: no `command`, a `~` in it, a program that is
-/// not there, a variable of `env` that is not set.
+/// not there, a variable that is not set, VS Code's `${input:ID}`.
 fn entry_fix(why: &str, name: &str, file: &str) -> Option<(&'static str, String)> {
     if why.contains("field `command` is missing") {
         return Some(("mcp_config", format!("add \"command\" to the entry {name:?} in {file}: the program that runs the server (\"npx\", \"uvx\", or an absolute path), its arguments in \"args\"")));
     }
     if why.contains("`~` is not expanded") {
         return Some(("mcp_config", format!("write \"command\" of {name:?} in {file} as an absolute path: nothing expands ~ there")));
+    }
+    // A client file's `${VAR}` (`FILE: server "NAME": field `args`: ${VAR} is not set ...`).
+    if let Some(at) = why.find("} is not set (write ${") {
+        let var = why[..at].rsplit_once("${").map_or("", |(_, v)| v);
+        let field = why.split("field `").nth(1).and_then(|r| r.split('`').next()).unwrap_or("its field");
+        return Some(("mcp_config", format!("export {var} before zot starts, or write ${{{var}:-DEFAULT}} in \"{field}\" of {name:?} in {file} for a default")));
+    }
+    // VS Code's `${input:ID}`, which only VS Code asks for.
+    if let Some(id) = why.split("uses ${input:").nth(1).and_then(|r| r.split('}').next()) {
+        return Some(("mcp_config", format!("set the value in the environment zot runs in and write ${{env:VAR}} for ${{input:{id}}} in the entry {name:?} in {file}")));
     }
     if why.contains("field `command`") {
         return Some(("mcp_command", format!("install the program, or correct \"command\" of {name:?} in {file} (an absolute path, or a program on PATH)")));

@@ -68,7 +68,7 @@ pub(super) fn build(
             findings: Vec::new(),
             tries: Vec::new(),
         };
-        if spec.as_ref().is_some_and(|s| s.protocol == crate::mcpserver::config::Protocol::Auto) {
+        if spec.as_ref().is_some_and(|s| s.protocol == crate::mcpserver::config::Protocol::Auto || s.remote.is_some()) {
             e.tries = super::tries::tries(&e.log_lines, &e.state);
         }
         if info.is_static && e.state == "ready" {

@@ -163,7 +163,12 @@ pub fn render(r: &Report) -> String {
             s.push('\n');
         }
         for (i, t) in e.tries.iter().enumerate() {
-            s.push_str(&one_line(&format!("  try {}    {} ({}): {}", i + 1, t.protocol, t.method, t.outcome)));
+            let over = match (&t.transport, &t.url) {
+                (Some(tr), Some(url)) => format!(" over {tr} to {url}"),
+                _ => String::new(),
+            };
+            let what = if t.protocol.is_empty() { String::new() } else { format!(" {} ({})", t.protocol, t.method) };
+            s.push_str(&one_line(&format!("  try {}   {what}{over}: {}", i + 1, t.outcome)));
             s.push('\n');
         }
         s.push_str(&one_line(&format!("  source {}, folder {}", e.source, e.dir)));

@@ -98,6 +98,33 @@ pub struct OAuth {
 }
 
 impl Remote {
+    /// The url and headers with their variables expanded from the
+    /// environment; `bearerTokenEnvVar` as `Authorization`. Errors name
+    /// the header and the variable, never a value: what keeps the server
+    /// from connecting, known before it is tried.
+    pub fn expand(&self) -> Result<(String, Vec<(String, String)>), String> {
+        let lookup = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+        let why = |what: String, e: crate::envexpand::ExpandError| match e {
+            crate::envexpand::ExpandError::Unset { var, .. } => format!("{what}: variable {var} is not set"),
+            crate::envexpand::ExpandError::Syntax { msg, .. } => format!("{what}: {msg}"),
+        };
+        let url = crate::envexpand::expand("url", &self.url, &lookup).map_err(|e| why("url".into(), e))?;
+        let mut headers = Vec::new();
+        for (k, v) in &self.headers {
+            let value = crate::envexpand::expand(k, v, &lookup).map_err(|e| why(format!("header {k}"), e))?;
+            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(format!("header {k}: its value holds a line break"));
+            }
+            headers.push((k.clone(), value));
+        }
+        if let Some(var) = &self.bearer_env {
+            let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| format!("bearerTokenEnvVar: variable {var} is not set"))?;
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        Ok((url, headers))
+    }
+
     /// The url as listings show it: as written, without user information,
     /// a query string or a fragment.
     pub fn shown_url(&self) -> String {

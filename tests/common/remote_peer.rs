@@ -62,6 +62,14 @@ impl Peer {
         Peer::start(cmd, seen, |line| line.trim().parse().ok())
     }
 
+    /// The proxy of tests/fixtures/http_proxy.py: each connection's first
+    /// request line appended to `seen`.
+    pub fn proxy(seen: &Path) -> Result<Peer, String> {
+        let mut cmd = Command::new(sdk_python()?);
+        cmd.arg(root().join("tests/fixtures/http_proxy.py")).arg(seen);
+        Peer::start(cmd, seen, |line| line.trim().parse().ok())
+    }
+
     pub fn https_url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
     }

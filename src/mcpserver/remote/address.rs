@@ -1,49 +1,123 @@
 //! A remote server's address: its url and headers with their variables
-//! expanded, the origin of a url, and a reference resolved against a url.
+//! expanded, what of a url may be shown, and the one way urls are read
+//! here: as the HTTP client reads them ([`ureq::http::Uri`]), so that a
+//! check (an origin, a loopback host) judges the host that is connected to.
 
 use super::super::config::Remote;
+use ureq::http::Uri;
 
-/// The url and headers with their variables expanded; `bearerTokenEnvVar`
-/// as `Authorization`. Errors name the header and the variable.
+/// The url and headers with their variables expanded ([`Remote::expand`]).
 pub(super) fn expand(remote: &Remote) -> Result<(String, Vec<(String, String)>), String> {
-    let lookup = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
-    let why = |what: String, e: crate::envexpand::ExpandError| match e {
-        crate::envexpand::ExpandError::Unset { var, .. } => format!("{what}: variable {var} is not set"),
-        crate::envexpand::ExpandError::Syntax { msg, .. } => format!("{what}: {msg}"),
-    };
-    let url = crate::envexpand::expand("url", &remote.url, &lookup).map_err(|e| why("url".into(), e))?;
-    let mut headers = Vec::new();
-    for (k, v) in &remote.headers {
-        let value = crate::envexpand::expand(k, v, &lookup).map_err(|e| why(format!("header {k}"), e))?;
-        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(format!("header {k}: its value holds a line break"));
+    remote.expand()
+}
+
+/// What must never be shown of one server: the expanded url, the values of
+/// the variables its entry expands, its header values and its url's user
+/// information. [`Secrets::scrub`] puts the entry's own words in their place.
+#[derive(Default, Clone)]
+pub struct Secrets {
+    /// (secret, shown instead), longest first.
+    pairs: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// The secrets of `remote`, expanded as `url` and `headers`.
+    pub(super) fn of(remote: &Remote, url: &str, headers: &[(String, String)]) -> Secrets {
+        let mut pairs = vec![(url.to_string(), remote.shown_url())];
+        if let Some(u) = url.parse::<Uri>().ok().and_then(|u| u.authority().map(|a| a.as_str().to_string())) {
+            if let Some((info, _)) = u.rsplit_once('@') {
+                pairs.push((format!("{info}@"), String::new()));
+                pairs.extend(info.split(':').map(|p| (p.to_string(), "(user information)".to_string())));
+            }
         }
-        headers.push((k.clone(), value));
+        for var in remote.variables() {
+            if let Some(v) = std::env::var_os(&var) {
+                pairs.push((v.to_string_lossy().into_owned(), format!("${{{var}}}")));
+            }
+        }
+        for (_, v) in headers {
+            pairs.push((v.clone(), "(header value)".into()));
+            pairs.extend(v.split_whitespace().filter(|w| w.len() >= 8).map(|w| (w.to_string(), "(header value)".into())));
+        }
+        // Short values would take words out of every message.
+        pairs.retain(|(s, _)| s.len() >= 4);
+        pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        Secrets { pairs }
     }
-    if let Some(var) = &remote.bearer_env {
-        let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| format!("bearerTokenEnvVar: variable {var} is not set"))?;
-        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
+
+    /// `text` with no secret in it.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (secret, instead) in &self.pairs {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), instead);
+            }
+        }
+        out
     }
-    Ok((url, headers))
+}
+
+/// `url` read as the HTTP client reads it: an absolute `http://` or
+/// `https://` url with a host.
+pub fn parse(url: &str) -> Option<Uri> {
+    let u = url.parse::<Uri>().ok()?;
+    let scheme = u.scheme_str()?.to_ascii_lowercase();
+    if (scheme != "http" && scheme != "https") || u.host().is_none_or(str::is_empty) {
+        return None;
+    }
+    Some(u)
 }
 
 /// `scheme://host[:port]` of an http(s) url, lower-cased, without user
-/// information.
-pub(super) fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return None;
+/// information, the default port left out.
+pub fn origin(url: &str) -> Option<String> {
+    let u = parse(url)?;
+    Some(origin_of(&u))
+}
+
+fn origin_of(u: &Uri) -> String {
+    let scheme = u.scheme_str().unwrap_or("").to_ascii_lowercase();
+    let host = u.host().unwrap_or("").to_ascii_lowercase();
+    let default = if scheme == "http" { 80 } else { 443 };
+    match u.port_u16().filter(|&p| p != default) {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
     }
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let host = authority.rsplit('@').next()?.to_ascii_lowercase();
-    if host.is_empty() {
-        return None;
-    }
-    let default = if scheme == "http" { ":80" } else { ":443" };
-    let host = host.strip_suffix(default).unwrap_or(&host).to_string();
-    Some(format!("{scheme}://{host}"))
+}
+
+/// The host of an http(s) url, lower-cased (an IPv6 address in brackets).
+pub fn host(url: &str) -> Option<String> {
+    parse(url).and_then(|u| u.host().map(str::to_ascii_lowercase))
+}
+
+/// The path of an http(s) url (`/` when it has none).
+pub fn path(url: &str) -> Option<String> {
+    parse(url).map(|u| u.path().to_string())
+}
+
+/// The query of an http(s) url, if any.
+pub fn query(url: &str) -> Option<String> {
+    parse(url).and_then(|u| u.query().map(str::to_string))
+}
+
+/// A url a server supplied (a `Location`, a metadata endpoint), fit to
+/// show: its origin and path, never user information, a query or a
+/// fragment; a relative reference up to its query; control characters out.
+pub fn shown(url: &str) -> String {
+    let text = match parse(url) {
+        Some(u) => format!("{}{}", origin_of(&u), u.path()),
+        None => {
+            let mut text = url.split(['?', '#']).next().unwrap_or("").to_string();
+            if let Some(at) = text.find("://").map(|i| i + 3) {
+                let end = text[at..].find('/').map_or(text.len(), |i| at + i);
+                if let Some(info) = text[at..end].rfind('@') {
+                    text.replace_range(at..at + info + 1, "");
+                }
+            }
+            text
+        }
+    };
+    crate::text::one_line(&text)
 }
 
 /// `reference` resolved against `base` (absolute, `/path`, or relative to
@@ -74,6 +148,12 @@ mod tests {
         assert_eq!(origin("HTTP://u:p@Example.com:80/mcp?x").as_deref(), Some("http://example.com"));
         assert_eq!(origin("https://h:8443").as_deref(), Some("https://h:8443"));
         assert_eq!(origin("ftp://h/"), None);
+        // The host the client connects to, whatever follows a `#`.
+        assert_eq!(origin("http://127.0.0.2:9#@127.0.0.1/token").as_deref(), Some("http://127.0.0.2:9"));
+        assert_eq!(host("http://[::1]:5/x").as_deref(), Some("[::1]"));
+        assert_eq!(shown("http://bot:pw@h:1/a/b?k=secret#f"), "http://h:1/a/b");
+        assert_eq!(shown("/elsewhere?k=secret"), "/elsewhere");
+        assert_eq!(shown("http://u:p@h:1/a\x1b[2J/b?x"), "http://h:1/a/b");
         assert_eq!(resolve("http://h:1/sse", "/messages/?s=1"), "http://h:1/messages/?s=1");
         assert_eq!(resolve("http://h:1/a/sse?k=1", "msg?s=1"), "http://h:1/a/msg?s=1");
         assert_eq!(resolve("http://h:1", "msg"), "http://h:1/msg");

@@ -5,10 +5,13 @@
 //! the `DELETE` that ends a session.
 
 use super::super::config::Transport;
-use super::address::{origin, resolve};
-use super::message::{describe, failed, incoming, what, with_headers, Peek};
-use super::shared::{Shared, MAX_MESSAGE, MAX_WORKERS};
-use super::{oauth, sse, stream};
+use super::address::{origin, resolve, shown};
+use super::message::{describe, failed, incoming, what, with_headers};
+use super::peek::Peek;
+use super::proxy;
+use super::resolve::Resolve;
+use super::shared::{Shared, IDLE, MAX_MESSAGE, MAX_WORKERS};
+use super::{cancel, oauth, params, sse, stream};
 use crate::child::Dialect;
 use serde_json::Value;
 use std::io::BufReader;
@@ -17,13 +20,20 @@ use std::time::Duration;
 use ureq::http::Response;
 use ureq::Body;
 
+/// Why a cancelled request got no answer.
+const CANCELLED: &str = "cancelled; its stream was dropped";
+
 /// A refusal's body is read up to this much.
 const MAX_REFUSAL: u64 = 1024 * 1024;
 
-/// The HTTP client of one server: statuses are answers (never errors),
-/// redirects are followed here (same origin only), certificates are checked
-/// against the system's store, proxies come from the environment.
-pub(super) fn agent(connect: Duration) -> ureq::Agent {
+/// An HTTP client: statuses are answers (never errors), redirects are
+/// followed here (same origin only), certificates are checked against the
+/// system's store; no proxy of its own: each request is given the one for
+/// its url ([`proxy::configure`]). A `cuttable` one's connections are
+/// dropped when the call using them is cancelled ([`cancel::Cutting`]): the
+/// server's own; OAuth's are not (a refresh cut halfway would lose a
+/// rotated refresh token).
+pub(super) fn agent(connect: Duration, cuttable: bool) -> ureq::Agent {
     #[cfg(feature = "rustls")]
     let provider = ureq::tls::TlsProvider::Rustls;
     #[cfg(all(feature = "native-tls", not(feature = "rustls")))]
@@ -38,21 +48,27 @@ pub(super) fn agent(connect: Duration) -> ureq::Agent {
         .timeout_connect(Some(connect))
         .user_agent(format!("zot/{}", env!("CARGO_PKG_VERSION")))
         .max_idle_connections_per_host(MAX_WORKERS)
+        .max_idle_age(IDLE)
+        .proxy(None)
         .tls_config(tls)
         .build();
-    ureq::Agent::new_with_config(config)
+    let connector = ureq::unversioned::transport::DefaultConnector::default();
+    if cuttable {
+        ureq::Agent::with_parts(config, cancel::Cutting(connector), Resolve::default())
+    } else {
+        ureq::Agent::with_parts(config, connector, Resolve::default())
+    }
 }
 
 /// Posts `msg` and hands its answer to the edge.
-pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
-    let peek = Peek::of(msg);
+pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8], peek: &Peek) {
     if peek.is("initialize") {
         let mut st = sh.state();
         st.init = Some(msg.to_vec());
         st.init_id = peek.id.as_ref().and_then(Value::as_u64);
     }
     if sh.state().sse {
-        return post_sse(sh, msg, &peek);
+        return post_sse(sh, msg, peek);
     }
     let mut renewed = false;
     let mut refreshed = false;
@@ -62,39 +78,51 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8]) {
         if sh.closed() {
             return;
         }
+        if cancel::cancelled() {
+            return failed(sh, peek, CANCELLED);
+        }
         let generation = sh.state().generation;
         let sent = sh.tokens.as_ref().map(|t| t.current());
-        let (resp, with_session) = match post(sh, &url, msg, &peek) {
+        let (resp, with_session) = match post(sh, &url, msg, peek) {
             Ok(r) => r,
+            Err(_) if cancel::cancelled() => return failed(sh, peek, CANCELLED),
             Err(why) => {
-                failed(sh, &peek, &why);
-                return end_if_refused(sh, &peek);
+                failed(sh, peek, &why);
+                return end_if_refused(sh, peek);
             }
         };
         let status = resp.status().as_u16();
         match status {
             300..=399 => match redirect(sh, &resp, &url, &mut hops) {
                 Ok(next) => url = next,
-                Err(why) => return failed(sh, &peek, &why),
+                Err(why) => return failed(sh, peek, &why),
             },
             404 if with_session => {
                 if renewed {
-                    return sh.lost(&format!("{} got HTTP 404 again after the session was renewed", what(&peek)));
+                    return sh.lost(&format!("{} got HTTP 404 again after the session was renewed", what(peek)));
                 }
-                if !renew(sh, generation) {
+                if !renew(sh, generation, false) {
                     return;
                 }
                 renewed = true;
             }
-            200..=299 => return answered(sh, resp, &peek),
+            200..=299 => {
+                if with_session {
+                    let mut st = sh.state();
+                    if st.generation == generation {
+                        st.untried_post = false;
+                    }
+                }
+                return answered(sh, resp, peek);
+            }
             401 | 403 => match unauthorized(sh, &resp, sent.as_deref(), refreshed) {
                 Ok(()) => refreshed = true,
                 Err(why) => {
-                    failed(sh, &peek, &why);
-                    return end_if_refused(sh, &peek);
+                    failed(sh, peek, &why);
+                    return end_if_refused(sh, peek);
                 }
             },
-            _ => return refused(sh, resp, msg, &peek, status),
+            _ => return refused(sh, resp, msg, peek, status),
         }
     }
 }
@@ -111,25 +139,30 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
         return match challenge.filter(|c| c.error.as_deref() == Some("insufficient_scope")) {
             Some(c) => {
                 let scope = c.scope.map(|s| format!(" (scope {s})")).unwrap_or_default();
-                sh.log.line(&format!("HTTP 403: insufficient_scope{scope}"));
+                sh.say(&format!("HTTP 403: insufficient_scope{scope}"));
                 Err(format!("{needs}{scope}"))
             }
             None => Err("HTTP 403".into()),
         };
     }
     match (&sh.tokens, sent) {
-        (Some(tokens), Some(sent)) if !refreshed => match tokens.refresh(&sh.agent, sent) {
+        (Some(tokens), Some(sent)) if !refreshed => match tokens.refresh(&sh.oauth_agent, sent) {
             Ok(_) => {
-                sh.log.line("HTTP 401: the access token was refreshed; sending again");
+                sh.say("HTTP 401: the server refused the access token; it was refreshed, sending again");
                 Ok(())
             }
             Err(why) => {
-                sh.log.line(&format!("HTTP 401: {why}"));
+                sh.say(&format!("HTTP 401: the server refused the access token and it cannot be refreshed ({why}); the login is forgotten"));
                 Err(needs)
             }
         },
+        (Some(tokens), Some(_)) => {
+            tokens.refuse();
+            sh.say("HTTP 401 again: the server refused the refreshed access token too; the login is forgotten");
+            Err(needs)
+        }
         _ if challenge.is_some() => {
-            sh.log.line("HTTP 401 asking for OAuth and no usable login");
+            sh.say("HTTP 401 asking for OAuth and no usable login");
             Err(needs)
         }
         _ => Err("HTTP 401".into()),
@@ -160,13 +193,19 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
     b = with_headers(sh, b)?;
     let mut with_session = false;
     if let Some(pv) = &peek.pv {
+        sh.state().modern = true;
         b = b.header("MCP-Protocol-Version", pv.as_str());
         if let Some(m) = &peek.method {
             b = b.header("Mcp-Method", m.as_str());
         }
         let named = matches!(peek.method.as_deref(), Some("tools/call" | "resources/read" | "prompts/get"));
-        if let Some(n) = peek.name.as_ref().filter(|n| named && n.bytes().all(|c| (0x20..0x7f).contains(&c))) {
-            b = b.header("Mcp-Name", n.as_str());
+        if let Some(n) = peek.name.as_ref().filter(|_| named) {
+            b = b.header("Mcp-Name", params::encode(n));
+        }
+        if let (Some("tools/call"), Some(tool)) = (peek.method.as_deref(), &peek.name) {
+            for (k, v) in sh.marks.lock().unwrap_or_else(|e| e.into_inner()).headers(tool, peek.arguments.as_ref()) {
+                b = b.header(k, v);
+            }
         }
     } else {
         if let Some(v) = &version {
@@ -181,20 +220,25 @@ fn post(sh: &Shared, url: &str, msg: &[u8], peek: &Peek) -> Result<(Response<Bod
     let timeout = match peek.method.as_deref() {
         Some("subscriptions/listen") => None,
         Some("initialize" | "server/discover") => Some(sh.connect_timeout),
-        Some(_) if peek.id.is_some() => Some(sh.request_timeout),
+        Some(_) if peek.id.is_some() => Some(cancel::current().map_or(sh.request_timeout, |c| c.deadline.saturating_duration_since(std::time::Instant::now()))),
         _ => Some(sh.connect_timeout),
     };
-    let req = sh.agent.configure_request(req).timeout_global(timeout).build();
+    let req = proxy::configure(&sh.agent, req, timeout);
     sh.agent.run(req).map(|r| (r, with_session)).map_err(|e| describe(sh, &e))
 }
 
 /// The next url of a 307 or 308 to the same origin (at most 5); any other
-/// redirect fails the request, naming where it pointed.
+/// redirect fails the request, naming where it pointed as the server said
+/// it (never resolved against the expanded url, without user information
+/// or query).
 fn redirect(sh: &Shared, resp: &Response<Body>, url: &str, hops: &mut u32) -> Result<String, String> {
     let status = resp.status().as_u16();
     let location = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("");
     let next = resolve(url, location);
-    let shown = next.split(['?', '#']).next().unwrap_or("").to_string();
+    let shown = match shown(location) {
+        s if s.is_empty() => "nowhere (no Location)".to_string(),
+        s => s,
+    };
     if !matches!(status, 307 | 308) {
         return Err(format!("HTTP {status} redirect to {shown} (only a 307 or 308 to the same origin is followed)"));
     }
@@ -247,7 +291,7 @@ fn json_body(sh: &Shared, body: &[u8], peek: &Peek) {
         }
         Ok(_) => incoming(sh, body),
         Err(_) if peek.request() => failed(sh, peek, "its answer is not JSON"),
-        Err(_) => sh.log.line(&format!("{}: the server's body is not JSON", what(peek))),
+        Err(_) => sh.say(&format!("{}: the server's body is not JSON", what(peek))),
     }
 }
 
@@ -272,13 +316,19 @@ fn read_events(sh: &Arc<Shared>, resp: Response<Body>, peek: &Peek) {
                 if sh.closed() {
                     return;
                 }
-                sh.log.line(&format!("{}: its event stream broke: {e}", what(peek)));
+                if cancel::cancelled() {
+                    return failed(sh, peek, CANCELLED);
+                }
+                sh.say(&format!("{}: its event stream broke: {e}", what(peek)));
                 break;
             }
         }
     }
     if done || sh.closed() {
         return;
+    }
+    if cancel::cancelled() {
+        return failed(sh, peek, CANCELLED);
     }
     match events.last_id.clone() {
         Some(last) => stream::resume(sh, peek, last, events.retry),
@@ -295,12 +345,12 @@ fn refused(sh: &Arc<Shared>, resp: Response<Body>, msg: &[u8], peek: &Peek, stat
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let rpc_error = parsed.as_ref().is_some_and(|v| v.get("error").is_some_and(Value::is_object));
     if rpc_error && peek.request() && parsed.as_ref().and_then(|v| v.get("id")) == peek.id.as_ref() {
-        sh.log.line(&format!("{}: HTTP {status} with a JSON-RPC error", what(peek)));
+        sh.say(&format!("{}: HTTP {status} with a JSON-RPC error", what(peek)));
         return incoming(sh, &body);
     }
     let fallback = sh.transport == Transport::Auto && peek.is("initialize") && matches!(status, 400 | 404 | 405) && !rpc_error;
     if fallback && !sh.state().sse {
-        sh.log.line(&format!("initialize: HTTP {status} to Streamable HTTP; trying the sse transport (2024-11-05)"));
+        sh.say(&format!("initialize: HTTP {status} to Streamable HTTP; trying the sse transport (2024-11-05)"));
         sh.state().sse = true;
         stream::open_sse(sh);
         return post_sse(sh, msg, peek);
@@ -335,7 +385,7 @@ fn post_sse(sh: &Arc<Shared>, msg: &[u8], peek: &Peek) {
             st = sh.endpoint_known.wait_timeout(st, left).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
         }
     };
-    let quiet = Peek { method: peek.method.clone(), id: peek.id.clone(), pv: None, name: None, answer: peek.answer };
+    let quiet = Peek { method: peek.method.clone(), id: peek.id.clone(), answer: peek.answer, ..Peek::default() };
     match post(sh, &url, msg, &quiet) {
         Err(why) => failed(sh, peek, &why),
         Ok((resp, _)) => {
@@ -349,10 +399,13 @@ fn post_sse(sh: &Arc<Shared>, msg: &[u8], peek: &Peek) {
 
 /// The session is gone (a 404 to a request that carried its id): one
 /// fresh `initialize` and `notifications/initialized`, not counted as a
-/// restart, then the tools are listed again. False when that failed too:
-/// the server's exit. `generation`: the session the 404 was for (another
-/// thread may have renewed it meanwhile).
-pub(super) fn renew(sh: &Arc<Shared>, generation: u64) -> bool {
+/// restart, then the tools are listed again. False when that failed too,
+/// or when the 404 answered a session renewed for an earlier 404 before
+/// that channel (`get`: the GET stream, else a POST) got a 2xx from it: a
+/// second 404 in a row, the server's exit. `generation`: the session the
+/// 404 was for (another thread may have renewed it meanwhile).
+pub(super) fn renew(sh: &Arc<Shared>, generation: u64, get: bool) -> bool {
+    let _for_the_link = cancel::aside();
     let _one = sh.renewing.lock().unwrap_or_else(|e| e.into_inner());
     let init = {
         let st = sh.state();
@@ -362,13 +415,19 @@ pub(super) fn renew(sh: &Arc<Shared>, generation: u64) -> bool {
         if st.generation != generation {
             return true;
         }
+        if (get && st.untried_get) || (!get && st.untried_post) {
+            let what = if get { "the GET stream" } else { "a request" };
+            drop(st);
+            sh.lost(&format!("{what} got HTTP 404 again after the session was renewed"));
+            return false;
+        }
         st.init.clone()
     };
     let Some(init) = init.and_then(|i| serde_json::from_slice::<Value>(&i).ok()) else {
         sh.lost("HTTP 404 before the session was initialized");
         return false;
     };
-    sh.log.line("the session is gone (HTTP 404): initializing again");
+    sh.say("the session is gone (HTTP 404): initializing again");
     {
         let mut st = sh.state();
         st.session = None;
@@ -408,11 +467,16 @@ pub(super) fn renew(sh: &Arc<Shared>, generation: u64) -> bool {
     let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     match post(sh, &sh.url, note, &Peek::of(note)) {
         Ok((r, _)) if (200..300).contains(&r.status().as_u16()) => {}
-        Ok((r, _)) => sh.log.line(&format!("notifications/initialized after initializing again: HTTP {}", r.status().as_u16())),
-        Err(why) => sh.log.line(&format!("notifications/initialized after initializing again: {why}")),
+        Ok((r, _)) => sh.say(&format!("notifications/initialized after initializing again: HTTP {}", r.status().as_u16())),
+        Err(why) => sh.say(&format!("notifications/initialized after initializing again: {why}")),
     }
-    sh.state().generation += 1;
-    sh.log.line("initialized again (not a restart); listing the tools again");
+    {
+        let mut st = sh.state();
+        st.generation += 1;
+        st.untried_get = true;
+        st.untried_post = true;
+    }
+    sh.say("initialized again (not a restart); listing the tools again");
     sh.edge.incoming(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
     stream::open_get(sh);
     true
@@ -450,9 +514,9 @@ pub(super) fn end_session(sh: &Shared) {
         b = b.header("MCP-Protocol-Version", v.as_str());
     }
     let Ok(req) = b.body(()) else { return };
-    let req = sh.agent.configure_request(req).timeout_global(Some(Duration::from_secs(1))).build();
+    let req = proxy::configure(&sh.agent, req, Some(Duration::from_secs(1)));
     match sh.agent.run(req) {
-        Ok(r) => sh.log.line(&format!("session ended (DELETE: HTTP {})", r.status().as_u16())),
-        Err(e) => sh.log.line(&format!("session end (DELETE): {}", describe(sh, &e))),
+        Ok(r) => sh.say(&format!("session ended (DELETE: HTTP {})", r.status().as_u16())),
+        Err(e) => sh.say(&format!("session end (DELETE): {}", describe(sh, &e))),
     }
 }

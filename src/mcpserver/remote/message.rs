@@ -1,80 +1,13 @@
 //! A message to or from a remote server, as the link's threads handle
-//! it: what the link needs to know of a message it posts ([`Peek`]), the
-//! headers every request carries, an error of the HTTP client in words
+//! it: the headers every request carries, an error of the HTTP client in words
 //! that hold no secret, a request failed, and a message from the server
 //! handed to the edge.
 
 use super::oauth;
+use super::peek::Peek;
 use super::shared::Shared;
 use crate::child::Dialect;
 use serde_json::Value;
-
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-const PV: &str = "io.modelcontextprotocol/protocolVersion";
-
-/// What the link needs to know of a message it posts.
-#[derive(Default)]
-pub(super) struct Peek {
-    pub method: Option<String>,
-    pub id: Option<Value>,
-    /// A 2026-07-28 request's protocol version.
-    pub pv: Option<String>,
-    /// `params.name` or `params.uri`, for `Mcp-Name`.
-    pub name: Option<String>,
-    pub answer: bool,
-}
-
-#[derive(serde::Deserialize)]
-struct Raw {
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    params: Option<RawParams>,
-    #[serde(default)]
-    result: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawParams {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<serde_json::Map<String, Value>>,
-}
-
-impl Peek {
-    pub fn of(msg: &[u8]) -> Peek {
-        let Ok(r) = serde_json::from_slice::<Raw>(msg) else { return Peek::default() };
-        let (mut pv, mut name) = (None, None);
-        if let Some(p) = r.params {
-            pv = p.meta.as_ref().and_then(|m| m.get(PV)).and_then(Value::as_str).map(str::to_string);
-            name = p.name.or(p.uri).and_then(|v| v.as_str().map(str::to_string));
-        }
-        let answer = r.method.is_none() && (r.result.is_some() || r.error.is_some());
-        Peek { method: r.method, id: r.id, pv, name, answer }
-    }
-
-    /// A request: an answer is owed to it.
-    pub fn request(&self) -> bool {
-        self.method.is_some() && self.id.is_some()
-    }
-
-    pub(super) fn is(&self, method: &str) -> bool {
-        self.method.as_deref() == Some(method)
-    }
-
-    /// Whether `data` (a message from the server) answers this request.
-    pub fn answered_by(&self, data: &[u8]) -> bool {
-        let p = Peek::of(data);
-        p.answer && p.id.is_some() && p.id == self.id
-    }
-}
 
 /// The message as logs name it.
 pub(super) fn what(peek: &Peek) -> String {
@@ -94,10 +27,10 @@ pub(super) fn with_headers(sh: &Shared, mut b: ureq::http::request::Builder) -> 
         }
     }
     if let Some(t) = &sh.tokens {
-        match t.header(&sh.agent) {
+        match t.header(&sh.oauth_agent) {
             Ok(h) => b = b.header("Authorization", h),
             Err(why) => {
-                sh.log.line(&format!("the access token could not be refreshed: {why}"));
+                sh.say(&format!("the access token could not be refreshed: {why}"));
                 return Err(oauth::needs_login(&sh.name));
             }
         }
@@ -105,7 +38,7 @@ pub(super) fn with_headers(sh: &Shared, mut b: ureq::http::request::Builder) -> 
     Ok(b)
 }
 
-/// An error of the client in words that hold no header value; a TLS or
+/// An error of the client in words that hold no secret; a TLS or
 /// certificate error names the server's origin.
 pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
     let text = match e {
@@ -115,18 +48,7 @@ pub(super) fn describe(sh: &Shared, e: &ureq::Error) -> String {
     };
     // Should a message of the client ever quote the url or a header, the
     // expanded values are taken out.
-    let mut text = text.replace(sh.url.as_str(), &sh.shown);
-    for (_, v) in &sh.headers {
-        for secret in std::iter::once(v.as_str()).chain(v.split_whitespace().filter(|w| w.len() >= 8)) {
-            if secret.len() >= 4 {
-                text = text.replace(secret, "(header value)");
-            }
-        }
-    }
-    if let Some(t) = &sh.tokens {
-        text = t.scrub(&text);
-    }
-    text
+    sh.scrub(&text)
 }
 
 /// A request got no answer (`why`): the edge fails what asked.
@@ -134,15 +56,26 @@ pub(super) fn failed(sh: &Shared, peek: &Peek, why: &str) {
     if sh.closed() {
         return;
     }
+    let why = sh.scrub(why);
     match (peek.request(), peek.id.as_ref().and_then(Value::as_u64)) {
-        (true, Some(id)) => sh.edge.unanswered(id, why),
-        _ => sh.log.line(&format!("{}: {why}", what(peek))),
+        (true, Some(id)) => sh.edge.unanswered(id, &why),
+        _ => sh.say(&format!("{}: {why}", what(peek))),
     }
 }
 
 /// A message from the server, to the edge (the version `initialize`
-/// settled on is kept for the headers of what follows).
+/// settled on is kept for the headers of what follows; a modern server's
+/// tool list is checked for its `x-mcp-header` marks).
 pub(super) fn incoming(sh: &Shared, data: &[u8]) {
+    if sh.state().modern {
+        let (rewritten, said) = sh.marks.lock().unwrap_or_else(|e| e.into_inner()).listed(data);
+        for line in said {
+            sh.say(&line);
+        }
+        if let Some(r) = rewritten {
+            return sh.edge.incoming(&r);
+        }
+    }
     let init = {
         let st = sh.state();
         st.init_id.filter(|_| st.version.is_none())
@@ -162,4 +95,18 @@ fn version_of(data: &[u8], id: &Value) -> Option<String> {
         return None;
     }
     v.pointer("/result/protocolVersion").and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::params::encode as header_value;
+
+    #[test]
+    fn a_header_value_is_plain_or_base64_as_the_transport_says() {
+        assert_eq!(header_value("echo"), "echo");
+        assert_eq!(header_value("grüße"), "=?base64?Z3LDvMOfZQ==?=");
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+        assert_eq!(header_value("=?base64?eA==?="), "=?base64?PT9iYXNlNjQ/ZUE9PT89?=");
+        assert_eq!(header_value("a\nb"), "=?base64?YQpi?=");
+    }
 }

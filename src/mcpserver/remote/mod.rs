@@ -5,11 +5,14 @@
 //! lines, and the end of the session (a second 404, a GET stream that
 //! cannot be resumed, a stop) is the child's end.
 //!
-//! Threads: each message is posted by one of at most [`MAX_WORKERS`]
-//! request threads, started when messages wait and none is idle, each
-//! ending after [`IDLE`] without work; the server's own stream (the GET
-//! stream of Streamable HTTP, the event stream of the `sse` transport) has
-//! one thread. A stop ends every connection at once (`Agent::shutdown`)
+//! Threads: each request is posted by one of at most [`MAX_WORKERS`]
+//! request threads, started when requests wait and none is idle, each
+//! ending after [`IDLE`] without work; notifications and answers to the
+//! server have threads of their own, as many at most, started and ended
+//! the same way, so that a `notifications/cancelled` never waits behind the requests in
+//! flight (the cancelled call's stream is dropped at once: [`cancel`]);
+//! the server's own stream (the GET stream of Streamable HTTP, the event
+//! stream of the `sse` transport) has one thread. A stop ends every connection at once (`Agent::shutdown`)
 //! and joins every thread before the child's end is reported.
 //!
 //! Secrets: header values and the expanded url are held here only; logs
@@ -17,24 +20,28 @@
 //! or user information), header names and variables, never values.
 
 mod address;
+mod cancel;
 mod exchange;
 mod message;
+mod params;
+mod peek;
 pub mod oauth;
+mod proxy;
+mod resolve;
 mod shared;
 mod sse;
 mod stream;
 
 use super::config::{Remote, ServerSpec, Transport};
 use super::edge::Edge;
-use address::{expand, origin};
-use shared::{spawn, Shared, State, MAX_WORKERS};
-use crate::child::{Bytes, ChildMsg, Log, SendError};
+use address::{expand, origin, Secrets};
+use cancel::Call;
+use peek::{Kind, Peek};
+use shared::{spawn, Queued, Shared, State, IDLE, MAX_WORKERS, NOTES, REQUESTS};
+use crate::child::{Bytes, Charge, ChildMsg, Log, SendError};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
-
-/// A request thread with nothing to do for this long ends.
-const IDLE: Duration = Duration::from_secs(5);
+use std::time::{Duration, Instant};
 
 /// One remote server's connection.
 pub struct Link(Arc<Shared>);
@@ -55,30 +62,36 @@ impl Link {
         let remote = spec.remote.as_ref().ok_or("not a remote server")?;
         let (url, headers) = expand(remote)?;
         let origin = origin(&url).ok_or_else(|| format!("url {:?} is not an http:// or https:// address", remote.shown_url()))?;
-        let agent = exchange::agent(spec.connect_timeout);
+        let agent = exchange::agent(spec.connect_timeout, true);
+        let oauth_agent = exchange::agent(spec.connect_timeout, false);
         let tokens = login_of(spec, remote, &url, &log)?;
         let (stop, stopped) = crossbeam_channel::bounded(0);
+        let secrets = Secrets::of(remote, &url, &headers);
         let shared = Arc::new(Shared {
             name: spec.name.clone(),
             log,
             edge,
             agent,
+            oauth_agent,
             url,
             origin,
             shown: remote.shown_url(),
+            secrets,
             headers,
             transport: remote.transport,
             connect_timeout: spec.connect_timeout,
             request_timeout: spec.request_timeout.unwrap_or(call_timeout),
             st: Mutex::new(State { sse: remote.transport == Transport::Sse, ..State::default() }),
             endpoint_known: Condvar::new(),
-            queue: crossbeam_channel::unbounded(),
+            lanes: [crossbeam_channel::unbounded(), crossbeam_channel::unbounded()],
+            calls: Mutex::new(std::collections::HashMap::new()),
             stop: Mutex::new(Some(stop)),
             stopped,
             threads: Mutex::new(Vec::new()),
             report,
             ended: AtomicBool::new(false),
             renewing: Mutex::new(()),
+            marks: Mutex::new(params::Known::default()),
             tokens,
             renew: exchange::renew,
         });
@@ -91,23 +104,40 @@ impl Link {
 }
 
 impl crate::child::Link for Link {
-    fn send(&self, bytes: Bytes) -> Result<(), SendError> {
+    fn send(&self, bytes: Bytes, held: Charge) -> Result<(), SendError> {
         let sh = &self.0;
         let mut st = sh.state();
         if st.closed {
             return Err(SendError::Closed);
         }
-        // One POST per message: the edge may write several lines at once.
-        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)) {
-            if sh.queue.0.send(line.to_vec()).is_err() {
+        // One POST per message: the edge may write several lines at once;
+        // the last holds the frame's place until it is posted.
+        let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).collect();
+        let mut held = Some(held);
+        let mut waiting = [false; 2];
+        for (i, line) in lines.iter().enumerate() {
+            let kind = Kind::of(line);
+            let _held = if i + 1 == lines.len() { held.take() } else { None };
+            if let Some(call) = kind.cancels.as_ref().and_then(|id| sh.calls.lock().unwrap_or_else(|e| e.into_inner()).get(&peek::key(id)).cloned()) {
+                call.cancel();
+            }
+            let lane = if kind.note { NOTES } else { REQUESTS };
+            let call = kind.request.as_ref().map(|id| {
+                let call = Call::new(Instant::now() + sh.request_timeout);
+                sh.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(peek::key(id), Arc::clone(&call));
+                (peek::key(id), call)
+            });
+            if sh.lanes[lane].0.send(Queued { line: line.to_vec(), call, _held }).is_err() {
                 return Err(SendError::Closed);
             }
+            waiting[lane] = true;
         }
-        if sh.queue.1.len() > st.idle && st.workers < MAX_WORKERS {
-            st.workers += 1;
-            drop(st);
-            let s = Arc::clone(sh);
-            spawn(sh, "post", move || worker(&s));
+        for lane in [NOTES, REQUESTS].into_iter().filter(|&l| waiting[l]) {
+            if sh.lanes[lane].1.len() > st.idle[lane] && st.workers[lane] < MAX_WORKERS {
+                st.workers[lane] += 1;
+                let s = Arc::clone(sh);
+                spawn(sh, if lane == NOTES { "note" } else { "post" }, move || worker(&s, lane));
+            }
         }
         Ok(())
     }
@@ -135,30 +165,51 @@ impl crate::child::Link for Link {
 }
 
 
-/// A request thread: posts messages in order while there are any.
-fn worker(sh: &Arc<Shared>) {
+/// A thread of `lane`: posts its messages in order while there are any.
+fn worker(sh: &Arc<Shared>, lane: usize) {
+    let queue = &sh.lanes[lane].1;
     loop {
-        sh.state().idle += 1;
+        sh.state().idle[lane] += 1;
         let msg = crossbeam_channel::select! {
-            recv(sh.queue.1) -> m => m.ok(),
+            recv(queue) -> m => m.ok(),
             recv(sh.stopped) -> _ => None,
             default(IDLE) => None,
         };
         let mut st = sh.state();
-        st.idle -= 1;
+        st.idle[lane] -= 1;
         let Some(msg) = msg else {
-            if st.closed || sh.queue.1.is_empty() {
-                st.workers -= 1;
+            if st.closed || queue.is_empty() {
+                st.workers[lane] -= 1;
                 return;
             }
             continue;
         };
         if st.closed {
-            st.workers -= 1;
+            st.workers[lane] -= 1;
             return;
         }
         drop(st);
-        exchange::deliver(sh, &msg);
+        let Queued { line, call, _held } = msg;
+        let peek = Peek::of(&line);
+        let Some((key, call)) = call else {
+            post_one(sh, &line, &peek);
+            continue;
+        };
+        if call.cancelled() {
+            message::failed(sh, &peek, "cancelled before it was sent");
+        } else {
+            let _for = call.enter();
+            post_one(sh, &line, &peek);
+        }
+        sh.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+    }
+}
+
+/// Posts one message; a fault here (a bug, an answer no one foresaw)
+/// still answers the request, and the thread goes on with the next.
+fn post_one(sh: &Arc<Shared>, line: &[u8], peek: &Peek) {
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exchange::deliver(sh, line, peek))) {
+        message::failed(sh, peek, &format!("the host failed on it: {}", shared::panic_text(p.as_ref())));
     }
 }
 
@@ -169,6 +220,7 @@ pub fn login(spec: &ServerSpec, home: &std::path::Path, out: &mut dyn std::io::W
     let remote = spec.remote.as_ref().ok_or_else(|| format!("{} is not a remote server", spec.name))?;
     let (url, headers) = expand(remote).map_err(|e| format!("{}: {e}", spec.name))?;
     let o = remote.oauth.clone().unwrap_or_default();
+    let secrets = Secrets::of(remote, &url, &headers);
     let opts = oauth::login::Options {
         name: spec.name.clone(),
         url,
@@ -178,8 +230,10 @@ pub fn login(spec: &ServerSpec, home: &std::path::Path, out: &mut dyn std::io::W
         scopes: o.scopes,
         callback_port: o.callback_port,
         as_metadata: o.auth_server_metadata_url,
+        secrets,
     };
-    oauth::login::login(home, &opts, &exchange::agent(spec.connect_timeout), out)
+    let agent = exchange::agent(spec.connect_timeout, false);
+    oauth::login::login(home, &opts, &agent, out)
 }
 
 /// `zot mcp logout NAME`: the tokens of the server of `spec` forgotten;

@@ -4,6 +4,8 @@
 //! Connect discovery), each checked as the rule says; and the few HTTP
 //! exchanges OAuth needs (JSON by GET, a form or JSON by POST).
 
+use super::super::address;
+use super::super::proxy;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -57,48 +59,44 @@ pub struct Found {
     pub scope: Option<String>,
 }
 
-/// `url` without a trailing `/`, its scheme and host lower-cased, for comparing.
-pub fn canonical(url: &str) -> String {
-    let u = url.split('#').next().unwrap_or("");
-    let (origin, path) = split(u);
-    format!("{}{}", origin.to_ascii_lowercase(), path.trim_end_matches('/'))
-}
-
-/// (`scheme://authority`, `/path?query`).
-fn split(url: &str) -> (&str, &str) {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let end = url[start..].find(['/', '?']).map_or(url.len(), |i| start + i);
-    (&url[..end], &url[end..])
+/// `url` as the HTTP client reads it, without a trailing `/`, its scheme
+/// and host lower-cased, for comparing; none when it is not an http(s) url.
+pub fn canonical(url: &str) -> Option<String> {
+    let origin = address::origin(url)?;
+    let path = address::path(url).unwrap_or_default();
+    let query = address::query(url).map(|q| format!("?{q}")).unwrap_or_default();
+    Some(format!("{origin}{}{query}", path.trim_end_matches('/')))
 }
 
 /// `origin/.well-known/WHAT` with the url's path after it (`inserted`),
 /// or at the root.
-fn well_known(url: &str, what: &str, inserted: bool) -> String {
-    let (origin, path) = split(url);
-    let path = path.split('?').next().unwrap_or("").trim_end_matches('/');
+fn well_known(url: &str, what: &str, inserted: bool) -> Result<String, String> {
+    let origin = address::origin(url).ok_or_else(|| format!("{} is not an http:// or https:// url", address::shown(url)))?;
+    let path = address::path(url).unwrap_or_default();
     if inserted {
-        format!("{origin}/.well-known/{what}{path}")
+        Ok(format!("{origin}/.well-known/{what}{}", path.trim_end_matches('/')))
     } else {
-        format!("{origin}/.well-known/{what}")
+        Ok(format!("{origin}/.well-known/{what}"))
     }
 }
 
 fn has_path(url: &str) -> bool {
-    !split(url).1.split('?').next().unwrap_or("").trim_matches('/').is_empty()
+    !address::path(url).unwrap_or_default().trim_matches('/').is_empty()
 }
 
-/// OAuth over `http://` is for a loopback host only.
+/// OAuth over `http://` is for a loopback host only; the host judged is
+/// the one the HTTP client connects to.
 pub fn allowed(url: &str) -> Result<(), String> {
-    let lower = url.to_ascii_lowercase();
-    if lower.starts_with("https://") {
+    let Some(u) = address::parse(url) else {
+        return Err(format!("{} is not an http:// or https:// url", address::shown(url)));
+    };
+    if u.scheme_str().is_some_and(|s| s.eq_ignore_ascii_case("https")) {
         return Ok(());
     }
-    let host = split(&lower).0.trim_start_matches("http://").rsplit('@').next().unwrap_or("").to_string();
-    let host = host.rsplit_once(':').filter(|(h, p)| !h.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).map_or(host.as_str(), |(h, _)| h);
-    if lower.starts_with("http://") && matches!(host, "localhost" | "127.0.0.1" | "[::1]") {
+    if matches!(address::host(url).as_deref(), Some("localhost" | "127.0.0.1" | "[::1]")) {
         return Ok(());
     }
-    Err(format!("OAuth over plain http:// is only for a loopback host, not {}", split(url).0))
+    Err(format!("OAuth over plain http:// is only for a loopback host, not {}", address::origin(url).unwrap_or_default()))
 }
 
 /// Discovery from a 401's `challenge` for the server at `url` (expanded),
@@ -109,26 +107,14 @@ pub fn discover(agent: &ureq::Agent, url: &str, challenge: &Challenge, as_metada
         tries.push(u.clone());
     } else {
         if has_path(url) {
-            tries.push(well_known(url, "oauth-protected-resource", true));
+            tries.push(well_known(url, "oauth-protected-resource", true)?);
         }
-        tries.push(well_known(url, "oauth-protected-resource", false));
+        tries.push(well_known(url, "oauth-protected-resource", false)?);
     }
-    let mut prm = None;
-    let mut why = Vec::new();
-    for t in &tries {
-        allowed(t)?;
-        match get_json(agent, t) {
-            Ok(v) => {
-                prm = Some(v);
-                break;
-            }
-            Err(e) => why.push(e),
-        }
-    }
-    let prm = prm.ok_or_else(|| format!("no protected resource metadata ({})", why.join("; ")))?;
+    let prm = first_json(agent, &tries, |why| format!("no protected resource metadata ({why})"))?;
     let resource = prm.get("resource").and_then(Value::as_str).unwrap_or("");
-    if canonical(resource) != canonical(url) {
-        return Err(format!("the protected resource metadata names another resource ({resource})"));
+    if canonical(resource).is_none() || canonical(resource) != canonical(url) {
+        return Err(format!("the protected resource metadata names another resource ({})", address::shown(resource)));
     }
     let issuer = prm
         .get("authorization_servers")
@@ -141,28 +127,16 @@ pub fn discover(agent: &ureq::Agent, url: &str, challenge: &Challenge, as_metada
     let tries: Vec<String> = match as_metadata {
         Some(m) => vec![m.to_string()],
         None if has_path(&issuer) => vec![
-            well_known(&issuer, "oauth-authorization-server", true),
-            well_known(&issuer, "openid-configuration", true),
+            well_known(&issuer, "oauth-authorization-server", true)?,
+            well_known(&issuer, "openid-configuration", true)?,
             format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/')),
         ],
-        None => vec![well_known(&issuer, "oauth-authorization-server", false), well_known(&issuer, "openid-configuration", false)],
+        None => vec![well_known(&issuer, "oauth-authorization-server", false)?, well_known(&issuer, "openid-configuration", false)?],
     };
-    let mut meta = None;
-    let mut why = Vec::new();
-    for t in &tries {
-        allowed(t)?;
-        match get_json(agent, t) {
-            Ok(v) => {
-                meta = Some(v);
-                break;
-            }
-            Err(e) => why.push(e),
-        }
-    }
-    let meta = meta.ok_or_else(|| format!("no authorization server metadata for {issuer} ({})", why.join("; ")))?;
+    let meta = first_json(agent, &tries, |why| format!("no authorization server metadata for {} ({why})", address::shown(&issuer)))?;
     let got = meta.get("issuer").and_then(Value::as_str).unwrap_or("");
-    if canonical(got) != canonical(&issuer) {
-        return Err(format!("the authorization server's metadata names another issuer ({got}, not {issuer})"));
+    if canonical(got).is_none() || canonical(got) != canonical(&issuer) {
+        return Err(format!("the authorization server's metadata names another issuer ({}, not {})", address::shown(got), address::shown(&issuer)));
     }
     let s256 = meta.get("code_challenge_methods_supported").and_then(Value::as_array).is_some_and(|a| a.iter().any(|m| m == "S256"));
     if !s256 {
@@ -170,7 +144,7 @@ pub fn discover(agent: &ureq::Agent, url: &str, challenge: &Challenge, as_metada
     }
     let endpoint = |k: &str| -> Result<Option<String>, String> {
         match meta.get(k).and_then(Value::as_str) {
-            Some(e) => allowed(e).map(|()| Some(e.to_string())),
+            Some(e) => allowed(e).map(|()| Some(e.to_string())).map_err(|why| format!("its {k}: {why}")),
             None => Ok(None),
         }
     };
@@ -185,6 +159,20 @@ pub fn discover(agent: &ureq::Agent, url: &str, challenge: &Challenge, as_metada
         registration_endpoint: endpoint("registration_endpoint")?,
         scope,
     })
+}
+
+/// The JSON of the first of `tries` that answers with it, each checked by
+/// [`allowed`] before it is asked; none: `none` of why each failed.
+fn first_json(agent: &ureq::Agent, tries: &[String], none: impl FnOnce(String) -> String) -> Result<Value, String> {
+    let mut why = Vec::new();
+    for t in tries {
+        allowed(t)?;
+        match get_json(agent, t) {
+            Ok(v) => return Ok(v),
+            Err(e) => why.push(e),
+        }
+    }
+    Err(none(why.join("; ")))
 }
 
 /// The first challenge of the server at `url`: what a request without a
@@ -211,7 +199,7 @@ pub fn ask(agent: &ureq::Agent, url: &str, headers: &[(String, String)]) -> Resu
 }
 
 fn run<B: ureq::AsSendBody>(agent: &ureq::Agent, req: ureq::http::Request<B>) -> Result<ureq::http::Response<ureq::Body>, String> {
-    let req = agent.configure_request(req).timeout_global(Some(Duration::from_secs(30))).build();
+    let req = proxy::configure(agent, req, Some(Duration::from_secs(30)));
     agent.run(req).map_err(|e| match e {
         ureq::Error::Io(io) => format!("network error: {io}"),
         ureq::Error::Timeout(t) => format!("no answer in time ({t})"),
@@ -219,15 +207,11 @@ fn run<B: ureq::AsSendBody>(agent: &ureq::Agent, req: ureq::http::Request<B>) ->
     })
 }
 
-fn shown(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or("")
-}
-
 /// A JSON object by GET; errors name the url (without its query) and status.
 pub fn get_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
     let req = ureq::http::Request::builder().method("GET").uri(url).header("Accept", "application/json").body(()).map_err(|e| e.to_string())?;
-    let resp = run(agent, req).map_err(|e| format!("{}: {e}", shown(url)))?;
-    body_json(resp).map_err(|e| format!("{}: {e}", shown(url)))
+    let resp = run(agent, req).map_err(|e| format!("{}: {e}", address::shown(url)))?;
+    body_json(resp).map_err(|e| format!("{}: {e}", address::shown(url)))
 }
 
 /// A POST of `body` (`ctype`); the answer as JSON with its status. Errors
@@ -238,7 +222,7 @@ pub fn post(agent: &ureq::Agent, url: &str, ctype: &str, body: Vec<u8>, auth: Op
         b = b.header("Authorization", a);
     }
     let req = b.body(body).map_err(|e| e.to_string())?;
-    let resp = run(agent, req).map_err(|e| format!("{}: {e}", shown(url)))?;
+    let resp = run(agent, req).map_err(|e| format!("{}: {e}", address::shown(url)))?;
     let status = resp.status().as_u16();
     let bytes = resp.into_body().into_with_config().limit(1024 * 1024).read_to_vec().unwrap_or_default();
     Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
@@ -306,10 +290,15 @@ mod tests {
         assert_eq!(c.resource_metadata.as_deref(), Some("http://h/.well-known/oauth-protected-resource/mcp"));
         assert_eq!((c.scope.as_deref(), c.error.as_deref()), (Some("a b"), Some("invalid_token")));
         assert!(challenge("Basic realm=x").is_none());
-        assert_eq!(well_known("http://h:1/mcp/", "oauth-protected-resource", true), "http://h:1/.well-known/oauth-protected-resource/mcp");
-        assert_eq!(well_known("http://h:1/mcp", "oauth-protected-resource", false), "http://h:1/.well-known/oauth-protected-resource");
-        assert_eq!(canonical("HTTP://H:1/mcp/"), "http://h:1/mcp");
+        assert_eq!(well_known("http://h:1/mcp/", "oauth-protected-resource", true).unwrap(), "http://h:1/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(well_known("http://h:1/mcp", "oauth-protected-resource", false).unwrap(), "http://h:1/.well-known/oauth-protected-resource");
+        assert_eq!(canonical("HTTP://H:1/mcp/").as_deref(), Some("http://h:1/mcp"));
         assert!(allowed("http://127.0.0.1:5/x").is_ok() && allowed("https://e/").is_ok() && allowed("http://example.com/").is_err());
+        // The host the client would connect to is judged, not what follows `#` or `@`.
+        assert!(allowed("http://127.0.0.2:9#@127.0.0.1/token").is_err());
+        assert!(allowed("http://127.0.0.2:9?@127.0.0.1/token").is_err());
+        assert!(allowed("http://127.0.0.1:9@127.0.0.2/token").is_err());
+        assert!(allowed("http://[::1]:9/token").is_ok());
         assert_eq!(form(&[("a b", "c&d=é")]), "a%20b=c%26d%3D%C3%A9");
         assert_eq!(dec("a%20b+c%3"), "a b c%3");
     }

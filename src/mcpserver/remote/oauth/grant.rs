@@ -23,7 +23,10 @@ pub(super) fn take_tokens(saved: &mut Saved, status: u16, v: &serde_json::Value)
     if let Some(rt) = v.get("refresh_token").and_then(|t| t.as_str()) {
         saved.refresh_token = Some(rt.to_string());
     }
-    saved.expires_at = v.get("expires_in").and_then(|e| e.as_u64()).map(|s| now() + s);
+    // Any number a server sends is taken without overflow: a lifetime past
+    // the end of time is one that does not end; a negative, fractional or
+    // textual one is none.
+    saved.expires_at = v.get("expires_in").and_then(|e| e.as_u64()).map(|s| now().saturating_add(s));
     if let Some(s) = v.get("scope").and_then(|s| s.as_str()) {
         saved.scope = Some(s.to_string());
     }

@@ -4,6 +4,7 @@
 //! display is set), the browser's redirect taken on 127.0.0.1 and ::1 at
 //! `http://localhost:PORT/callback`, and the code exchanged for tokens.
 
+use super::super::address::Secrets;
 use super::discover::{self, dec, form, Found};
 use super::store::{self, Saved};
 use super::grant::{b64url, pkce, random, take_tokens, LOGIN_WAIT};
@@ -25,11 +26,18 @@ pub struct Options {
     pub scopes: Option<String>,
     pub callback_port: Option<u16>,
     pub as_metadata: Option<String>,
+    /// What no message may show of the url, its variables and headers.
+    pub secrets: Secrets,
 }
 
 /// Logs in to the server of `opts`, saying what to open on `out`; the
-/// tokens are saved under `home`.
+/// tokens are saved under `home`. An error holds no secret and none of
+/// the control characters a server could have put in what it supplied.
 pub fn login(home: &Path, opts: &Options, agent: &ureq::Agent, out: &mut dyn Write) -> Result<(), String> {
+    log_in(home, opts, agent, out).map_err(|e| crate::text::one_line(&opts.secrets.scrub(&e)))
+}
+
+fn log_in(home: &Path, opts: &Options, agent: &ureq::Agent, out: &mut dyn Write) -> Result<(), String> {
     let name = &opts.name;
     discover::allowed(&opts.url).map_err(|e| format!("{name}: {e}"))?;
     let challenge = discover::ask(agent, &opts.url, &opts.headers).map_err(|e| format!("{name}: {e}"))?;
@@ -53,7 +61,8 @@ pub fn login(home: &Path, opts: &Options, agent: &ureq::Agent, out: &mut dyn Wri
         q.push(("scope", s));
     }
     let sep = if found.authorization_endpoint.contains('?') { '&' } else { '?' };
-    let address = format!("{}{sep}{}", found.authorization_endpoint, form(&q));
+    // What is printed is what is opened: the endpoint is the server's text.
+    let address = crate::text::one_line(&format!("{}{sep}{}", found.authorization_endpoint, form(&q)));
     let _ = writeln!(out, "To log in to {name}, open this address in a browser:\n\n  {address}\n\nWaiting for the browser (at most {} minutes)...", LOGIN_WAIT.as_secs() / 60);
     let _ = out.flush();
     open_browser(&address);
@@ -117,15 +126,33 @@ fn client(home: &Path, opts: &Options, found: &Found, redirect: &str, agent: &ur
     Ok(saved)
 }
 
-/// Listeners on 127.0.0.1 and ::1 at `port` (or one free port for both).
+/// Listeners on 127.0.0.1 and ::1 at `port` (or one free port for both):
+/// the browser may take `localhost` to either, so the login fails when
+/// another process holds either one, naming it. Only a machine with no
+/// IPv6 loopback at all (where nothing else can hold ::1 either) listens
+/// on 127.0.0.1 alone.
 fn listen(port: Option<u16>) -> Result<(TcpListener, Option<TcpListener>, u16), String> {
-    let v4 = TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", port.unwrap_or(0)))?;
-    let port = v4.local_addr().map_err(|e| e.to_string())?.port();
-    let v6 = TcpListener::bind(("::1", port)).ok();
-    for l in std::iter::once(&v4).chain(v6.as_ref()) {
-        l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut tries = if port.is_some() { 1 } else { 20 };
+    loop {
+        tries -= 1;
+        let v4 = TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", port.unwrap_or(0)))?;
+        let at = v4.local_addr().map_err(|e| e.to_string())?.port();
+        let v6 = match TcpListener::bind(("::1", at)) {
+            Ok(l) => Some(l),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT)) => None,
+            // Another process took ::1 at the port just found free on 127.0.0.1.
+            Err(_) if tries > 0 => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot listen on [::1]:{at}: {e}; another program holds the port the browser may take localhost:{at} to, so the login would go to it (free it or set another oauth.callbackPort)"
+                ))
+            }
+        };
+        for l in std::iter::once(&v4).chain(v6.as_ref()) {
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+        }
+        return Ok((v4, v6, at));
     }
-    Ok((v4, v6, port))
 }
 
 /// `xdg-open` (or `open`) where a display is set; a failure is not one:

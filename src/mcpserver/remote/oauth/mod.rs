@@ -68,6 +68,21 @@ impl Tokens {
         self.saved().access_token.is_empty()
     }
 
+    /// The server refused the access token and it cannot be renewed: the
+    /// kept tokens are no use (forgotten on disk too, the client stays);
+    /// the server needs a person's login.
+    pub fn refuse(&self) {
+        let mut s = self.saved();
+        self.forget(&mut s);
+    }
+
+    fn forget(&self, s: &mut Saved) {
+        s.access_token.clear();
+        s.refresh_token = None;
+        s.expires_at = None;
+        let _ = store::save(&self.home, s);
+    }
+
     /// `text` without the tokens in it.
     pub fn scrub(&self, text: &str) -> String {
         let s = self.saved();
@@ -100,10 +115,14 @@ impl Tokens {
         if stale != current_bearer && current.expires_at.is_none_or(|at| at > now() + EARLY) {
             return Ok(current_bearer);
         }
-        let Some(rt) = current.refresh_token.clone() else { return Err("the token expired and there is no refresh token".into()) };
         if current.access_token.is_empty() {
             return Err("the login was refused".into());
         }
+        let Some(rt) = current.refresh_token.clone() else {
+            let expired = current.expires_at.is_some_and(|at| at <= now() + EARLY);
+            self.forget(&mut self.saved());
+            return Err(if expired { "the access token expired and there is no refresh token" } else { "there is no refresh token" }.into());
+        };
         let mut pairs = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str()), ("client_id", current.client_id.as_str()), ("resource", current.resource.as_str())];
         if let Some(s) = &current.client_secret {
             pairs.push(("client_secret", s.as_str()));
@@ -112,12 +131,7 @@ impl Tokens {
         let mut next = current.clone();
         if let Err(e) = take_tokens(&mut next, status, &v) {
             // Refused: the kept tokens are no use; the client stays.
-            let mut dead = current;
-            dead.access_token.clear();
-            dead.refresh_token = None;
-            dead.expires_at = None;
-            let _ = store::save(&self.home, &dead);
-            *self.saved() = dead;
+            self.forget(&mut self.saved());
             return Err(format!("the refresh was refused: {e}"));
         }
         store::save(&self.home, &next)?;
