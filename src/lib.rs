@@ -42,6 +42,9 @@ mod which;
 
 // The `zot` binary: its front ends and tools.
 mod argpath;
+// Without the `author` feature only doctor's share of it (findings and
+// their report) is used.
+#[cfg_attr(not(feature = "author"), allow(dead_code))]
 mod check;
 mod cli;
 mod console;
@@ -49,6 +52,7 @@ mod doctor;
 mod lineedit;
 mod manage;
 mod mcp;
+#[cfg_attr(not(feature = "author"), allow(dead_code))]
 mod scaffold;
 mod serve;
 mod signals;

@@ -330,6 +330,8 @@ fn build(method: &str, mut p: Map<String, Value>) -> Result<Method, String> {
         "shutdown" => return Ok(Method::Shutdown),
         "restart" => Request::Restart { name: req_str(&mut p, "name")? },
         "list" => Request::List,
+        "resources" => Request::Resources,
+        "read_resource" => Request::ReadResource { uri: req_str(&mut p, "uri")? },
         "reload" => Request::Reload,
         "command" => Request::Command {
             name: req_str(&mut p, "name")?,

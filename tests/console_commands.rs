@@ -90,7 +90,7 @@ fn tools_listings_and_help() {
     // /help: the built-ins, then the extension commands.
     s.has_line("built-in commands:");
     for builtin in
-        ["help", "commands", "tools", "tool", "event", "intercept", "key", "reload-ext", "extensions", "exit"]
+        ["help", "commands", "tools", "tool", "resources", "read", "event", "intercept", "key", "reload-ext", "extensions", "exit"]
     {
         assert!(s.lines().iter().any(|l| l.starts_with(&format!("  /{builtin} "))), "no /{builtin} in:\n{}", s.out);
     }

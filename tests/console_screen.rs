@@ -95,8 +95,12 @@ fn tab_lists_its_candidates_in_columns_that_keep_each_whole() {
     let mut z = Term::spawn_sized(&t, &[tty_ext(&t)], 40);
     let at = z.wait_for("zot> ", 0);
     z.typed("/\t");
-    let want = ["/arm", "/commands", "/display", "/event", "/exit", "/extensions", "/help", "/intercept", "/key", "/reload-ext", "/restart", "/stall", "/system", "/tool", "/tools"];
-    let vt = z.wait_screen(40, 0, 40, |vt| vt.all_rows().iter().any(|r| r.contains("/tools")));
+    let want = ["/arm", "/commands", "/display", "/event", "/exit", "/extensions", "/help", "/intercept", "/key", "/login", "/read", "/reload-ext", "/resources", "/restart", "/stall", "/system", "/tool", "/tools"];
+    // Every row drawn: the last word of each column is there.
+    let vt = z.wait_screen(40, 0, 40, |vt| {
+        let rows = vt.all_rows();
+        want.iter().all(|w| rows.iter().any(|r| r.starts_with('/') && r.split_whitespace().any(|x| x == *w)))
+    });
     let rows = vt.all_rows();
     let listed: Vec<&str> = rows.iter().filter(|r| r.starts_with('/')).flat_map(|r| r.split_whitespace()).collect();
     assert_eq!(listed.len(), want.len(), "{rows:#?}");

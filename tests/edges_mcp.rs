@@ -115,3 +115,35 @@ fn a_hosted_servers_prompts_listed_again_reach_the_client_as_prompts_list_change
     let list = z.wait_line("prompts/list's answer", |l| l.contains("\"id\":3"));
     assert!(list.contains("mcp__fx__wave"), "{list}");
 }
+
+#[test]
+fn every_load_failure_line_names_its_server() {
+    // A remote entry whose header uses an unset variable, and a stdio
+    // server that exits before answering: each stderr line says which.
+    let t = TempDir::new("edges-mcp-failed");
+    let cfg = t.path().join("mcp.json");
+    let remote = json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${ZOT_TEST_UNSET_TOKEN}"}});
+    let fails = json!({"command": "/bin/sh", "args": ["-c", "echo boom >&2; exit 3"]});
+    std::fs::write(&cfg, json!({"mcpServers": {"remote": remote, "fails": fails}}).to_string()).expect("config");
+    let err = mcp_stderr(&t, &["--mcp-config".into(), cfg.display().to_string()]);
+    let want = "zot mcp: remote: failed to load: header Authorization: variable ZOT_TEST_UNSET_TOKEN is not set";
+    assert!(err.lines().any(|l| l.starts_with(want)), "{err}");
+    let fails = err.lines().find(|l| l.starts_with("zot mcp: fails: failed to load: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(fails.contains("exit code 3") && fails.ends_with("(see 'zot ext logs fails')"), "{err}");
+    assert!(err.lines().filter(|l| l.contains("failed to load")).count() == 2, "{err}");
+}
+
+#[test]
+fn the_ready_line_is_followed_by_the_servers_still_starting() {
+    // docs/protocol.md §8.2: the load ends (ready grace) while the server
+    // waits at a gate nobody opens; it is stopped when input ends.
+    let t = TempDir::new("edges-mcp-starting");
+    let gate = t.path().join("gate");
+    let cfg = t.path().join("mcp.json");
+    let server = json!({"command": "python3", "args": [common::fixture("mcp_server.py").display().to_string(), "--init-gate", gate.display().to_string()]});
+    std::fs::write(&cfg, json!({"mcpServers": {"slowfx": server}}).to_string()).expect("config");
+    let err = mcp_stderr(&t, &["--ready-grace".into(), "0.2".into(), "--mcp-config".into(), cfg.display().to_string()]);
+    let lines: Vec<&str> = err.lines().collect();
+    let ready = lines.iter().position(|l| *l == "zot mcp: 0 MCP servers ready: none").unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(lines.get(ready + 1), Some(&"zot mcp: still starting: slowfx (calls for their tools wait for them)"), "{err}");
+}

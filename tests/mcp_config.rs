@@ -389,3 +389,51 @@ fn a_project_changed_since_trusted_says_so_in_the_session() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out, format!("project MCP server proj not loaded: the project {d} changed since trusted (run 'zot trust {d}' to allow it again)\n"), "{err}");
 }
+
+#[test]
+fn an_unset_variable_or_an_input_in_a_client_file_is_an_entry_error_and_lists_broken() {
+    // A project's .mcp.json with a stdio server whose args use an unset
+    // variable and a remote one whose header does, and a .vscode/mcp.json
+    // entry with VS Code's ${input:ID}: doctor says mcp_config with the
+    // fix, and `zot ext list` lists each broken with its reason.
+    let t = TempDir::new("mcp-unset-input");
+    let cwd = cwd_of(&t);
+    let fx_path = common::fixture("mcp_server.py").display().to_string();
+    let project = json!({"mcpServers": {
+        "unset": {"command": "python3", "args": [fx_path, "${ZOT_TEST_NEVER_SET}"]},
+        "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${ZOT_TEST_NEVER_SET}"}},
+    }});
+    std::fs::write(cwd.join(".mcp.json"), project.to_string()).unwrap();
+    std::fs::create_dir_all(cwd.join(".vscode")).unwrap();
+    let vscode = json!({"inputs": [{"type": "promptString", "id": "key", "password": true}],
+        "servers": {"asks": {"command": "python3", "args": [fx_path], "env": {"KEY": "${input:key}"}}}});
+    std::fs::write(cwd.join(".vscode/mcp.json"), vscode.to_string()).unwrap();
+    let (mcp, vsc) = (cwd.join(".mcp.json").display().to_string(), cwd.join(".vscode/mcp.json").display().to_string());
+
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--trust-project", "--ready-grace", "60"]);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let finding = |ext: &str| report["findings"].as_array().unwrap().iter().find(|x| x["extension"] == ext).cloned().unwrap_or_else(|| panic!("{report}"));
+    let fixes = [
+        ("unset", format!("export ZOT_TEST_NEVER_SET before zot starts, or write ${{ZOT_TEST_NEVER_SET:-DEFAULT}} in \"args\" of \"unset\" in {mcp} for a default")),
+        ("asks", format!("set the value in the environment zot runs in and write ${{env:VAR}} for ${{input:key}} in the entry \"asks\" in {vsc}")),
+        ("web", format!("export ZOT_TEST_NEVER_SET before zot starts: the entry \"web\" in {mcp} sends it")),
+    ];
+    for (ext, hint) in fixes {
+        let x = finding(ext);
+        assert_eq!((x["code"].as_str(), x["hint"].as_str()), (Some("mcp_config"), Some(hint.as_str())), "{x}");
+    }
+
+    let (code, _, err) = zot(&t, &["trust"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = zot(&t, &["ext", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let row = |name: &str| rows.as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap_or_else(|| panic!("{rows}"));
+    let (unset, web) = (row("unset"), row("web"));
+    assert_eq!(unset["state"], "broken", "{unset}");
+    assert!(unset["error"].as_str().unwrap_or("").contains("${ZOT_TEST_NEVER_SET} is not set"), "{unset}");
+    assert_eq!(web["state"], "broken", "{web}");
+    assert_eq!(web["exec_error"], "header Authorization: variable ZOT_TEST_NEVER_SET is not set", "{web}");
+    let (_, table, _) = zot(&t, &["ext", "list"]);
+    assert!(table.contains("error: project web cannot start: header Authorization: variable ZOT_TEST_NEVER_SET is not set"), "{table}");
+}

@@ -105,7 +105,7 @@ fn modern_requests_are_checked_in_order_each_failure_with_its_code() {
     let r = modern(&mut z, json!(10), "ping", json!({}), json!({"io.modelcontextprotocol/logLevel": "loud"}));
     assert_eq!(code(&r), -32602, "{r}");
     // e. removed and unserved methods.
-    for (i, m) in ["ping", "logging/setLevel", "resources/list", "resources/read", "completion/complete", "nope"].iter().enumerate() {
+    for (i, m) in ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "completion/complete", "nope"].iter().enumerate() {
         let r = modern(&mut z, json!(20 + i), m, json!({"level": "info"}), json!({}));
         assert_eq!(code(&r), -32601, "{m}: {r}");
     }
@@ -130,7 +130,7 @@ fn discover_and_lists_say_how_long_to_cache_and_every_result_is_stamped() {
     let d = modern(&mut z, json!("d"), "server/discover", json!({}), json!({}));
     let r = &d["result"];
     assert_eq!(r["supportedVersions"], json!(["2026-07-28"]), "{d}");
-    assert_eq!(r["capabilities"], json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "logging": {}}));
+    assert_eq!(r["capabilities"], json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {"listChanged": true}, "logging": {}}));
     assert_eq!((r["ttlMs"].clone(), r["cacheScope"].clone()), (json!(3600000), json!("public")));
     assert!(r["instructions"].as_str().is_some_and(|s| s.contains("zot extensions")));
     assert_eq!(r["resultType"], json!("complete"));
@@ -277,7 +277,7 @@ fn subscriptions_are_acknowledged_first_then_get_their_tagged_changes_until_canc
     send(&mut z, json!({"jsonrpc": "2.0", "id": "a", "method": "subscriptions/listen", "params": l}));
     let ack = z.wait_line("the first ack", |l| l.contains("acknowledged"));
     let ack: Value = serde_json::from_str(&ack).unwrap();
-    assert_eq!(ack["params"], json!({"_meta": {SUB: "a"}, "notifications": {"toolsListChanged": true}}));
+    assert_eq!(ack["params"], json!({"_meta": {SUB: "a"}, "notifications": {"toolsListChanged": true, "resourcesListChanged": true}}));
     let mut l = json!({"notifications": {"promptsListChanged": true, "toolsListChanged": true}});
     l["_meta"] = env(json!({}));
     send(&mut z, json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": l}));

@@ -290,15 +290,48 @@ fn mcp_import_copies_claude_desktop_s_servers_in_one_command() {
     assert_eq!(text(&s.tool("mcp__notes__echo", json!({"text": "imported"}))), r#"{"text": "imported"}"#);
     s.shutdown();
 
-    // Again: a name already there is refused, and the file left as it is.
+    // Again: a name already there is refused (§8.6), saying it is the
+    // same entry, and the file is left as it is.
     let before = std::fs::read(&global).unwrap();
+    let (code, out, err) = import(&t, &home, &["--from", "claude-desktop"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("zot: notes is already in {} (the same entry): not imported (--force replaces it)", global.display())), "{err}");
+    assert!(out.ends_with(&format!("nothing imported from {source}\n")), "{out}");
+    assert_eq!(std::fs::read(&global).unwrap(), before);
+    // A different entry under a name already there is refused, and the file left as it is.
+    let mut changed: Value = serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();
+    changed["mcpServers"]["notes"]["args"] = json!(["/elsewhere/notes.py"]);
+    write(Path::new(&source), &changed.to_string());
     let (code, _, err) = import(&t, &home, &["--from", "claude-desktop"]);
     assert_eq!(code, 1);
-    assert!(err.contains(&format!("zot: notes is already in {}: not imported (--force replaces it)", global.display())), "{err}");
+    assert!(err.contains(&format!("zot: notes is already in {} (a different entry): not imported (--force replaces it)", global.display())), "{err}");
     assert_eq!(std::fs::read(&global).unwrap(), before);
     let (code, out, err) = import(&t, &home, &["--from", &source, "--force"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("imported notes: ") && out.contains("(replacing the one there)"), "{out}");
+}
+
+#[test]
+fn mcp_import_again_after_adding_a_server_imports_it_and_refuses_the_others_as_the_same_entries() {
+    let t = TempDir::new("mcp-files-import-again");
+    let home = desktop_home(&t);
+    let global = t.path().join("zot-home/mcp.json");
+    let source = home.join(".config/Claude/claude_desktop_config.json");
+    let (code, _, err) = import(&t, &home, &[]);
+    assert_eq!(code, 0, "{err}");
+    let mut more: Value = serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();
+    more["mcpServers"]["third"] = json!({"url": "https://third.example.test/mcp"});
+    write(&source, &more.to_string());
+    let (code, out, err) = import(&t, &home, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    let g = global.display();
+    let want = format!("imported third: https://third.example.test/mcp\n1 server(s) from {} written to {g}\n", source.display());
+    assert_eq!(out, want);
+    for name in ["notes", "remote"] {
+        assert!(err.contains(&format!("zot: {name} is already in {g} (the same entry): not imported (--force replaces it)")), "{err}");
+    }
+    let written: Value = serde_json::from_slice(&std::fs::read(&global).unwrap()).unwrap();
+    assert_eq!(written["mcpServers"], more["mcpServers"]);
 }
 
 #[test]

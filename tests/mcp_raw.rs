@@ -56,9 +56,9 @@ fn raw_error_paths() {
     }
 
     // Unknown method: -32601.
-    let v = rpc(&mut z, json!(1), "resources/list", json!({}));
+    let v = rpc(&mut z, json!(1), "resources/subscribe", json!({"uri": "x://y"}));
     assert_eq!(code_of(&v), -32601);
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("resources/list"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap_or("").contains("resources/subscribe"), "{v}");
     let v = rpc(&mut z, json!("disc"), "server/discover", json!({}));
     assert_eq!(code_of(&v), -32601, "the 2026 probe falls back to initialize on -32601");
 

@@ -1,6 +1,7 @@
 //! The console's built-in commands (`/help`, `/commands`, `/tools`,
-//! `/tool`, `/event`, `/intercept`, `/key`, `/reload-ext`, `/extensions`),
-//! how they show replies and tool results, and tab completion.
+//! `/tool`, `/resources`, `/read`, `/event`, `/intercept`, `/key`,
+//! `/reload-ext`, `/extensions`), how they show replies, tool results and
+//! resources, and tab completion.
 
 use crate::host::{CommandReply, ExtInfo, Host, Listing, Request, Response, ToolReply};
 use crate::protocol::Payload;
@@ -254,6 +255,72 @@ impl Console {
         }
     }
 
+    /// `/resources`: each server's resources and templates, under its name.
+    pub(super) fn resources(&mut self) {
+        let (r, held) = self.call(Request::Resources);
+        let l = match r {
+            Ok(Response::Resources(l)) => l,
+            Ok(other) => return held.say(self.error_line(&format!("unexpected response {other:?}"))),
+            Err(e) => return held.say(self.error_line(&e.to_string())),
+        };
+        if l.resources.is_empty() && l.templates.is_empty() {
+            return held.say("(no resources)".into());
+        }
+        let mut servers: Vec<&str> = Vec::new();
+        for s in l.resources.iter().map(|r| r.server.as_str()).chain(l.templates.iter().map(|t| t.server.as_str())) {
+            if !servers.contains(&s) {
+                servers.push(s);
+            }
+        }
+        let mut out = Vec::new();
+        for s in servers {
+            out.push(self.style.dim(&format!("[{}]", one_line(s))));
+            for r in l.resources.iter().filter(|r| r.server == s) {
+                let mut about = vec![one_line(r.title.as_deref().unwrap_or(&r.name))];
+                about.extend(r.mime_type.as_deref().map(one_line));
+                about.extend(r.size.map(|n| format!("{n} bytes")));
+                out.push(format!("  {}  {}", one_line(&r.uri), self.style.dim(&about.join(", "))));
+            }
+            for t in l.templates.iter().filter(|t| t.server == s) {
+                let mut about = vec![one_line(t.title.as_deref().unwrap_or(&t.name)), "template".to_string()];
+                about.extend(t.mime_type.as_deref().map(one_line));
+                out.push(format!("  {}  {}", one_line(&t.uri_template), self.style.dim(&about.join(", "))));
+            }
+        }
+        held.say(out.join("\n"));
+    }
+
+    /// `/read URI`: the text of each content, a blob described by its type
+    /// and size (never printed).
+    pub(super) fn read(&mut self, args: &str) {
+        let (uri, _) = split_word(args);
+        if uri.is_empty() {
+            return self.error("usage: /read URI");
+        }
+        let (r, held) = self.call(Request::ReadResource { uri: uri.into() });
+        let read = match r {
+            Ok(Response::Resource(read)) => read,
+            Ok(other) => return held.say(self.error_line(&format!("unexpected response {other:?}"))),
+            Err(e) => return held.say(self.error_line(&e.to_string())),
+        };
+        let tag = self.style.dim(&format!("[{}]", one_line(&read.server)));
+        let mut parts = Vec::new();
+        for c in &read.contents {
+            let mime = c.get("mime_type").and_then(Value::as_str).map(one_line);
+            if let Some(t) = c.get("text").and_then(Value::as_str) {
+                parts.push(strip_controls(t));
+            } else if let Some(b) = c.get("blob").and_then(Value::as_str) {
+                let bytes = b.trim_end_matches('=').len() * 3 / 4;
+                let uri = one_line(c.get("uri").and_then(Value::as_str).unwrap_or(""));
+                parts.push(self.style.dim(&format!("[blob {uri}: {}, {bytes} bytes]", mime.as_deref().unwrap_or("application/octet-stream"))));
+            }
+        }
+        if parts.is_empty() {
+            parts.push(self.style.dim("(no contents)"));
+        }
+        held.say(format!("{tag} {}", parts.join("\n")));
+    }
+
     pub(super) fn event(&self, args: &str) {
         let (name, payload) = match name_and_object(args, "/event NAME [JSON]") {
             Ok(v) => v,
@@ -313,6 +380,29 @@ impl Console {
 }
 
 impl Console {
+    /// `/login NAME`: what `zot mcp login NAME` does (docs/protocol.md §8.5
+    /// rule 11), the address printed here and the callback awaited in the
+    /// session; then the server is connected again with its new login.
+    pub(super) fn login(&mut self, args: &str) {
+        let (name, _) = split_word(args);
+        if name.is_empty() {
+            return self.error("usage: /login NAME");
+        }
+        let c = &self.discovery;
+        let found = crate::discovery::discover_with(&c.sources, &c.mcp_configs, &c.cwd, &c.home, c.trust_project).remote_named(name);
+        let spec = match found {
+            Ok(s) => s,
+            Err(e) => return self.error(&e),
+        };
+        let mut said = Said { console: self, pending: Vec::new() };
+        let done = log_in(&spec, c.home.root(), &mut said);
+        let _ = std::io::Write::flush(&mut said);
+        match done {
+            Ok(()) => self.restart(name),
+            Err(e) => self.error(&e),
+        }
+    }
+
     /// `/restart NAME`: as serve's `restart` (docs/protocol.md §4).
     pub(super) fn restart(&mut self, args: &str) {
         let (name, _) = split_word(args);
@@ -367,6 +457,45 @@ pub(super) fn completions(host: &Host, before: &str) -> Vec<String> {
             .chain(l.commands.iter().map(|c| format!("/{}", one_line(&c.name))))
             .collect(),
         ["/tool", _] => l.tools.iter().map(|t| one_line(&t.name)).collect(),
+        ["/read", _] => match host.call(Request::Resources) {
+            Ok(Response::Resources(r)) => r.resources.iter().map(|r| one_line(&r.uri)).collect(),
+            _ => Vec::new(),
+        },
+        ["/login", _] => l.extensions.iter().filter(|e| e.auth == Some("oauth")).map(|e| one_line(&e.name)).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(feature = "remote")]
+fn log_in(spec: &crate::mcpserver::config::ServerSpec, home: &std::path::Path, out: &mut dyn std::io::Write) -> Result<(), String> {
+    crate::mcpserver::remote::login(spec, home, out)
+}
+
+#[cfg(not(feature = "remote"))]
+fn log_in(_: &crate::mcpserver::config::ServerSpec, _: &std::path::Path, _: &mut dyn std::io::Write) -> Result<(), String> {
+    Err("this zot was built without remote servers".into())
+}
+
+/// What a login writes, said in the console as it is flushed (the address
+/// must show while the login waits for the browser).
+struct Said<'a> {
+    console: &'a Console,
+    pending: Vec<u8>,
+}
+
+impl std::io::Write for Said<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+        let text = text.trim_end_matches('\n');
+        if !text.is_empty() {
+            let safe: Vec<String> = text.lines().map(strip_controls).collect();
+            self.console.say(safe.join("\n"));
+        }
+        Ok(())
     }
 }

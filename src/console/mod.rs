@@ -234,11 +234,14 @@ impl Console {
             "tools" => self.tools(),
             "extensions" => self.extensions(),
             "tool" => self.tool(args),
+            "resources" => self.resources(),
+            "read" => self.read(args),
             "event" => self.event(args),
             "intercept" => self.intercept(args),
             "key" => self.key(args),
             "reload-ext" => self.reload(),
             "restart" => self.restart(args),
+            "login" => self.login(args),
             "" => self.error("empty command; try /help"),
             _ => {
                 let (r, held) = self.call(Request::Command { name: name.into(), args: args.into() });

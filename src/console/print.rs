@@ -7,7 +7,7 @@
 //! close keep the host's order; and after a terminal resize it draws the
 //! panel and the prompt row again.
 
-use crate::host::HostEvent;
+use crate::host::{HostEvent, LoadReport};
 use crate::lineedit::Screen;
 use crossbeam_channel::{bounded, never, select, Receiver, Sender};
 use std::sync::Arc;
@@ -159,9 +159,8 @@ pub(super) fn print_loop(
         if let Some(b) = banner {
             print(&b);
         }
-        if say && !starting.is_empty() {
-            let names = crate::text::one_line(&starting.join(", "));
-            print(&style.dim(&format!("still starting: {names} (calls for their tools wait for them)")));
+        if let Some(line) = LoadReport::starting_line(&starting).filter(|_| say) {
+            print(&style.dim(&crate::text::one_line(&line)));
         }
         *awaited.lock().unwrap_or_else(|p| p.into_inner()) = starting;
     };
@@ -252,6 +251,7 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
         | HostEvent::ExtensionReady { .. }
         | HostEvent::ToolsChanged { .. }
         | HostEvent::CommandsListed { .. }
+        | HostEvent::ResourcesChanged { .. }
         | HostEvent::CallTool { .. }
         | HostEvent::CallToolCancel { .. } => String::new(),
         HostEvent::ExtensionRestarting { extension, attempt, delay_ms, code, signal } => {

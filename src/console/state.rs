@@ -15,17 +15,20 @@ use super::print::{Job, Printed, Submitted};
 use super::render::Style;
 
 /// Commands the console answers itself; extensions cannot take them.
-pub const BUILTINS: [(&str, &str); 12] = [
+pub const BUILTINS: [(&str, &str); 15] = [
     ("help", "show this help"),
     ("system", "show the system prompt after the before_agent_start chain"),
     ("commands", "list extension commands"),
     ("tools", "list extension tools"),
     ("tool", "NAME JSON: call a tool as the model would (intercepts, event, call)"),
+    ("resources", "list the resources and templates of MCP servers"),
+    ("read", "URI: read a resource of an MCP server"),
     ("event", "NAME [JSON]: send an event to its subscribers"),
     ("intercept", "EVENT JSON: run an intercept chain and show the verdict"),
     ("key", "PANEL KEY [TEXT]: press a key in an extension's panel"),
     ("reload-ext", "stop, rediscover and restart every extension"),
     ("restart", "NAME: stop one extension and start it anew"),
+    ("login", "NAME: log in to a remote MCP server through the browser, then connect it again"),
     ("extensions", "list extensions and their state"),
     ("exit", "shut extensions down and leave"),
 ];

@@ -51,6 +51,7 @@
 
 mod dispatcher;
 mod registry;
+mod resources;
 mod types;
 
 pub use types::*;

@@ -6,7 +6,7 @@ use crate::text::strip_controls;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 
-use super::reply::{changed, Shared};
+use super::reply::{changed, resources_changed, Shared};
 #[cfg(test)]
 use super::wire::{level_index, LEVELS};
 use super::wire::{encode, log_message, notification, Gate, DEBUG, ERROR, INFO, MODERN_ERA, NOTICE, WARNING};
@@ -53,11 +53,13 @@ fn modern_event(ev: HostEvent, shared: &Shared) {
             // The stderr line is the legacy one's.
             let _ = event_lines(ev, &shared.gate);
             changed(shared, true, true);
+            resources_changed(shared);
         }
         HostEvent::ToolsChanged { reason, .. } if reason == "exited" || reason == "reloaded" => {}
         HostEvent::ToolsChanged { reason, .. } => changed(shared, true, reason == "restarted"),
         HostEvent::ExtensionReady { .. } => changed(shared, false, true),
         HostEvent::CommandsListed { .. } => changed(shared, false, true),
+        HostEvent::ResourcesChanged { .. } => resources_changed(shared),
         HostEvent::Submit { extension, text } => {
             eprintln!("zot mcp: {}: asked to submit a prompt (not supported over MCP): {}", strip_controls(&extension), strip_controls(&text));
         }
@@ -68,6 +70,19 @@ fn modern_event(ev: HostEvent, shared: &Shared) {
         }
         other => drop(event_lines(other, &shared.gate)),
     }
+}
+
+/// The stderr line of a load failure, naming the server as the console's
+/// does; a configuration file that cannot be used names no server.
+fn load_failed_line(extension: &str, message: &str, has_log: bool) -> String {
+    if !has_log && message.contains(crate::manifest::BROKEN_CONFIG) {
+        return format!("error: {message}; none of its servers is loaded");
+    }
+    let mut line = format!("{extension}: failed to load: {message}");
+    if has_log {
+        line.push_str(&format!(" (see 'zot ext logs {extension}')"));
+    }
+    line
 }
 
 /// A host event as legacy MCP notifications.
@@ -85,8 +100,8 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             }
             log(zot_level(&level), &extension, message);
         }
-        HostEvent::LoadFailed { extension, message, .. } => {
-            eprintln!("zot mcp: {}", strip_controls(&message));
+        HostEvent::LoadFailed { extension, message, log: file } => {
+            eprintln!("zot mcp: {}", strip_controls(&load_failed_line(&extension, &message, file.is_some())));
             log(ERROR, &extension, message);
         }
         HostEvent::Exited { extension, code, signal, restart_follows, .. } => {
@@ -107,6 +122,7 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/tools/list_changed", json!({}))));
                 out.push(encode(&notification("notifications/prompts/list_changed", json!({}))));
+                out.push(encode(&notification("notifications/resources/list_changed", json!({}))));
             }
         }
         HostEvent::Submit { extension, text } => {
@@ -131,6 +147,11 @@ fn event_lines(ev: HostEvent, gate: &Gate) -> Vec<Vec<u8>> {
         HostEvent::CommandsListed { .. } => {
             if gate.open.load(Ordering::SeqCst) {
                 out.push(encode(&notification("notifications/prompts/list_changed", json!({}))));
+            }
+        }
+        HostEvent::ResourcesChanged { .. } => {
+            if gate.open.load(Ordering::SeqCst) {
+                out.push(encode(&notification("notifications/resources/list_changed", json!({}))));
             }
         }
         HostEvent::UntrustedProject { dir, extensions, error, changed } => {

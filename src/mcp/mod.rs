@@ -16,6 +16,9 @@
 //!   call in flight the extension also gets `tool_cancel`.
 //! - `notifications/tools/list_changed` and `notifications/prompts/list_changed`
 //!   after `zot/reload` and when an extension exits.
+//! - resources: every hosted MCP server's (`resources/list`,
+//!   `resources/templates/list`, `resources/read`, cancellable as a call),
+//!   `notifications/resources/list_changed` when they change.
 //!
 //! Requests are handled as they arrive and answered as each completes.
 //! Lenient where the specification allows: requests before `initialize`
@@ -36,7 +39,7 @@ mod reply;
 mod results;
 mod wire;
 
-use crate::host::{Config, Host, HostError, Request, Responder, Response, ToolCall};
+use crate::host::{Config, Host, HostError, LoadReport, Request, Responder, Response, State, ToolCall};
 use crate::protocol::{Element, IdField, Message};
 use crate::stdio::{self, Line, Lines, Pending};
 use crate::text::strip_controls;
@@ -46,9 +49,9 @@ use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use wire::{codes, level_index, Gate, DEBUG, INFO, INSTRUCTIONS, LEGACY, LEVELS, MODERN_ERA, UNDECIDED};
+use wire::{codes, level_index, Gate, DEBUG, INFO, INSTRUCTIONS, LEGACY, LEVELS, MODERN_ERA, RESOURCE_NOT_FOUND, UNDECIDED};
 use reply::{bad_params, id_key, internal, invalid, Batch, Flight, Reply, Shared, Sink};
-use results::{error_result, prompt_result, prompts_list, tool_result, tools_list};
+use results::{error_result, prompt_result, prompts_list, read_result, resources_list, templates_list, tool_result, tools_list};
 
 /// The MCP revisions this server speaks, newest first. `initialize` answers
 /// with the client's requested revision when it is one of these, else with
@@ -109,8 +112,13 @@ pub fn serve<R: BufRead, W: Write + Send + 'static>(mut config: Config, mut inpu
     // Messages are read once the initial load is over, so that the first
     // tools/list already sees every extension's tools.
     if let Ok(r) = host.wait_ready() {
-        let servers: Vec<String> = host.list().map(|l| l.extensions.into_iter().filter(|e| e.kind == "mcp").map(|e| e.name).collect()).unwrap_or_default();
+        let listed: Vec<_> = host.list().map(|l| l.extensions.into_iter().filter(|e| e.kind == "mcp").collect()).unwrap_or_default();
+        let servers: Vec<String> = listed.iter().map(|e| e.name.clone()).collect();
         eprintln!("zot mcp: {}", strip_controls(&r.ready_line(&servers)));
+        let starting: Vec<String> = listed.into_iter().filter(|e| e.state == State::Starting).map(|e| e.name).collect();
+        if let Some(line) = LoadReport::starting_line(&starting) {
+            eprintln!("zot mcp: {}", strip_controls(&line));
+        }
     }
     let server = Server { host: host.clone(), shared: shared.clone() };
 
@@ -301,9 +309,11 @@ impl Server {
                     return;
                 }
                 let host = &self.host;
-                let found = self.shared.cancel(&key, |tool_id| {
-                    host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, |_| {});
-                });
+                let found = self.shared.cancel(
+                    &key,
+                    |tool_id| host.submit(Request::CancelTool { tool_id: tool_id.to_string() }, |_| {}),
+                    |read| host.submit(Request::Cancel { key: read }, |_| {}),
+                );
                 if found {
                     let why = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
                     self.shared.log(DEBUG, "zot", json!(format!("request {key} cancelled by the client: {why}")));
@@ -336,6 +346,7 @@ impl Server {
                     "capabilities": {
                         "tools": {"listChanged": true},
                         "prompts": {"listChanged": true},
+                        "resources": {"listChanged": true},
                         "logging": {},
                     },
                     "serverInfo": {"name": "zot", "version": crate::VERSION},
@@ -407,6 +418,42 @@ impl Server {
                         Err(e) => reply.ok(error_result(&e.to_string())),
                     });
                     self.host.submit_responder(Request::ToolCall(call), done);
+                });
+            }
+            "resources/list" | "resources/templates/list" => {
+                if !matches!(p.get("cursor"), None | Some(Value::String(_) | Value::Null)) {
+                    return bad_params(reply, "param `cursor` must be a string");
+                }
+                let templates = method == "resources/templates/list";
+                let fresh = if self.shared.modern() { modern::uncached } else { |v| v };
+                self.host.submit(Request::Resources, move |r: Result<Response, HostError>| match r {
+                    Ok(Response::Resources(l)) if templates => reply.ok(fresh(templates_list(&l))),
+                    Ok(Response::Resources(l)) => reply.ok(fresh(resources_list(&l))),
+                    Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
+                    Err(e) => internal(reply, &e.to_string()),
+                });
+            }
+            "resources/read" => {
+                let uri = match p.remove("uri") {
+                    Some(Value::String(u)) => u,
+                    _ => return bad_params(reply, "missing string param `uri`"),
+                };
+                let key = reply.key().to_string();
+                let read = self.shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
+                // Cancellable as a call is: the key is recorded before a
+                // cancel can look for it.
+                self.shared.start_read(&key, read, || {
+                    let asked = uri.clone();
+                    let done = Responder::new(move |r: Result<Response, HostError>| match r {
+                        Ok(Response::Resource(c)) => reply.ok(read_result(&c)),
+                        Ok(other) => internal(reply, &format!("unexpected response {other:?}")),
+                        Err(e @ (HostError::UnknownResource(_) | HostError::ReadFailed { .. })) => {
+                            reply.err(RESOURCE_NOT_FOUND, &e.to_string(), Some(json!({"uri": asked})))
+                        }
+                        Err(e) => internal(reply, &e.to_string()),
+                    })
+                    .with_key(read);
+                    self.host.submit_responder(Request::ReadResource { uri }, done);
                 });
             }
             "prompts/get" => {

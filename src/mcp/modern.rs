@@ -11,7 +11,18 @@ use super::reply::{bad_params, Reply, Shared};
 use super::wire::{codes, encode, stamp, level_index, Sub, CAPS, CLIENT_INFO, INSTRUCTIONS, LEGACY, LEVELS, LOG_LEVEL, MODERN, MODERN_ERA, PV, SUB_ID, UNDECIDED};
 
 /// The methods a modern connection serves.
-const SERVED: [&str; 7] = ["server/discover", "tools/list", "prompts/list", "tools/call", "prompts/get", "zot/reload", "subscriptions/listen"];
+const SERVED: [&str; 10] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "tools/call",
+    "prompts/get",
+    "zot/reload",
+    "subscriptions/listen",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
 
 /// Whether `params._meta` carries the protocol version key, whatever its
 /// value: the key alone marks a modern request.
@@ -102,7 +113,7 @@ pub(super) fn check(method: &str, params: &Map<String, Value>, reply: Reply) -> 
 pub(super) fn discover() -> Value {
     json!({
         "supportedVersions": [MODERN],
-        "capabilities": {"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "logging": {}},
+        "capabilities": {"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {"listChanged": true}, "logging": {}},
         "instructions": INSTRUCTIONS,
         "ttlMs": 3_600_000,
         "cacheScope": "public",
@@ -124,13 +135,16 @@ pub(super) fn listen(shared: &Shared, params: &Map<String, Value>, reply: Reply)
         return bad_params(reply, "param `notifications` must be an object");
     };
     let want = |k: &str| filter.get(k).and_then(Value::as_bool) == Some(true);
-    let (tools, prompts) = (want("toolsListChanged"), want("promptsListChanged"));
+    let (tools, prompts, resources) = (want("toolsListChanged"), want("promptsListChanged"), want("resourcesListChanged"));
     let mut honoured = Map::new();
     if tools {
         honoured.insert("toolsListChanged".into(), json!(true));
     }
     if prompts {
         honoured.insert("promptsListChanged".into(), json!(true));
+    }
+    if resources {
+        honoured.insert("resourcesListChanged".into(), json!(true));
     }
     let id = reply.id.clone();
     let key = reply.key().to_string();
@@ -139,7 +153,7 @@ pub(super) fn listen(shared: &Shared, params: &Map<String, Value>, reply: Reply)
     let Ok(mut subs) = shared.subs.lock() else { return };
     // Written before the subscription is in force: no change overtakes it.
     shared.send(encode(&ack));
-    subs.push(Sub { id, key, tools, prompts });
+    subs.push(Sub { id, key, tools, prompts, resources });
     drop(subs);
     // The request stays open, answered only at the graceful end: its id
     // stays in use (its flight is kept) until the client cancels it.

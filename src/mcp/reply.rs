@@ -19,6 +19,8 @@ pub(super) struct Flight {
     pub(super) cancelled: bool,
     /// Set once the tool call went to the host (`tools/call` only).
     pub(super) tool_id: Option<String>,
+    /// Set once the read went to the host (`resources/read` only): its key.
+    pub(super) read: Option<u64>,
     /// A modern request that asked for notes (rule 9 of docs/protocol.md
     /// §8.4.2): the extension running it and the least level.
     pub(super) notes: Option<(String, u8)>,
@@ -99,14 +101,33 @@ impl Shared {
         }
     }
 
+    /// Runs `start` (which hands the read to the host with the key `read`)
+    /// and records the key, unless the request was cancelled; under the
+    /// lock, as [`Shared::start_tool`].
+    pub(super) fn start_read(&self, key: &str, read: u64, start: impl FnOnce()) -> bool {
+        let Ok(mut flights) = self.flights.lock() else { return false };
+        match flights.get_mut(key) {
+            Some(f) if !f.cancelled => {
+                start();
+                f.read = Some(read);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Marks the request cancelled; `cancel_tool` runs, under the lock, with
-    /// the tool id when its tool call is with the host.
-    pub(super) fn cancel(&self, key: &str, cancel_tool: impl FnOnce(&str)) -> bool {
+    /// the tool id when its tool call is with the host, `cancel_read` with
+    /// the key of its read.
+    pub(super) fn cancel(&self, key: &str, cancel_tool: impl FnOnce(&str), cancel_read: impl FnOnce(u64)) -> bool {
         let Ok(mut flights) = self.flights.lock() else { return false };
         let Some(f) = flights.get_mut(key) else { return false };
         f.cancelled = true;
         if let Some(t) = &f.tool_id {
             cancel_tool(t);
+        }
+        if let Some(k) = f.read {
+            cancel_read(k);
         }
         true
     }
@@ -262,6 +283,16 @@ fn answer(id: Option<&WireId>, result: Option<Value>, error: Option<Value>) -> V
         error: Option<Value>,
     }
     serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error }).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// A change of the resources on offer, to every open subscription that
+/// asked for it.
+pub(super) fn resources_changed(shared: &Shared) {
+    let Ok(subs) = shared.subs.lock() else { return };
+    for s in subs.iter().filter(|s| s.resources) {
+        let params = json!({"_meta": { SUB_ID: s.id }});
+        shared.send(encode(&json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed", "params": params})));
+    }
 }
 
 /// A change of the tools (and/or prompts) on offer, to every open

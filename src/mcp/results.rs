@@ -1,12 +1,73 @@
 //! Mapping the host's listings and replies to MCP results: `tools/list`,
 //! `prompts/list`, a command's answer as a `prompts/get` result and an
-//! extension's tool result as MCP's.
+//! extension's tool result as MCP's; hosted servers' resources as
+//! `resources/list`, `resources/templates/list` and `resources/read` results.
 
-use crate::host::{CommandReply, Listing, ToolReply};
+use crate::host::{CommandReply, Listing, ResourceListing, ResourceRead, ToolReply};
 use serde_json::{json, Value};
 
 use super::reply::Reply;
 use super::wire::codes;
+
+/// `resources/list`: every hosted server's resources, URIs as the servers
+/// gave them.
+pub(super) fn resources_list(l: &ResourceListing) -> Value {
+    let resources: Vec<Value> = l
+        .resources
+        .iter()
+        .map(|r| {
+            let mut v = json!({"uri": r.uri, "name": r.name});
+            if let Some(t) = &r.title {
+                v["title"] = json!(t);
+            }
+            if let Some(m) = &r.mime_type {
+                v["mimeType"] = json!(m);
+            }
+            if let Some(s) = r.size {
+                v["size"] = json!(s);
+            }
+            v
+        })
+        .collect();
+    json!({ "resources": resources })
+}
+
+/// `resources/templates/list`.
+pub(super) fn templates_list(l: &ResourceListing) -> Value {
+    let templates: Vec<Value> = l
+        .templates
+        .iter()
+        .map(|t| {
+            let mut v = json!({"uriTemplate": t.uri_template, "name": t.name});
+            if let Some(x) = &t.title {
+                v["title"] = json!(x);
+            }
+            if let Some(m) = &t.mime_type {
+                v["mimeType"] = json!(m);
+            }
+            v
+        })
+        .collect();
+    json!({ "resourceTemplates": templates })
+}
+
+/// `resources/read`: the contents as MCP spells them (`mimeType`).
+pub(super) fn read_result(r: &ResourceRead) -> Value {
+    let contents: Vec<Value> = r
+        .contents
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(o) = c.as_object_mut() {
+                if let Some(m) = o.remove("mime_type") {
+                    o.insert("mimeType".into(), m);
+                }
+            }
+            c
+        })
+        .collect();
+    json!({ "contents": contents })
+}
 
 pub(super) fn tools_list(l: &Listing) -> Value {
     // A deferred tool is offered once a result activates it.

@@ -27,6 +27,10 @@ pub mod codes {
 /// What `initialize` and `server/discover` say about this server.
 pub(super) const INSTRUCTIONS: &str = "Tools and prompts of zot extensions. A prompt is an extension's slash command; its one argument, args, is the text after the command name.";
 
+/// JSON-RPC error of a `resources/read` no server can answer (MCP's
+/// "resource not found").
+pub(super) const RESOURCE_NOT_FOUND: i64 = -32002;
+
 /// MCP's log levels (RFC 5424 severities), least severe first.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 pub(super) const DEBUG: u8 = 0;
@@ -85,6 +89,7 @@ pub(super) struct Sub {
     pub(super) key: String,
     pub(super) tools: bool,
     pub(super) prompts: bool,
+    pub(super) resources: bool,
 }
 
 /// Rule 5: `resultType` and the server's stamp, beside the result's own `_meta`.

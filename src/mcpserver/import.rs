@@ -11,9 +11,13 @@
 //!   folder and `${env:VAR}` in `env`, `url` and `headers` becomes `${VAR}`
 //!   (what zot expands there,
 //!   §7.2); an entry with `${input:ID}` is not imported, saying why.
-//! - A name already in `$ZOT_HOME/mcp.json` is not imported and the exit
-//!   status is 1; the other entries are still written. The file is
-//!   rewritten whole (comments in it are not kept), atomically, `0600`.
+//! - A name already in `$ZOT_HOME/mcp.json` is not imported (§8.6 refuses
+//!   it) and the exit status is 1; the other entries are still written.
+//!   The refusal says whether the entry there is the same one, so that
+//!   running the import again after adding a server to the source reads
+//!   as what it is: the new one imported, the others already there.
+//!   The file is rewritten whole (comments in it are not kept),
+//!   atomically, `0600`.
 
 use super::files::input_message;
 use serde_json::{Map, Value};
@@ -122,17 +126,18 @@ fn import(opts: &ImportOptions, target: &Path) -> Result<i32, String> {
             refused = true;
             continue;
         }
-        if have.contains_key(&name) && !opts.force {
-            eprintln!("zot: {name} is already in {}: not imported (--force replaces it)", target.display());
-            refused = true;
-            continue;
-        }
         if editor {
             if let Err(why) = editor_entry(&mut entry, home_str().as_deref()) {
                 eprintln!("zot: {}: server \"{name}\" not imported: {why}", source.display());
                 refused = true;
                 continue;
             }
+        }
+        if have.contains_key(&name) && !opts.force {
+            let which = if have.get(&name) == Some(&entry) { "the same entry" } else { "a different entry" };
+            eprintln!("zot: {name} is already in {} ({which}): not imported (--force replaces it)", target.display());
+            refused = true;
+            continue;
         }
         let replaced = if have.contains_key(&name) { " (replacing the one there)" } else { "" };
         out.push_str(&format!("{verb} {name}: {}{replaced}\n", describe(&entry)));

@@ -17,3 +17,4 @@ pub(crate) mod edge;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 mod names;
+pub(crate) mod uri_template;

@@ -13,54 +13,10 @@ mcp__fx__progress, mcp__fx__slow) whose log is FX_LOG, and an extension
 deadline; a failed step is recorded, not raised. Exit code 0 when the
 script ran to its end, 3 when the `mcp` package cannot be imported.
 """
-import json
 import os
-import sys
-import time
-import traceback
-import warnings
 
-warnings.filterwarnings("ignore")
-try:
-    import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.shared.exceptions import MCPError
-except Exception as e:  # noqa: BLE001 - any import failure means "no SDK"
-    print(f"cannot import the mcp package: {e!r}", file=sys.stderr)
-    sys.exit(3)
-
-STEP_TIMEOUT = 30.0
-
-
-def dump(obj):
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return obj
-
-
-async def step(out, name, coro):
-    rec = {"step": name}
-    try:
-        with anyio.fail_after(STEP_TIMEOUT):
-            rec["result"] = dump(await coro)
-    except MCPError as e:
-        rec["error"] = {"code": e.code, "message": e.message, "data": dump(e.error.data)}
-    except Exception as e:  # noqa: BLE001 - recorded for the test to see
-        rec["exception"] = f"{type(e).__name__}: {e}"
-    out["steps"].append(rec)
-    return rec
-
-
-async def wait_file(path, needle):
-    with anyio.fail_after(STEP_TIMEOUT):
-        while True:
-            try:
-                with open(path) as f:
-                    if needle in f.read():
-                        return
-            except OSError:
-                pass
-            await anyio.sleep(0.02)
+from sdk_steps import Client, StdioServerParameters, STEP_TIMEOUT, dump, main, step, wait_file
+import anyio  # after sdk_steps, which exits 3 without the SDK
 
 
 async def run(mode, fx_log, command, args):
@@ -110,12 +66,4 @@ async def run(mode, fx_log, command, args):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 5 or sys.argv[3] != "--":
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    try:
-        result = anyio.run(run, sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5:])
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.exit(1)
-    print(json.dumps(result, indent=1))
+    main(run, __doc__)

@@ -14,6 +14,8 @@ pub(super) enum CallKind {
     Command { name: String, done: Responder },
     Tool(ToolStage),
     Intercept { chain: u64 },
+    /// A `resources/read` sent to an MCP server (docs/protocol.md §8.6).
+    Read { uri: String, done: Responder },
 }
 
 /// A tool call sent to its extension.

@@ -56,6 +56,7 @@ fn what_of(req: &Request) -> String {
         Request::Tool { name, .. } => format!("tool {name}"),
         Request::ToolCall(c) => format!("tool {}", c.name),
         Request::Intercept { event, .. } => format!("intercept of {event}"),
+        Request::ReadResource { uri } => format!("resource read {uri}"),
         _ => "request".into(),
     }
 }
@@ -73,6 +74,7 @@ pub(super) fn unknown(req: Request) -> HostError {
         Request::Command { name, .. } => HostError::UnknownCommand(name),
         Request::Tool { name, .. } => HostError::UnknownTool(name),
         Request::ToolCall(c) => HostError::UnknownTool(c.name),
+        Request::ReadResource { uri } => HostError::UnknownResource(uri),
         _ => HostError::Internal("a parked request that names nothing".into()),
     }
 }
@@ -240,6 +242,12 @@ impl Dispatcher {
                     (false, _) => " (it takes no tool_cancel)",
                 };
                 (format!("tool {name}"), done, super::mcp::tool_timeout(ext, t.tool), note)
+            }
+            CallKind::Read { uri, done } => {
+                if matches!(end, End::Cancel(_) | End::Timeout) {
+                    let _ = ext.send(Arc::new(encode(&HostFrame::ToolCancel { id: id.to_string() })));
+                }
+                (format!("resource read {uri}"), done, super::mcp::tool_timeout(ext, t.tool), "; sending notifications/cancelled")
             }
             CallKind::Intercept { chain } => {
                 // The host stops and the interceptor ended without its

@@ -169,10 +169,19 @@ impl Dispatcher {
 
     /// The extension is not coming back (for now): its names go to whoever
     /// is next in load order, and the requests that waited for it fail as
-    /// unknown (they asked for this one's names).
+    /// unknown (they asked for this one's names). Tools it had before a restart that failed to load (one waiting for
+    /// a login, docs/protocol.md §8.5 rule 11) are gone: `tools_changed`
+    /// with reason `exited` says so (those it has now, [`Self::tools_gone`]).
     pub(super) fn give_up_names(&mut self, slot: usize) {
         self.registry.release(slot);
-        self.exts[slot].restart_names = None;
+        let ext = &mut self.exts[slot];
+        if let Some((_, held)) = ext.restart_names.take() {
+            let tools: Vec<String> = held.into_iter().filter(|t| !ext.tools.iter().any(|n| n.name == *t)).collect();
+            if !tools.is_empty() {
+                let extension = ext.name().to_string();
+                self.emit(HostEvent::ToolsChanged { extension, reason: "exited".into(), tools });
+            }
+        }
         self.route_parked(slot);
     }
 

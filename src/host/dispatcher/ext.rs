@@ -147,6 +147,13 @@ pub(super) struct Ext {
     /// The confinement rules in force for its current start; `None`:
     /// not confined (docs/protocol.md §9.1: `call` and `prompt` are the host's).
     pub rules: Option<crate::confine::Declared>,
+    /// An MCP server's resources and templates, as it last listed them
+    /// (docs/protocol.md §8.6).
+    pub resources: crate::host::resources::Offered,
+    /// What listings show of its confinement while its current start runs:
+    /// the grants as that start's enforcement resolved them, not resolved
+    /// again (docs/protocol.md §9.1).
+    pub confinement: Option<crate::confine::Report>,
 }
 
 impl Ext {
@@ -176,6 +183,8 @@ impl Ext {
             eras: Default::default(),
             data_dir: std::path::PathBuf::new(),
             rules: None,
+            resources: Default::default(),
+            confinement: None,
         }
     }
 
@@ -254,6 +263,16 @@ impl Ext {
 
     /// Queues a frame for a running extension whose exit was not seen.
     pub fn send(&self, bytes: Bytes) -> Result<(), HostError> {
+        self.queue(bytes, false)
+    }
+
+    /// Queues a line an MCP server's edge made, as it is (not a frame to
+    /// translate).
+    pub fn send_raw(&self, bytes: Bytes) -> Result<(), HostError> {
+        self.queue(bytes, true)
+    }
+
+    fn queue(&self, bytes: Bytes, raw: bool) -> Result<(), HostError> {
         let gone = |detail: &str| HostError::Exited { extension: self.name().to_string(), detail: detail.into() };
         match self.life {
             Life::Stopping { .. } => return Err(gone("it is being stopped")),
@@ -263,7 +282,8 @@ impl Ext {
         let Some(p) = self.proc.as_ref().filter(|p| p.exit.is_none()) else {
             return Err(gone("its process exited"));
         };
-        match p.child.send(bytes) {
+        let sent = if raw { p.child.send_raw(bytes) } else { p.child.send(bytes) };
+        match sent {
             Ok(()) => Ok(()),
             Err(SendError::Full) => Err(HostError::Busy { extension: self.name().to_string() }),
             Err(SendError::Closed) => Err(gone("its stdin is closed")),

@@ -7,7 +7,7 @@ use super::{COMMAND_ACTIONS, Dispatcher, HOST_CAPABILITIES, INTERCEPTABLE, Life,
 use super::calls::{Call, CallKind, ToolStage};
 use super::ext::ToolEntry;
 use super::limits::{cut, trim_panel};
-use crate::host::{CommandReply, HostEvent, Response, ToolReply};
+use crate::host::{CommandReply, HostError, HostEvent, Response, ToolReply};
 use crate::protocol::{CommandResponse, ExtFrame, HelloAck, HostFrame, PROTOCOL_VERSION, Panel, ToolMore, ToolResult, encode};
 use serde_json::Value;
 use std::sync::Arc;
@@ -446,6 +446,7 @@ impl Dispatcher {
                 let content = vec![serde_json::json!({"type": "text", "text": msg})];
                 respond(done, Ok(Response::Tool(ToolReply { extension, content, is_error: true, ..Default::default() })));
             }
+            CallKind::Read { uri, done } => respond(done, Err(HostError::ReadFailed { server: extension, uri, why: msg })),
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, "sent a malformed reply"),
         }
     }

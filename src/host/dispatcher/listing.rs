@@ -80,7 +80,8 @@ impl Dispatcher {
                 } else {
                     Vec::new()
                 },
-                ..static_info(&e.found, &self.cfg)
+                // A running start shows what its enforcement resolved.
+                ..static_info(&e.found, &self.cfg, e.confinement.as_ref().filter(|_| e.proc.is_some()))
             });
         }
         for f in &self.load.untrusted {
@@ -92,7 +93,7 @@ impl Dispatcher {
                     None if self.load.trust_changed => "the project changed since trusted: run 'zot trust' in it to allow it again".into(),
                     None => "the project is not trusted: run 'zot trust' in it".into(),
                 }),
-                ..static_info(f, &self.cfg)
+                ..static_info(f, &self.cfg, None)
             });
         }
         for b in &self.load.broken {
@@ -132,11 +133,15 @@ fn login_state(info: &mut ExtInfo) {
 }
 
 /// The listing fields taken from the manifest alone, the state `starting`
-/// and nothing registered.
-fn static_info(f: &crate::discovery::Found, cfg: &super::Config) -> ExtInfo {
+/// and nothing registered; its confinement is `started`'s (that of its
+/// running start), else resolved now.
+fn static_info(f: &crate::discovery::Found, cfg: &super::Config, started: Option<&crate::confine::Report>) -> ExtInfo {
     let m = &f.manifest;
     let show = |p: &std::path::Path| p.display().to_string();
-    let confinement = crate::discovery::subject(f, &cfg.cwd).listed(cfg.confine, cfg.home.root(), &cfg.cwd);
+    let confinement = match started {
+        Some(r) => r.clone(),
+        None => crate::discovery::subject(f, &cfg.cwd).listed(cfg.confine, cfg.home.root(), &cfg.cwd),
+    };
     ExtInfo {
         confinement: confinement.to_json(),
         confinement_mark: confinement.mark(),

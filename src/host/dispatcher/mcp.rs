@@ -192,7 +192,7 @@ impl Dispatcher {
         let e = edge(&spec, era, &self.cfg, &log, inbox.clone(), id);
         let report = Box::new(move |m| drop(inbox.send(Inbox::Child(id, m))));
         let link = crate::mcpserver::remote::Link::open(&spec, e.clone(), log.clone(), self.cfg.timeouts.tool, report);
-        let child = link.and_then(|l| crate::child::Child::linked(&spec.name, Arc::new(l), e.clone(), self.cfg.trace.as_ref()).map_err(|e| e.to_string()));
+        let child = link.and_then(|l| crate::child::Child::linked(&spec.name, Arc::new(l), e.clone(), self.cfg.trace.as_ref(), &self.queue).map_err(|e| e.to_string()));
         ext.log = Some(log);
         match child {
             Ok(child) => {
@@ -225,6 +225,8 @@ impl Dispatcher {
             McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
             McpMsg::CallFailed { id, why } => self.on_call_failed(slot, &id, why),
+            McpMsg::Resources { resources, templates } => self.on_resources(slot, resources, templates),
+            McpMsg::Read { id, result } => self.on_read(slot, &id, result),
         }
     }
 
@@ -239,10 +241,12 @@ impl Dispatcher {
         let extension = self.exts[slot].name().to_string();
         let login = format!("{extension} needs you to log in: zot mcp login {extension}");
         match call.kind {
-            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) if why.starts_with(&login) => {
+            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. }
+                if why.starts_with(&login) =>
+            {
                 respond(done, Err(HostError::NeedsLogin(why)))
             }
-            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) => {
+            CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. } => {
                 respond(done, Err(HostError::Exited { extension, detail: why }))
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, &why),

@@ -19,7 +19,8 @@
 //!   extensions, [`timers`] deadlines, [`ends`] the end of a process,
 //!   [`starting`] calls for a name a starting server may bring,
 //!   [`ending`] how a call ends without its answer, [`mcp`] what only
-//!   MCP servers do (their start, live tool lists, progress), [`restart`]
+//!   MCP servers do (their start, live tool lists, progress), [`resources`]
+//!   their resources (lists, listing, reads), [`restart`]
 //!   supervision, [`stop`] shutdown and reload, [`listing`] the listing,
 //!   [`lifecycle`] the end of a model's call;
 //! - [`state`]: the `Dispatcher` itself, the state those handlers share;
@@ -47,6 +48,7 @@ mod ends;
 mod starting;
 mod ending;
 mod mcp;
+mod resources;
 mod restart;
 mod stop;
 mod listing;
@@ -166,7 +168,35 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
     env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(expand_err)?);
     let args = plan.args(&m.args);
     let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
+    if project_local && !cfg.trust_project {
+        if let (Some(j), Some(d)) = (&jail, &plan.rules) {
+            as_trusted(cfg, &m.name, d, j)?;
+        }
+    }
     Ok(Confined { plan, env, args, jail })
+}
+
+/// A project's confined start runs only with the grants `zot trust`
+/// showed: its line is made again from the grants this start resolved (the
+/// descriptors the kernel is handed), so a link swapped after the trust
+/// check and before this resolution is caught here, not granted
+/// (docs/protocol.md §9.1). Under another `--confine` mode than the one it
+/// was trusted under, the trust check itself stands.
+fn as_trusted(cfg: &Config, name: &str, d: &crate::confine::Declared, jail: &crate::confine::Jail) -> Result<(), String> {
+    let Some((mode, recorded)) = crate::trust::recorded_line(&cfg.home, &cfg.cwd, name) else { return Ok(()) };
+    if mode != cfg.confine.as_str() {
+        return Ok(());
+    }
+    let now = crate::confine::trust_line_of(name, d, &jail.report);
+    if now == recorded {
+        return Ok(());
+    }
+    let dir = cfg.cwd.display();
+    Err(format!(
+        "not started: what it may reach changed since the project was trusted: it was shown as {:?}, it now resolves to {:?} (zot trust {dir} shows it again)",
+        recorded.trim(),
+        now.trim()
+    ))
 }
 
 thread_local! {
@@ -397,6 +427,7 @@ impl Dispatcher {
         };
         ext.data_dir = plan.data_dir().to_path_buf();
         ext.rules = plan.rules.clone();
+        ext.confinement = Some(jail.as_ref().map_or_else(|| plan.report(), |j| j.report.clone()));
         let expanded;
         let m = if args == m.args {
             m

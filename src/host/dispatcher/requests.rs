@@ -61,6 +61,8 @@ impl Dispatcher {
                 respond(done, Ok(Response::Done))
             }
             Request::Restart { name } => self.restart_request(name, done),
+            Request::Resources => respond(done, Ok(Response::Resources(self.resource_listing()))),
+            Request::ReadResource { uri } => self.start_read(uri, done),
             Request::Intercept { event, payload } => self.start_chain(event, payload, done),
             Request::Event { event, payload } => {
                 let n = self.deliver_event(&event, payload);

@@ -94,6 +94,7 @@ fn caller_view<'a>(at: &At<'a>) -> (Option<CallKey>, Option<&'a str>) {
         At::Sent(_, call) => match &call.kind {
             CallKind::Command { done, .. } => (done.key(), None),
             CallKind::Tool(t) => (t.done.key(), t.agent_tool_id.as_deref()),
+            CallKind::Read { done, .. } => (done.key(), None),
             // An interceptor's step is its chain's, never the caller's own.
             CallKind::Intercept { .. } => (None, None),
         },

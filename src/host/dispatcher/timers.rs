@@ -87,7 +87,7 @@ impl Dispatcher {
         let extension = self.exts[slot].name().to_string();
         let what = format!("its reply of {len} bytes is over the limit of {} bytes", crate::child::MAX_LINE);
         match call.kind {
-            CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) => {
+            CallKind::Command { done, .. } | CallKind::Tool(ToolStage { done, .. }) | CallKind::Read { done, .. } => {
                 respond(done, Err(HostError::TooLarge { extension, what }))
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, &what),

@@ -61,6 +61,20 @@ pub enum HostError {
     NeedsLogin(String),
     /// No such call waits for an answer.
     UnknownCall(String),
+    /// No hosted server lists the resource of this URI, nor has a template
+    /// matching it (docs/protocol.md §8.6).
+    UnknownResource(String),
+    /// The server a resource was routed to could not read it: it answered
+    /// `resources/read` with an error, or with something else than contents
+    /// (`unknown_resource`, naming the server and its reason).
+    ReadFailed {
+        /// The server that was asked.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        /// The server's reason.
+        why: String,
+    },
     /// No tool (or command) of that name, once the MCP servers that were
     /// still starting when it was asked for are ready or failed
     /// (docs/protocol.md §8.2): `unknown_tool` (`unknown_command`).
@@ -99,6 +113,7 @@ impl HostError {
             HostError::Internal(_) => "internal",
             HostError::TooLarge { .. } => "too_large",
             HostError::UnknownCall(_) => "unknown_call",
+            HostError::UnknownResource(_) | HostError::ReadFailed { .. } => "unknown_resource",
             HostError::UnknownCommand(_) => "unknown_command",
             HostError::UnknownTool(_) | HostError::NotOffered { command: false, .. } => "unknown_tool",
             HostError::NotOffered { command: true, .. } => "unknown_command",
@@ -154,6 +169,8 @@ impl fmt::Display for HostError {
             HostError::Internal(m) => write!(f, "internal error: {m}"),
             HostError::TooLarge { extension, what } => write!(f, "extension {extension:?}: {what}"),
             HostError::UnknownCall(id) => write!(f, "no call {id:?} waits for an answer"),
+            HostError::UnknownResource(uri) => write!(f, "no server offers resource {uri:?}"),
+            HostError::ReadFailed { server, uri, why } => write!(f, "server {server:?} could not read resource {uri:?}: {why}"),
         }
     }
 }

@@ -64,6 +64,13 @@ pub enum HostEvent {
         /// Names of the commands added or gone.
         commands: Vec<String>,
     },
+    /// A hosted MCP server listed its resources or templates again and they
+    /// changed (§8.6): `zot serve` writes `resources_changed`, `zot mcp`
+    /// sends `notifications/resources/list_changed`.
+    ResourcesChanged {
+        /// The server whose resources changed.
+        extension: String,
+    },
     /// Progress of a tool call (an MCP server's `notifications/progress`),
     /// for a call made with a [`ToolCall::progress_key`](super::ToolCall::progress_key).
     ToolProgress {

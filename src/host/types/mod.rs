@@ -7,6 +7,7 @@ mod error;
 mod event;
 mod listing;
 mod request;
+mod resources;
 mod response;
 
 pub use config::*;
@@ -14,4 +15,5 @@ pub use error::*;
 pub use event::*;
 pub use listing::*;
 pub use request::*;
+pub use resources::*;
 pub use response::*;

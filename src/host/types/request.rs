@@ -119,6 +119,18 @@ pub enum Request {
         /// `id` of the closed panel.
         panel_id: String,
     },
+    /// Every hosted MCP server's resources and templates (docs/protocol.md
+    /// §8.6); answers `Resources`.
+    Resources,
+    /// Reads the resource `uri` from the server that lists it, else from
+    /// the first server in load order one of whose templates matches it;
+    /// answers `Resource`, or [`HostError::UnknownResource`]. It runs under
+    /// that server's `requestTimeout` and is cancelled as a call is
+    /// ([`Request::Cancel`]).
+    ReadResource {
+        /// The resource's URI.
+        uri: String,
+    },
     /// Stops every extension, re-reads the manifests and loads again; answers `Reload`.
     Reload,
     /// Stops every extension; answers `Done`.

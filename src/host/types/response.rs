@@ -1,7 +1,7 @@
 //! How a request is answered: its outcome ([`Response`]) with the replies
 //! and reports it carries, and the [`Responder`] that delivers it.
 
-use super::{HostError, Listing};
+use super::{HostError, Listing, ResourceListing, ResourceRead};
 #[cfg(doc)]
 use super::{Request, ToolCall};
 use crate::protocol::Panel;
@@ -41,6 +41,10 @@ pub enum Response {
         /// Its new process.
         pid: Option<u32>,
     },
+    /// Answer to [`Request::Resources`].
+    Resources(ResourceListing),
+    /// Answer to [`Request::ReadResource`].
+    Resource(ResourceRead),
     /// The request was carried out; nothing to report.
     Done,
 }
@@ -277,12 +281,21 @@ impl LoadReport {
         let n_ext = self.ready.len() - n_srv;
         let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let what = match (n_ext, n_srv) {
+            // Nothing ready of a load that had servers: none of them is.
+            (0, 0) if !servers.is_empty() => count(0, "MCP server", "MCP servers"),
             (_, 0) => count(n_ext, "extension", "extensions"),
             (0, _) => count(n_srv, "MCP server", "MCP servers"),
             _ => format!("{} and {}", count(n_ext, "extension", "extensions"), count(n_srv, "MCP server", "MCP servers")),
         };
         let names = if self.ready.is_empty() { "none".to_string() } else { self.ready.join(", ") };
         format!("{what} ready: {names}")
+    }
+
+    /// The line that follows [`LoadReport::ready_line`] when MCP servers
+    /// (`starting`: their names) were still starting as the load ended;
+    /// none when no server was.
+    pub fn starting_line(starting: &[String]) -> Option<String> {
+        (!starting.is_empty()).then(|| format!("still starting: {} (calls for their tools wait for them)", starting.join(", ")))
     }
 }
 

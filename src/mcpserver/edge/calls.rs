@@ -45,7 +45,11 @@ impl Edge {
                 let Some(n) = st.calls.remove(&id) else { return Vec::new() };
                 if let Some(p) = st.pending.get_mut(&n) {
                     // A late answer is dropped quietly.
-                    *p = Pending::Call { host_id: format!("cancelled-{id}"), params: None, rounds: 0 };
+                    let host_id = format!("cancelled-{id}");
+                    *p = match p {
+                        Pending::Read { .. } => Pending::Read { host_id, params: Value::Null, rounds: 0 },
+                        _ => Pending::Call { host_id, params: None, rounds: 0 },
+                    };
                 }
                 line(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                     "params": {"requestId": n, "reason": "cancelled by the host"}}))
@@ -148,6 +152,16 @@ impl Edge {
             again["requestState"] = s.clone();
         }
         Outcome::Again(again)
+    }
+
+    /// [`Edge::settle`] for a request of another room: the result
+    /// (`Ok(Ok)`), the params to ask again with (`Ok(Err)`), or why it fails.
+    pub(super) fn settled(&self, params: &Value, rounds: u8, r: Value) -> Result<Result<Value, Value>, String> {
+        match self.settle(params, rounds, r) {
+            Outcome::Complete(r) => Ok(Ok(r)),
+            Outcome::Again(again) => Ok(Err(again)),
+            Outcome::Error(text) => Err(text),
+        }
     }
 
     pub(super) fn call_done(&self, host_id: String, params: Option<Value>, rounds: u8, result: Result<Value, Value>) {

@@ -4,7 +4,8 @@
 //! within their bounds, `ready`, and the modern `subscriptions/listen`
 //! that brings list changes.
 
-use super::state::{request, Edge, EdgeMsg, Era, Listing, McpMsg, Pending, Prompt, State, Tool};
+use super::resources::{list_resources, list_templates};
+use super::state::{cursor_params, gather, request, Edge, EdgeMsg, Era, Listing, McpMsg, Pending, Prompt, State, Tool};
 use super::wire::{error_text, frame, line, no_params, NOT_FOUND};
 use crate::mcpserver::names;
 use crate::protocol::{ExtFrame, ToolMore};
@@ -25,10 +26,6 @@ const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC's "unsupported protocol version" (2026-07-28).
 const UNSUPPORTED: i64 = -32022;
-
-/// A listing ends with an error past these (docs/protocol.md §8.2).
-const MAX_PAGES: usize = 100;
-const MAX_ENTRIES: usize = 10_000;
 
 /// How often zot reopens a subscription the server ended, per process.
 const MAX_REOPEN: u8 = 5;
@@ -119,13 +116,18 @@ impl Edge {
         let mut st = self.state();
         st.protocol_version = Some(version.to_string());
         st.server_info = info;
-        if self.era == Era::Modern && (changes("tools") || changes("prompts")) {
+        let has_resources = caps.get("resources").is_some();
+        st.has_resources = has_resources;
+        if self.era == Era::Modern && (changes("tools") || changes("prompts") || (has_resources && changes("resources"))) {
             let mut filter = Map::new();
             if changes("tools") {
                 filter.insert("toolsListChanged".into(), json!(true));
             }
             if changes("prompts") {
                 filter.insert("promptsListChanged".into(), json!(true));
+            }
+            if has_resources && changes("resources") {
+                filter.insert("resourcesListChanged".into(), json!(true));
             }
             st.listen = Some(Value::Object(filter));
         }
@@ -140,6 +142,13 @@ impl Edge {
         if has_prompts {
             st.outstanding += 1;
             out.extend(list_prompts(&mut st, None));
+        }
+        // Resources only of a server that declared them (docs/protocol.md
+        // §8.6); ready waits for them, but a failed listing fails nothing.
+        if has_resources {
+            st.outstanding += 2;
+            out.extend(list_resources(&mut st, None));
+            out.extend(list_templates(&mut st, None));
         }
         let done = st.outstanding == 0;
         drop(st);
@@ -261,7 +270,7 @@ impl Edge {
     }
 
     /// One of the first listings is complete.
-    fn listed(&self, st: &mut State) {
+    pub(super) fn listed(&self, st: &mut State) {
         st.outstanding = st.outstanding.saturating_sub(1);
         self.maybe_ready(st);
     }
@@ -301,6 +310,10 @@ impl Edge {
         }
         if !st.prompts.is_empty() && st.prompt_pages.is_none() {
             out.extend(list_prompts(&mut st, None));
+        }
+        if st.has_resources && st.resource_pages.is_none() && st.template_pages.is_none() {
+            out.extend(list_resources(&mut st, None));
+            out.extend(list_templates(&mut st, None));
         }
         let Some(filter) = st.listen.clone().filter(|_| st.reopened < MAX_REOPEN) else {
             drop(st);
@@ -391,27 +404,6 @@ impl Edge {
     }
 }
 
-/// Adds a page to a listing: the cursor of the next page, none at the
-/// end, or why the listing does not end (docs/protocol.md §8.2).
-fn gather(l: &mut Listing, page: &Value, key: &str) -> Result<Option<String>, String> {
-    l.pages += 1;
-    if let Some(Value::Array(items)) = page.get(key) {
-        if l.items.len() + items.len() > MAX_ENTRIES {
-            return Err(format!("more than {MAX_ENTRIES} entries"));
-        }
-        l.items.extend(items.iter().cloned());
-    }
-    let Some(c) = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()) else { return Ok(None) };
-    if l.cursors.iter().any(|s| s == c) {
-        return Err(format!("the cursor {c:?} came again"));
-    }
-    if l.pages >= MAX_PAGES {
-        return Err(format!("more than {MAX_PAGES} pages"));
-    }
-    l.cursors.push(c.to_string());
-    Ok(Some(c.to_string()))
-}
-
 pub(super) fn list_tools(st: &mut State, cursor: Option<String>) -> Vec<u8> {
     st.gathering.get_or_insert_with(Listing::default);
     request(st, Pending::Tools, "tools/list", cursor_params(cursor))
@@ -422,16 +414,10 @@ pub(super) fn list_prompts(st: &mut State, cursor: Option<String>) -> Vec<u8> {
     request(st, Pending::Prompts, "prompts/list", cursor_params(cursor))
 }
 
-fn cursor_params(cursor: Option<String>) -> Value {
-    match cursor {
-        Some(c) => json!({ "cursor": c }),
-        None => no_params(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcpserver::edge::state::{MAX_ENTRIES, MAX_PAGES};
 
     #[test]
     fn a_listing_ends_at_a_repeated_cursor_or_past_its_bounds() {

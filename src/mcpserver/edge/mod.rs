@@ -10,18 +10,23 @@
 //! `ready`, a `tools/call` answer `tool_result`, a `prompts/get` answer
 //! `command_response` ([`calls`]); a later listing replaces the tools
 //! ([`McpMsg::Tools`]) or the prompts ([`McpMsg::Prompts`]), progress is
-//! [`McpMsg::Progress`]. Its own requests are answered here.
+//! [`McpMsg::Progress`]; its resources and templates are
+//! [`McpMsg::Resources`] and a read's answer [`McpMsg::Read`] (in
+//! `resources`). Its own requests are answered here.
 //!
 //! To the server (the dispatcher's sends, [`Edge::outgoing`], in [`calls`]):
 //! `tool_call` becomes `tools/call` with a `progressToken`, `tool_cancel`
 //! `notifications/cancelled`, `command_invoked` `prompts/get`; `hello_ack`
-//! and `shutdown` write nothing (the stop closes stdin, MCP's shutdown).
+//! and `shutdown` write nothing (the stop closes stdin, MCP's shutdown). A
+//! resource read has no frame: the dispatcher asks [`Edge::read`] for its
+//! line, and cancels it with `tool_cancel` as a call.
 //!
 //! Request ids are this edge's own counter, so none collides with another
 //! and a server's answer is matched to what was asked.
 
 mod calls;
 mod handshake;
+mod resources;
 mod state;
 mod wire;
 
@@ -31,7 +36,7 @@ use state::Pending;
 use wire::{error_reply, line};
 
 pub use handshake::{MODERN, PROTOCOL};
-pub use state::{Edge, EdgeMsg, Era, McpMsg, Tool};
+pub use state::{Edge, EdgeMsg, Era, McpMsg, Resource, Template, Tool};
 
 impl Edge {
     // ----- from the server ------------------------------------------------
@@ -102,6 +107,7 @@ impl Edge {
                 drop(st);
                 self.write(bytes);
             }
+            "notifications/resources/list_changed" => self.resources_changed(),
             "notifications/message" => {
                 let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
                 let logger = params.get("logger").and_then(Value::as_str).map(|l| format!(" {l}:")).unwrap_or_default();
@@ -157,6 +163,16 @@ impl Edge {
             Pending::Prompt { host_id, params, rounds } => {
                 drop(st);
                 self.prompt_done(host_id, params, rounds, result);
+            }
+            Pending::Resources | Pending::Templates => {
+                let next = self.resource_page(&mut st, matches!(p, Pending::Templates), result);
+                drop(st);
+                self.write(next);
+            }
+            Pending::Read { host_id, params, rounds } => {
+                st.calls.remove(&host_id);
+                drop(st);
+                self.read_done(host_id, params, rounds, result);
             }
         }
     }
@@ -226,7 +242,12 @@ impl Dialect for Edge {
                 drop(st);
                 self.log.line(&format!("subscriptions/listen: {}", over("its answer")));
             }
-            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } => {
+            Pending::Resources | Pending::Templates => {
+                let next = self.resource_listing_failed(&mut st, matches!(p, Pending::Templates), &over("a page"));
+                drop(st);
+                self.write(next);
+            }
+            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } | Pending::Read { host_id, .. } => {
                 st.calls.remove(&host_id);
                 drop(st);
                 self.send(ChildMsg::TooLong { id: Some(host_id), len });
@@ -260,7 +281,12 @@ impl Edge {
                 drop(st);
                 self.log.line(&format!("subscriptions/listen: {why}"));
             }
-            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } => {
+            Pending::Resources | Pending::Templates => {
+                let next = self.resource_listing_failed(&mut st, matches!(p, Pending::Templates), why);
+                drop(st);
+                self.write(next);
+            }
+            Pending::Call { host_id, .. } | Pending::Prompt { host_id, .. } | Pending::Read { host_id, .. } => {
                 st.calls.remove(&host_id);
                 drop(st);
                 self.log.line(&format!("a call failed: {why}"));

@@ -56,6 +56,32 @@ pub enum McpMsg {
     CallFailed { id: String, why: String },
     /// `notifications/progress` for the tool call with host id `id`.
     Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
+    /// The server's resources and templates as listed now (docs/protocol.md
+    /// §8.6): at load, before `ready`, and after each relisting.
+    Resources { resources: Vec<Resource>, templates: Vec<Template> },
+    /// The answer to the `resources/read` with host id `id`: its contents
+    /// (`{"uri", "mime_type"?, "text"}` or `{"uri", "mime_type"?, "blob"}`),
+    /// or why it failed.
+    Read { id: String, result: Result<Vec<Value>, String> },
+}
+
+/// A resource as a server listed it (MCP's `mimeType` as `mime_type`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub mime_type: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// A resource template as a server listed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub mime_type: Option<String>,
 }
 
 /// A tool as offered to the host.
@@ -85,6 +111,10 @@ pub(super) enum Pending {
     /// `params` kept to ask again after `input_required`, with the rounds so far.
     Call { host_id: String, params: Option<Value>, rounds: u8 },
     Prompt { host_id: String, params: Value, rounds: u8 },
+    Resources,
+    Templates,
+    /// A `resources/read`, kept as a call is.
+    Read { host_id: String, params: Value, rounds: u8 },
 }
 
 /// A listing under way (docs/protocol.md §8.2: bounded by a repeated cursor,
@@ -125,6 +155,16 @@ pub(super) struct State {
     /// it was reopened.
     pub(super) listen: Option<Value>,
     pub(super) reopened: u8,
+    /// The server declared `resources` (docs/protocol.md §8.6): only then are
+    /// they listed.
+    pub(super) has_resources: bool,
+    pub(super) resources: Vec<Resource>,
+    pub(super) templates: Vec<Template>,
+    /// Resources and templates gathered over the pages of a listing under way.
+    pub(super) resource_pages: Option<Listing>,
+    pub(super) template_pages: Option<Listing>,
+    /// A resources `list_changed` came while a listing was under way.
+    pub(super) resources_again: bool,
 }
 
 /// The per-process translator, shared by the reader thread and the
@@ -184,6 +224,39 @@ impl Edge {
         }
     }
 
+}
+
+/// A listing ends with an error past these (docs/protocol.md §8.2).
+pub(super) const MAX_PAGES: usize = 100;
+pub(super) const MAX_ENTRIES: usize = 10_000;
+
+/// Adds a page to a listing: the cursor of the next page, none at the
+/// end, or why the listing does not end (docs/protocol.md §8.2).
+pub(super) fn gather(l: &mut Listing, page: &Value, key: &str) -> Result<Option<String>, String> {
+    l.pages += 1;
+    if let Some(Value::Array(items)) = page.get(key) {
+        if l.items.len() + items.len() > MAX_ENTRIES {
+            return Err(format!("more than {MAX_ENTRIES} entries"));
+        }
+        l.items.extend(items.iter().cloned());
+    }
+    let Some(c) = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()) else { return Ok(None) };
+    if l.cursors.iter().any(|s| s == c) {
+        return Err(format!("the cursor {c:?} came again"));
+    }
+    if l.pages >= MAX_PAGES {
+        return Err(format!("more than {MAX_PAGES} pages"));
+    }
+    l.cursors.push(c.to_string());
+    Ok(Some(c.to_string()))
+}
+
+/// The params of a listing's page.
+pub(super) fn cursor_params(cursor: Option<String>) -> Value {
+    match cursor {
+        Some(c) => json!({ "cursor": c }),
+        None => Value::Object(serde_json::Map::new()),
+    }
 }
 
 /// A request line with the next id, carrying the envelope of a modern
