@@ -119,6 +119,25 @@ pub struct Discovery {
     pub trust_changed: bool,
 }
 
+impl Discovery {
+    /// The remote server `name`, for `zot mcp login|logout NAME` and the
+    /// console's `/login NAME`: loaded or disabled; one of an untrusted
+    /// project, a local one or none is refused naming why.
+    pub fn remote_named(&self, name: &str) -> Result<Arc<ServerSpec>, String> {
+        let named = |f: &&Found| f.mcp.as_ref().is_some_and(|s| s.name == name);
+        if let Some(spec) = self.load.iter().chain(&self.disabled).find(named).and_then(|f| f.mcp.clone()) {
+            if spec.remote.is_none() {
+                return Err(format!("{name} is not a remote server: it has nothing to log in to"));
+            }
+            return Ok(spec);
+        }
+        if self.untrusted.iter().any(|f| named(&f)) {
+            return Err(format!("{name} is a server of a project you have not trusted: `zot trust` it first"));
+        }
+        Err(format!("no MCP server named {name}"))
+    }
+}
+
 /// What to look at.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
@@ -246,7 +265,7 @@ pub fn confine_checked(mut f: Found, zot_home: &Path, project: &Path) -> Result<
     if f.manifest.confine.is_none() {
         return Ok(f);
     }
-    let Err(msg) = subject(&f, project).reach(crate::confine::Mode::Declared, zot_home, project) else { return Ok(f) };
+    let Err(msg) = subject(&f, project).check(crate::confine::Mode::Declared, zot_home, project) else { return Ok(f) };
     match f.mcp.as_mut() {
         Some(spec) => {
             if spec.error.is_none() {
@@ -361,6 +380,11 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
         .into_iter()
         .chain(project_servers(dir))
         .flatten()
+        // As discovery chooses what runs: a disabled server entry runs
+        // nothing and hides nothing, so the enabled one of its name further
+        // down is the one shown. (Every extension is shown, disabled or
+        // not: `zot ext disable` keeps a project trusted, and its line.)
+        .filter(|f| f.mcp.is_none() || f.manifest.enabled)
         .fold(Vec::<Found>::new(), |mut all, f| {
             if !all.iter().any(|a| a.mcp.is_some() && f.mcp.is_some() && a.manifest.name == f.manifest.name) {
                 all.push(f);

@@ -1,12 +1,18 @@
 //! Which project a session is in: started with no `--cwd`, the nearest
-//! folder at or above the working directory that holds a `.zot` folder, as
-//! git finds its repository from a subfolder. The search stops at the
-//! filesystem root, and for a start inside `$HOME` at `$HOME` (its parent
-//! and above are other users' or the system's); a `.zot` that is zot's own
-//! home (`$ZOT_HOME`) marks no project. No folder found: the working
+//! folder at or above the working directory that holds a `.zot` folder or
+//! one of the server files other clients keep in a project (`.mcp.json`,
+//! `.vscode/mcp.json`, `.cursor/mcp.json`), as git finds its repository
+//! from a subfolder. The search stops at the filesystem root, and for a
+//! start inside `$HOME` at `$HOME` (its parent and above are other users'
+//! or the system's); a `.zot` that is zot's own home (`$ZOT_HOME`) marks no
+//! project, nor do the client files in `$HOME` itself (`~/.cursor/mcp.json`
+//! is Cursor's file for every project). No folder found: the working
 //! directory is the project, as before.
 
 use std::path::{Path, PathBuf};
+
+/// The server files of other clients that mark a project's root (§8.6).
+const CLIENT_FILES: [&str; 3] = [".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json"];
 
 /// The project root for a session started in `start` (absolute).
 pub fn root_from(start: &Path, home: Option<&Path>, zot_home: &Path) -> PathBuf {
@@ -14,11 +20,15 @@ pub fn root_from(start: &Path, home: Option<&Path>, zot_home: &Path) -> PathBuf 
     let (zot_home, home) = (real(zot_home), home.map(real));
     let stop = home.filter(|h| start.starts_with(h) || real(start).starts_with(h));
     for dir in start.ancestors() {
+        let at_home = stop.as_deref().is_some_and(|h| real(dir) == *h);
         let marker = dir.join(".zot");
         if marker.is_dir() && real(&marker) != zot_home {
             return dir.to_path_buf();
         }
-        if stop.as_deref().is_some_and(|h| real(dir) == *h) {
+        if !at_home && CLIENT_FILES.iter().any(|f| dir.join(f).is_file()) {
+            return dir.to_path_buf();
+        }
+        if at_home {
             break;
         }
     }
@@ -57,6 +67,20 @@ mod tests {
         std::fs::create_dir_all(home.join(".zot")).unwrap();
         assert_eq!(root_from(&other, Some(&home), &home.join(".zot")), other);
         assert_eq!(root_from(&other, Some(&home), &zh), home);
+        std::fs::remove_dir_all(home.join(".zot")).unwrap();
+        // Another client's server file marks a project too...
+        let repo = home.join("repo");
+        std::fs::create_dir_all(repo.join("a/b")).unwrap();
+        std::fs::create_dir_all(repo.join(".vscode")).unwrap();
+        std::fs::write(repo.join(".vscode/mcp.json"), "{}").unwrap();
+        assert_eq!(root_from(&repo.join("a/b"), Some(&home), &zh), repo);
+        std::fs::remove_dir_all(repo.join(".vscode")).unwrap();
+        std::fs::write(repo.join(".mcp.json"), "{}").unwrap();
+        assert_eq!(root_from(&repo.join("a/b"), Some(&home), &zh), repo);
+        // ...but not in $HOME itself, where it is the client's user file.
+        std::fs::create_dir_all(home.join(".cursor")).unwrap();
+        std::fs::write(home.join(".cursor/mcp.json"), "{}").unwrap();
+        assert_eq!(root_from(&other, Some(&home), &zh), other);
         let _ = std::fs::remove_dir_all(&t);
     }
 }

@@ -128,3 +128,26 @@ fn the_console_banner_names_the_project_found_above() {
     z.typed("\x04");
     assert_eq!(z.exit_code(), 0, "{:?}", &z.text()[at..]);
 }
+
+#[test]
+fn a_client_server_file_marks_the_project_from_a_subfolder() {
+    let t = TempDir::new("project-client-file");
+    let repo = t.path().join("u/repo");
+    std::fs::create_dir_all(repo.join("src/deep")).expect("mkdir");
+    std::fs::create_dir_all(t.path().join("u/.cursor")).expect("mkdir");
+    let server = json!({"mcpServers": {"fx": {"command": "python3", "args": [fixture("mcp_server.py").display().to_string()]}}});
+    std::fs::write(repo.join(".mcp.json"), server.to_string()).expect("write");
+    // Cursor's user-level file in $HOME marks no project.
+    std::fs::write(t.path().join("u/.cursor/mcp.json"), server.to_string()).expect("write");
+    let repo = repo.canonicalize().expect("canonical");
+    let deep = repo.join("src/deep");
+    assert_eq!(names(&listed_from(&t, &deep)), [("fx".to_string(), "untrusted".to_string())]);
+    let r = zot_in(&t, &deep, &["trust"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains(&format!("trusted {}", repo.display())), "{}", r.stdout);
+    assert_eq!(names(&listed_from(&t, &deep)), [("fx".to_string(), "ready".to_string())]);
+    // The control: with the file gone, the subfolder is its own project,
+    // and the user file in $HOME does not make $HOME one.
+    std::fs::remove_file(repo.join(".mcp.json")).expect("rm");
+    assert!(names(&listed_from(&t, &deep)).is_empty());
+}

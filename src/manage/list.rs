@@ -106,8 +106,12 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
         let shadowed_by = m.and_then(|m| winners.iter().find(|(n, _)| *n == m.name)).map(|(_, d)| show(d));
         let untrusted = e.scope == Source::Project && !trusted;
         let exec_error = match &e.mcp {
-            Some(s) if s.error.is_none() && s.remote.is_none() => s.resolve_command().err(),
-            Some(_) => None,
+            Some(s) if s.error.is_some() => None,
+            // A remote one cannot connect without the variables its url and headers send.
+            Some(s) => match &s.remote {
+                Some(r) => r.expand().err(),
+                None => s.resolve_command().err(),
+            },
             None => m.and_then(super::exec_problem),
         };
         // What confinement resolves of it, as its start would.
