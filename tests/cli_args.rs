@@ -246,3 +246,32 @@ fn bad_cwd() {
     // `--cwd` means nothing to install.
     assert!(usage_error(&["ext", "install", "x", "--cwd", "."]).contains("'--cwd'"));
 }
+
+#[test]
+fn mcp_help_names_its_subcommands_what_it_offers_and_both_revisions() {
+    let r = zot(&["mcp", "--help"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in ["zot mcp import", "zot mcp login", "zot mcp logout", "MCP servers it hosts", "resources", "2025-11-25", "2026-07-28"] {
+        assert!(text.contains(want), "zot mcp --help lacks {want:?}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn help_of_a_subcommand_named_alone_is_its_group_s() {
+    for sub in ["import", "login", "logout"] {
+        let r = zot(&["help", sub]);
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "zot help {sub}");
+        // Each run has its own ZOT_HOME, which the environment part names.
+        let before_env = |t: &str| t.split("\nEnvironment:").next().unwrap_or("").to_string();
+        assert_eq!(before_env(&r.stdout), before_env(&zot(&["mcp", sub, "--help"]).stdout), "zot help {sub}");
+        assert!(r.stdout.starts_with(&format!("Usage: zot mcp {sub} ")), "{}", r.stdout);
+    }
+    assert_eq!(zot(&["help", "install"]).stdout, zot(&["ext", "install", "--help"]).stdout);
+    assert_eq!(usage_error(&["help", "imprt"]), "zot help: unknown command 'imprt'; did you mean 'zot help mcp import'? (see 'zot help --help')");
+    assert_eq!(usage_error(&["help", "sevre"]), "zot help: unknown command 'sevre'; did you mean 'serve'? (see 'zot help --help')");
+    // `zot man`, which the README names, is one of the commands zot help lists.
+    let top = zot(&["help"]).stdout;
+    assert!(top.lines().any(|l| l.starts_with("  zot man ")), "{top}");
+    assert!(zot(&["man"]).stdout.starts_with(".\\\""));
+}

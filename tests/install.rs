@@ -121,17 +121,22 @@ fn bash_completion_offers_subcommands_and_choices() {
     let file = t.path().join("zot.bash");
     std::fs::write(&file, script).expect("write");
     let probe = format!(
-        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext ''\nc zot -e x serve --restart ''\nc zot --no-ext --tr\nc zot completions ''\n",
+        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext ''\nc zot -e x serve --restart ''\nc zot --no-ext --tr\nc zot completions ''\nc zot mcp import --from c\nc zot mcp import --from zot.\nc zot mcp ''\n",
         file.display()
     );
-    let out = Command::new("bash").arg("-c").arg(probe).output().expect("bash");
+    // In the folder of zot.bash: the one file --from may offer.
+    let out = Command::new("bash").arg("-c").arg(probe).current_dir(t.path()).output().expect("bash");
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines.len(), 7, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lines[0], "list install remove enable disable logs new check doctor");
     assert_eq!(lines[1], "never on-failure always");
     assert_eq!(lines[2], "--trust-project --trace");
     assert_eq!(lines[3], "bash zsh fish");
+    // `zot mcp import --from`: the clients it knows, or a file.
+    assert_eq!(lines[4], "claude-desktop claude-code cursor");
+    assert_eq!(lines[5], "zot.bash");
+    assert_eq!(lines[6], "import login logout");
 }
 
 #[test]
@@ -236,7 +241,7 @@ fn zsh_completion_parses_and_offers_subcommands_and_choices() {
          words=(zot); CURRENT=1\n\
          source {} >/dev/null\n\
          t() {{ words=(\"$@\"); CURRENT=$#; _zot }}\n\
-         t zot ext ''\nt zot -e x serve --restart ''\nt zot completions ''\nt zot ext install ''\n",
+         t zot ext ''\nt zot -e x serve --restart ''\nt zot completions ''\nt zot ext install ''\nt zot mcp import --from ''\n",
         file.display()
     );
     let out = Command::new("zsh").arg("-f").arg("-c").arg(probe).output().expect("zsh");
@@ -244,7 +249,14 @@ fn zsh_completion_parses_and_offers_subcommands_and_choices() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines,
-        ["list install remove enable disable logs new check doctor", "never on-failure always", "bash zsh fish", "FILES "],
+        [
+            "list install remove enable disable logs new check doctor",
+            "never on-failure always",
+            "bash zsh fish",
+            "FILES ",
+            "claude-desktop claude-code cursor vscode",
+            "FILES "
+        ],
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -263,11 +275,12 @@ fn fish_completion_parses_and_offers_subcommands_and_choices() {
     let ok = Command::new("fish").arg("--no-execute").arg(&file).status().expect("fish --no-execute");
     assert!(ok.success(), "fish refuses zot.fish");
     let probe = format!(
-        "source {}\nfor c in 'zot ext ' 'zot --restart ' 'zot serve --tr' 'zot completions '\n\
+        "source {}\nfor c in 'zot ext ' 'zot --restart ' 'zot serve --tr' 'zot completions ' 'zot mcp import --from c' 'zot mcp import --from zot.'\n\
          complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
         file.display()
     );
-    let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("HOME", t.path()).output().expect("fish");
+    // In the folder of zot.fish: the one file --from may offer.
+    let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("HOME", t.path()).current_dir(t.path()).output().expect("fish");
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -276,7 +289,9 @@ fn fish_completion_parses_and_offers_subcommands_and_choices() {
             "check disable doctor enable install list logs new remove",
             "always never on-failure",
             "--trace --trust-project",
-            "bash fish zsh"
+            "bash fish zsh",
+            "claude-code claude-desktop cursor",
+            "zot.fish"
         ],
         "{}",
         String::from_utf8_lossy(&out.stderr)
@@ -364,19 +379,21 @@ fn names_world(tag: &str) -> (TempDir, String) {
 fn completion_offers_installed_names_and_help_topics_in_every_shell() {
     let (t, path) = names_world("complete-names");
     let home = t.path().join("home");
+    // A remote server: its name follows `zot mcp login` and `logout`.
+    std::fs::write(home.join("mcp.json"), r#"{"mcpServers": {"web": {"url": "http://127.0.0.1:9/mcp", "oauth": {}}}}"#).expect("mcp.json");
     let names = Command::new(BIN).args(["ext", "list", "--names"]).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("zot");
-    assert_eq!(String::from_utf8_lossy(&names.stdout), "notes\nweather\n");
-    let top = "serve mcp ext trust untrust completions help";
+    assert_eq!(String::from_utf8_lossy(&names.stdout), "notes\nweather\nweb\n");
+    let top = "serve mcp ext trust untrust completions help man";
     // bash
     let file = t.path().join("zot.bash");
     std::fs::write(&file, zot(&["completions", "bash"])).expect("write");
     let probe = format!(
-        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext enable ''\nc zot ext logs w\nc zot help ''\n",
+        "source {}\nc() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _zot; echo \"${{COMPREPLY[*]}}\"; }}\nc zot ext enable ''\nc zot ext logs w\nc zot help ''\nc zot mcp ''\nc zot mcp login w\nc zot mcp --cwd . logout ''\n",
         file.display()
     );
     let out = Command::new("bash").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("bash");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", "weather", top], "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather web", "weather web", top, "import login logout", "weather web", "notes weather web"], "{}", String::from_utf8_lossy(&out.stderr));
     // zsh
     if on_path("zsh") {
         let file = t.path().join("_zot");
@@ -387,12 +404,12 @@ fn completion_offers_installed_names_and_help_topics_in_every_shell() {
              words=(zot); CURRENT=1\n\
              source {} >/dev/null\n\
              t() {{ words=(\"$@\"); CURRENT=$#; _zot }}\n\
-             t zot ext disable ''\nt zot help ''\n",
+             t zot ext disable ''\nt zot help ''\nt zot mcp ''\nt zot mcp logout ''\n",
             file.display()
         );
         let out = Command::new("zsh").arg("-f").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).current_dir(t.path()).output().expect("zsh");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", top], "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather web", top, "import login logout", "notes weather web"], "{}", String::from_utf8_lossy(&out.stderr));
     } else {
         common::skip("the zsh part: zsh is not on PATH");
     }
@@ -401,12 +418,12 @@ fn completion_offers_installed_names_and_help_topics_in_every_shell() {
         let file = t.path().join("zot.fish");
         std::fs::write(&file, zot(&["completions", "fish"])).expect("write");
         let probe = format!(
-            "source {}\nfor c in 'zot ext remove ' 'zot help '\n complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
+            "source {}\nfor c in 'zot ext remove ' 'zot help ' 'zot mcp ' 'zot mcp login '\n complete -C $c | string replace -r '\\t.*' '' | string join ' '\nend\n",
             file.display()
         );
         let out = Command::new("fish").arg("--no-config").arg("-c").arg(probe).env("PATH", &path).env("ZOT_HOME", &home).env("HOME", t.path()).current_dir(t.path()).output().expect("fish");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather", "completions ext help mcp serve trust untrust"], "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(text.lines().collect::<Vec<_>>(), ["notes weather web", "completions ext help man mcp serve trust untrust", "import login logout", "notes weather web"], "{}", String::from_utf8_lossy(&out.stderr));
     } else {
         common::skip("the fish part: fish is not on PATH");
     }

@@ -329,7 +329,7 @@ fn an_mcp_json_served_by_example() {
     let config = t.path().join("mcp.json");
     std::fs::write(&config, json).expect("mcp.json");
     let subst = [("/tmp/mcp.json", config.display().to_string()), ("/tmp/notes", notes.display().to_string())];
-    let mut z = run_transcript_with(&t, "$ zot serve --no-ext --mcp-config", &subst);
+    let mut z = run_transcript_with(&t, "$ zot serve --no-ext --mcp-config /tmp/mcp.json", &subst);
     assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }
 
@@ -368,4 +368,22 @@ fn a_python_sdk_client_of_zot_mcp() {
     let printed = String::from_utf8_lossy(&out.stdout);
     let want = block("['weather']").join("\n") + "\n";
     assert_eq!(printed, want, "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The resource read of docs/mcp.md, with server-everything from
+/// target/mcp-node: listed, read as text and as a blob, and unknown.
+#[test]
+fn a_resource_read_by_example() {
+    let server = Path::new(ROOT).join("target/mcp-node/node_modules/.bin/mcp-server-everything");
+    if !server.exists() {
+        return common::skip("@modelcontextprotocol/server-everything is not installed (npm install --prefix target/mcp-node @modelcontextprotocol/server-everything)");
+    }
+    let t = TempDir::new("docs-resources");
+    let setup = block("npm install --prefix ~/mcp @modelcontextprotocol/server-everything").join("\n");
+    let json = setup.split("<<JSON\n").nth(1).and_then(|j| j.split("\nJSON").next()).expect("a heredoc");
+    let json = json.replace("$HOME/mcp/node_modules/.bin/mcp-server-everything", &server.display().to_string());
+    let config = t.path().join("everything.json");
+    std::fs::write(&config, json).expect("everything.json");
+    let mut z = run_transcript_with(&t, "$ zot serve --no-ext --mcp-config /tmp/everything.json", &[("/tmp/everything.json", config.display().to_string())]);
+    assert_eq!(z.exit_code(zot_proc::LINE_WAIT), 0);
 }

@@ -20,6 +20,8 @@ enum Positional {
     Files,
     Dirs,
     Words(&'static [&'static str]),
+    /// These words and file names (`--from`: a client or a FILE).
+    WordsOrFiles(&'static [&'static str]),
     /// The names of extensions and servers, as `zot ext list --names`
     /// prints them when the completion is asked for.
     Names,
@@ -41,7 +43,7 @@ fn key(c: &Cmd) -> &'static str {
 
 /// The commands shown to users, the session first.
 fn visible() -> impl Iterator<Item = &'static Cmd> {
-    COMMANDS.iter().filter(|c| !c.hidden && !c.usage.starts_with("--"))
+    COMMANDS.iter().filter(|c| !c.usage.starts_with("--"))
 }
 
 fn positional(c: &Cmd) -> Positional {
@@ -76,7 +78,8 @@ fn flags_of(c: &Cmd) -> Vec<Flag> {
     v
 }
 
-/// The words that may follow `c`: its subcommands.
+/// The words that may follow `c`: its subcommands (`zot mcp`'s are
+/// `import`, `login`, `logout`).
 fn subwords(c: &Cmd) -> Vec<&'static str> {
     if c.name.is_empty() {
         let mut v: Vec<&str> = Vec::new();
@@ -88,8 +91,22 @@ fn subwords(c: &Cmd) -> Vec<&'static str> {
         }
         v
     } else {
-        Vec::new()
+        visible().filter_map(|d| d.name.strip_prefix(c.name).and_then(|r| r.strip_prefix(' '))).collect()
     }
+}
+
+/// The words that start a group of subcommands (`ext`, `mcp`), as a
+/// shell pattern `ext|mcp`.
+fn groups() -> Vec<&'static str> {
+    let mut v: Vec<&str> = Vec::new();
+    for c in visible() {
+        if let Some((g, _)) = c.name.split_once(' ') {
+            if !v.contains(&g) {
+                v.push(g);
+            }
+        }
+    }
+    v
 }
 
 fn ext_subwords() -> Vec<&'static str> {
@@ -135,6 +152,7 @@ fn value_kind(f: &Flag) -> Positional {
     match f.value {
         _ if !f.choices.is_empty() => Positional::Words(f.choices),
         Some("PATH") | Some("FILE") => Positional::Files,
+        Some("SOURCE") => Positional::WordsOrFiles(&crate::mcpserver::import::CLIENTS),
         Some("DIR") => Positional::Dirs,
         _ => Positional::None,
     }
@@ -177,13 +195,17 @@ fn bash() -> String {
             Positional::Files => "COMPREPLY=($(compgen -f -- \"$cur\")); return 0".to_string(),
             Positional::Dirs => "COMPREPLY=($(compgen -d -- \"$cur\")); return 0".to_string(),
             Positional::Words(w) => format!("COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return 0", sh_words(w)),
+            Positional::WordsOrFiles(w) => {
+                format!("COMPREPLY=($(compgen -W \"{}\" -- \"$cur\") $(compgen -f -- \"$cur\")); return 0", sh_words(w))
+            }
             _ => "return 0".to_string(),
         };
         s.push_str(&format!("        {}) {action};;\n", names.join("|")));
     }
     s.push_str(&format!(
-        "    esac\n    cmd=zot\n    for ((i=1; i<COMP_CWORD; i++)); do\n        w=\"${{COMP_WORDS[i]}}\"\n        if [ \"$skip\" = 1 ]; then skip=0; continue; fi\n        case \"$w\" in\n            {}) skip=1;;\n            -*) ;;\n            *) if [ \"$cmd\" = zot ]; then cmd=\"$w\"; elif [ \"$cmd\" = ext ]; then cmd=\"ext $w\"; fi;;\n        esac\n    done\n    words=\"\"; opts=\"\"; pos=\"\"\n    case \"$cmd\" in\n",
-        valued_pattern()
+        "    esac\n    cmd=zot\n    for ((i=1; i<COMP_CWORD; i++)); do\n        w=\"${{COMP_WORDS[i]}}\"\n        if [ \"$skip\" = 1 ]; then skip=0; continue; fi\n        case \"$w\" in\n            {}) skip=1;;\n            -*) ;;\n            *) if [ \"$cmd\" = zot ]; then cmd=\"$w\"; else case \"$cmd\" in {}) cmd=\"$cmd $w\";; esac; fi;;\n        esac\n    done\n    words=\"\"; opts=\"\"; pos=\"\"\n    case \"$cmd\" in\n",
+        valued_pattern(),
+        groups().join("|")
     ));
     for c in visible() {
         let opts: Vec<String> = flags_of(c).iter().flat_map(spellings).collect();
@@ -195,6 +217,10 @@ fn bash() -> String {
             Positional::Words(w) => {
                 words.extend(w.iter().copied());
                 ""
+            }
+            Positional::WordsOrFiles(w) => {
+                words.extend(w.iter().copied());
+                "-f"
             }
             Positional::Commands => {
                 words.extend(subwords(&COMMANDS[0]));
@@ -228,27 +254,29 @@ fn zsh() -> String {
             Positional::Files => "_files".to_string(),
             Positional::Dirs => "_files -/".to_string(),
             Positional::Words(w) => format!("compadd -- {}", sh_words(w)),
+            Positional::WordsOrFiles(w) => format!("compadd -- {}; _files", sh_words(w)),
             _ => "_message 'value'".to_string(),
         };
         s.push_str(&format!("    ({}) {action}; return;;\n", spellings(f).join("|")));
     }
     s.push_str(&format!(
-        "  esac\n  for ((i=2; i<CURRENT; i++)); do\n    w=\"${{words[i]}}\"\n    if (( skip )); then skip=0; continue; fi\n    case \"$w\" in\n      ({}) skip=1;;\n      (-*) ;;\n      (*) if [[ $cmd == zot ]]; then cmd=\"$w\"; elif [[ $cmd == ext ]]; then cmd=\"ext $w\"; fi;;\n    esac\n  done\n  case \"$cmd\" in\n",
-        valued_pattern()
+        "  esac\n  for ((i=2; i<CURRENT; i++)); do\n    w=\"${{words[i]}}\"\n    if (( skip )); then skip=0; continue; fi\n    case \"$w\" in\n      ({}) skip=1;;\n      (-*) ;;\n      (*) if [[ $cmd == zot ]]; then cmd=\"$w\"; elif [[ $cmd == ({}) ]]; then cmd=\"$cmd $w\"; fi;;\n    esac\n  done\n  case \"$cmd\" in\n",
+        valued_pattern(),
+        groups().join("|")
     ));
     for c in visible() {
         let mut subs: Vec<String> = Vec::new();
-        if c.name.is_empty() {
-            for w in subwords(c) {
-                let summary = COMMANDS.iter().find(|d| d.name == w).map(|d| d.summary).unwrap_or("manage extensions");
-                subs.push(format!("'{w}:{}'", summary.replace('\'', "")));
-            }
+        for w in subwords(c) {
+            let full = if c.name.is_empty() { w.to_string() } else { format!("{} {w}", c.name) };
+            let summary = COMMANDS.iter().find(|d| d.name == full).map(|d| d.summary).unwrap_or("manage extensions");
+            subs.push(format!("'{w}:{}'", summary.replace('\'', "")));
         }
         let opts: Vec<String> = flags_of(c).iter().flat_map(spellings).collect();
         let pos = match positional(c) {
             Positional::Files => "\"_files\"".to_string(),
             Positional::Dirs => "\"_files -/\"".to_string(),
             Positional::Words(w) => format!("\"compadd -- {}\"", sh_words(w)),
+            Positional::WordsOrFiles(w) => format!("\"compadd -- {}; _files\"", sh_words(w)),
             Positional::Commands => format!("\"compadd -- {}\"", sh_words(&subwords(&COMMANDS[0]))),
             // Run when the completion is asked for, one name a line.
             Positional::Names => format!("'compadd -- ${{(f)\"$({NAMES_CMD})\"}}'"),
@@ -281,8 +309,9 @@ fn fish() -> String {
     );
     let valued: Vec<String> = valued_pattern().split('|').map(fish_quote).collect();
     s.push_str(&format!(
-        "            case {}\n                set skip 1\n            case '-*'\n            case '*'\n                if test $cmd = zot\n                    set cmd $w\n                else if test $cmd = ext\n                    set cmd \"ext $w\"\n                end\n        end\n    end\n    echo $cmd\nend\n\nfunction __zot_is\n    contains -- (__zot_cmd) $argv\nend\n\ncomplete -c zot -f\n",
-        valued.join(" ")
+        "            case {}\n                set skip 1\n            case '-*'\n            case '*'\n                if test $cmd = zot\n                    set cmd $w\n                else if contains -- $cmd {}\n                    set cmd \"$cmd $w\"\n                end\n        end\n    end\n    echo $cmd\nend\n\nfunction __zot_is\n    contains -- (__zot_cmd) $argv\nend\n\ncomplete -c zot -f\n",
+        valued.join(" "),
+        groups().join(" ")
     ));
     for c in visible() {
         if c.name.is_empty() {
@@ -291,8 +320,8 @@ fn fish() -> String {
                 s.push_str(&format!("complete -c zot -n '__zot_is zot' -a {w} -d {}\n", fish_quote(summary)));
             }
         }
-        if let Some(sub) = c.name.strip_prefix("ext ") {
-            s.push_str(&format!("complete -c zot -n '__zot_is ext' -a {sub} -d {}\n", fish_quote(c.summary)));
+        if let Some((group, sub)) = c.name.split_once(' ') {
+            s.push_str(&format!("complete -c zot -n '__zot_is {group}' -a {sub} -d {}\n", fish_quote(c.summary)));
         }
         let cond = format!("-n {}", fish_quote(&format!("__zot_is '{}'", key(c))));
         for f in flags_of(c) {
@@ -305,6 +334,7 @@ fn fish() -> String {
                 (Some(_), Positional::Files) => line.push_str(" -r -F"),
                 (Some(_), Positional::Dirs) => line.push_str(" -x -a '(__fish_complete_directories)'"),
                 (Some(_), Positional::Words(w)) => line.push_str(&format!(" -x -a {}", fish_quote(&sh_words(w)))),
+                (Some(_), Positional::WordsOrFiles(w)) => line.push_str(&format!(" -r -F -a {}", fish_quote(&sh_words(w)))),
                 (Some(_), _) => line.push_str(" -x"),
             }
             line.push_str(&format!(" -d {}\n", fish_quote(&f.full_help())));
@@ -314,6 +344,7 @@ fn fish() -> String {
             Positional::Files => s.push_str(&format!("complete -c zot {cond} -F\n")),
             Positional::Dirs => s.push_str(&format!("complete -c zot {cond} -a '(__fish_complete_directories)'\n")),
             Positional::Words(w) => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&sh_words(w)))),
+            Positional::WordsOrFiles(w) => s.push_str(&format!("complete -c zot {cond} -F -a {}\n", fish_quote(&sh_words(w)))),
             Positional::Commands => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&sh_words(&subwords(&COMMANDS[0]))))),
             Positional::Names => s.push_str(&format!("complete -c zot {cond} -a {}\n", fish_quote(&format!("({NAMES_CMD})")))),
             Positional::None => {}
@@ -380,9 +411,9 @@ pub fn man_page() -> String {
         ".\\\" zot(1), generated by `zot man` from the command-line tables.\n.TH ZOT 1 \"\" \"zot {}\" \"User Commands\"\n.SH NAME\nzot \\- a host for zot extensions\n.SH SYNOPSIS\n.nf\n",
         roff(VERSION)
     );
-    for c in COMMANDS.iter().filter(|c| !c.hidden) {
+    for c in COMMANDS.iter() {
         let words = if c.name.is_empty() { String::new() } else { format!(" {}", c.name) };
-        s.push_str(&format!("\\fBzot{}\\fR {}\n", roff(&words), roff(c.usage)));
+        s.push_str(&format!("\\fBzot{}\\fR {}\n", roff(&words), roff(c.usage)).replace(" \n", "\n"));
     }
     s.push_str(".fi\n.SH DESCRIPTION\n");
     s.push_str(&roff_text(

@@ -26,7 +26,8 @@ pub struct Flag {
     pub long: &'static str,
     pub short: Option<char>,
     /// The value's name in usage texts (`PATH`, `SECS`), `None` for a switch.
-    /// `PATH`, `DIR` and `FILE` values complete as file names.
+    /// `PATH`, `DIR` and `FILE` values complete as file names, `SOURCE`
+    /// (`--from`) as a client's name or a file name.
     pub value: Option<&'static str>,
     pub help: &'static str,
     /// The values it accepts, when it accepts only a few.
@@ -103,7 +104,7 @@ pub const SESSION_FLAGS: [Flag; 17] = [
         s.mcp_configs.push(PathBuf::from(a.value()?));
         Ok(())
     }),
-    session("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot at or above the current one, else the current directory)", |a, s, _| {
+    session("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot or a client's mcp.json at or above the current one, else the current directory)", |a, s, _| {
         s.cwd = Some(PathBuf::from(a.value()?));
         Ok(())
     }),
@@ -176,7 +177,7 @@ pub(super) const HELP_FLAG: Flag = Flag { short: Some('h'), ..local("help", None
 pub(super) const VERSION_FLAG: Flag = Flag { short: Some('V'), ..local("version", None, "print the version") };
 const JSON: Flag = local("json", None, "print JSON instead of text");
 const NAMES: Flag = local("names", None, "print only the names, one per line (what shell completion offers)");
-const CWD_DIR: Flag = local("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot at or above the current one, else the current directory)");
+const CWD_DIR: Flag = local("cwd", Some("DIR"), "the project directory (default: the nearest folder holding .zot or a client's mcp.json at or above the current one, else the current directory)");
 const YES: Flag = Flag { short: Some('y'), ..local("yes", None, "do not ask") };
 const FOLLOW: Flag = Flag {
     short: Some('f'),
@@ -208,12 +209,10 @@ pub struct Cmd {
     /// Takes [`SESSION_FLAGS`] as well as its own.
     pub session: bool,
     pub flags: &'static [Flag],
-    /// Left out of the usage texts (`zot man`).
-    pub hidden: bool,
 }
 
 const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, flags: &'static [Flag]) -> Cmd {
-    Cmd { name, usage, summary, session: false, flags, hidden: false }
+    Cmd { name, usage, summary, session: false, flags }
 }
 
 /// Every command, in the order `zot --help` lists them.
@@ -237,7 +236,7 @@ pub const COMMANDS: [Cmd; 21] = [
     cmd("untrust", "[DIR]", "stop trusting the project", &[]),
     cmd("completions", "bash|zsh|fish", "print a shell completion script", &[]),
     cmd("help", "[COMMAND]", "the help of zot or of a command", &[]),
-    Cmd { hidden: true, ..cmd("man", "", "print the man page (roff)", &[]) },
+    cmd("man", "", "zot(1), this help as a man page in roff: zot man | man -l -", &[]),
     cmd("", "--help | zot --version", "", &[HELP_FLAG, VERSION_FLAG]),
 ];
 

@@ -10,9 +10,9 @@ use crate::VERSION;
 /// `zot --help`.
 pub fn top_help() -> String {
     let mut s = format!("zot {VERSION}: a host for zot extensions\n\nUsage:\n");
-    for c in COMMANDS.iter().filter(|c| !c.hidden) {
+    for c in COMMANDS.iter() {
         let words = if c.name.is_empty() { String::new() } else { format!(" {}", c.name) };
-        let usage = format!("zot{words} {}", c.usage);
+        let usage = format!("zot{words} {}", c.usage).trim_end().to_string();
         if c.summary.is_empty() {
             s.push_str(&format!("  {usage}\n"));
         } else if usage.len() <= 34 {
@@ -82,7 +82,7 @@ pub fn about(name: &str) -> &'static str {
 agent in any language can use it as its extension subsystem. Requests are
 {\"id\":..,\"type\":<method>,...}; methods: ping, list, command, tool,
 intercept, event, agent_tools, call_tool_result, panel_key, panel_close,
-cancel, reload, restart, shutdown. Diagnostics go to stderr. End of stdin
+resources, read_resource, cancel, reload, restart, shutdown. Diagnostics go to stderr. End of stdin
 shuts the host down. Options may come before or after the word 'serve'.
 
 Example: the weather extension of the source tree, one request (>) and its
@@ -107,12 +107,17 @@ command to run.
 again.
 ",
         "mcp" => "Runs the extension host as an MCP server on stdin/stdout (JSON-RPC 2.0, one
-message per line; MCP revisions 2025-11-25, 2025-06-18, 2025-03-26 and
-2024-11-05), so that any MCP client can use the extensions: their tools as
-MCP tools (the tool_call intercept chain and event run first), their
-commands as MCP prompts with one optional argument, args, and their notes
-as log messages. Diagnostics go to stderr. End of stdin shuts the host
-down. Options may come before or after the word 'mcp'.
+message per line), so that any MCP client can use what a session hosts: the
+extensions' tools as MCP tools (the tool_call intercept chain and event run
+first), their commands as MCP prompts with one optional argument, args, and
+their notes as log messages; and the MCP servers it hosts itself (local or
+remote, from mcp.json files and a trusted project's .mcp.json,
+.vscode/mcp.json and .cursor/mcp.json), their tools, prompts and resources
+(resources/list, resources/templates/list, resources/read). It speaks both
+revisions, chosen by the client's first request: 2025-11-25 (initialize;
+also 2025-06-18, 2025-03-26 and 2024-11-05) and 2026-07-28 (server/discover).
+Diagnostics go to stderr. End of stdin shuts the host down. Options may come
+before or after the word 'mcp'.
 
 Register it in a client's configuration, for example:
   {\"mcpServers\": {\"zot\": {\"command\": \"zot\",
@@ -123,7 +128,8 @@ $ZOT_HOME/mcp.json, printing each: Claude Desktop's claude_desktop_config.json,
 Claude Code's ~/.claude.json (user scope), Cursor's ~/.cursor/mcp.json or
 VS Code's Code/User/mcp.json (under ~/.config on Linux, ~/Library/Application
 Support on macOS), or any FILE in that format. A name already in
-$ZOT_HOME/mcp.json is not imported (exit 1) unless --force. Servers a
+$ZOT_HOME/mcp.json is not imported (exit 1; the refusal says whether the
+entry there is the same) unless --force. Servers a
 project lists (.mcp.json, .vscode/mcp.json, .cursor/mcp.json) need no
 import: zot reads them in a trusted project.
 ",
@@ -186,7 +192,8 @@ zot mcp) runs them for one run without recording anything.
 ",
         "help" => "Prints the same help as --help: 'zot help' as 'zot --help', 'zot help ext'
 as 'zot ext --help', 'zot help ext install' (or 'zot ext help install') as
-'zot ext install --help'.
+'zot ext install --help'. A subcommand alone is its group's: 'zot help
+import' as 'zot mcp import --help'.
 ",
         "man" => "Prints the zot(1) man page in roff: zot man | man -l -\n",
         _ => "",
@@ -208,7 +215,25 @@ pub fn command_help(c: &Cmd) -> String {
     s.push_str(&flag_lines(&HELP_FLAG));
     if c.session {
         s.push_str("SECS accepts fractions (0.5).\n");
+    }
+    s.push_str(&subcommands(c));
+    if c.session {
         s.push_str(&environment());
+    }
+    s
+}
+
+/// The subcommands of `c` (`zot mcp`'s import, login and logout), each
+/// with its summary; nothing for a command without any.
+fn subcommands(c: &Cmd) -> String {
+    let prefix = format!("{} ", c.name);
+    let subs: Vec<&Cmd> = COMMANDS.iter().filter(|d| !c.name.is_empty() && d.name.starts_with(&prefix)).collect();
+    if subs.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nSubcommands (each with its own --help):\n");
+    for d in subs {
+        s.push_str(&columns(&format!("zot {}", d.name), d.summary, 16));
     }
     s
 }

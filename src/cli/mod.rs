@@ -95,8 +95,15 @@ where
             };
             manage::run(cmd, &home, cwd.as_deref())
         }
+        #[cfg(feature = "author")]
         Command::ExtNew(opts) => crate::scaffold::run(&opts),
+        #[cfg(feature = "author")]
         Command::ExtCheck(opts) => crate::check::run(&opts),
+        #[cfg(not(feature = "author"))]
+        Command::ExtNew(_) | Command::ExtCheck(_) => {
+            eprintln!("zot: this zot was built without the author tools (zot ext new, zot ext check): build it with the default features, or cargo build --features author");
+            2
+        }
         Command::Completions(shell) => {
             print!("{}", doc::completions(&shell));
             0

@@ -133,9 +133,31 @@ fn parse_help(mut a: Args, mut words: Vec<String>) -> Result<Command, UsageError
             return Err(a.err(format!("unexpected argument '{extra}'")));
         }
         [word] if TOP_WORDS.contains(word) => command_help(command(word)),
-        [word, ..] => return Err(a.err(unknown("command", word, TOP_WORDS))),
+        // A subcommand named alone: its group's help of it.
+        [sub] if MCP_SUBCOMMANDS.contains(sub) => command_help(command(&format!("mcp {sub}"))),
+        [sub] if EXT_SUBCOMMANDS.contains(sub) => ext_sub_help(sub),
+        [word, ..] => return Err(a.err(unknown_help_word(word))),
     };
     Ok(Command::Help(text))
+}
+
+const MCP_SUBCOMMANDS: &[&str] = &["import", "login", "logout"];
+
+/// `zot help WORD` for a word that is no command: the nearest command, or
+/// the nearest subcommand with its group (`did you mean 'zot help mcp
+/// import'?`).
+fn unknown_help_word(word: &str) -> String {
+    if nearest(word, TOP_WORDS).is_some() {
+        return unknown("command", word, TOP_WORDS);
+    }
+    let subs: Vec<&str> = MCP_SUBCOMMANDS.iter().chain(EXT_SUBCOMMANDS).copied().collect();
+    match nearest(word, &subs) {
+        Some(sub) => {
+            let group = if MCP_SUBCOMMANDS.contains(&sub) { "mcp" } else { "ext" };
+            format!("unknown command '{word}'; did you mean 'zot help {group} {sub}'?")
+        }
+        None => format!("unknown command '{word}'"),
+    }
 }
 
 /// What `zot ext <sub> --help` prints.
