@@ -432,3 +432,35 @@ fn a_link_swapped_while_a_project_extension_restarts_is_never_granted() {
         }
     }
 }
+
+/// A project holding a disabled extension `weather` and a confined server
+/// `weather` has two trust lines of that name; the server's start is held
+/// to its own line (the one it resolves to now), not to the first line of
+/// its name. Before, the extension's line was compared and the trusted
+/// server refused. The control: a server whose grant resolves elsewhere
+/// after the trust is still refused at its start (see
+/// `a_link_swapped_while_a_project_extension_restarts_is_never_granted`).
+#[test]
+fn a_disabled_extension_and_a_confined_server_of_one_name_each_keep_their_own_line() {
+    let w = World::new("reach-same-name");
+    let probe = common::fixture("probe.py");
+    write_manifest(&w.exts(), "weather", json!({"name": "weather", "exec": "python3", "args": [s(&probe), "weather"], "enabled": false, "confine": {"read": ["${PROJECT}"]}}));
+    let server = common::fixture("mcp_server.py");
+    write(
+        &w.proj().join(".zot/mcp.json"),
+        &json!({"mcpServers": {"weather": {"command": "python3", "args": [s(&server)], "confine": {}}}}).to_string(),
+    );
+    let shown = w.trust();
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let lines: Vec<&str> = shown.stdout.lines().filter(|l| l.starts_with("  weather: ")).collect();
+    assert_eq!(lines.len(), 2, "{}", shown.stdout);
+    assert_ne!(lines[0], lines[1], "{}", shown.stdout);
+    let call = json!({"id": 1, "type": "tool", "name": "mcp__weather__echo", "args": {"text": "sunny"}});
+    let (frames, stderr) = serve(&w, &[call]);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let ready = frames.iter().find(|f| f["type"] == "ready").expect("ready");
+    assert!(frames.iter().all(|f| f["type"] != "untrusted_project"), "{frames:?}");
+    let answer = frames.iter().find(|f| f["id"] == 1).expect("an answer");
+    assert_eq!(answer["ok"], json!(true), "ready: {ready}\nanswer: {answer}\n{stderr}");
+    assert!(answer["result"].to_string().contains("sunny"), "{answer}");
+}

@@ -148,16 +148,17 @@ fn matches(home: &Home, file: &TrustFile, e: &Entry, reach: &ProjectReach<'_>) -
     }
 }
 
-/// The trust line `zot trust` recorded for `name` in the project at `dir`,
-/// with the `--confine` mode it was resolved under; `None` when there is
-/// no record (or none for that name).
-pub fn recorded_line(home: &Home, dir: &Path, name: &str) -> Option<(String, String)> {
+/// The trust lines `zot trust` recorded for `name` in the project at
+/// `dir` (a disabled extension and a server of one name each have one),
+/// with the `--confine` mode they were resolved under; `None` when there
+/// is no record (or none for that name).
+pub fn recorded_lines(home: &Home, dir: &Path, name: &str) -> Option<(String, Vec<String>)> {
     let dir = canonical(dir);
     let file = read(home).ok()?;
     let shown = file.projects.iter().find(|e| e.dir == dir)?.reach.clone()?;
     let head = format!("  {name}: ");
-    let line = shown.lines.into_iter().find(|l| l.starts_with(&head))?;
-    Some((shown.confine, line))
+    let lines: Vec<String> = shown.lines.into_iter().filter(|l| l.starts_with(&head)).collect();
+    (!lines.is_empty()).then_some((shown.confine, lines))
 }
 
 /// What is wrong with `trust.json`, with the fix, when it cannot be read;

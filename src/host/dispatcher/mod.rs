@@ -183,18 +183,18 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
 /// (docs/protocol.md §9.1). Under another `--confine` mode than the one it
 /// was trusted under, the trust check itself stands.
 fn as_trusted(cfg: &Config, name: &str, d: &crate::confine::Declared, jail: &crate::confine::Jail) -> Result<(), String> {
-    let Some((mode, recorded)) = crate::trust::recorded_line(&cfg.home, &cfg.cwd, name) else { return Ok(()) };
+    let Some((mode, recorded)) = crate::trust::recorded_lines(&cfg.home, &cfg.cwd, name) else { return Ok(()) };
     if mode != cfg.confine.as_str() {
         return Ok(());
     }
     let now = crate::confine::trust_line_of(name, d, &jail.report);
-    if now == recorded {
+    if recorded.contains(&now) {
         return Ok(());
     }
     let dir = cfg.cwd.display();
+    let was = recorded.iter().map(|l| format!("{:?}", l.trim())).collect::<Vec<_>>().join(" or ");
     Err(format!(
-        "not started: what it may reach changed since the project was trusted: it was shown as {:?}, it now resolves to {:?} (zot trust {dir} shows it again)",
-        recorded.trim(),
+        "not started: what it may reach changed since the project was trusted: it was shown as {was}, it now resolves to {:?} (zot trust {dir} shows it again)",
         now.trim()
     ))
 }
