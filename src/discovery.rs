@@ -188,7 +188,8 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
     }
     // A grant that resolves inside zot's home makes the manifest (or that
     // server) invalid (docs/protocol.md §9.1).
-    let all: Vec<Result<Found, Broken>> = all.into_iter().map(|item| item.and_then(|f| confine_checked(f, home.root(), cwd))).collect();
+    let all: Vec<Result<Found, Broken>> =
+        all.into_iter().map(|item| item.and_then(|f| confine_checked(cwd_checked(f, home.root()), home.root(), cwd))).collect();
     let mut out = Discovery::default();
     let mut winners: Vec<(String, PathBuf)> = Vec::new();
     let mut trusted: Option<bool> = trust_project.then_some(true);
@@ -257,6 +258,31 @@ pub fn discover_with(sources: &Sources, mcp_configs: &[PathBuf], cwd: &Path, hom
         }
     }
     out
+}
+
+/// `f`, its entry carrying the error when it is a server that would run in
+/// zot's own home: its `cwd`, resolved as the kernel resolves it (links and
+/// `..` applied), at or inside `$ZOT_HOME` (docs/protocol.md §8.1: never
+/// `$ZOT_HOME`). A server there would read and write the trust records,
+/// the tokens and every extension's state with no grant showing it.
+pub fn cwd_checked(mut f: Found, zot_home: &Path) -> Found {
+    let Some(spec) = f.mcp.as_mut() else { return f };
+    if spec.remote.is_some() || spec.disabled || spec.error.is_some() {
+        return f;
+    }
+    let at = crate::confine::resolve::far(&spec.cwd).0;
+    let home = crate::confine::resolve::far(zot_home).0;
+    if crate::confine::resolve::inside(&at, &home) {
+        let file = spec.file.display().to_string();
+        let what = match spec.cwd_given {
+            true => format!("field `cwd` {:?}", spec.cwd.display().to_string()),
+            false => format!("its default `cwd` {:?}", spec.cwd.display().to_string()),
+        };
+        let to = if at == spec.cwd { String::new() } else { format!(" (-> {})", at.display()) };
+        Arc::make_mut(spec).error =
+            Some(format!("{file}: {what}{to} is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere"));
+    }
+    f
 }
 
 /// `f`, or why its `confine` cannot be granted as written: an extension's

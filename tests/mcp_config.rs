@@ -437,3 +437,53 @@ fn an_unset_variable_or_an_input_in_a_client_file_is_an_entry_error_and_lists_br
     let (_, table, _) = zot(&t, &["ext", "list"]);
     assert!(table.contains("error: project web cannot start: header Authorization: variable ZOT_TEST_NEVER_SET is not set"), "{table}");
 }
+
+/// A server never runs in `$ZOT_HOME` (docs/protocol.md §8.1): a `cwd` of
+/// `$ZOT_HOME/mcp.json` that is its folder, one that reaches into it
+/// through `..`, and one through a link are each an error of that entry,
+/// named with where it leads, and nothing runs there; the control, a
+/// `cwd` beside `$ZOT_HOME`, starts.
+#[test]
+fn a_server_cwd_inside_zot_home_is_an_entry_error() {
+    let t = TempDir::new("mcp-cwd-home");
+    let home = t.path().join("zot-home");
+    std::fs::create_dir_all(home.join("data")).unwrap();
+    std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(home.join("data"), t.path().join("link")).unwrap();
+    let cfg = write_config(
+        &home,
+        "mcp.json",
+        json!({
+            "dot": fx(&[], json!({"cwd": "."})),
+            "dots": fx(&[], json!({"cwd": "../elsewhere/../zot-home/data"})),
+            "linked": fx(&[], json!({"cwd": "../link"})),
+            "fine": fx(&[], json!({"cwd": "../elsewhere"})),
+        }),
+    );
+    let f = cfg.display().to_string();
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap().display().to_string();
+    let mut s = Serve::start(&t, &[], &[]);
+    s.note("ready");
+    assert_eq!(s.ext("fine")["state"], "ready", "the control starts");
+    let want = [
+        ("dot", format!("{f}: field `cwd` {:?} is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere", home.display().to_string())),
+        ("dots", format!("{f}: field `cwd` {:?} is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere", home.join("data").display().to_string())),
+        (
+            "linked",
+            format!(
+                "{f}: field `cwd` {:?} (-> {}) is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere",
+                t.path().join("link").display().to_string(),
+                real(&home.join("data"))
+            ),
+        ),
+    ];
+    for (name, error) in want {
+        let e = s.wait_state(name, "failed");
+        assert_eq!((e["error"].as_str(), e["pid"].clone()), (Some(error.as_str()), Value::Null), "{e}");
+    }
+    s.shutdown();
+    for name in ["dot", "dots", "linked"] {
+        assert!(!s.log(name).contains("fixture:"), "{name} never ran: {}", s.log(name));
+    }
+    assert!(s.log("fine").contains("fixture:"), "the control ran: {}", s.log("fine"));
+}

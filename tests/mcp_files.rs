@@ -185,17 +185,27 @@ fn the_global_file_runs_its_servers_in_the_session_s_directory_not_zot_home() {
         "mcp.json",
         json!({
             "g": fx(&["--tools-file", "probe.json"], json!({})),
-            // Control: an explicit cwd, against the file's folder.
+            // Never zot's own home, even when written.
             "here": fx(&["--tools-file", "probe.json"], json!({"cwd": "."})),
         }),
     );
-    let given = write_config(&other, "given.json", json!({"m": fx(&["--tools-file", "probe.json"], json!({}))}));
+    let given = write_config(
+        &other,
+        "given.json",
+        json!({
+            "m": fx(&["--tools-file", "probe.json"], json!({})),
+            // Control: an explicit cwd, against the file's folder.
+            "there": fx(&["--tools-file", "probe.json"], json!({"cwd": "."})),
+        }),
+    );
     let mut s = Serve::start(&t, &[given], &[]);
     s.note("ready");
     let tools = |e: &Value| e["tools"].as_array().unwrap().iter().filter_map(Value::as_str).filter(|n| n.contains("__in_")).map(String::from).collect::<Vec<_>>();
     assert_eq!(tools(&s.wait_state("g", "ready")), ["mcp__g__in_session"]);
     assert_eq!(tools(&s.wait_state("m", "ready")), ["mcp__m__in_session"]);
-    assert_eq!(tools(&s.wait_state("here", "ready")), ["mcp__here__in_zot_home"]);
+    assert_eq!(tools(&s.wait_state("there", "ready")), ["mcp__there__in_file_folder"]);
+    let here = s.wait_state("here", "failed");
+    assert!(here["error"].as_str().unwrap_or("").ends_with("is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere"), "{here}");
     s.shutdown();
 }
 
