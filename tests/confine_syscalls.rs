@@ -60,6 +60,36 @@ fn the_keyring_of_the_user_is_out_of_reach() {
     assert!(add.0.starts_with("ok ") && add.1 == "errno 1", "{add:?}");
 }
 
+/// System V shared memory and queues are shared by id with every process
+/// of the user, out of reach of any path rule: a segment the user's other
+/// program keeps a secret in is read by the unconfined control and
+/// refused to the confined one, which cannot make a queue either.
+#[test]
+fn system_v_shared_memory_and_queues_are_out_of_reach() {
+    need_landlock!();
+    let t = TempDir::new("confine-sysv");
+    // SAFETY: a private segment of 4 KiB, attached, written, detached.
+    let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) };
+    if id < 0 {
+        common::skip(&format!("no System V shared memory here: {}", std::io::Error::last_os_error()));
+        return;
+    }
+    unsafe {
+        let at = libc::shmat(id, std::ptr::null(), 0);
+        assert_ne!(at as isize, -1, "shmat: {}", std::io::Error::last_os_error());
+        std::ptr::copy_nonoverlapping(b"secret".as_ptr(), at.cast::<u8>(), 6);
+        libc::shmdt(at);
+    }
+    let exts = vec![probe_ext(t.path(), "open", None), probe_ext(t.path(), "jailed", Some(json!({})))];
+    let h = host(&t, t.path(), exts);
+    let shm = (run(&h, "open", "shm_read", id), run(&h, "jailed", "shm_read", id));
+    let queue = (run(&h, "open", "msg_queue", ""), run(&h, "jailed", "msg_queue", ""));
+    // SAFETY: removes the segment made above.
+    unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    assert_eq!(shm, ("ok secret".into(), "errno 1".into()));
+    assert_eq!(queue, ("ok queue".into(), "errno 1".into()));
+}
+
 #[test]
 fn extended_attributes_cannot_be_set_or_removed() {
     need_landlock!();

@@ -4,7 +4,10 @@
 //! calls), and refuses:
 //! - always: `ptrace`, `process_vm_readv`/`writev`, `io_uring_*`, the
 //!   keyring calls, extended-attribute writes, `fanotify_init`, `bpf`,
-//!   `perf_event_open`, `userfaultfd`; `ioctl` `TIOCSTI`, `TIOCLINUX`,
+//!   `perf_event_open`, `userfaultfd`; System V IPC (`shm*`, `msg*`,
+//!   `sem*`: segments, queues and semaphore sets shared by key or id with
+//!   every process of the user, which no path rule sees, as `/dev/shm`
+//!   is shared and granted only when declared); `ioctl` `TIOCSTI`, `TIOCLINUX`,
 //!   `TIOCSCTTY` and `TIOCSPGRP` (typing into a terminal, or taking one);
 //!   another process's limits and scheduling (allowed for itself, pid 0);
 //!   a mode with the set-user-ID or set-group-ID bit, in `chmod` and its
@@ -221,6 +224,26 @@ fn socketpair(sockets: Sockets, unix: bool) -> Option<Block> {
 }
 
 /// The program; `None` where this architecture has no filter here.
+/// System V IPC's calls, each with its own number on the architectures
+/// the filter is built for.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SYSV_IPC: [libc::c_long; 12] = [
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmdt,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const SYSV_IPC: [libc::c_long; 0] = [];
+
 pub fn program(r: &Rules) -> Option<Vec<sock_filter>> {
     let arch = AUDIT_ARCH_NATIVE?;
     let mut p = vec![load(SECCOMP_DATA_ARCH), jeq(arch, 1, 0), refuse(libc::ENOSYS), load(SECCOMP_DATA_NR)];
@@ -253,6 +276,7 @@ pub fn program(r: &Rules) -> Option<Vec<sock_filter>> {
         libc::SYS_userfaultfd,
     ]
     .into_iter()
+    .chain(SYSV_IPC)
     .map(|n| (n, always(eperm)))
     .collect();
     // The kernel reads an ioctl's request as an unsigned int: its low 32
@@ -490,6 +514,18 @@ mod tests {
                 libc::SYS_bpf,
                 libc::SYS_perf_event_open,
                 libc::SYS_userfaultfd,
+                libc::SYS_shmget,
+                libc::SYS_shmat,
+                libc::SYS_shmdt,
+                libc::SYS_shmctl,
+                libc::SYS_msgget,
+                libc::SYS_msgsnd,
+                libc::SYS_msgrcv,
+                libc::SYS_msgctl,
+                libc::SYS_semget,
+                libc::SYS_semop,
+                libc::SYS_semtimedop,
+                libc::SYS_semctl,
             ] {
                 assert_eq!(run(&p, call(n, [0, 0, 0])), EPERM, "{n} under {r:?}");
             }
