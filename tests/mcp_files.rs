@@ -382,3 +382,51 @@ fn mcp_import_reads_vs_code_s_file_as_vs_code_does_and_asks_which_file_when_seve
     assert_eq!(text(&s.tool("mcp__code__env", json!({"name": "GREETING"}))), "hello");
     s.shutdown();
 }
+
+/// A client file's `args` are expanded when the file is read (Claude
+/// Code's `${VAR}`, an editor's `${env:VAR}`): a confined server whose
+/// `confine.env` does not pass the variable on does not start, naming it
+/// and not its value, as its `env` would not expand it; named in
+/// `confine.env`, or unconfined, it starts.
+#[test]
+fn a_confined_servers_args_do_not_hand_over_a_withheld_variable() {
+    let t = TempDir::new("mcp-files-args-secret");
+    let cwd = cwd_of(&t);
+    let fx = fixture("mcp_server.py").display().to_string();
+    let entry = |var: &str, confine: Option<Value>| {
+        let mut e = json!({"command": "python3", "args": [fx, "--label", var]});
+        if let Some(c) = confine {
+            e["confine"] = c;
+        }
+        e
+    };
+    let claude = json!({"mcpServers": {
+        "cc_jailed": entry("${ZOT_TEST_SECRET}", Some(json!({}))),
+        "cc_named": entry("${ZOT_TEST_SECRET}", Some(json!({"env": ["ZOT_TEST_SECRET"]}))),
+        "cc_open": entry("${ZOT_TEST_SECRET}", None),
+    }});
+    write(&cwd.join(".mcp.json"), &claude.to_string());
+    let vscode = json!({"servers": {
+        "vs_jailed": entry("${env:ZOT_TEST_SECRET}", Some(json!({}))),
+        "vs_open": entry("${env:ZOT_TEST_SECRET}", None),
+    }});
+    write(&cwd.join(".vscode/mcp.json"), &vscode.to_string());
+    let mut s = Serve::start_env(&t, &[], &["--trust-project"], &[("ZOT_TEST_SECRET", "hunter2")]);
+    s.note("ready");
+    for name in ["cc_jailed", "vs_jailed"] {
+        let e = s.wait_state(name, "failed");
+        let msg = e["error"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("${ZOT_TEST_SECRET} in its args, command or cwd is a variable of your environment that its confine.env does not pass on (name \"ZOT_TEST_SECRET\" in confine.env to hand it over)"),
+            "{e}"
+        );
+        assert!(!msg.contains("hunter2"), "{e}");
+    }
+    for name in ["cc_named", "cc_open", "vs_open"] {
+        s.wait_state(name, "ready");
+    }
+    s.shutdown();
+    for name in ["cc_jailed", "vs_jailed"] {
+        assert!(!s.log(name).contains("fixture:"), "{name} never ran: {}", s.log(name));
+    }
+}

@@ -252,6 +252,11 @@ pub struct ServerSpec {
     pub(crate) confine: Option<crate::confine::Declared>,
     /// A remote server (`url`): no process runs for it.
     pub remote: Option<Remote>,
+    /// The host's variables its `command`, `args` and `cwd` were expanded
+    /// from when the file was read (the client files of §8.6 expand them
+    /// there): a confined start that withholds one of them does not run,
+    /// as its `env` would not expand it.
+    pub expanded_vars: Vec<String>,
 }
 
 impl ServerSpec {
@@ -428,6 +433,7 @@ fn server(name: String, entry: Value, file: &Path, base: &Path, default_cwd: &Pa
         unknown: Vec::new(),
         confine: None,
         remote: None,
+        expanded_vars: Vec::new(),
     };
     let Value::Object(obj) = entry else {
         spec.error = Some("its entry must be a JSON object".into());

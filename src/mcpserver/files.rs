@@ -84,9 +84,11 @@ pub fn parse(bytes: &[u8], place: &Place) -> Result<ConfigFile, String> {
         _ => file_dir,
     };
     let mut failed: Vec<(String, String)> = Vec::new();
+    let mut used: Vec<(String, Vec<String>)> = Vec::new();
     if let Some(Value::Object(servers)) = top.get_mut(key) {
         for (name, entry) in servers.iter_mut() {
             let Value::Object(obj) = entry else { continue };
+            used.push((name.clone(), parse_time_vars(obj, place.kind)));
             if let Err(why) = substitute(obj, place, &base) {
                 failed.push((name.clone(), why));
             }
@@ -96,6 +98,9 @@ pub fn parse(bytes: &[u8], place: &Place) -> Result<ConfigFile, String> {
     for spec in &mut file.servers {
         if let Some((_, why)) = failed.iter().find(|(n, _)| *n == spec.name) {
             spec.error = Some(format!("{}: server \"{}\": {why}", place.path.display(), spec.name));
+        }
+        if let Some((_, vars)) = used.iter_mut().find(|(n, _)| *n == spec.name) {
+            spec.expanded_vars = std::mem::take(vars);
         }
     }
     Ok(file)
@@ -140,6 +145,38 @@ fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Resul
         }
     }
     Ok(())
+}
+
+/// The host's variables that [`substitute`] expands from the fields read
+/// once, when the file is read (`command`, `args`, `cwd`, `envFile`), by
+/// name: Claude Code's `${VAR}` and `${VAR:-default}`, an editor's
+/// `${env:VAR}` and `${userHome}` (`HOME`).
+fn parse_time_vars(obj: &Map<String, Value>, kind: Kind) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for field in ["command", "args", "cwd", "envFile"] {
+        let strings: Vec<&String> = match obj.get(field) {
+            Some(Value::String(s)) => vec![s],
+            Some(Value::Array(a)) => a.iter().filter_map(|v| if let Value::String(s) = v { Some(s) } else { None }).collect(),
+            _ => Vec::new(),
+        };
+        for s in strings {
+            let _ = replace_refs(s, |inner| {
+                let name = match kind {
+                    Kind::VsCode | Kind::Cursor if inner == "userHome" => Some("HOME"),
+                    Kind::VsCode | Kind::Cursor => inner.strip_prefix("env:"),
+                    Kind::ClaudeCode => Some(inner.split_once(":-").map_or(inner, |(n, _)| n)),
+                    _ => None,
+                };
+                if let Some(n) = name.filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+                    if !names.iter().any(|x| x == n) {
+                        names.push(n.to_string());
+                    }
+                }
+                Ok(None)
+            });
+        }
+    }
+    names
 }
 
 /// Every `${...}` of `s` replaced by what `each` makes of its inside;

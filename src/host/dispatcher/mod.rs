@@ -166,6 +166,13 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
         _ => found.mcp.as_ref().map_or_else(|| e.to_string(), |s| s.env_error(&e)),
     };
     env.extend(crate::envexpand::expand_all(m.env(), |n| plan.lookup(n)).map_err(expand_err)?);
+    // A client file's `args`, `command` and `cwd` were expanded when it was
+    // read: a variable withheld from this start stops it as in `env`.
+    if let Some(var) = found.mcp.as_ref().and_then(|s| s.expanded_vars.iter().find(|v| plan.withholds(v))) {
+        return Err(format!(
+            "${{{var}}} in its args, command or cwd is a variable of your environment that its confine.env does not pass on (name \"{var}\" in confine.env to hand it over)"
+        ));
+    }
     let args = plan.args(&m.args);
     let jail = plan.jail(exec, &args, &crate::child::child_env("", &env), &mut |l| log.line(l))?;
     if project_local && !cfg.trust_project {
