@@ -4,7 +4,9 @@
 //! else carved out, not outside a write grant); a disabled server entry
 //! hides nothing on the trust line either, so the line is the one of the
 //! entry that runs; a server's `${EXT}`, the `cwd` its entry chose, is
-//! shown with where it leads.
+//! shown with where it leads; a grant never leads through a link the
+//! extension could have made in what it may write (its `${DATA}`), nor
+//! through a link of `/proc`, which leads elsewhere in each process.
 
 mod common;
 #[path = "common/trust_world.rs"]
@@ -126,4 +128,76 @@ fn an_extension_folder_linked_elsewhere_in_the_project_is_shown_where_it_leads()
         let arrow = format!("${{EXT}} (-> {})", s(&target));
         assert_eq!(line.contains(&arrow), linked, "{line}");
     }
+}
+
+/// A host of the installed extensions `exts`, its `ZOT_HOME` `<t>/home`.
+fn host(t: &common::TempDir, exts: Vec<std::path::PathBuf>) -> zot_host::host::Host {
+    let mut cfg = common::host_config(t.path(), exts);
+    cfg.cwd = t.path().to_path_buf();
+    cfg.confine = zot_host::host::ConfineMode::Declared;
+    let (host, _rx) = common::start_host(cfg);
+    host.call(zot_host::host::Request::WaitReady).expect("ready");
+    host
+}
+
+fn probe(h: &zot_host::host::Host, name: &str, op: &str, arg: &str) -> String {
+    let req = zot_host::host::Request::Tool { name: format!("{name}_probe"), args: Some(json!({"op": op, "arg": arg})), tool_id: None };
+    match h.call(req) {
+        Ok(zot_host::host::Response::Tool(r)) => common::text_of(&r.content),
+        other => panic!("{name} {op}: {other:?}; {:?}", common::ext_info(h, name)),
+    }
+}
+
+/// An installed extension granted `write: ["${DATA}/out"]` points that
+/// name, which it may make, at `$HOME`-like secrets in one start: the next
+/// start does not follow it (before, it wrote and read there, and only
+/// then did the listing show where the grant led). The control: `out` made
+/// a folder is granted and written.
+#[test]
+fn a_grant_never_leads_through_a_link_the_extension_made_in_its_data() {
+    let t = common::TempDir::new("review-data-link");
+    let secret = t.path().join("secret");
+    write(&secret.join("id_test"), "PRIVATE KEY\n");
+    let exts = t.path().join("exts");
+    let confine = json!({"write": ["${DATA}/out"]});
+    let linker = common::probe_ext(&exts, "linker", Some(confine.clone()));
+    let maker = common::probe_ext(&exts, "maker", Some(confine));
+    let h = host(&t, vec![linker.clone(), maker.clone()]);
+    assert_eq!(probe(&h, "linker", "data_link", s(&secret)), "ok linked");
+    assert_eq!(probe(&h, "maker", "data_mkdir", ""), "ok made");
+    h.shutdown();
+    let h = host(&t, vec![linker, maker]);
+    let data = t.path().join("home/data").canonicalize().expect("data");
+    let info = common::ext_info(&h, "linker");
+    let want = format!(
+        "confine.write[0]: \"${{DATA}}/out\" leads through the link {}, inside {}, which it may write: it could point that link anywhere before its next start; write the path it should reach",
+        data.join("linker/out").display(),
+        data.join("linker").display()
+    );
+    assert!(info.error.as_deref().unwrap_or("").ends_with(&want), "{info:?}\nwanted: {want}");
+    assert!(info.pid.is_none(), "{info:?}");
+    let inside = data.join("maker/out/x");
+    assert_eq!(probe(&h, "maker", "write", s(&inside)), format!("ok {}", inside.display()));
+    h.shutdown();
+    assert_eq!(fs::read_to_string(secret.join("id_test")).expect("kept"), "PRIVATE KEY\n");
+}
+
+/// `/proc/self/cwd` is the host's folder when the host resolves it and the
+/// child's own when the child does: a grant through a link of `/proc` is
+/// an invalid manifest, named; the control, the folder itself, is granted.
+#[test]
+fn a_grant_through_a_link_of_proc_is_an_invalid_manifest() {
+    let t = common::TempDir::new("review-proc-link");
+    let exts = t.path().join("exts");
+    let folder = t.path().join("folder");
+    write(&folder.join("f"), "x");
+    let magic = common::probe_ext(&exts, "magic", Some(json!({"read": ["/proc/self/cwd"]})));
+    let plain = common::probe_ext(&exts, "plain", Some(json!({"read": [s(&folder)]})));
+    let h = host(&t, vec![magic, plain]);
+    let info = common::ext_info(&h, "magic");
+    let error = info.error.clone().unwrap_or_default();
+    assert!(error.contains("confine.read[0]: \"/proc/self/cwd\" leads through /proc/"), "{info:?}");
+    assert!(error.ends_with("a link of /proc that leads elsewhere in each process; write the path it should reach"), "{info:?}");
+    assert_eq!(probe(&h, "plain", "read", s(&folder.join("f"))), "ok 1");
+    h.shutdown();
 }

@@ -74,6 +74,68 @@ pub fn far(p: &Path) -> (PathBuf, Option<Opened>) {
     }
 }
 
+/// Every link the kernel follows on its way to `p`, each as the path of
+/// the link itself (its folder resolved): what it leads through, not only
+/// where it ends. A name that does not exist ends the walk.
+pub fn links_on_the_way(p: &Path) -> Vec<PathBuf> {
+    use std::path::Component;
+    let mut out = Vec::new();
+    let mut todo: Vec<OsString> = Vec::new();
+    let push = |todo: &mut Vec<OsString>, q: &Path| {
+        for c in q.components().rev() {
+            match c {
+                Component::Normal(n) => todo.push(n.to_os_string()),
+                Component::ParentDir => todo.push("..".into()),
+                _ => {}
+            }
+        }
+    };
+    push(&mut todo, p);
+    let mut at = PathBuf::from("/");
+    // The kernel's own bound on links followed in one resolution.
+    let mut hops = 40;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() && hops > 0 => {
+                hops -= 1;
+                let Ok(to) = std::fs::read_link(&next) else { break };
+                out.push(next);
+                if to.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                push(&mut todo, &to);
+            }
+            Ok(_) => at = next,
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Why a grant may not lead through `link`: a link of `/proc` (`self`,
+/// a process's `cwd`, `root`, `fd/N`) leads somewhere else in each process,
+/// so what the host resolves is not what the child would reach; a link in
+/// a folder the extension may write (its `${DATA}`, `${TMP}`, a `write`
+/// grant) is its own to point anywhere before its next start. A project's
+/// entries are spared the second: what they resolve to is recorded by
+/// `zot trust`, and a link pointed elsewhere makes the project changed.
+fn refused_link(link: &Path, writable: &[PathBuf], project_local: bool) -> Option<String> {
+    if inside(link, Path::new("/proc")) {
+        return Some(format!("leads through {}, a link of /proc that leads elsewhere in each process", link.display()));
+    }
+    let w = writable.iter().find(|w| !project_local && inside(link, w))?;
+    Some(format!(
+        "leads through the link {}, inside {}, which it may write: it could point that link anywhere before its next start",
+        link.display(),
+        w.display()
+    ))
+}
+
 /// Whether `p` is `dir` or inside it.
 pub fn inside(p: &Path, dir: &Path) -> bool {
     p.starts_with(dir)
@@ -263,10 +325,19 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     if whole && base::etc_cut() {
         out.notes.push(format!("confine: /etc holds more than {} entries; the part not looked through for secrets is never granted", base::ETC_BUDGET));
     }
-    // What it declares, each checked against zot's home.
+    // What it may write, where a link is its own to make.
+    let mut writable = vec![data.clone(), tmp.clone()];
+    for raw in &d.write {
+        writable.push(far(&scope.path(d, raw)?).0);
+    }
+    // What it declares, each checked against zot's home and the links it
+    // leads through.
     for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
         for (i, raw) in list.iter().enumerate() {
             let path = scope.path(d, raw)?;
+            if let Some(why) = links_on_the_way(&path).iter().find_map(|l| refused_link(l, &writable, scope.project_local)) {
+                return Err(format!("confine.{field}[{i}]: {raw:?} {why}; write the path it should reach"));
+            }
             let (target, opened) = far(&path);
             let own_read = access == Access::Read && own.as_ref().is_some_and(|o| inside(&target, o));
             let in_home = inside(&target, &zot_home) || zot_id.is_some_and(|id| below_id(&target, id));
@@ -372,6 +443,11 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
             if in_home && !its_own {
                 out.notes.push(format!("confine: {} ({}) is inside zot's home, which no extension may be granted; left out", t.display(), g.why.label()));
                 continue;
+            }
+        }
+        if g.why != Why::Base {
+            if let Some(why) = links_on_the_way(&g.path).iter().find_map(|l| refused_link(l, &writable, scope.project_local)) {
+                return Err(format!("{} ({}) {why}; remove the link: zot never follows one the extension could have made", g.path.display(), g.why.label()));
             }
         }
         seen.push((o.id, g.access));
