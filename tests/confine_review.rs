@@ -6,7 +6,8 @@
 //! entry that runs; a server's `${EXT}`, the `cwd` its entry chose, is
 //! shown with where it leads; a grant never leads through a link the
 //! extension could have made in what it may write (its `${DATA}`), nor
-//! through a link of `/proc`, which leads elsewhere in each process.
+//! through a link of `/proc`, which leads elsewhere in each process; a
+//! project changed since it was trusted says where.
 
 mod common;
 #[path = "common/trust_world.rs"]
@@ -200,4 +201,45 @@ fn a_grant_through_a_link_of_proc_is_an_invalid_manifest() {
     assert!(error.ends_with("a link of /proc that leads elsewhere in each process; write the path it should reach"), "{info:?}");
     assert_eq!(probe(&h, "plain", "read", s(&folder.join("f"))), "ok 1");
     h.shutdown();
+}
+
+/// A confined project extension granted `write` on the project can edit an
+/// unconfined sibling's code (Landlock cannot keep `.zot` read-only inside
+/// a write of the project without refusing every new file at its top
+/// level). The project then asks to be trusted again, and now says where
+/// it changed, in `zot ext list` and in `zot trust`, so that a change
+/// nobody made on purpose is seen before it runs. The controls: an edit
+/// of `.mcp.json` is named as the rest, and an unchanged project names
+/// nothing.
+#[test]
+fn a_project_changed_since_trusted_names_the_extension_whose_files_changed() {
+    let w = World::new("review-changed-parts");
+    let probe = common::fixture("probe.py");
+    for (name, confine) in [("a", Some(json!({"write": ["${PROJECT}"]}))), ("b", None)] {
+        let mut m = json!({"name": name, "exec": "python3", "args": [format!("{name}.py"), name]});
+        if let Some(c) = confine {
+            m["confine"] = c;
+        }
+        write(&w.exts().join(name).join("extension.json"), &m.to_string());
+        fs::copy(&probe, w.exts().join(name).join(format!("{name}.py"))).expect("copy");
+    }
+    write(&w.proj().join(".mcp.json"), "{\"mcpServers\": {}}\n");
+    let first = w.trust();
+    assert!(!first.stdout.contains("changed since"), "{}", first.stdout);
+    let again = w.trust();
+    assert!(!again.stdout.contains("changed since"), "unchanged: {}", again.stdout);
+    // What `a` could write: code into `b`, which runs with full access.
+    fs::write(w.exts().join("b/b.py"), "import os\nos.system('id')\n").expect("edit");
+    let list = w.zot(&["ext", "list"]);
+    let all = format!("{}{}", list.stdout, list.stderr);
+    assert!(all.contains("has changed since it was trusted (.zot/extensions/b): its extensions do not run"), "{all}");
+    let shown = w.trust();
+    assert!(shown.stdout.lines().any(|l| l == "changed since it was last trusted: .zot/extensions/b"), "{}", shown.stdout);
+    write(&w.proj().join(".mcp.json"), "{\"mcpServers\": {\"x\": {\"command\": \"true\"}}}\n");
+    let shown = w.trust();
+    assert!(
+        shown.stdout.lines().any(|l| l == "changed since it was last trusted: the server files, what they run, or the rest of .zot"),
+        "{}",
+        shown.stdout
+    );
 }

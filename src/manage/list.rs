@@ -208,11 +208,12 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             show(&project),
             crate::trust::file_problem(home).unwrap_or_else(|| "trust.json cannot be read".into())
         ),
-        _ => format!(
-            "project {} {}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)",
-            show(&project),
-            if t == Trust::Changed { "has changed since it was trusted" } else { "is not trusted" }
-        ),
+        Trust::Changed => {
+            let what = crate::trust::changed_parts(home, &project);
+            let what = if what.is_empty() { String::new() } else { format!(" ({})", what.join(", ")) };
+            format!("project {} has changed since it was trusted{what}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)", show(&project))
+        }
+        _ => format!("project {} is not trusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project)", show(&project)),
     });
     print_table(&rows, trust_note)
 }

@@ -82,7 +82,16 @@ pub struct Print {
     /// project, a virtual environment or module path outside `.zot`, the
     /// project's own folder when a script runs from it), each once.
     pub not_covered: Vec<String>,
+    /// The digest of each project extension's part (`.zot/extensions/NAME`:
+    /// its files and what it runs), in folder order, then `rest` for the
+    /// part that is none of theirs (the server files, what their servers
+    /// run, the rest of `.zot`): kept with a trust, so that a project
+    /// changed since can say where.
+    pub parts: Vec<(String, String)>,
 }
+
+/// The name of the part of a fingerprint that is no extension's.
+pub const REST: &str = "rest";
 
 /// Fingerprints `project` (canonical), hashing file contents through
 /// `cache`; returns the print and the files it hashed (for
@@ -90,6 +99,7 @@ pub struct Print {
 pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segment<'c>>), String> {
     let counts = Counts::default();
     let mut w = Walk::new(project, &counts, cache.segment(b""));
+    w.rest = Some(Sha256::new());
     w.feed("zot-fingerprint", VERSION.to_string().as_bytes());
     let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
     let mut zot_dir: Option<PathBuf> = None;
@@ -135,9 +145,11 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     crate::order::sort_by(&mut done, |a, b| a.0.cmp(&b.0));
     let mut segments = Vec::new();
     let mut not_covered = Vec::new();
-    for (_, r) in done {
+    let mut parts = Vec::new();
+    for (i, r) in done {
         let (digest, seg, nc) = r?;
         w.feed("extension", &digest);
+        parts.push((jobs[i].0.clone(), hex(&digest)));
         segments.push(seg);
         not_covered.extend(nc);
     }
@@ -147,12 +159,15 @@ pub fn compute<'c>(project: &Path, cache: &'c Cache) -> Result<(Print, Vec<Segme
     w.servers()?;
     w.not_covered.splice(0..0, not_covered);
     w.found_by_interpreters();
-    let (digest, seg, outside, mut not_covered) = w.digest();
+    let (digest, seg, outside, mut not_covered) = w.digest_with(&mut parts);
     let mut seen = HashSet::new();
     not_covered.retain(|p| seen.insert(p.clone()));
     segments.insert(0, seg);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((Print { digest: format!("sha256:{hex}"), outside, not_covered }, segments))
+    Ok((Print { digest: format!("sha256:{}", hex(&digest)), outside, not_covered, parts }, segments))
+}
+
+fn hex(digest: &[u8; 32]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An extension's digest, cache segment and what it cannot cover, or why
@@ -185,6 +200,7 @@ impl<'a, 'c> Walk<'a, 'c> {
     fn new(project: &'a Path, counts: &'a Counts, seg: Segment<'c>) -> Walk<'a, 'c> {
         Walk {
             h: Sha256::new(),
+            rest: None,
             buf: Vec::with_capacity(32 * 1024),
             project,
             counts,
@@ -198,8 +214,18 @@ impl<'a, 'c> Walk<'a, 'c> {
         }
     }
 
-    /// One tagged, length-prefixed item, buffered on its way to the hash.
+    /// One tagged, length-prefixed item, buffered on its way to the hash
+    /// (an extension's digest straight to it, past the `rest`).
     fn feed(&mut self, tag: &str, bytes: &[u8]) {
+        if tag == "extension" && self.rest.is_some() {
+            self.flush();
+            let mut item = vec![tag.len() as u8];
+            item.extend_from_slice(tag.as_bytes());
+            item.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            item.extend_from_slice(bytes);
+            self.h.update(&item);
+            return;
+        }
         self.buf.push(tag.len() as u8);
         self.buf.extend_from_slice(tag.as_bytes());
         self.buf.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -210,13 +236,29 @@ impl<'a, 'c> Walk<'a, 'c> {
     fn raw(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
         if self.buf.len() >= 16 * 1024 {
-            self.h.update(&self.buf);
-            self.buf.clear();
+            self.flush();
         }
     }
 
-    fn digest(mut self) -> ([u8; 32], Segment<'c>, Vec<String>, Vec<String>) {
+    fn flush(&mut self) {
         self.h.update(&self.buf);
+        if let Some(r) = &mut self.rest {
+            r.update(&self.buf);
+        }
+        self.buf.clear();
+    }
+
+    fn digest(mut self) -> ([u8; 32], Segment<'c>, Vec<String>, Vec<String>) {
+        self.flush();
+        (self.h.finish(), self.seg, self.outside, self.not_covered)
+    }
+
+    /// [`Walk::digest`], `rest`'s digest added to `parts` as [`REST`].
+    fn digest_with(mut self, parts: &mut Vec<(String, String)>) -> ([u8; 32], Segment<'c>, Vec<String>, Vec<String>) {
+        self.flush();
+        if let Some(r) = self.rest.take() {
+            parts.push((REST.to_string(), hex(&r.finish())));
+        }
         (self.h.finish(), self.seg, self.outside, self.not_covered)
     }
 

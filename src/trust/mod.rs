@@ -55,6 +55,10 @@ pub struct Entry {
     /// What `zot trust` showed it may reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reach: Option<Shown>,
+    /// The digest of each part of the fingerprint (each extension's folder,
+    /// then the rest), to say what changed since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<(String, String)>,
 }
 
 /// The trust lines `zot trust` showed, and the `--confine` mode
@@ -159,6 +163,32 @@ pub fn recorded_lines(home: &Home, dir: &Path, name: &str) -> Option<(String, Ve
     let head = format!("  {name}: ");
     let lines: Vec<String> = shown.lines.into_iter().filter(|l| l.starts_with(&head)).collect();
     (!lines.is_empty()).then_some((shown.confine, lines))
+}
+
+/// What changed in the project at `dir` since it was trusted: each
+/// extension folder whose files (or what it runs) changed, came or went,
+/// and "the server files, what they run, or the rest of .zot" for the part
+/// that is none of theirs. Empty when nothing changed, or when the record
+/// cannot say (one made before the parts were kept).
+pub fn changed_parts(home: &Home, dir: &Path) -> Vec<String> {
+    let dir = canonical(dir);
+    let Ok(file) = read(home) else { return Vec::new() };
+    let Some(e) = file.projects.iter().find(|e| e.dir == dir) else { return Vec::new() };
+    let Ok(now) = compute(home, &dir) else { return Vec::new() };
+    if now.digest == e.fingerprint || e.parts.is_empty() {
+        return Vec::new();
+    }
+    let name = |n: &str| if n == fingerprint::REST { "the server files, what they run, or the rest of .zot".to_string() } else { n.to_string() };
+    let mut out = Vec::new();
+    for (n, d) in &now.parts {
+        match e.parts.iter().find(|(m, _)| m == n) {
+            None => out.push(format!("{} (new)", name(n))),
+            Some((_, was)) if was != d => out.push(name(n)),
+            _ => {}
+        }
+    }
+    out.extend(e.parts.iter().filter(|(n, _)| !now.parts.iter().any(|(m, _)| m == n)).map(|(n, _)| format!("{} (gone)", name(n))));
+    out
 }
 
 /// What is wrong with `trust.json`, with the fix, when it cannot be read;
@@ -273,6 +303,7 @@ pub fn trust(home: &Home, dir: &Path, shown: Shown) -> Result<(Entry, Vec<String
         fingerprint_version: fingerprint::VERSION,
         trusted_at,
         reach: Some(shown),
+        parts: print.parts,
     };
     file.projects.retain(|e| e.dir != dir);
     file.projects.push(entry.clone());
@@ -339,6 +370,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 }
                 let _ = out.flush();
             }
+            let changed = changed_parts(home, &d);
             let (e, outside, not_covered) = trust(home, &d, Shown { confine: confine.to_string(), lines: reach })?;
             // Servers are named as servers.
             let (extensions, servers) = project_names(&e.dir);
@@ -351,6 +383,9 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
             }
             let what = if parts.is_empty() { "no project extensions yet".to_string() } else { parts.join("; ") };
             let mut lines = vec![format!("trusted {} ({what})", e.dir.display())];
+            if !changed.is_empty() {
+                lines.push(format!("changed since it was last trusted: {}", changed.join(", ")));
+            }
             if !outside.is_empty() {
                 lines.push(format!("links outside the project: {}", outside.join(", ")));
             }

@@ -18,6 +18,9 @@ pub(super) struct Counts {
 /// One walk's hash and what it saw.
 pub(super) struct Walk<'a, 'c> {
     pub(super) h: Sha256,
+    /// The project's walk only: the same items but the extensions' digests,
+    /// the part of the fingerprint that is not theirs.
+    pub(super) rest: Option<Sha256>,
     pub(super) buf: Vec<u8>,
     pub(super) project: &'a Path,
     pub(super) counts: &'a Counts,
