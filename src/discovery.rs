@@ -417,10 +417,13 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
             }
             all
         })
-        .iter()
-        .map(|f| match f.mcp.as_ref().and_then(|s| s.remote.as_ref()) {
-            Some(r) => remote_line(&f.manifest.name, r),
-            None => subject(f, dir).trust_line(mode, zot_home, dir),
+        .into_iter()
+        .map(|f| cwd_checked(f, zot_home))
+        .map(|f| match f.mcp.as_deref() {
+            // An entry that cannot run is shown as what it is.
+            Some(s) if s.error.is_some() => format!("  {}: invalid: {}", f.manifest.name, s.error.as_deref().unwrap_or_default()),
+            Some(crate::mcpserver::config::ServerSpec { remote: Some(r), .. }) => remote_line(&f.manifest.name, r),
+            _ => subject(&f, dir).trust_line(mode, zot_home, dir),
         })
         .collect()
 }

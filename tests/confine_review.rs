@@ -243,3 +243,20 @@ fn a_project_changed_since_trusted_names_the_extension_whose_files_changed() {
         shown.stdout
     );
 }
+
+/// A project's server whose `cwd` leads into `$ZOT_HOME` never runs there,
+/// and `zot trust` shows it as invalid, with why, rather than a reach it
+/// would never have; the control, a `cwd` in the project, shows its reach.
+#[test]
+fn a_projects_server_with_its_cwd_in_zot_home_is_shown_invalid() {
+    let w = World::new("review-cwd-home");
+    fs::create_dir_all(w.home()).expect("home");
+    fs::create_dir_all(w.proj().join("srv")).expect("srv");
+    let entry = |cwd: &str| json!({"command": "python3", "args": ["-c", "pass"], "cwd": cwd, "confine": {}});
+    write(&w.proj().join(".zot/mcp.json"), &json!({"mcpServers": {"inhome": entry("../../home"), "here": entry("../srv")}}).to_string());
+    let shown = w.trust().stdout;
+    let line = |n: &str| shown.lines().find(|l| l.starts_with(&format!("  {n}: "))).unwrap_or_else(|| panic!("no {n}: {shown}")).to_string();
+    assert!(line("inhome").starts_with("  inhome: invalid: "), "{shown}");
+    assert!(line("inhome").ends_with("is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere"), "{shown}");
+    assert!(line("here").starts_with("  here: reads "), "{shown}");
+}
