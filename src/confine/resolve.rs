@@ -74,13 +74,14 @@ pub fn far(p: &Path) -> (PathBuf, Option<Opened>) {
     }
 }
 
-/// Every link the kernel follows on its way to `p`, each as the path of
-/// the link itself (its folder resolved): what it leads through, not only
-/// where it ends. A name that does not exist ends the walk.
-pub fn links_on_the_way(p: &Path) -> Vec<PathBuf> {
+/// [`far`] of `p`, resolved one name at a time by descriptor (`O_PATH |
+/// O_NOFOLLOW` beneath the folder reached so far), each link met asked of
+/// `refuse` by where it lies (its folder as the kernel names that folder
+/// now) before it is followed, and followed by what its descriptor holds.
+/// What is checked is what is opened: a link swapped while this walks
+/// changes the descriptor the walk holds, never the check of another one.
+pub fn far_checked(p: &Path, refuse: &dyn Fn(&Path) -> Option<String>) -> Result<(PathBuf, Option<Opened>), String> {
     use std::path::Component;
-    let mut out = Vec::new();
-    let mut todo: Vec<OsString> = Vec::new();
     let push = |todo: &mut Vec<OsString>, q: &Path| {
         for c in q.components().rev() {
             match c {
@@ -90,31 +91,63 @@ pub fn links_on_the_way(p: &Path) -> Vec<PathBuf> {
             }
         }
     };
+    let open_at = |dir: &OwnedFd, name: &OsStr| -> Option<OwnedFd> {
+        let c = CString::new(name.as_bytes()).ok()?;
+        // SAFETY: a NUL-terminated name beneath a descriptor we hold.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        // SAFETY: fresh and ours.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let root = || open(Path::new("/")).map(|o| o.fd).map_err(|e| format!("cannot open /: {e}"));
+    let named = |fd: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default();
+    let mut todo: Vec<OsString> = Vec::new();
     push(&mut todo, p);
-    let mut at = PathBuf::from("/");
-    // The kernel's own bound on links followed in one resolution.
+    let mut at = root()?;
     let mut hops = 40;
     while let Some(name) = todo.pop() {
-        if name == ".." {
-            at.pop();
+        let Some(next) = open_at(&at, &name) else {
+            // Not there (or not a folder on the way): the rest as written.
+            let rest = std::iter::once(name).chain(todo.into_iter().rev()).fold(named(&at), |acc, c| acc.join(c));
+            return Ok((lexical(&rest, Above::Drop), None));
+        };
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat fills `st`; O_PATH descriptors may be stat'ed.
+        if unsafe { libc::fstat(next.as_raw_fd(), &mut st) } < 0 {
+            return Err(format!("{}: {}", p.display(), io::Error::last_os_error()));
+        }
+        if st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            at = next;
             continue;
         }
-        let next = at.join(&name);
-        match std::fs::symlink_metadata(&next) {
-            Ok(m) if m.file_type().is_symlink() && hops > 0 => {
-                hops -= 1;
-                let Ok(to) = std::fs::read_link(&next) else { break };
-                out.push(next);
-                if to.is_absolute() {
-                    at = PathBuf::from("/");
-                }
-                push(&mut todo, &to);
-            }
-            Ok(_) => at = next,
-            Err(_) => break,
+        let link = named(&at).join(&name);
+        if let Some(why) = refuse(&link) {
+            return Err(why);
         }
+        hops -= 1;
+        if hops == 0 {
+            return Err(format!("{}: too many levels of links", p.display()));
+        }
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: reads the link the descriptor holds (an empty name with an
+        // O_PATH | O_NOFOLLOW descriptor) into `buf`.
+        let n = unsafe { libc::readlinkat(next.as_raw_fd(), c"".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(format!("{}: {}", link.display(), io::Error::last_os_error()));
+        }
+        buf.truncate(n as usize);
+        let to = PathBuf::from(OsStr::from_bytes(&buf));
+        if to.is_absolute() {
+            at = root()?;
+        }
+        push(&mut todo, &to);
     }
-    out
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat fills `st`.
+    if unsafe { libc::fstat(at.as_raw_fd(), &mut st) } < 0 {
+        return Err(format!("{}: {}", p.display(), io::Error::last_os_error()));
+    }
+    let target = named(&at);
+    Ok((target.clone(), Some(Opened { fd: at, target, id: (st.st_dev, st.st_ino), is_dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR })))
 }
 
 /// Why a grant may not lead through `link`: a link of `/proc` (`self`,
@@ -335,10 +368,8 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
         for (i, raw) in list.iter().enumerate() {
             let path = scope.path(d, raw)?;
-            if let Some(why) = links_on_the_way(&path).iter().find_map(|l| refused_link(l, &writable, scope.project_local)) {
-                return Err(format!("confine.{field}[{i}]: {raw:?} {why}; write the path it should reach"));
-            }
-            let (target, opened) = far(&path);
+            let refuse = |l: &Path| refused_link(l, &writable, scope.project_local).map(|why| format!("confine.{field}[{i}]: {raw:?} {why}; write the path it should reach"));
+            let (target, opened) = far_checked(&path, &refuse)?;
             let own_read = access == Access::Read && own.as_ref().is_some_and(|o| inside(&target, o));
             let in_home = inside(&target, &zot_home) || zot_id.is_some_and(|id| below_id(&target, id));
             if in_home && !inside(&target, &data) && !inside(&target, &tmp) && !own_read {
@@ -422,7 +453,18 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     // Granted already, with at least this access: adds nothing.
     let mut seen: Vec<((u64, u64), Access)> = out.grants.iter().filter_map(|g| g.opened.as_ref().map(|o| (o.id, g.access))).collect();
     for g in base::base_set(own.as_deref(), &program, scope.data, scope.tmp) {
-        let Ok(o) = open(&g.path) else { continue };
+        // The system's folders are opened as they are; what is derived from
+        // the program, name by name, its links checked on the way.
+        let opened = if g.why == Why::Base {
+            open(&g.path).ok()
+        } else {
+            let refuse = |l: &Path| {
+                refused_link(l, &writable, scope.project_local)
+                    .map(|why| format!("{} ({}) {why}; remove the link: zot never follows one the extension could have made", g.path.display(), g.why.label()))
+            };
+            far_checked(&g.path, &refuse)?.1
+        };
+        let Some(o) = opened else { continue };
         if seen.iter().any(|(id, a)| *id == o.id && (*a == Access::Write || g.access == Access::Read)) {
             continue;
         }
@@ -443,11 +485,6 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
             if in_home && !its_own {
                 out.notes.push(format!("confine: {} ({}) is inside zot's home, which no extension may be granted; left out", t.display(), g.why.label()));
                 continue;
-            }
-        }
-        if g.why != Why::Base {
-            if let Some(why) = links_on_the_way(&g.path).iter().find_map(|l| refused_link(l, &writable, scope.project_local)) {
-                return Err(format!("{} ({}) {why}; remove the link: zot never follows one the extension could have made", g.path.display(), g.why.label()));
             }
         }
         seen.push((o.id, g.access));
@@ -545,6 +582,35 @@ mod tests {
         assert_eq!(open(&t.join("l/..")).unwrap().target, t.join("a"));
         assert_eq!(far(&t.join("l/new/x")).0, t.join("a/b/new/x"));
         assert!(far(&t.join("l/new")).1.is_none());
+        // Name by name, the same answers, and each link met asked first.
+        let none = |_: &Path| None;
+        for p in [t.join("l/.."), t.join("l/new/x"), t.join("l"), t.join("c/../l/../b"), t.join("a/b")] {
+            let (target, opened) = far_checked(&p, &none).unwrap();
+            assert_eq!((target.clone(), opened.is_some()), (far(&p).0, far(&p).1.is_some()), "{}", p.display());
+        }
+        symlink("../l", t.join("c/rel")).unwrap();
+        let met = std::cell::RefCell::new(Vec::new());
+        let note = |l: &Path| {
+            met.borrow_mut().push(l.to_path_buf());
+            None
+        };
+        assert_eq!(far_checked(&t.join("c/rel/.."), &note).unwrap().0, t.join("a"));
+        assert_eq!(*met.borrow(), [t.join("c/rel"), t.join("l")]);
+        let refuse = |l: &Path| (l == t.join("l")).then(|| "no".to_string());
+        assert_eq!(far_checked(&t.join("c/rel"), &refuse).unwrap_err(), "no");
+        assert!(far_checked(Path::new("/proc/self/cwd"), &|l: &Path| inside(l, Path::new("/proc")).then(|| "proc".into())).is_err());
+        // A link swapped for another while it is checked: the walk follows
+        // the one it checked (it holds it), never the one put in its place.
+        symlink(t.join("c"), t.join("swap")).unwrap();
+        symlink(t.join("a"), t.join("other")).unwrap();
+        let swap = |l: &Path| {
+            if l == t.join("swap") {
+                std::fs::rename(t.join("other"), t.join("swap")).unwrap();
+            }
+            None
+        };
+        assert_eq!(far_checked(&t.join("swap"), &swap).unwrap().0, t.join("c"));
+        assert_eq!(far(&t.join("swap")).0, t.join("a"), "swapped since");
         let _ = std::fs::remove_dir_all(&t);
     }
 }
