@@ -208,40 +208,49 @@ fn a_grant_through_a_link_of_proc_is_an_invalid_manifest() {
 /// a write of the project without refusing every new file at its top
 /// level). The project then asks to be trusted again, and now says where
 /// it changed, in `zot ext list` and in `zot trust`, so that a change
-/// nobody made on purpose is seen before it runs. The controls: an edit
-/// of `.mcp.json` is named as the rest, and an unchanged project names
-/// nothing.
+/// nobody made on purpose is seen before it runs: each extension by the
+/// name its manifest gives, with its folder (a folder may hold an
+/// extension of another name), and each trust line that reads otherwise.
+/// The controls: an edit of `.mcp.json` is named as the rest, and an
+/// unchanged project names nothing.
 #[test]
-fn a_project_changed_since_trusted_names_the_extension_whose_files_changed() {
+fn a_project_changed_since_trusted_names_what_changed() {
     let w = World::new("review-changed-parts");
     let probe = common::fixture("probe.py");
-    for (name, confine) in [("a", Some(json!({"write": ["${PROJECT}"]}))), ("b", None)] {
-        let mut m = json!({"name": name, "exec": "python3", "args": [format!("{name}.py"), name]});
+    for (folder, name, confine) in [("a", "a", Some(json!({"write": ["${PROJECT}"]}))), ("b", "b", None), ("helper", "c", None)] {
+        let mut m = json!({"name": name, "exec": "python3", "args": ["run.py", name]});
         if let Some(c) = confine {
             m["confine"] = c;
         }
-        write(&w.exts().join(name).join("extension.json"), &m.to_string());
-        fs::copy(&probe, w.exts().join(name).join(format!("{name}.py"))).expect("copy");
+        write(&w.exts().join(folder).join("extension.json"), &m.to_string());
+        fs::copy(&probe, w.exts().join(folder).join("run.py")).expect("copy");
     }
-    write(&w.proj().join(".mcp.json"), "{\"mcpServers\": {}}\n");
+    fs::create_dir_all(w.proj().join("w")).expect("w");
+    let server = json!({"command": "python3", "args": ["-c", "pass"], "confine": {"write": ["w"], "read": ["w/l"]}});
+    write(&w.proj().join(".mcp.json"), &json!({"mcpServers": {"s": server}}).to_string());
     let first = w.trust();
     assert!(!first.stdout.contains("changed since"), "{}", first.stdout);
     let again = w.trust();
     assert!(!again.stdout.contains("changed since"), "unchanged: {}", again.stdout);
-    // What `a` could write: code into `b`, which runs with full access.
-    fs::write(w.exts().join("b/b.py"), "import os\nos.system('id')\n").expect("edit");
+    // What `a` could write: code into `b` and into the folder `helper`.
+    fs::write(w.exts().join("b/run.py"), "import os\nos.system('id')\n").expect("edit");
+    fs::write(w.exts().join("helper/run.py"), "import os\nos.system('id')\n").expect("edit");
     let list = w.zot(&["ext", "list"]);
     let all = format!("{}{}", list.stdout, list.stderr);
-    assert!(all.contains("has changed since it was trusted (.zot/extensions/b): its extensions do not run"), "{all}");
+    assert!(all.contains("has changed since it was trusted (b (.zot/extensions/b), c (.zot/extensions/helper)): its extensions do not run"), "{all}");
     let shown = w.trust();
-    assert!(shown.stdout.lines().any(|l| l == "changed since it was last trusted: .zot/extensions/b"), "{}", shown.stdout);
-    write(&w.proj().join(".mcp.json"), "{\"mcpServers\": {\"x\": {\"command\": \"true\"}}}\n");
+    assert!(shown.stdout.lines().any(|l| l == "changed since it was last trusted: b (.zot/extensions/b), c (.zot/extensions/helper)"), "{}", shown.stdout);
+    // What `s` could make in what it writes: a link its next start follows.
+    let secret = w.t.path().join("secret");
+    fs::create_dir_all(&secret).expect("secret");
+    std::os::unix::fs::symlink(&secret, w.proj().join("w/l")).expect("link");
     let shown = w.trust();
-    assert!(
-        shown.stdout.lines().any(|l| l == "changed since it was last trusted: the server files, what they run, or the rest of .zot"),
-        "{}",
-        shown.stdout
-    );
+    let now = fs::canonicalize(&secret).expect("real");
+    let want = format!("changed since it was last trusted: s: now \"reads w/l (-> {})", now.display());
+    assert!(shown.stdout.lines().any(|l| l.starts_with(&want) && (l.contains(" (was \"reads w/l, ") || l.contains(" (was \"reads w/l;"))), "{}\nwanted: {want}", shown.stdout);
+    write(&w.proj().join(".mcp.json"), &json!({"mcpServers": {"s": server, "x": {"command": "true"}}}).to_string());
+    let shown = w.trust();
+    assert!(shown.stdout.contains("changed since it was last trusted: the server files, what they run, or the rest of .zot"), "{}", shown.stdout);
 }
 
 /// A project's server whose `cwd` leads into `$ZOT_HOME` never runs there,

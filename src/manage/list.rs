@@ -209,7 +209,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             crate::trust::file_problem(home).unwrap_or_else(|| "trust.json cannot be read".into())
         ),
         Trust::Changed => {
-            let what = crate::trust::changed_parts(home, &project);
+            let what = crate::trust::changed_parts(home, &project, &|d, confine| crate::discovery::project_reach_named(d, home.root(), confine));
             let what = if what.is_empty() { String::new() } else { format!(" ({})", what.join(", ")) };
             format!("project {} has changed since it was trusted{what}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)", show(&project))
         }

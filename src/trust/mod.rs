@@ -166,28 +166,53 @@ pub fn recorded_lines(home: &Home, dir: &Path, name: &str) -> Option<(String, Ve
 }
 
 /// What changed in the project at `dir` since it was trusted: each
-/// extension folder whose files (or what it runs) changed, came or went,
-/// and "the server files, what they run, or the rest of .zot" for the part
-/// that is none of theirs. Empty when nothing changed, or when the record
-/// cannot say (one made before the parts were kept).
-pub fn changed_parts(home: &Home, dir: &Path) -> Vec<String> {
+/// extension whose part of the fingerprint (its folder, its files, what it
+/// runs) changed, came or went, named as its manifest names it with its
+/// folder (`a (.zot/extensions/helper)`: a folder may hold an extension of
+/// another name); "the server files, what they run, or the rest of .zot"
+/// for the part that is none of theirs; and each trust line that reads
+/// otherwise now (`s: now "..." (was "...")`, as `reach` resolves them
+/// under the mode they were shown in). Empty when nothing changed, or when
+/// the record cannot say (one made before the parts were kept names no
+/// part, only lines).
+pub fn changed_parts(home: &Home, dir: &Path, reach: &ProjectReach<'_>) -> Vec<String> {
     let dir = canonical(dir);
     let Ok(file) = read(home) else { return Vec::new() };
     let Some(e) = file.projects.iter().find(|e| e.dir == dir) else { return Vec::new() };
-    let Ok(now) = compute(home, &dir) else { return Vec::new() };
-    if now.digest == e.fingerprint || e.parts.is_empty() {
-        return Vec::new();
-    }
-    let name = |n: &str| if n == fingerprint::REST { "the server files, what they run, or the rest of .zot".to_string() } else { n.to_string() };
     let mut out = Vec::new();
-    for (n, d) in &now.parts {
-        match e.parts.iter().find(|(m, _)| m == n) {
-            None => out.push(format!("{} (new)", name(n))),
-            Some((_, was)) if was != d => out.push(name(n)),
-            _ => {}
+    if let Ok(now) = compute(home, &dir) {
+        if now.digest != e.fingerprint && !e.parts.is_empty() {
+            let name = |n: &str| {
+                if n == fingerprint::REST {
+                    return "the server files, what they run, or the rest of .zot".to_string();
+                }
+                match crate::manifest::Manifest::load(&dir.join(n)) {
+                    Ok(m) => format!("{} ({n})", crate::text::one_line(&m.name)),
+                    Err(_) => n.to_string(),
+                }
+            };
+            for (n, d) in &now.parts {
+                match e.parts.iter().find(|(m, _)| m == n) {
+                    None => out.push(format!("{} (new)", name(n))),
+                    Some((_, was)) if was != d => out.push(name(n)),
+                    _ => {}
+                }
+            }
+            out.extend(e.parts.iter().filter(|(n, _)| !now.parts.iter().any(|(m, _)| m == n)).map(|(n, _)| format!("{} (gone)", name(n))));
         }
     }
-    out.extend(e.parts.iter().filter(|(n, _)| !now.parts.iter().any(|(m, _)| m == n)).map(|(n, _)| format!("{} (gone)", name(n))));
+    if let Some(shown) = &e.reach {
+        let lines = reach(&dir, &shown.confine);
+        let head = |l: &str| l.trim_start().split_once(": ").map(|(n, _)| n.to_string()).unwrap_or_default();
+        for l in lines.iter().filter(|l| !shown.lines.contains(l)) {
+            let n = head(l);
+            let rest = |l: &str| l.trim_start().split_once(": ").map_or(l.to_string(), |(_, r)| r.to_string());
+            match shown.lines.iter().find(|o| head(o) == n && !lines.contains(o)) {
+                Some(o) => out.push(format!("{n}: now {:?} (was {:?})", rest(l), rest(o))),
+                None => out.push(format!("{n}: {:?} (new)", rest(l))),
+            }
+        }
+    }
     out
 }
 
@@ -370,7 +395,7 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 }
                 let _ = out.flush();
             }
-            let changed = changed_parts(home, &d);
+            let changed = changed_parts(home, &d, project_reach);
             let (e, outside, not_covered) = trust(home, &d, Shown { confine: confine.to_string(), lines: reach })?;
             // Servers are named as servers.
             let (extensions, servers) = project_names(&e.dir);
