@@ -307,7 +307,21 @@ fn own_folder_fits(scope: &Scope, own: &Path) -> Result<(), String> {
 /// `p` with `$HOME` shown as `~`.
 pub fn tilde(p: &Path) -> String {
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/")) {
-        for h in [home.clone(), home.canonicalize().unwrap_or(home)] {
+        // `$HOME` resolved once per value of it (a start shows a score of
+        // grants, each asking).
+        static REAL: std::sync::Mutex<Option<(PathBuf, PathBuf)>> = std::sync::Mutex::new(None);
+        let real = match REAL.lock() {
+            Ok(mut kept) => match kept.as_ref() {
+                Some((h, r)) if *h == home => r.clone(),
+                _ => {
+                    let r = home.canonicalize().unwrap_or_else(|_| home.clone());
+                    *kept = Some((home.clone(), r.clone()));
+                    r
+                }
+            },
+            Err(_) => home.canonicalize().unwrap_or_else(|_| home.clone()),
+        };
+        for h in [home, real] {
             if let Ok(rest) = p.strip_prefix(&h) {
                 return if rest.as_os_str().is_empty() { "~".into() } else { format!("~/{}", rest.display()) };
             }
@@ -508,13 +522,16 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
             out.read_only.push(q);
         }
     }
+    // Over a hundred of them: kept apart by a set, not by a search of the
+    // list for each.
+    let mut denied: std::collections::HashSet<PathBuf> = out.deny.iter().cloned().collect();
     for q in std::iter::once(zot_home).chain(hard.iter().cloned()) {
-        if !out.deny.contains(&q) {
+        if denied.insert(q.clone()) {
             out.deny.push(q);
         }
     }
     if out.grants.iter().map(|g| &g.target).chain(&out.read_only).any(|t| Path::new("/dev").starts_with(t)) {
-        out.dev = base::dev_carved().into_iter().filter(|p| !out.deny.contains(p)).collect();
+        out.dev = base::dev_carved().into_iter().filter(|p| !denied.contains(p)).collect();
     }
     Ok(out)
 }
