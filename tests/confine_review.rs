@@ -237,7 +237,7 @@ fn a_project_changed_since_trusted_names_what_changed() {
     fs::write(w.exts().join("helper/run.py"), "import os\nos.system('id')\n").expect("edit");
     let list = w.zot(&["ext", "list"]);
     let all = format!("{}{}", list.stdout, list.stderr);
-    assert!(all.contains("has changed since it was trusted (b (.zot/extensions/b), c (.zot/extensions/helper)): its extensions do not run"), "{all}");
+    assert!(all.contains("has changed since it was trusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project); what changed: b (.zot/extensions/b), c (.zot/extensions/helper)"), "{all}");
     let shown = w.trust();
     assert!(shown.stdout.lines().any(|l| l == "changed since it was last trusted: b (.zot/extensions/b), c (.zot/extensions/helper)"), "{}", shown.stdout);
     // What `s` could make in what it writes: a link its next start follows.

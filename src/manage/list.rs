@@ -210,8 +210,8 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
         ),
         Trust::Changed => {
             let what = crate::trust::changed_parts(home, &project, &|d, confine| crate::discovery::project_reach_named(d, home.root(), confine));
-            let what = if what.is_empty() { String::new() } else { format!(" ({})", what.join(", ")) };
-            format!("project {} has changed since it was trusted{what}: its extensions do not run (run 'zot trust' in it, or pass --trust-project)", show(&project))
+            let what = if what.is_empty() { String::new() } else { format!("; what changed: {}", what.join(", ")) };
+            format!("project {} has changed since it was trusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project){what}", show(&project))
         }
         _ => format!("project {} is not trusted: its extensions do not run (run 'zot trust' in it, or pass --trust-project)", show(&project)),
     });
