@@ -269,3 +269,35 @@ fn a_projects_server_with_its_cwd_in_zot_home_is_shown_invalid() {
     assert!(line("inhome").ends_with("is inside $ZOT_HOME: a server never runs in zot's own folder; give it a `cwd` elsewhere"), "{shown}");
     assert!(line("here").starts_with("  here: reads "), "{shown}");
 }
+
+/// What is derived from where the program or its script really is comes
+/// from the same checked walk: a script that is a link in a folder the
+/// extension may write, leading to a folder of secrets, fails the start
+/// (a review swapped such a link in and out while the start resolved it,
+/// and the secrets' folder was granted as "the script it runs"). The
+/// control: a program that is a link in that folder to the system's own
+/// (`bin/sh -> /bin/sh`, as a virtual environment's `python` is) starts.
+#[test]
+fn a_derived_grant_never_comes_through_a_link_the_extension_could_have_made() {
+    let t = common::TempDir::new("review-derived-link");
+    let work = t.path().join("work");
+    let secret = t.path().join("secret");
+    write(&secret.join("other.py"), "print('secret')\n");
+    fs::create_dir_all(work.join("bin")).expect("bin");
+    std::os::unix::fs::symlink(secret.join("other.py"), work.join("srv.py")).expect("link");
+    std::os::unix::fs::symlink("/bin/sh", work.join("bin/sh")).expect("link");
+    let exts = t.path().join("exts");
+    let confine = json!({"write": [s(&work)]});
+    let script = common::write_manifest(&exts, "script", json!({"name": "script", "exec": "python3", "args": [s(&work.join("srv.py"))], "confine": confine}));
+    let sh = common::fixture("sh_ext.sh");
+    let venv = common::write_manifest(&exts, "venv", json!({"name": "venv", "exec": s(&work.join("bin/sh")), "args": [s(&sh), "venv"], "confine": confine}));
+    let h = host(&t, vec![script, venv]);
+    let info = common::ext_info(&h, "script");
+    let error = info.error.clone().unwrap_or_default();
+    let want = format!("leads through the link {}, inside {}, which it may write", work.join("srv.py").display(), work.display());
+    assert!(error.contains(&want) && error.contains("remove the link"), "{info:?}\nwanted: {want}");
+    assert!(info.pid.is_none(), "{info:?}");
+    let r = h.call(zot_host::host::Request::Tool { name: "sh_echo".into(), args: Some(json!({})), tool_id: None });
+    assert!(matches!(r, Ok(zot_host::host::Response::Tool(_))), "{r:?}; {:?}", common::ext_info(&h, "venv"));
+    h.shutdown();
+}

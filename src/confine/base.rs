@@ -89,22 +89,27 @@ pub struct Program<'a> {
     /// itself named `bin/` (or `.bin/`, `shims/`), the folder above it
     /// holds the other extensions, never a prefix.
     pub own: Option<&'a Path>,
+    /// Where a path leads, for the grants derived from where the program or
+    /// its script really is (`None`: nowhere); an error when it leads
+    /// through a link that must not be followed. The start hands in its
+    /// own checked walk, so what is derived is what that walk checked.
+    pub real: &'a dyn Fn(&Path) -> Result<Option<PathBuf>, String>,
 }
 
 /// The base set: system folders, devices, the resolver's files,
 /// `/sys/devices/system/cpu`, the extension's own folder (`own`: `None`
 /// for an MCP server), the program's derived grants, and read-write on
 /// `data` and `tmp`.
-pub fn base_set(own: Option<&Path>, program: &Program, data: &Path, tmp: &Path) -> Vec<Grant> {
+pub fn base_set(own: Option<&Path>, program: &Program, data: &Path, tmp: &Path) -> Result<Vec<Grant>, String> {
     let grant = |p: &Path, access, why| Grant { path: p.to_path_buf(), access, why };
     let mut out: Vec<Grant> = SYSTEM.iter().chain(&RESOLVER).map(|p| grant(Path::new(p), Access::Read, Why::Base)).collect();
     out.push(grant(Path::new("/sys/devices/system/cpu"), Access::Read, Why::Base));
     out.extend(DEVICES.iter().map(|p| grant(Path::new(p), Access::Write, Why::Base)));
     out.extend(own.map(|o| grant(o, Access::Read, Why::Base)));
-    out.extend(program_grants(program).into_iter().map(|(p, why)| grant(&p, Access::Read, why)));
+    out.extend(program_grants(program)?.into_iter().map(|(p, why)| grant(&p, Access::Read, why)));
     out.push(grant(data, Access::Write, Why::Base));
     out.push(grant(tmp, Access::Write, Why::Base));
-    out
+    Ok(out)
 }
 
 /// Whether the base set already reads `target` (resolved): inside a
@@ -308,9 +313,9 @@ fn unreadable(dir: &Path, budget: &mut usize, out: &mut Vec<PathBuf>) -> bool {
 /// names a regular file and `exec` is not itself a `#!` script) its prefix, the folder above its `bin/` (or
 /// `bin/` alone when that folder is guarded); the script it runs, with
 /// the script's folder unless that folder is guarded.
-pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
+pub fn program_grants(p: &Program) -> Result<Vec<(PathBuf, Why)>, String> {
     let mut out = Vec::new();
-    let Some(exec) = p.exec else { return out };
+    let Some(exec) = p.exec else { return Ok(out) };
     let guards = Guards::of(p);
     // A `#!` script is itself the script: its first argument is its own,
     // not a script an interpreter is handed (derived only when `exec` is
@@ -328,31 +333,31 @@ pub fn program_grants(p: &Program) -> Vec<(PathBuf, Why)> {
         let Some(interp) = shebang(&program, p.path_var) else { break };
         if script.is_none() {
             script = Some(program.clone());
-            prefix(&program, Why::Interpreter, p, &guards, &mut out);
+            prefix(&program, Why::Interpreter, p, &guards, &mut out)?;
         } else {
             out.push((program.clone(), Why::Interpreter));
-            prefix(&program, Why::Interpreter, p, &guards, &mut out);
+            prefix(&program, Why::Interpreter, p, &guards, &mut out)?;
         }
         program = interp;
     }
     let interpreter = script.is_some() || script_arg.is_some();
     out.push((program.clone(), if interpreter { Why::Interpreter } else { Why::Program }));
     if interpreter {
-        prefix(&program, Why::Interpreter, p, &guards, &mut out);
+        prefix(&program, Why::Interpreter, p, &guards, &mut out)?;
     }
     for s in script.iter().chain(&script_arg) {
         folder_of(s, &guards, &mut out);
-        if let Ok(real) = s.canonicalize() {
+        if let Some(real) = (p.real)(s)? {
             folder_of(&real, &guards, &mut out);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The folder above `bin/` (or `.bin/`, or a version manager's `shims/`)
 /// of `exe`, named and resolved.
-fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf, Why)>) {
-    for exe in [Some(exe.to_path_buf()), exe.canonicalize().ok()].into_iter().flatten() {
+fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf, Why)>) -> Result<(), String> {
+    for exe in [Some(exe.to_path_buf()), (p.real)(exe)?].into_iter().flatten() {
         let Some(bin) = exe.parent() else { continue };
         let is_bin = matches!(bin.file_name().and_then(|n| n.to_str()), Some("bin" | ".bin" | "shims")) && !p.own.is_some_and(|o| same(o, bin));
         // A version manager's own folder (`~/.pyenv` above `shims/`, with
@@ -365,6 +370,7 @@ fn prefix(exe: &Path, why: Why, p: &Program, g: &Guards, out: &mut Vec<(PathBuf,
             _ => {}
         }
     }
+    Ok(())
 }
 
 /// Whether `exe` is a version manager's shim: in its `shims/`, beside
@@ -493,11 +499,11 @@ mod tests {
         let path = std::env::join_paths([&a, &b]).unwrap();
         let args: Vec<String> = vec!["-u".into(), "s".into(), "x".into()];
         let zot_home = home.join(".zot");
-        let p = Program { exec: Some(&home.join("code/s")), args: &[], cwd: &home, path_var: Some(&path), home: Some(&home), runtime: None, project: &home, zot_home: &zot_home, own: None };
-        let g = program_grants(&p);
+        let p = Program { exec: Some(&home.join("code/s")), args: &[], cwd: &home, path_var: Some(&path), home: Some(&home), runtime: None, project: &home, zot_home: &zot_home, own: None, real: &REAL };
+        let g = program_grants(&p).unwrap();
         assert!(g.contains(&(b.join("interp"), Why::Interpreter)) && !g.iter().any(|(q, _)| q.starts_with(&a)), "{g:?}");
         let p = Program { exec: Some(&b.join("interp")), args: &args, cwd: &home.join("code"), ..p };
-        let g = program_grants(&p);
+        let g = program_grants(&p).unwrap();
         assert!(g.contains(&(home.join("code/s"), Why::Script)) && !g.iter().any(|(q, _)| q == &home.join("code")), "~/code is directly in $HOME: {g:?}");
     }
 
@@ -549,6 +555,9 @@ mod tests {
         assert!(g.contains(&home.join("code/x/secret.txt")), "{g:?}");
     }
 
+    /// Where a path leads, as a start with no link to refuse finds it.
+    const REAL: fn(&Path) -> Result<Option<PathBuf>, String> = |q| Ok(q.canonicalize().ok());
+
     /// A scratch folder, removed with what it holds when dropped.
     struct Scratch(PathBuf);
 
@@ -582,8 +591,8 @@ mod tests {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let zot_home = home.join(".zot");
         let project = Path::new("/nonexistent-project");
-        let p = Program { exec: Some(exec), args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), runtime: None, project, zot_home: &zot_home, own: None };
-        let mut out: Vec<PathBuf> = program_grants(&p).into_iter().map(|(p, _)| p).collect();
+        let p = Program { exec: Some(exec), args: &args, cwd, path_var: Some(path_var.as_os_str()), home: Some(home), runtime: None, project, zot_home: &zot_home, own: None, real: &REAL };
+        let mut out: Vec<PathBuf> = program_grants(&p).unwrap().into_iter().map(|(p, _)| p).collect();
         out.dedup();
         out
     }

@@ -103,8 +103,15 @@ pub fn far_checked(p: &Path, refuse: &dyn Fn(&Path) -> Option<String>) -> Result
     let mut todo: Vec<OsString> = Vec::new();
     push(&mut todo, p);
     let mut at = root()?;
+    // The path as the walk took it, name by name: a folder moved while
+    // the walk is in it changes the name it has now, not the one it was
+    // reached by, and a link is judged by both.
+    let mut walked = PathBuf::from("/");
     let mut hops = 40;
     while let Some(name) = todo.pop() {
+        if name == ".." {
+            walked.pop();
+        }
         let Some(next) = open_at(&at, &name) else {
             // Not there (or not a folder on the way): the rest as written.
             let rest = std::iter::once(name).chain(todo.into_iter().rev()).fold(named(&at), |acc, c| acc.join(c));
@@ -116,12 +123,18 @@ pub fn far_checked(p: &Path, refuse: &dyn Fn(&Path) -> Option<String>) -> Result
             return Err(format!("{}: {}", p.display(), io::Error::last_os_error()));
         }
         if st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            if name != ".." {
+                walked.push(&name);
+            }
             at = next;
             continue;
         }
-        let link = named(&at).join(&name);
-        if let Some(why) = refuse(&link) {
-            return Err(why);
+        let (as_walked, as_named) = (walked.join(&name), named(&at).join(&name));
+        let both = if as_walked == as_named { vec![as_named] } else { vec![as_walked, as_named] };
+        for link in both {
+            if let Some(why) = refuse(&link) {
+                return Err(why);
+            }
         }
         hops -= 1;
         if hops == 0 {
@@ -132,12 +145,13 @@ pub fn far_checked(p: &Path, refuse: &dyn Fn(&Path) -> Option<String>) -> Result
         // O_PATH | O_NOFOLLOW descriptor) into `buf`.
         let n = unsafe { libc::readlinkat(next.as_raw_fd(), c"".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
-            return Err(format!("{}: {}", link.display(), io::Error::last_os_error()));
+            return Err(format!("{}: {}", named(&at).join(&name).display(), io::Error::last_os_error()));
         }
         buf.truncate(n as usize);
         let to = PathBuf::from(OsStr::from_bytes(&buf));
         if to.is_absolute() {
             at = root()?;
+            walked = PathBuf::from("/");
         }
         push(&mut todo, &to);
     }
@@ -153,20 +167,29 @@ pub fn far_checked(p: &Path, refuse: &dyn Fn(&Path) -> Option<String>) -> Result
 /// Why a grant may not lead through `link`: a link of `/proc` (`self`,
 /// a process's `cwd`, `root`, `fd/N`) leads somewhere else in each process,
 /// so what the host resolves is not what the child would reach; a link in
+/// `$ZOT_HOME` may be any extension's making; a link in
 /// a folder the extension may write (its `${DATA}`, `${TMP}`, a `write`
 /// grant) is its own to point anywhere before its next start. A project's
 /// entries are spared the second: what they resolve to is recorded by
 /// `zot trust`, and a link pointed elsewhere makes the project changed.
-fn refused_link(link: &Path, writable: &[PathBuf], project_local: bool) -> Option<String> {
+fn refused_link(link: &Path, writable: &[PathBuf], zot_home: &[PathBuf], own: &[PathBuf], project_local: bool) -> Option<String> {
     if inside(link, Path::new("/proc")) {
         return Some(format!("leads through {}, a link of /proc that leads elsewhere in each process", link.display()));
     }
-    let w = writable.iter().find(|w| !project_local && inside(link, w))?;
-    Some(format!(
-        "leads through the link {}, inside {}, which it may write: it could point that link anywhere before its next start",
-        link.display(),
-        w.display()
-    ))
+    // Whoever may write the folder a link is in may point it anywhere.
+    let folder = link.parent().unwrap_or(link);
+    if let Some(w) = writable.iter().find(|w| !project_local && inside(folder, w)) {
+        return Some(format!(
+            "leads through the link {}, inside {}, which it may write: it could point that link anywhere before its next start",
+            link.display(),
+            w.display()
+        ));
+    }
+    // Every start of every extension writes somewhere in zot's home (its
+    // `${DATA}`, its `${TMP}`): no link there is followed, but in the
+    // extension's own folder, which it only reads (`node_modules/.bin`).
+    let z = zot_home.iter().find(|z| inside(folder, z) && !own.iter().any(|o| inside(folder, o)))?;
+    Some(format!("leads through the link {}, inside zot's home {}, where an extension may have made it", link.display(), z.display()))
 }
 
 /// Whether `p` is `dir` or inside it.
@@ -373,16 +396,22 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
         out.notes.push(format!("confine: /etc holds more than {} entries; the part not looked through for secrets is never granted", base::ETC_BUDGET));
     }
     // What it may write, where a link is its own to make.
-    let mut writable = vec![data.clone(), tmp.clone()];
+    // Each as written and as resolved.
+    let mut writable = vec![data.clone(), tmp.clone(), scope.data.to_path_buf(), scope.tmp.to_path_buf()];
     for raw in &d.write {
-        writable.push(far(&scope.path(d, raw)?).0);
+        let p = scope.path(d, raw)?;
+        writable.push(far(&p).0);
+        writable.push(lexical(&p, Above::Drop));
     }
+    let homes = [zot_home.clone(), scope.zot_home.to_path_buf()];
+    // The extension's own folder, as named and as resolved.
+    let own_forms: Vec<PathBuf> = own.iter().cloned().chain((!scope.is_server).then(|| scope.ext.to_path_buf())).collect();
     // What it declares, each checked against zot's home and the links it
     // leads through.
     for (field, list, access) in [("read", &d.read, Access::Read), ("write", &d.write, Access::Write)] {
         for (i, raw) in list.iter().enumerate() {
             let path = scope.path(d, raw)?;
-            let refuse = |l: &Path| refused_link(l, &writable, scope.project_local).map(|why| format!("confine.{field}[{i}]: {raw:?} {why}; write the path it should reach"));
+            let refuse = |l: &Path| refused_link(l, &writable, &homes, &own_forms, scope.project_local).map(|why| format!("confine.{field}[{i}]: {raw:?} {why}; write the path it should reach"));
             let (target, opened) = far_checked(&path, &refuse)?;
             let own_read = access == Access::Read && own.as_ref().is_some_and(|o| inside(&target, o));
             let in_home = inside(&target, &zot_home) || zot_id.is_some_and(|id| below_id(&target, id));
@@ -453,6 +482,28 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     // The base set and the derived grants.
     let home = scope.var("HOME").map(PathBuf::from);
     let runtime = scope.var("XDG_RUNTIME_DIR").map(PathBuf::from);
+    // What the program needs, by the same checked walk: a link met on the
+    // way that the extension could have made is refused unless what it
+    // leads to is the system's or its own folder, which it reads anyway (a
+    // virtual environment's `python` in a write grant); what is derived is
+    // what this walk opened.
+    let checked = |q: &Path, label: &str| -> Result<Option<Opened>, String> {
+        let refused = std::cell::RefCell::new(None::<String>);
+        let note = |l: &Path| {
+            if refused.borrow().is_none() {
+                *refused.borrow_mut() = refused_link(l, &writable, &homes, &own_forms, scope.project_local);
+            }
+            None
+        };
+        let Ok((target, Some(opened))) = far_checked(q, &note) else { return Ok(None) };
+        match refused.into_inner() {
+            Some(why) if !base::covered(&target, own.as_deref()) => {
+                Err(format!("{}{label} {why}; remove the link: zot never follows one the extension could have made", q.display()))
+            }
+            _ => Ok(Some(opened)),
+        }
+    };
+    let real = |q: &Path| checked(q, "").map(|o| o.map(|o| o.target));
     let program = base::Program {
         exec: scope.exec,
         args: scope.args,
@@ -463,21 +514,14 @@ fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
         project: scope.project,
         zot_home: scope.zot_home,
         own: own.as_deref(),
+        real: &real,
     };
     // Granted already, with at least this access: adds nothing.
     let mut seen: Vec<((u64, u64), Access)> = out.grants.iter().filter_map(|g| g.opened.as_ref().map(|o| (o.id, g.access))).collect();
-    for g in base::base_set(own.as_deref(), &program, scope.data, scope.tmp) {
+    for g in base::base_set(own.as_deref(), &program, scope.data, scope.tmp)? {
         // The system's folders are opened as they are; what is derived from
         // the program, name by name, its links checked on the way.
-        let opened = if g.why == Why::Base {
-            open(&g.path).ok()
-        } else {
-            let refuse = |l: &Path| {
-                refused_link(l, &writable, scope.project_local)
-                    .map(|why| format!("{} ({}) {why}; remove the link: zot never follows one the extension could have made", g.path.display(), g.why.label()))
-            };
-            far_checked(&g.path, &refuse)?.1
-        };
+        let opened = if g.why == Why::Base { open(&g.path).ok() } else { checked(&g.path, &format!(" ({})", g.why.label()))? };
         let Some(o) = opened else { continue };
         if seen.iter().any(|(id, a)| *id == o.id && (*a == Access::Write || g.access == Access::Read)) {
             continue;
