@@ -192,6 +192,29 @@ fn refused_link(link: &Path, writable: &[PathBuf], zot_home: &[PathBuf], own: &[
     Some(format!("leads through the link {}, inside zot's home {}, where an extension may have made it", link.display(), z.display()))
 }
 
+/// [`far`] of a folder that stays where it is while the host runs (zot's
+/// home, `$HOME`, the shared temporary folders): resolved once per host
+/// and path, with its device and inode, rather than at every start.
+fn far_kept(p: &Path) -> (PathBuf, Option<(u64, u64)>) {
+    /// A folder as named, where it leads, and its device and inode.
+    type Kept = (PathBuf, PathBuf, Option<(u64, u64)>);
+    static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
+    let resolve = || {
+        let (t, o) = far(p);
+        (t, o.map(|o| o.id))
+    };
+    let Ok(mut kept) = KEPT.lock() else { return resolve() };
+    if let Some((_, t, id)) = kept.iter().find(|(q, _, _)| q == p) {
+        return (t.clone(), *id);
+    }
+    let (t, id) = resolve();
+    // Known only once it exists: a folder made later is looked up again.
+    if id.is_some() {
+        kept.push((p.to_path_buf(), t.clone(), id));
+    }
+    (t, id)
+}
+
 /// Whether `p` is `dir` or inside it.
 pub fn inside(p: &Path, dir: &Path) -> bool {
     p.starts_with(dir)
@@ -316,7 +339,7 @@ fn own_folder_fits(scope: &Scope, own: &Path) -> Result<(), String> {
     held.extend(homes.into_iter().flatten().filter(|h| h.is_absolute()).map(|h| (h, "$HOME")));
     held.extend(["/tmp", "/var/tmp", "/dev/shm"].iter().map(|t| (PathBuf::from(t), "a shared temporary folder")));
     for (dir, what) in held {
-        if inside(&far(&dir).0, own) {
+        if inside(&far_kept(&dir).0, own) {
             return Err(format!(
                 "its folder {} resolves to {}, which holds {what}: a confined extension reads its own folder whole, so it must be a folder of its own",
                 scope.ext.display(),
@@ -372,9 +395,8 @@ pub fn check(scope: &Scope, d: &Declared) -> Result<(), String> {
 
 fn resolve(scope: &Scope, d: &Declared, whole: bool) -> Result<Reach, String> {
     let mut out = Reach::default();
-    let (zot_home, zot_opened) = far(scope.zot_home);
+    let (zot_home, zot_id) = far_kept(scope.zot_home);
     // By inode too: the same folder reached through a bind mount.
-    let zot_id = zot_opened.map(|o| o.id);
     let (data, tmp) = (far(scope.data).0, far(scope.tmp).0);
     let own = (!scope.is_server).then(|| far(scope.ext).0);
     if let Some(o) = &own {
