@@ -223,7 +223,6 @@ fn socketpair(sockets: Sockets, unix: bool) -> Option<Block> {
     Some(b)
 }
 
-/// The program; `None` where this architecture has no filter here.
 /// System V IPC's calls, each with its own number on the architectures
 /// the filter is built for.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -244,6 +243,7 @@ const SYSV_IPC: [libc::c_long; 12] = [
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const SYSV_IPC: [libc::c_long; 0] = [];
 
+/// The program; `None` where this architecture has no filter here.
 pub fn program(r: &Rules) -> Option<Vec<sock_filter>> {
     let arch = AUDIT_ARCH_NATIVE?;
     let mut p = vec![load(SECCOMP_DATA_ARCH), jeq(arch, 1, 0), refuse(libc::ENOSYS), load(SECCOMP_DATA_NR)];
