@@ -271,7 +271,7 @@ pub fn cwd_checked(mut f: Found, zot_home: &Path) -> Found {
         return f;
     }
     let at = crate::confine::resolve::far(&spec.cwd).0;
-    let home = crate::confine::resolve::far(zot_home).0;
+    let home = crate::confine::resolve::far_kept(zot_home).0;
     if crate::confine::resolve::inside(&at, &home) {
         let file = spec.file.display().to_string();
         let what = match spec.cwd_given {

@@ -195,7 +195,7 @@ fn refused_link(link: &Path, writable: &[PathBuf], zot_home: &[PathBuf], own: &[
 /// [`far`] of a folder that stays where it is while the host runs (zot's
 /// home, `$HOME`, the shared temporary folders): resolved once per host
 /// and path, with its device and inode, rather than at every start.
-fn far_kept(p: &Path) -> (PathBuf, Option<(u64, u64)>) {
+pub fn far_kept(p: &Path) -> (PathBuf, Option<(u64, u64)>) {
     /// A folder as named, where it leads, and its device and inode.
     type Kept = (PathBuf, PathBuf, Option<(u64, u64)>);
     static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
@@ -353,20 +353,7 @@ fn own_folder_fits(scope: &Scope, own: &Path) -> Result<(), String> {
 /// `p` with `$HOME` shown as `~`.
 pub fn tilde(p: &Path) -> String {
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/")) {
-        // `$HOME` resolved once per value of it (a start shows a score of
-        // grants, each asking).
-        static REAL: std::sync::Mutex<Option<(PathBuf, PathBuf)>> = std::sync::Mutex::new(None);
-        let real = match REAL.lock() {
-            Ok(mut kept) => match kept.as_ref() {
-                Some((h, r)) if *h == home => r.clone(),
-                _ => {
-                    let r = home.canonicalize().unwrap_or_else(|_| home.clone());
-                    *kept = Some((home.clone(), r.clone()));
-                    r
-                }
-            },
-            Err(_) => home.canonicalize().unwrap_or_else(|_| home.clone()),
-        };
+        let real = far_kept(&home).0;
         for h in [home, real] {
             if let Ok(rest) = p.strip_prefix(&h) {
                 return if rest.as_os_str().is_empty() { "~".into() } else { format!("~/{}", rest.display()) };

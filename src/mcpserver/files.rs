@@ -167,7 +167,7 @@ fn parse_time_vars(obj: &Map<String, Value>, kind: Kind) -> Vec<String> {
                     Kind::ClaudeCode => Some(inner.split_once(":-").map_or(inner, |(n, _)| n)),
                     _ => None,
                 };
-                if let Some(n) = name.filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+                if let Some(n) = name.filter(|n| var_name(n)) {
                     if !names.iter().any(|x| x == n) {
                         names.push(n.to_string());
                     }
@@ -220,6 +220,11 @@ fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> 
     })
 }
 
+/// Whether `s` is a variable name as Claude Code's `${VAR}` takes one.
+fn var_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Claude Code's variables: `${VAR}` and `${VAR:-default}`.
 fn shell_vars(s: &str) -> Result<String, String> {
     replace_refs(s, |inner| {
@@ -227,7 +232,7 @@ fn shell_vars(s: &str) -> Result<String, String> {
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
-        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let valid = var_name(name);
         match (valid, std::env::var(name).ok().filter(|v| !v.is_empty() || default.is_none()), default) {
             (false, _, _) => Ok(None),
             (true, Some(v), _) => Ok(Some(v)),
