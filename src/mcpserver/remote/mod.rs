@@ -133,11 +133,7 @@ impl crate::child::Link for Link {
             waiting[lane] = true;
         }
         for lane in [NOTES, REQUESTS].into_iter().filter(|&l| waiting[l]) {
-            if sh.lanes[lane].1.len() > st.idle[lane] && st.workers[lane] < MAX_WORKERS {
-                st.workers[lane] += 1;
-                let s = Arc::clone(sh);
-                spawn(sh, if lane == NOTES { "note" } else { "post" }, move || worker(&s, lane));
-            }
+            staff(sh, &mut st, lane);
         }
         Ok(())
     }
@@ -165,11 +161,25 @@ impl crate::child::Link for Link {
 }
 
 
+/// Starts a thread of `lane` when more messages wait than threads are
+/// idle to take them (`st` is held: the counts and the queue agree). A
+/// thread counts as idle from its start until it has taken a message, so
+/// a message sent while a thread is between taking one and saying so is
+/// seen by that thread, which staffs the lane again.
+fn staff(sh: &Arc<Shared>, st: &mut State, lane: usize) {
+    if sh.lanes[lane].1.len() > st.idle[lane] && st.workers[lane] < MAX_WORKERS {
+        let s = Arc::clone(sh);
+        if spawn(sh, if lane == NOTES { "note" } else { "post" }, move || worker(&s, lane)) {
+            st.workers[lane] += 1;
+            st.idle[lane] += 1;
+        }
+    }
+}
+
 /// A thread of `lane`: posts its messages in order while there are any.
 fn worker(sh: &Arc<Shared>, lane: usize) {
     let queue = &sh.lanes[lane].1;
     loop {
-        sh.state().idle[lane] += 1;
         let msg = crossbeam_channel::select! {
             recv(queue) -> m => m.ok(),
             recv(sh.stopped) -> _ => None,
@@ -177,31 +187,34 @@ fn worker(sh: &Arc<Shared>, lane: usize) {
         };
         let mut st = sh.state();
         st.idle[lane] -= 1;
-        let Some(msg) = msg else {
-            if st.closed || queue.is_empty() {
+        let msg = match msg {
+            Some(msg) if !st.closed => msg,
+            _ if st.closed || queue.is_empty() => {
                 st.workers[lane] -= 1;
                 return;
             }
-            continue;
+            _ => {
+                st.idle[lane] += 1;
+                continue;
+            }
         };
-        if st.closed {
-            st.workers[lane] -= 1;
-            return;
-        }
+        staff(sh, &mut st, lane);
         drop(st);
         let Queued { line, call, _held } = msg;
         let peek = Peek::of(&line);
-        let Some((key, call)) = call else {
-            post_one(sh, &line, &peek);
-            continue;
-        };
-        if call.cancelled() {
-            message::failed(sh, &peek, "cancelled before it was sent");
-        } else {
-            let _for = call.enter();
-            post_one(sh, &line, &peek);
+        match call {
+            None => post_one(sh, &line, &peek),
+            Some((key, call)) => {
+                if call.cancelled() {
+                    message::failed(sh, &peek, "cancelled before it was sent");
+                } else {
+                    let _for = call.enter();
+                    post_one(sh, &line, &peek);
+                }
+                sh.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            }
         }
-        sh.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        sh.state().idle[lane] += 1;
     }
 }
 

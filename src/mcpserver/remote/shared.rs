@@ -207,7 +207,8 @@ pub(super) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// A thread of the link, named for `what`; a panic in it is logged.
-pub(super) fn spawn(sh: &Arc<Shared>, what: &str, f: impl FnOnce() + Send + 'static) {
+/// Whether the thread started (a failure is said in the log).
+pub(super) fn spawn(sh: &Arc<Shared>, what: &str, f: impl FnOnce() + Send + 'static) -> bool {
     let s = Arc::clone(sh);
     let body = move || {
         if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
@@ -218,7 +219,13 @@ pub(super) fn spawn(sh: &Arc<Shared>, what: &str, f: impl FnOnce() + Send + 'sta
     let mut threads = sh.threads.lock().unwrap_or_else(|e| e.into_inner());
     threads.retain(|t| !t.is_finished());
     match started {
-        Ok(t) => threads.push(t),
-        Err(e) => sh.say(&format!("cannot start a thread: {e}")),
+        Ok(t) => {
+            threads.push(t);
+            true
+        }
+        Err(e) => {
+            sh.say(&format!("cannot start a thread: {e}"));
+            false
+        }
     }
 }
