@@ -210,7 +210,7 @@ fn the_global_file_runs_its_servers_in_the_session_s_directory_not_zot_home() {
 }
 
 #[test]
-fn an_input_variable_fails_its_entry_naming_the_file_and_the_entry() {
+fn an_input_variable_fails_its_entry_with_the_message_of_the_protocol() {
     let t = TempDir::new("mcp-files-input");
     let cwd = cwd_of(&t);
     let text_ = format!(
@@ -224,12 +224,12 @@ fn an_input_variable_fails_its_entry_naming_the_file_and_the_entry() {
     let mut s = Serve::start_env(&t, &[], &["--trust-project"], &[("ZOT_TEST_WORD", "hello")]);
     s.note("ready");
     let e = s.wait_state("keyed", "failed");
-    let file = cwd.join(".vscode/mcp.json").display().to_string();
-    assert_eq!(
-        e["error"],
-        format!("{file}: server \"keyed\": field `env`: uses ${{input:api-key}}, which only VS Code can ask for: set it in the environment and write ${{env:VAR}}"),
-        "{e}"
-    );
+    // §8.6's message whole; `zot ext list` names the file.
+    assert_eq!(e["error"], "uses ${input:api-key}, which only VS Code can ask for: set it in the environment and write ${env:VAR}", "{e}");
+    let (_, listed, _) = zot(&t, &["ext", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&listed).unwrap_or_default();
+    let row = rows.as_array().and_then(|r| r.iter().find(|r| r["name"] == "keyed")).cloned().unwrap_or_default();
+    assert_eq!(row["file"], cwd.join(".vscode/mcp.json").display().to_string(), "{listed}");
     // Control: `${env:VAR}` of the same file is read.
     s.wait_state("plain", "ready");
     assert_eq!(text(&s.tool("mcp__plain__env", json!({"name": "GREETING"}))), "hello");

@@ -263,3 +263,44 @@ fn logging_in_to_a_projects_server_leaves_the_project_trusted() {
     assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "p"}))), "echo: p");
     s.shutdown();
 }
+
+#[test]
+fn a_server_that_asks_for_oauth_is_listed_oauth_and_a_login_lost_later_is_no_exit() {
+    let t = TempDir::new("oauth-found");
+    let Some(peer) = peer(&t, 3600) else { return };
+    // No `oauth` in the entry: the server's 401 is what asks for a login.
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = needs(&t, &cfg);
+    let e = s.ext("web");
+    assert_eq!((&e["auth"], &e["state"], &e["login"], &e["error"]), (&json!("oauth"), &json!("needs_login"), &json!("needs_login"), &json!("web needs you to log in: zot mcp login web")), "{e}");
+    let said: Vec<Value> = s.z.seen.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|f| f["type"] == "extension_error").collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0]["message"], "web needs you to log in: zot mcp login web", "the message whole, nothing before it");
+    s.shutdown();
+    // Control: the server was asked; it refused without a token.
+    assert!(peer.requests().iter().any(|r| r["path"] == "/mcp"), "{:?}", peer.requests());
+
+    login(&t, &cfg, &peer.url(""));
+    let mut s = needs(&t, &cfg);
+    assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "a"}))), "echo: a");
+    let e = s.ext("web");
+    assert_eq!((&e["auth"], &e["login"]), (&json!("oauth"), &json!("logged_in")), "{e}");
+    let (_, out, err) = zot(&t, &["ext", "doctor", "--json", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
+    let flat = out.replace(' ', "");
+    assert!(flat.contains("\"auth\":\"oauth\"") && flat.contains("\"login\":\"logged_in\""), "{out}{err}");
+
+    // A refresh refused mid-session: needs_login at once, not an exit and
+    // a restart.
+    assert_eq!(http("POST", &peer.url("/control/refuse-refresh")).0, 200);
+    assert_eq!(http("POST", &peer.url("/control/expire")).0, 200);
+    let r = s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "b"}}));
+    assert_eq!((&r["error"]["code"], &r["error"]["message"]), (&json!("needs_login"), &json!("web needs you to log in: zot mcp login web")), "{r}");
+    let e = s.wait_state("web", "needs_login");
+    assert_eq!((&e["restarts"], &e["auth"], &e["tools"]), (&json!(0), &json!("oauth"), &json!([])), "{e}");
+    let r = s.req("tool", json!({"name": "mcp__web__echo", "args": {"text": "c"}}));
+    assert_eq!(r["ok"], false, "{r}");
+    s.shutdown();
+    let frames = s.z.seen.join("\n");
+    assert!(!frames.contains("extension_exited") && !frames.contains("extension_restarting"), "{frames}");
+    assert!(frames.contains("\"message\":\"web needs you to log in: zot mcp login web\""), "{frames}");
+}

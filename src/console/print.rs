@@ -313,6 +313,10 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
         HostEvent::LoadFailed { message, log: None, .. } if message.contains(crate::manifest::BROKEN_CONFIG) => {
             st.red(&format!("error: {}; none of its servers is loaded", one_line(&message)))
         }
+        // A server waiting for a person's login (docs/protocol.md §8.5 rule 11).
+        HostEvent::LoadFailed { extension, message, .. } if message.starts_with(&format!("{extension} needs you to log in: ")) => {
+            format!("{} {}", tag(&extension), one_line(&message))
+        }
         HostEvent::LoadFailed { extension, message, log } => {
             let mut s = format!("{} {}", tag(&extension), st.red(&format!("failed to load: {}", one_line(&message))));
             if log.is_some() {

@@ -173,8 +173,8 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             confinement: subject.map_or(serde_json::Value::Null, |s| s.listed(mode, home.root(), &project).to_json()),
             transport: e.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
             url: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
-            auth: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.auth_name()),
-            login: e.mcp.as_ref().filter(|s| s.remote.as_ref().is_some_and(|r| r.oauth.is_some())).map(|s| kept_login(s, home)),
+            auth: e.mcp.as_ref().and_then(|s| crate::mcpserver::listed_auth(s, home.root())),
+            login: e.mcp.as_ref().filter(|s| crate::mcpserver::listed_auth(s, home.root()) == Some("oauth")).map(|s| kept_login(s, home)),
         });
     }
     crate::order::sort_by(&mut rows, |a, b| {

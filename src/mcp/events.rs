@@ -78,6 +78,9 @@ fn load_failed_line(extension: &str, message: &str, has_log: bool) -> String {
     if !has_log && message.contains(crate::manifest::BROKEN_CONFIG) {
         return format!("error: {message}; none of its servers is loaded");
     }
+    if message.starts_with(&format!("{extension} needs you to log in: ")) {
+        return message.to_string();
+    }
     let mut line = format!("{extension}: failed to load: {message}");
     if has_log {
         line.push_str(&format!(" (see 'zot ext logs {extension}')"));

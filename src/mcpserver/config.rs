@@ -80,6 +80,9 @@ pub struct Remote {
     pub bearer_env: Option<String>,
     /// `oauth`: signing in through the browser (`zot mcp login NAME`).
     pub oauth: Option<OAuth>,
+    /// The `url` as an editor's file wrote it (`${env:VAR}`), where its
+    /// variables were rewritten for the expansion: what listings show.
+    pub written: Option<String>,
 }
 
 /// A remote entry's `oauth` (Claude Code's fields).
@@ -128,15 +131,7 @@ impl Remote {
     /// The url as listings show it: as written, without user information,
     /// a query string or a fragment.
     pub fn shown_url(&self) -> String {
-        let mut u = self.url.split(['?', '#']).next().unwrap_or("").to_string();
-        if let Some(scheme_end) = u.find("://") {
-            let rest = &u[scheme_end + 3..];
-            let host_end = rest.find('/').unwrap_or(rest.len());
-            if let Some(at) = rest[..host_end].rfind('@') {
-                u = format!("{}{}", &u[..scheme_end + 3], &rest[at + 1..]);
-            }
-        }
-        u
+        shown(self.written.as_deref().unwrap_or(&self.url))
     }
 
     /// `transport` in listings.
@@ -150,7 +145,7 @@ impl Remote {
     /// `auth` in listings.
     pub fn auth_name(&self) -> &'static str {
         // User information in the url is sent as basic authentication.
-        let userinfo = self.shown_url() != self.url.split(['?', '#']).next().unwrap_or("");
+        let userinfo = shown(&self.url) != self.url.split(['?', '#']).next().unwrap_or("");
         if self.oauth.is_some() {
             "oauth"
         } else if self.bearer_env.is_some() || !self.headers.is_empty() || userinfo {
@@ -442,8 +437,29 @@ fn server(name: String, entry: Value, file: &Path, base: &Path, default_cwd: &Pa
     spec.unknown = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
     if let Err(e) = fill(&mut spec, &obj, &base, file) {
         spec.error = Some(e);
+        if spec.remote.is_none() {
+            spec.remote = sketch(&obj);
+        }
     }
     spec
+}
+
+/// What listings show of an invalid entry that names a `url` (its
+/// `transport`, `url` and `auth`, docs/protocol.md §8.5): what of it reads.
+fn sketch(obj: &Map<String, Value>) -> Option<Remote> {
+    let url = obj.get("url").and_then(Value::as_str).filter(|u| !u.is_empty())?.to_string();
+    let kind = obj.get("type").or_else(|| obj.get("transport")).and_then(Value::as_str);
+    let transport = match kind {
+        Some("sse") => Transport::Sse,
+        Some("http" | "streamable-http") => Transport::Http,
+        _ => Transport::Auto,
+    };
+    let headers = match obj.get("headers") {
+        Some(Value::Object(h)) => h.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect(),
+        _ => Vec::new(),
+    };
+    let bearer_env = obj.get("bearerTokenEnvVar").and_then(Value::as_str).map(str::to_string);
+    Some(Remote { url, transport, headers, bearer_env, oauth: oauth(obj).ok().flatten(), written: None })
 }
 
 fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Path) -> Result<(), String> {
@@ -565,11 +581,24 @@ fn protocol(obj: &Map<String, Value>) -> Result<Protocol, String> {
     })
 }
 
+/// A url as listings show it: without query, fragment or user information.
+fn shown(url: &str) -> String {
+    let mut u = url.split(['?', '#']).next().unwrap_or("").to_string();
+    if let Some(scheme_end) = u.find("://") {
+        let rest = &u[scheme_end + 3..];
+        let host_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..host_end].rfind('@') {
+            u = format!("{}{}", &u[..scheme_end + 3], &rest[at + 1..]);
+        }
+    }
+    u
+}
+
 /// A remote entry (docs/protocol.md §8.5): `url`, `headers`,
 /// `bearerTokenEnvVar`, and none of the fields of a process.
 fn remote_entry(spec: &mut ServerSpec, obj: &Map<String, Value>, transport: Transport, url: Option<String>) -> Result<(), String> {
     let Some(url) = url.filter(|u| !u.is_empty()) else { return Err("field `url` is missing: the server's address".into()) };
-    let mut remote = Remote { url: url.clone(), transport, headers: Vec::new(), bearer_env: None, oauth: None };
+    let mut remote = Remote { url: url.clone(), transport, headers: Vec::new(), bearer_env: None, oauth: None, written: None };
     for field in ["confine", "sandboxEnabled", "sandbox", "command", "args", "env", "cwd", "idleTimeout"] {
         if obj.get(field).is_some_and(|v| !v.is_null()) {
             return Err(format!("{field}: a remote server runs no process here"));

@@ -12,9 +12,13 @@
 //!   values never shown); an unset variable without a default fails that
 //!   entry, naming the field and the variable.
 //! - In VS Code and Cursor files an unset `${env:VAR}` is empty, as those
-//!   clients make it (in `env`, `url` and `headers` it is written
-//!   `${VAR:-}` for the expansion at start); a `${...}` they do not define
-//!   either is left as it is.
+//!   clients make it (in `env` it is written `${VAR:-}` for the expansion
+//!   at start), except in `url` and `headers`, where it is written `${VAR}`
+//!   and an unset one fails the server naming it, as §8.5 says of every
+//!   remote entry; listings show the `url` as the file wrote it. A
+//!   `${...}` they do not define either is left as it is.
+//! - VS Code's `"type": "http"` is a bare `url` (Streamable HTTP with the
+//!   `sse` fallback), as VS Code reads it.
 
 use super::config::{self, ConfigFile};
 use serde_json::{Map, Value};
@@ -85,10 +89,17 @@ pub fn parse(bytes: &[u8], place: &Place) -> Result<ConfigFile, String> {
     };
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut used: Vec<(String, Vec<String>)> = Vec::new();
+    let mut written: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(servers)) = top.get_mut(key) {
         for (name, entry) in servers.iter_mut() {
             let Value::Object(obj) = entry else { continue };
             used.push((name.clone(), parse_time_vars(obj, place.kind)));
+            if place.kind == Kind::VsCode && obj.get("type").and_then(Value::as_str) == Some("http") {
+                obj.remove("type");
+            }
+            if let Some(url) = obj.get("url").and_then(Value::as_str).filter(|u| u.contains("${")) {
+                written.push((name.clone(), url.to_string()));
+            }
             if let Err(why) = substitute(obj, place, &base) {
                 failed.push((name.clone(), why));
             }
@@ -97,7 +108,11 @@ pub fn parse(bytes: &[u8], place: &Place) -> Result<ConfigFile, String> {
     let mut file = config::from_object(top, key, &place.path, &base, &place.root)?;
     for spec in &mut file.servers {
         if let Some((_, why)) = failed.iter().find(|(n, _)| *n == spec.name) {
-            spec.error = Some(format!("{}: server \"{}\": {why}", place.path.display(), spec.name));
+            // §8.6 gives the message of `${input:ID}` whole.
+            spec.error = Some(if why.starts_with("uses ${input:") { why.clone() } else { format!("{}: server \"{}\": {why}", place.path.display(), spec.name) });
+        }
+        if let (Some(r), Some((_, url))) = (spec.remote.as_mut(), written.iter().find(|(n, _)| *n == spec.name)) {
+            r.written = Some(url.clone());
         }
         if let Some((_, vars)) = used.iter_mut().find(|(n, _)| *n == spec.name) {
             spec.expanded_vars = std::mem::take(vars);
@@ -126,15 +141,21 @@ fn substitute(obj: &mut Map<String, Value>, place: &Place, base: &Path) -> Resul
         }
         // `env`, `url` and `headers` are expanded at start as every one is
         // (§7.2, §8.5), their values never shown: an editor's
-        // `${env:VAR}` there becomes `${VAR:-}` (unset: empty, as there).
-        let at_start = matches!(field, "env" | "url" | "headers");
+        // `${env:VAR}` there becomes `${VAR:-}` in `env` (unset: empty, as
+        // there) and `${VAR}` in `url` and `headers` (unset: the server
+        // fails naming it).
+        let at_start = match field {
+            "env" => Some(":-"),
+            "url" | "headers" => Some(""),
+            _ => None,
+        };
         for s in strings {
             let expanded = match place.kind {
                 Kind::VsCode | Kind::Cursor => editor_vars(s, &place.root, at_start),
-                Kind::ClaudeCode if !at_start => shell_vars(s),
+                Kind::ClaudeCode if at_start.is_none() => shell_vars(s),
                 _ => Ok(s.clone()),
             };
-            *s = expanded.map_err(|why| format!("field `{field}`: {why}"))?;
+            *s = expanded.map_err(|why| if why.starts_with("uses ${input:") { why } else { format!("field `{field}`: {why}") })?;
         }
     }
     if matches!(place.kind, Kind::VsCode | Kind::Cursor) {
@@ -203,16 +224,17 @@ fn replace_refs(s: &str, mut each: impl FnMut(&str) -> Result<Option<String>, St
 
 /// VS Code's and Cursor's variables: `${workspaceFolder}`,
 /// `${workspaceFolderBasename}`, `${userHome}`, `${env:VAR}` (with
-/// `defer_env`, written `${VAR:-}` for the expansion at start),
-/// `${pathSeparator}`; `${input:ID}` is refused.
-fn editor_vars(s: &str, root: &Path, defer_env: bool) -> Result<String, String> {
+/// `defer_env` `Some(":-")`, written `${VAR:-}` for the expansion at
+/// start; with `Some("")`, `${VAR}`), `${pathSeparator}`; `${input:ID}`
+/// is refused.
+fn editor_vars(s: &str, root: &Path, defer_env: Option<&str>) -> Result<String, String> {
     replace_refs(s, |name| {
         Ok(Some(match name {
             "workspaceFolder" | "workspaceRoot" => root.display().to_string(),
             "workspaceFolderBasename" => root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             "userHome" => std::env::var("HOME").unwrap_or_default(),
             "pathSeparator" | "/" => "/".to_string(),
-            _ if name.starts_with("env:") && defer_env => format!("${{{}:-}}", &name[4..]),
+            _ if name.starts_with("env:") && defer_env.is_some() => format!("${{{}{}}}", &name[4..], defer_env.unwrap_or_default()),
             _ if name.starts_with("env:") => std::env::var(&name[4..]).unwrap_or_default(),
             _ if name.starts_with("input:") => return Err(input_message(&name[6..])),
             _ => return Ok(None),
@@ -274,14 +296,19 @@ mod tests {
         let f = parse(br#"{"servers": {"k": {"command": "x", "env": {"T": "${input:token}"}}}}"#, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap();
         assert_eq!(
             f.servers[0].error.as_deref(),
-            Some("/p/.vscode/mcp.json: server \"k\": field `env`: uses ${input:token}, which only VS Code can ask for: set it in the environment and write ${env:VAR}")
+            Some("uses ${input:token}, which only VS Code can ask for: set it in the environment and write ${env:VAR}")
         );
         assert!(parse(br#"{"mcpServers": {}}"#, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap_err().contains("no `servers` object"));
         assert_eq!(shell_vars("a${ZOT_SURELY_UNSET_X:-d}b").unwrap(), "adb");
         assert!(shell_vars("${ZOT_SURELY_UNSET_X}").unwrap_err().contains("${ZOT_SURELY_UNSET_X} is not set"));
         assert_eq!(shell_vars("${not a var} $X").unwrap(), "${not a var} $X");
-        assert_eq!(editor_vars("${command:x}${env:ZOT_SURELY_UNSET_X}", Path::new("/p"), false).unwrap(), "${command:x}");
-        assert_eq!(editor_vars("Bearer ${env:TOKEN}", Path::new("/p"), true).unwrap(), "Bearer ${TOKEN:-}");
-        assert_eq!(editor_vars("${workspaceFolderBasename}", Path::new("/a/proj"), false).unwrap(), "proj");
+        assert_eq!(editor_vars("${command:x}${env:ZOT_SURELY_UNSET_X}", Path::new("/p"), None).unwrap(), "${command:x}");
+        assert_eq!(editor_vars("Bearer ${env:TOKEN}", Path::new("/p"), Some(":-")).unwrap(), "Bearer ${TOKEN:-}");
+        assert_eq!(editor_vars("Bearer ${env:TOKEN}", Path::new("/p"), Some("")).unwrap(), "Bearer ${TOKEN}");
+        assert_eq!(editor_vars("${workspaceFolderBasename}", Path::new("/a/proj"), None).unwrap(), "proj");
+        // VS Code's `http` is a bare url; the url is listed as written.
+        let f = parse(br#"{"servers": {"v": {"type": "http", "url": "http://h:${env:P}/mcp"}}}"#, &place(Kind::VsCode, ".vscode/mcp.json")).unwrap();
+        let r = f.servers[0].remote.as_ref().unwrap();
+        assert_eq!((r.transport, r.url.as_str(), r.shown_url().as_str()), (config::Transport::Auto, "http://h:${P}/mcp", "http://h:${env:P}/mcp"));
     }
 }

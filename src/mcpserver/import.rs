@@ -107,6 +107,7 @@ fn import(opts: &ImportOptions, target: &Path) -> Result<i32, String> {
     };
     // VS Code's file lists them under `servers`; the others under `mcpServers`.
     let editor = matches!(client, Some("vscode" | "cursor")) || (client.is_none() && !top.contains_key("mcpServers"));
+    let vscode = client == Some("vscode") || (client.is_none() && !top.contains_key("mcpServers"));
     let servers = match top.remove("mcpServers").or_else(|| top.remove("servers")) {
         Some(Value::Object(m)) => m,
         Some(_) => return Err(format!("{}: its servers must be an object", source.display())),
@@ -127,7 +128,7 @@ fn import(opts: &ImportOptions, target: &Path) -> Result<i32, String> {
             continue;
         }
         if editor {
-            if let Err(why) = editor_entry(&mut entry, home_str().as_deref()) {
+            if let Err(why) = editor_entry(&mut entry, home_str().as_deref(), vscode) {
                 eprintln!("zot: {}: server \"{name}\" not imported: {why}", source.display());
                 refused = true;
                 continue;
@@ -179,8 +180,9 @@ fn read_global(target: &Path) -> Result<Map<String, Value>, String> {
 
 /// A VS Code or Cursor entry made one zot reads the same way: `${userHome}`
 /// made the home folder, `${env:VAR}` in `env` made `${VAR}`; `${input:ID}`
-/// refused.
-fn editor_entry(entry: &mut Value, home: Option<&str>) -> Result<(), String> {
+/// refused; VS Code's `"type": "http"` left out (a bare `url`: Streamable
+/// HTTP with the `sse` fallback, as VS Code reads it).
+fn editor_entry(entry: &mut Value, home: Option<&str>, vscode: bool) -> Result<(), String> {
     fn walk(v: &mut Value, home: Option<&str>, in_env: bool) -> Result<(), String> {
         match v {
             Value::String(s) => {
@@ -201,7 +203,13 @@ fn editor_entry(entry: &mut Value, home: Option<&str>) -> Result<(), String> {
             _ => Ok(()),
         }
     }
-    walk(entry, home, false)
+    walk(entry, home, false)?;
+    if let Value::Object(o) = entry {
+        if vscode && o.get("type").and_then(Value::as_str) == Some("http") && o.contains_key("url") {
+            o.remove("type");
+        }
+    }
+    Ok(())
 }
 
 /// `command args...`, or the `url` of a remote entry.
@@ -253,9 +261,15 @@ mod tests {
     #[test]
     fn editor_entries_are_made_zot_entries() {
         let mut e = serde_json::json!({"command": "${userHome}/bin/s", "env": {"T": "${env:TOKEN}"}});
-        editor_entry(&mut e, Some("/home/u")).unwrap();
+        editor_entry(&mut e, Some("/home/u"), true).unwrap();
         assert_eq!(e, serde_json::json!({"command": "/home/u/bin/s", "env": {"T": "${TOKEN}"}}));
+        let mut e = serde_json::json!({"type": "http", "url": "https://e.com/mcp", "headers": {"A": "${env:K}"}});
+        editor_entry(&mut e, None, true).unwrap();
+        assert_eq!(e, serde_json::json!({"url": "https://e.com/mcp", "headers": {"A": "${K}"}}));
+        let mut e = serde_json::json!({"type": "http", "url": "https://e.com/mcp"});
+        editor_entry(&mut e, None, false).unwrap();
+        assert_eq!(e["type"], "http", "Cursor's type is kept");
         let mut e = serde_json::json!({"command": "s", "args": ["${input:key}"]});
-        assert!(editor_entry(&mut e, None).unwrap_err().starts_with("uses ${input:key}, which only VS Code"));
+        assert!(editor_entry(&mut e, None, true).unwrap_err().starts_with("uses ${input:key}, which only VS Code"));
     }
 }

@@ -18,3 +18,16 @@ pub(crate) mod edge;
 pub(crate) mod remote;
 mod names;
 pub(crate) mod uri_template;
+
+/// A remote server's `auth` in listings (docs/protocol.md §8.5): what its
+/// entry sends, and `oauth` also for one that sends nothing of its own but
+/// has a login kept in `home` (its server asked for one); none for stdio.
+pub fn listed_auth(spec: &config::ServerSpec, home: &std::path::Path) -> Option<&'static str> {
+    let r = spec.remote.as_ref()?;
+    #[cfg(feature = "remote")]
+    if r.auth_name() == "none" && remote::login_state(spec, home).is_some() {
+        return Some("oauth");
+    }
+    let _ = home;
+    Some(r.auth_name())
+}

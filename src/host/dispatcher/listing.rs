@@ -125,6 +125,8 @@ fn login_state(info: &mut ExtInfo) {
             let rest = &e[at..];
             info.error = Some(rest.split("; its stderr").next().unwrap_or(rest).to_string());
             info.state = State::NeedsLogin;
+            // Its server asked for OAuth, whatever the entry sends.
+            info.auth = Some("oauth");
         }
     }
     if info.auth == Some("oauth") || info.state == State::NeedsLogin {
@@ -148,7 +150,7 @@ fn static_info(f: &crate::discovery::Found, cfg: &super::Config, started: Option
         kind: f.kind(),
         transport: f.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
         url: f.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
-        auth: f.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.auth_name()),
+        auth: f.mcp.as_ref().and_then(|s| crate::mcpserver::listed_auth(s, cfg.home.root())),
         is_static: m.is_static(),
         skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
         theme: if m.is_static() { m.theme().map(show) } else { None },

@@ -225,6 +225,7 @@ impl Dispatcher {
             McpMsg::Prompts(commands) => self.replace_commands(slot, commands),
             McpMsg::Progress { id, progress, total, message } => self.on_progress(slot, &id, progress, total, message),
             McpMsg::CallFailed { id, why } => self.on_call_failed(slot, &id, why),
+            McpMsg::LoginLost(why) => self.login_lost(slot, why),
             McpMsg::Resources { resources, templates } => self.on_resources(slot, resources, templates),
             McpMsg::Read { id, result } => self.on_read(slot, &id, result),
         }
@@ -251,6 +252,33 @@ impl Dispatcher {
             }
             CallKind::Intercept { chain } => self.chain_failed(chain, slot, &why),
         }
+    }
+
+    /// A ready remote server's login is no longer accepted: its calls in
+    /// flight fail `needs_login` with `why`, and it is `needs_login` (a
+    /// failed load with that message, its tools gone, not restarted)
+    /// until a person logs in (docs/protocol.md §8.5 rule 12).
+    fn login_lost(&mut self, slot: usize, why: String) {
+        if self.exts[slot].life != Life::Ready {
+            return;
+        }
+        let ext_id = self.exts[slot].id;
+        let mut ids = self.table.sent.ids_where(|c| c.ext == ext_id);
+        ids.sort_unstable();
+        for n in ids {
+            let Some(call) = self.table.sent.remove(&n) else { continue };
+            match call.kind {
+                CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. } => {
+                    respond(done, Err(HostError::NeedsLogin(why.clone())))
+                }
+                CallKind::Intercept { chain } => self.chain_failed(chain, slot, &why),
+            }
+        }
+        self.tools_gone(slot);
+        let ext = &mut self.exts[slot];
+        ext.tools.clear();
+        ext.commands.clear();
+        self.fail(slot, why);
     }
 
     /// A handshake try failed (`ended`: the server refused it or ended

@@ -257,6 +257,15 @@ impl Dialect for Edge {
 }
 
 impl Edge {
+    /// A remote server's login is no longer accepted after its handshake
+    /// (`why`: the message of a login to run): told to the host.
+    // Used by remote servers only (the default feature `remote`).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub fn login_lost(&self, why: &str) {
+        self.log.line(why);
+        self.tell(McpMsg::LoginLost(why.to_string()));
+    }
+
     /// The request with id `id` got no answer from a remote server, for
     /// `why` (an HTTP status, a network error, a stream that ended): the
     /// handshake fails naming it, a listing fails as a bad page does (a
@@ -270,7 +279,8 @@ impl Edge {
             Pending::Initialize | Pending::Discover { .. } => {
                 drop(st);
                 let method = if matches!(p, Pending::Initialize) { "initialize" } else { "server/discover" };
-                self.fail(format!("{method}: {why}"));
+                // A login to run is said as it is (docs/protocol.md §8.5 rule 11).
+                self.fail(if why.contains(" needs you to log in: zot mcp login ") { why.to_string() } else { format!("{method}: {why}") });
             }
             Pending::Tools | Pending::Prompts => {
                 let next = self.listing_failed(&mut st, matches!(p, Pending::Tools), why);

@@ -54,6 +54,12 @@ pub enum McpMsg {
     // Used by remote servers only (the default feature `remote`).
     #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     CallFailed { id: String, why: String },
+    /// A remote server's login is no longer accepted after its handshake
+    /// (a refresh refused, a 403 `insufficient_scope`): the server is
+    /// `needs_login` (this message) until a person logs in, and its calls
+    /// in flight fail with it (docs/protocol.md §8.5 rules 10 and 12).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    LoginLost(String),
     /// `notifications/progress` for the tool call with host id `id`.
     Progress { id: String, progress: Value, total: Option<Value>, message: Option<String> },
     /// The server's resources and templates as listed now (docs/protocol.md

@@ -88,7 +88,7 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8], peek: &Peek) {
             Err(_) if cancel::cancelled() => return failed(sh, peek, CANCELLED),
             Err(why) => {
                 failed(sh, peek, &why);
-                return end_if_refused(sh, peek);
+                return end_if_refused(sh, peek, &why, false);
             }
         };
         let status = resp.status().as_u16();
@@ -119,7 +119,7 @@ pub(super) fn deliver(sh: &Arc<Shared>, msg: &[u8], peek: &Peek) {
                 Ok(()) => refreshed = true,
                 Err(why) => {
                     failed(sh, peek, &why);
-                    return end_if_refused(sh, peek);
+                    return end_if_refused(sh, peek, &why, status == 403);
                 }
             },
             _ => return refused(sh, resp, msg, peek, status),
@@ -161,7 +161,7 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
             sh.say("HTTP 401 again: the server refused the refreshed access token too; the login is forgotten");
             Err(needs)
         }
-        _ if challenge.is_some() => {
+        _ if challenge.is_some() || sh.wants_login => {
             sh.say("HTTP 401 asking for OAuth and no usable login");
             Err(needs)
         }
@@ -169,13 +169,15 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
     }
 }
 
-/// A login no longer accepted (its refresh refused) ends the session
-/// after the handshake: started again, the server is `needs_login` until
-/// a person logs in.
-fn end_if_refused(sh: &Arc<Shared>, peek: &Peek) {
+/// A login no longer accepted after the handshake (its refresh refused,
+/// or a 403 asking for a scope: `why` the message of a login to run)
+/// makes the server `needs_login` until a person logs in; the host ends
+/// the session, without counting it as an exit.
+fn end_if_refused(sh: &Arc<Shared>, peek: &Peek, why: &str, forbidden: bool) {
     let handshake = peek.is("initialize") || peek.is("server/discover");
-    if sh.tokens.as_ref().is_some_and(|t| t.dead()) && !handshake {
-        sh.lost("its login is no longer accepted");
+    let dead = forbidden || sh.tokens.as_ref().is_some_and(|t| t.dead());
+    if dead && !handshake && why.contains(" needs you to log in: ") && !std::mem::replace(&mut sh.state().login_lost, true) {
+        sh.edge.login_lost(&sh.scrub(why));
     }
 }
 

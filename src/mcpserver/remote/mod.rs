@@ -64,7 +64,7 @@ impl Link {
         let origin = origin(&url).ok_or_else(|| format!("url {:?} is not an http:// or https:// address", remote.shown_url()))?;
         let agent = exchange::agent(spec.connect_timeout, true);
         let oauth_agent = exchange::agent(spec.connect_timeout, false);
-        let tokens = login_of(spec, remote, &url, &log)?;
+        let tokens = login_of(remote, &url, &log)?;
         let (stop, stopped) = crossbeam_channel::bounded(0);
         let secrets = Secrets::of(remote, &url, &headers);
         let shared = Arc::new(Shared {
@@ -76,6 +76,7 @@ impl Link {
             url,
             origin,
             shown: remote.shown_url(),
+            wants_login: remote.oauth.is_some(),
             secrets,
             headers,
             transport: remote.transport,
@@ -271,15 +272,15 @@ pub fn login_state(spec: &ServerSpec, home: &std::path::Path) -> Option<String> 
 }
 
 /// The login kept for the server at `url` (expanded): for an `oauth`
-/// entry, and for an entry that sends no credentials of its own. An
-/// `oauth` entry with none fails naming the login to run.
-fn login_of(spec: &ServerSpec, remote: &Remote, url: &str, log: &Log) -> Result<Option<oauth::Tokens>, String> {
+/// entry, and for an entry that sends no credentials of its own. Without
+/// one the server is asked all the same: only its 401 makes it
+/// `needs_login` (docs/protocol.md §8.5 rule 11).
+fn login_of(remote: &Remote, url: &str, log: &Log) -> Result<Option<oauth::Tokens>, String> {
     let wanted = remote.oauth.is_some() || remote.auth_name() == "none";
     let home = crate::home::Home::from_env().ok().map(|h| h.root().to_path_buf());
     let Some(tokens) = home.filter(|_| wanted).and_then(|h| oauth::Tokens::load(h, url)) else {
         if remote.oauth.is_some() {
-            log.line("no login kept for this server");
-            return Err(oauth::needs_login(&spec.name));
+            log.line("no login kept for this server: connecting without one");
         }
         return Ok(None);
     };

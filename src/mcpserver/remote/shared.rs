@@ -79,6 +79,8 @@ pub(super) struct Shared {
     /// The login kept for the url (`zot mcp login NAME`), sent as
     /// `Authorization` to the url's origin alone.
     pub tokens: Option<oauth::Tokens>,
+    /// The entry has `oauth`: a 401 asks for a login, challenge or not.
+    pub wants_login: bool,
     /// `exchange::renew`, set by `Link::open`: renewing the session posts
     /// and reopens the GET stream, so the GET stream (which renews on a
     /// 404) naming it would close a circle between the two files. Its
@@ -122,6 +124,8 @@ pub(super) struct State {
     /// is the second in a row, the server's exit.
     pub untried_get: bool,
     pub untried_post: bool,
+    /// The host was told the login is no longer accepted (once).
+    pub login_lost: bool,
 }
 
 impl Shared {
