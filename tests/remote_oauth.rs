@@ -155,7 +155,15 @@ fn a_person_logs_in_then_calls_go_through_and_the_tokens_stay_in_their_file() {
     // Logging out forgets the tokens; the server needs a login again.
     let (code, out, _) = zot(&t, &["mcp", "logout", "web", "--no-ext", "--mcp-config", cfg.to_str().unwrap()]);
     assert_eq!((code, out.trim()), (0, "logged out of web"));
-    assert!(auth_files(&t).is_empty());
+    // The client registered dynamically is kept (§8.5 rule 10), its tokens not.
+    let files = auth_files(&t);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let kept: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert!(kept["client_id"].as_str().is_some_and(|c| !c.is_empty()) && kept["registered"] == true, "{kept}");
+    no_token("the kept registration", &kept.to_string(), &tokens);
+    let mut s = needs(&t, &cfg);
+    assert_eq!(s.ext("web")["state"], "needs_login");
+    s.shutdown();
 }
 
 #[test]

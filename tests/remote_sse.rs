@@ -111,3 +111,37 @@ fn doctor_lists_each_transport_try_with_its_url_and_how_it_ended() {
     assert_eq!((each.len(), each[1].0, each[1].1), (2, "sse", url.as_str()), "{bare}");
     assert!(!json_out.contains(secret));
 }
+
+#[test]
+fn a_vscode_files_http_server_falls_back_to_sse_and_its_url_is_listed_as_written() {
+    let t = TempDir::new("remote-sse-vscode");
+    let peer = match Peer::python("sse", 0, &t.path().join("seen.jsonl")) {
+        Ok(p) => p,
+        Err(why) => return common::skip(&why),
+    };
+    let port = peer.url("").rsplit(':').next().unwrap_or("").trim_end_matches('/').to_string();
+    let cwd = cwd_of(&t);
+    std::fs::create_dir_all(cwd.join(".vscode")).unwrap();
+    let servers = json!({"servers": {
+        // VS Code reads "http" as a bare url: Streamable HTTP, then sse.
+        "v": {"type": "http", "url": "http://127.0.0.1:${env:ZOT_TEST_PORT}/sse"},
+        // An unset variable in a header fails that server, naming both.
+        "h": {"type": "http", "url": "http://127.0.0.1:${env:ZOT_TEST_PORT}/sse", "headers": {"X-Key": "${env:ZOT_TEST_SURELY_UNSET}"}},
+        // An invalid remote entry is listed as one.
+        "bad": {"type": "http", "url": "http://127.0.0.1:1/mcp", "args": ["x"]},
+    }});
+    std::fs::write(cwd.join(".vscode/mcp.json"), servers.to_string()).unwrap();
+    let mut s = Serve::start_env(&t, &[], &["--trust-project"], &[("ZOT_TEST_PORT", port.as_str())]);
+    s.note("ready");
+    let r = s.tool("mcp__v__echo", json!({"text": "v"}));
+    assert_eq!(text(&r), "echo: v", "{r}");
+    let e = s.ext("v");
+    assert_eq!((&e["transport"], &e["url"]), (&json!("http"), &json!("http://127.0.0.1:${env:ZOT_TEST_PORT}/sse")), "{e}");
+    assert!(s.log("v").contains("trying the sse transport (2024-11-05)"), "{}", s.log("v"));
+    let h = s.wait_state("h", "failed");
+    let why = h["error"].as_str().unwrap_or("");
+    assert!(why.contains("X-Key") && why.contains("ZOT_TEST_SURELY_UNSET"), "{h}");
+    let bad = s.wait_state("bad", "failed");
+    assert_eq!((&bad["transport"], &bad["url"], &bad["auth"], &bad["error"]), (&json!("http"), &json!("http://127.0.0.1:1/mcp"), &json!("none"), &json!("args: a remote server runs no process here")), "{bad}");
+    s.shutdown();
+}

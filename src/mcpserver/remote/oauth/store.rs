@@ -74,9 +74,20 @@ pub fn save(home: &Path, saved: &Saved) -> Result<(), String> {
     })
 }
 
-/// Forgets the login of `url`; whether there was one.
+/// Forgets the login of `url`; whether there was one. A client registered
+/// dynamically is kept for the next login (§8.5 rule 10); a configured
+/// one's file goes.
 pub fn forget(home: &Path, url: &str) -> Result<bool, String> {
     let file = path(home, url);
+    if let Some(mut kept) = load(home, url).filter(|k| k.registered) {
+        let had = !kept.access_token.is_empty();
+        kept.access_token.clear();
+        kept.refresh_token = None;
+        kept.expires_at = None;
+        kept.scope = None;
+        save(home, &kept)?;
+        return Ok(had);
+    }
     match fs::remove_file(&file) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
