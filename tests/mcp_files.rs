@@ -128,6 +128,8 @@ fn a_repository_s_three_client_files_run_after_one_trust_each_listed_with_its_fi
     assert_eq!((lost["name"].as_str(), lost["kind"].as_str()), (Some("same"), Some("mcp")), "{report}");
     assert!(lost["shadowed_by"].as_str().unwrap_or("").ends_with("/.mcp.json"), "{lost}");
     assert!(lost["config"].as_str().unwrap_or("").ends_with("/.cursor/mcp.json"), "{lost}");
+    // Every server carries its transport (§8.5), a shadowed one too.
+    assert_eq!(lost["transport"], "stdio", "{lost}");
 }
 
 #[test]

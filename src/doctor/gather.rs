@@ -153,8 +153,7 @@ pub(super) fn build(
         let mut e = skipped(m, found.source.as_str(), &log, "shadowed");
         e.shadowed_by = Some(winner.display().to_string());
         if let Some(spec) = &found.mcp {
-            e.kind = "mcp";
-            e.config = Some(spec.file.display().to_string());
+            server_fields(&mut e, spec, home);
         }
         e.reason = Some(format!("extension {:?} is already loaded from {}", m.name, winner.display()));
         e.log_lines = lines.get(&log).map(|l| l.iter().filter(|l| l.starts_with(&prefix)).cloned().collect()).unwrap_or_default();
@@ -175,8 +174,7 @@ pub(super) fn build(
         let m = &found.manifest;
         let mut e = skipped(m, found.source.as_str(), &found.log_path(home), "disabled");
         if let Some(spec) = &found.mcp {
-            e.kind = "mcp";
-            e.config = Some(spec.file.display().to_string());
+            server_fields(&mut e, spec, home);
             e.reason = Some(format!("\"disabled\": true in {}", spec.file.display()));
             e.findings.push(finding(
                 Severity::Info,
@@ -273,6 +271,16 @@ pub(super) fn build(
         conflicts,
         findings: flat,
     }
+}
+
+/// What every listing carries of a server the host did not start: its
+/// file, `transport`, and a remote one's `url` and `auth` (§8.5).
+fn server_fields(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, home: &crate::home::Home) {
+    e.kind = "mcp";
+    e.config = Some(spec.file.display().to_string());
+    e.transport = Some(spec.remote.as_ref().map_or("stdio", |r| r.transport_name()));
+    e.url = spec.remote.as_ref().map(|r| r.shown_url());
+    e.auth = crate::mcpserver::listed_auth(spec, home.root());
 }
 
 /// An extension the host did not start.
