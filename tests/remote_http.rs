@@ -379,3 +379,32 @@ fn a_get_stream_that_cannot_be_opened_again_is_the_servers_exit() {
     assert_eq!(r["ok"], false, "{r}");
     s.shutdown();
 }
+
+#[test]
+fn a_call_piped_before_shutdown_gets_its_real_answer() {
+    let t = TempDir::new("remote-http-piped");
+    let Some(peer) = python_peer(&t, "http") else { return };
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("web", "ready");
+    // As a script piping its requests and then `shutdown` (§4): the call
+    // already sent to the server is answered before the session ends.
+    for i in 0..3 {
+        s.z.send(&json!({"id": format!("t{i}"), "type": "tool", "name": "mcp__web__echo", "args": {"text": format!("piped {i}")}}).to_string());
+    }
+    s.z.send(&json!({"id": "bye", "type": "shutdown"}).to_string());
+    let rest = s.z.read_to_end(LINE_WAIT);
+    assert_eq!(s.z.exit_code(LINE_WAIT), 0, "{}", s.z.context());
+    let frames: Vec<Value> = s.z.seen.iter().chain(&rest).filter_map(|l| serde_json::from_str(l).ok()).collect();
+    for i in 0..3 {
+        let id = format!("t{i}");
+        let r = frames.iter().find(|f| f["id"] == id.as_str() && f["type"] == "response").unwrap_or_else(|| panic!("no answer to {id}: {frames:?}"));
+        assert_eq!((&r["ok"], text(&r["result"])), (&json!(true), format!("echo: piped {i}")), "{r}");
+    }
+    // Control: the session was still ended, after the calls.
+    let seen = peer.requests();
+    let last_call = seen.iter().rposition(|r| r["body"].as_str().unwrap_or("").contains("tools/call"));
+    let delete = seen.iter().position(|r| r["method"] == "DELETE");
+    assert!(matches!((last_call, delete), (Some(c), Some(d)) if c < d), "{seen:?}");
+}

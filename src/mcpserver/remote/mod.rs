@@ -139,15 +139,22 @@ impl crate::child::Link for Link {
         Ok(())
     }
 
-    /// A stop: the session is ended (`DELETE`), then every connection.
+    /// A stop: what was sent before it is posted and answered first, as a
+    /// process answers what it read before its stdin closed (the host's
+    /// kill at the end of its grace cuts this short); then the session is
+    /// ended (`DELETE`), then every connection.
     fn close(&self) {
         let sh = &self.0;
-        if std::mem::replace(&mut sh.state().closed, true) {
+        if sh.closed() || std::mem::replace(&mut sh.state().draining, true) {
             return;
         }
         let s = Arc::clone(sh);
         // Not one of the joined threads: it joins them.
         let started = std::thread::Builder::new().name(format!("zot-ext-{}-stop", sh.name)).stack_size(crate::child::THREAD_STACK).spawn(move || {
+            while s.busy() && s.pause(Duration::from_millis(10)) {}
+            if std::mem::replace(&mut s.state().closed, true) {
+                return;
+            }
             exchange::end_session(&s);
             s.finish("stopped");
         });

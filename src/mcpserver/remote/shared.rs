@@ -126,6 +126,8 @@ pub(super) struct State {
     pub untried_post: bool,
     /// The host was told the login is no longer accepted (once).
     pub login_lost: bool,
+    /// A stop is under way: what was sent is posted and answered first.
+    pub draining: bool,
 }
 
 impl Shared {
@@ -150,6 +152,11 @@ impl Shared {
 
     pub(super) fn closed(&self) -> bool {
         self.state().closed
+    }
+
+    /// Whether a message waits to be posted or a request for its answer.
+    pub(super) fn busy(&self) -> bool {
+        self.lanes.iter().any(|l| !l.1.is_empty()) || !self.calls.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// Ends every connection and thread now, then reports the end.
