@@ -402,6 +402,34 @@ pub fn not_loaded_line(dir: &str, names: &[String], problem: Option<&str>, chang
 /// (docs/protocol.md §9.3), under the `--confine` mode `mode`, resolved
 /// against the home `zot_home` as its start would resolve it.
 pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) -> Vec<String> {
+    shown_on_trust(dir, zot_home)
+        .into_iter()
+        .map(|f| match f.mcp.as_deref() {
+            // An entry that cannot run is shown as what it is.
+            Some(s) if s.error.is_some() => format!("  {}: invalid: {}", f.manifest.name, s.error.as_deref().unwrap_or_default()),
+            Some(crate::mcpserver::config::ServerSpec { remote: Some(r), .. }) => remote_line(&f.manifest.name, r),
+            _ => subject(&f, dir).trust_line(mode, zot_home, dir),
+        })
+        .collect()
+}
+
+/// What of the rules of each project extension and server `zot trust`
+/// shows this kernel (or `--confine off`) does not enforce (docs/protocol.md
+/// §9.3), beside `metadata`, which no kernel does: `NAME (unix, procs)`.
+pub fn project_not_enforced(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) -> Vec<String> {
+    shown_on_trust(dir, zot_home)
+        .into_iter()
+        .filter(|f| f.mcp.as_deref().is_none_or(|s| s.error.is_none() && s.remote.is_none()))
+        .filter_map(|f| {
+            let r = subject(&f, dir).listed(mode, zot_home, dir);
+            let kinds: Vec<&str> = r.not_enforced.into_iter().filter(|k| *k != "metadata").collect();
+            (!kinds.is_empty()).then(|| format!("{} ({})", f.manifest.name, kinds.join(", ")))
+        })
+        .collect()
+}
+
+/// The project's extensions and servers `zot trust` has a line for.
+fn shown_on_trust(dir: &Path, zot_home: &Path) -> Vec<Found> {
     scan_dir(&dir.join(".zot").join("extensions"), Source::Project)
         .into_iter()
         .chain(project_servers(dir))
@@ -419,12 +447,6 @@ pub fn project_reach(dir: &Path, zot_home: &Path, mode: crate::confine::Mode) ->
         })
         .into_iter()
         .map(|f| cwd_checked(f, zot_home))
-        .map(|f| match f.mcp.as_deref() {
-            // An entry that cannot run is shown as what it is.
-            Some(s) if s.error.is_some() => format!("  {}: invalid: {}", f.manifest.name, s.error.as_deref().unwrap_or_default()),
-            Some(crate::mcpserver::config::ServerSpec { remote: Some(r), .. }) => remote_line(&f.manifest.name, r),
-            _ => subject(&f, dir).trust_line(mode, zot_home, dir),
-        })
         .collect()
 }
 

@@ -465,12 +465,19 @@ fn the_trust_line_has_every_clause_in_its_grammar_under_the_mode_in_force() {
         "{}",
         out.stdout
     );
+    // What of its rules the kernel does not enforce is said (§9.3), once,
+    // after the lines: `unix: true` here; `plain` has nothing to say.
+    let loose = out.stdout.lines().find(|l| l.starts_with("not enforced here: ")).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(loose.contains("every (unix") && !loose.contains("plain") && !loose.contains("legacy"), "{loose}");
     // `--confine all`: one that declares nothing gets the project to read
     // and its data to write; the flag wins over ZOT_CONFINE.
     let out = trust(&["--confine", "all"], &[("ZOT_CONFINE", "off")]);
     assert!(out.stdout.lines().any(|l| l == "  legacy: reads ${PROJECT}; writes ${DATA}; network: none"), "{}", out.stdout);
     let out = trust(&[], &[("ZOT_CONFINE", "off")]);
     assert!(out.stdout.lines().take(3).all(|l| l.ends_with(": full access to your files and network")), "{}", out.stdout);
+    // Under `off` every rule declared is not enforced, and said so.
+    let loose = out.stdout.lines().find(|l| l.starts_with("not enforced here: ")).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(loose.contains("every (files, ") && loose.contains("plain (files, ") && !loose.contains("legacy"), "{loose}");
     let out = trust(&["--confine", "some"], &[]);
     assert_eq!((out.code, out.stderr.trim()), (2, "zot: --confine: unknown mode \"some\" (declared, all, off)"), "{}", out.stdout);
 }

@@ -132,7 +132,8 @@ where
                     },
                 };
                 let reach = |dir: &std::path::Path, confine: &str| crate::discovery::project_reach_named(dir, home.root(), confine);
-                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach, mode.as_str())
+                let not_enforced = |dir: &std::path::Path| crate::discovery::project_not_enforced(dir, home.root(), mode);
+                crate::trust::run(cmd, &home, &crate::discovery::project_names, &reach, &not_enforced, mode.as_str())
             }
             Err(e) => fail(&e),
         },

@@ -370,7 +370,9 @@ pub type ProjectNames = dyn Fn(&Path) -> (Vec<String>, Vec<String>);
 /// `project_reach` gives, the same way, one line per extension and server
 /// saying what it may read, write and reach (docs/protocol.md §9.3), under
 /// the `--confine` mode named `confine`: shown, and recorded with the trust.
-pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &ProjectReach<'_>, confine: &str) -> i32 {
+/// `not_enforced` names, per extension, the rules of its line that are not
+/// enforced here (shown, not recorded).
+pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project_reach: &ProjectReach<'_>, not_enforced: &dyn Fn(&Path) -> Vec<String>, confine: &str) -> i32 {
     let here = |d: Option<PathBuf>| match d {
         Some(d) => Ok(d),
         // From a subfolder, the project found above it (as a session finds it).
@@ -392,6 +394,10 @@ pub fn run(cmd: TrustCommand, home: &Home, project_names: &ProjectNames, project
                 let mut out = io::stdout().lock();
                 for l in &reach {
                     let _ = writeln!(out, "{}", crate::text::one_line(l));
+                }
+                let loose = not_enforced(&canonical(&d));
+                if !loose.is_empty() {
+                    let _ = writeln!(out, "{}", crate::text::one_line(&format!("not enforced here: {}", loose.join(", "))));
                 }
                 let _ = out.flush();
             }
