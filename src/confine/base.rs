@@ -182,7 +182,7 @@ fn etc_secrets() -> Vec<PathBuf> {
 pub fn dev_carved() -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir("/dev") else { return Vec::new() };
     let mut out: Vec<PathBuf> = rd.flatten().filter(|e| !DEV_KEPT.iter().any(|k| e.file_name() == *k)).map(|e| e.path()).collect();
-    out.sort();
+    crate::order::sort(&mut out);
     out
 }
 

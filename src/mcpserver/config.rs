@@ -459,7 +459,9 @@ fn sketch(obj: &Map<String, Value>) -> Option<Remote> {
         _ => Vec::new(),
     };
     let bearer_env = obj.get("bearerTokenEnvVar").and_then(Value::as_str).map(str::to_string);
-    Some(Remote { url, transport, headers, bearer_env, oauth: oauth(obj).ok().flatten(), written: None })
+    // Only whether it has `oauth` shows (as `auth`).
+    let oauth = obj.get("oauth").is_some_and(Value::is_object).then(OAuth::default);
+    Some(Remote { url, transport, headers, bearer_env, oauth, written: None })
 }
 
 fn fill(spec: &mut ServerSpec, obj: &Map<String, Value>, base: &Path, file: &Path) -> Result<(), String> {

@@ -263,9 +263,7 @@ impl Dispatcher {
             return;
         }
         let ext_id = self.exts[slot].id;
-        let mut ids = self.table.sent.ids_where(|c| c.ext == ext_id);
-        ids.sort_unstable();
-        for n in ids {
+        for n in self.table.sent.ids_where(|c| c.ext == ext_id) {
             let Some(call) = self.table.sent.remove(&n) else { continue };
             match call.kind {
                 CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. } => {

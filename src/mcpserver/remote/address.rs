@@ -41,7 +41,7 @@ impl Secrets {
         }
         // Short values would take words out of every message.
         pairs.retain(|(s, _)| s.len() >= 4);
-        pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        crate::order::sort_by(&mut pairs, |a, b| b.0.len().cmp(&a.0.len()));
         Secrets { pairs }
     }
 
