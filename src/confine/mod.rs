@@ -13,7 +13,7 @@
 //! - A declared limit above the host's own hard limit is set to that limit.
 //! - `${EXT}` of an MCP server is its `cwd`.
 //! - `${TMP}` folders left by a host that was killed are removed by the
-//!   next host's first confined start.
+//!   next host's first confined start (the host's pid is in the name).
 
 pub mod base;
 mod gitdirs;
@@ -213,11 +213,9 @@ fn data_left_behind(home: &Path, name: &str, project: Option<&str>, new: &Path) 
 pub struct TmpDir(PathBuf);
 
 impl TmpDir {
-    /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700.
-    fn create(home: &Path, name: &str) -> std::io::Result<TmpDir> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let instance = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700, `<instance>` the
+    /// start's `ZOT_EXT_INSTANCE`.
+    fn create(home: &Path, name: &str, instance: crate::child::Instance) -> std::io::Result<TmpDir> {
         let root = home.join("tmp");
         static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         if let Ok(mut swept) = SWEPT.lock() {
@@ -226,7 +224,7 @@ impl TmpDir {
                 swept.push(root.clone());
             }
         }
-        let dir = root.join(format!("{name}.{instance}"));
+        let dir = root.join(format!("{name}.{}", instance.marker()));
         crate::home::create_own_dir(home, &dir)?;
         Ok(TmpDir(dir))
     }
@@ -246,7 +244,8 @@ fn sweep(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let pid = name.rsplit_once('.').and_then(|(_, i)| i.split_once('-')).and_then(|(p, _)| p.parse::<libc::pid_t>().ok());
+        // `<name>.<pid>.<n>`: the pid is the host's.
+        let pid = name.rsplit('.').nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
         // SAFETY: signal 0 only asks whether the process exists.
         if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
             let _ = rmtree::remove(&e.path());
@@ -268,6 +267,8 @@ pub struct Plan {
     own_when_off: Option<Declared>,
     data: Option<PathBuf>,
     pub tmp: Option<TmpDir>,
+    /// The start's lineage, which names its `${TMP}` (confined).
+    instance: Option<crate::child::Instance>,
     project: PathBuf,
     ext: PathBuf,
     project_local: bool,
@@ -306,8 +307,9 @@ impl Plan {
             });
             crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
-        let tmp = match rules {
-            Some(_) => Some(TmpDir::create(home, who.name).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
+        let instance = rules.as_ref().map(|_| crate::child::Instance::reserve());
+        let tmp = match instance {
+            Some(i) => Some(TmpDir::create(home, who.name, i).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
             None => None,
         };
         Ok(Plan {
@@ -315,6 +317,7 @@ impl Plan {
             rules,
             data,
             tmp,
+            instance,
             project: project.to_path_buf(),
             ext: who.dir.to_path_buf(),
             project_local: who.project_local,
@@ -426,6 +429,7 @@ impl Plan {
             }
         }
         let mut jail = jail(self, d, exec, args, env, log)?;
+        jail.instance = self.instance;
         jail.report = Report { reads: std::mem::take(&mut jail.report.reads), writes: std::mem::take(&mut jail.report.writes), ..rep };
         Ok(Some(jail))
     }
@@ -512,6 +516,8 @@ pub struct Jail {
     max_fd: libc::c_uint,
     /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
     procs: procs::Bound,
+    /// The lineage its start was planned for (its `ZOT_EXT_INSTANCE`).
+    pub instance: Option<crate::child::Instance>,
     /// What listings show of the start while it runs: what is enforced,
     /// and its grants as this jail resolved them (docs/protocol.md §9.1: a
     /// link changed after the start changes nothing in what is shown).
@@ -560,6 +566,7 @@ impl Jail {
             // SAFETY: sysconf only reads a limit.
             max_fd: u32::try_from(unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }).unwrap_or(1024),
             procs: procs::Bound::default(),
+            instance: None,
             report: report(None, true),
         };
         if let Some(f) = &mut jail.filter {
