@@ -151,6 +151,28 @@ fn confine_off_and_all_and_their_environment_variable() {
 }
 
 #[test]
+fn an_unknown_mode_is_one_usage_error_in_every_command_that_reads_it() {
+    let t = TempDir::new("confine-unknown-mode");
+    let home = t.path().join("home");
+    let run = |args: &[&str], env: &[(&str, &str)]| common::run_zot(BIN, t.path(), Some(&home), args, env);
+    let flag = "zot: --confine: unknown mode \"bogus\" (declared, all, off)";
+    let var = "zot: ZOT_CONFINE: unknown mode \"bogus\" (declared, all, off)";
+    for cmd in [&[][..], &["serve"], &["mcp"], &["ext", "doctor"], &["trust"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--confine", "bogus"]);
+        let out = run(&args, &[]);
+        assert_eq!((out.code, out.stderr.trim()), (2, flag), "{args:?}");
+    }
+    for cmd in [&[][..], &["serve"], &["mcp"], &["ext", "doctor"], &["ext", "list"], &["trust"]] {
+        let out = run(cmd, &[("ZOT_CONFINE", "bogus")]);
+        assert_eq!((out.code, out.stderr.trim()), (2, var), "{cmd:?}");
+    }
+    // The flag wins over the variable.
+    let out = run(&["ext", "doctor", "--no-ext", "--confine", "all"], &[("ZOT_CONFINE", "bogus")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
 fn an_invalid_confine_fails_only_that_extension_naming_the_field() {
     let t = TempDir::new("confine-invalid");
     let good = probe_ext(t.path(), "good", Some(json!({})));

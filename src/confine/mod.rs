@@ -66,12 +66,18 @@ impl Mode {
         }
     }
 
-    /// `ZOT_CONFINE`, `declared` when unset; the error names the value.
+    /// The mode `v` given as `what` (`--confine`, `ZOT_CONFINE`); the
+    /// error (a usage error, exit 2) names both.
+    pub fn named(v: &str, what: &str) -> Result<Mode, String> {
+        Mode::parse(v).ok_or_else(|| format!("{what}: unknown mode {v:?} (declared, all, off)"))
+    }
+
+    /// `ZOT_CONFINE`, `declared` when unset.
     pub fn from_env() -> Result<Mode, String> {
         match std::env::var("ZOT_CONFINE") {
             Err(_) => Ok(Mode::Declared),
             Ok(v) if v.is_empty() => Ok(Mode::Declared),
-            Ok(v) => Mode::parse(&v).ok_or_else(|| format!("ZOT_CONFINE={v:?}: expected declared, all or off")),
+            Ok(v) => Mode::named(&v, "ZOT_CONFINE"),
         }
     }
 }
