@@ -151,6 +151,24 @@ fn confine_off_and_all_and_their_environment_variable() {
 }
 
 #[test]
+fn under_confine_off_one_that_declares_confine_keeps_its_data_folder() {
+    let t = TempDir::new("confine-off-data");
+    let declared = probe_ext(t.path(), "declared", Some(json!({})));
+    let plain = probe_ext(t.path(), "plain", None);
+    let mut args = ext_args(&[&declared, &plain]);
+    args.extend(strings(&["--confine", "off"]));
+    let mut s = Serve::start(&t, t.path(), &args, &[]);
+    // ${DATA}, $ZOT_HOME/data/<name>, 0700, in every mode; the one that
+    // declares nothing keeps its own folder, as upstream.
+    let data = t.path().join("zot-home/data/declared");
+    assert_eq!(s.probe("declared", "data_dir", ""), format!("ok {}", data.display()));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);
+    assert_eq!(s.probe("plain", "data_dir", ""), format!("ok {}", plain.display()));
+    s.stop();
+}
+
+#[test]
 fn an_unknown_mode_is_one_usage_error_in_every_command_that_reads_it() {
     let t = TempDir::new("confine-unknown-mode");
     let home = t.path().join("home");

@@ -296,12 +296,12 @@ pub struct Who<'a> {
 }
 
 impl Plan {
-    /// Creates the data folder (confined or project-local) and `${TMP}`
-    /// (confined).
+    /// Creates the data folder (confined, declaring `confine` or
+    /// project-local: docs/protocol.md §2.2) and `${TMP}` (confined).
     pub fn new(who: &Who, mode: Mode, home: &Path, project: &Path) -> Result<Plan, String> {
         let rules = effective(who.declared, mode, who.dir);
         let id = who.project_id.filter(|_| who.project_local);
-        let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name, id));
+        let data = (rules.is_some() || who.declared.is_some() || who.project_local).then(|| data_folder(home, who.name, id));
         let mut data_note = None;
         if let Some(d) = &data {
             data_note = data_left_behind(home, who.name, id, d).map(|old| {
@@ -338,8 +338,8 @@ impl Plan {
         report(self.rules.as_ref().or(self.own_when_off.as_ref()), self.rules.is_none())
     }
 
-    /// `hello_ack`'s `data_dir`: its data folder, or (neither confined nor
-    /// project-local) its own folder, as upstream.
+    /// `hello_ack`'s `data_dir`: its data folder, or (neither confined,
+    /// declaring `confine` nor project-local) its own folder, as upstream.
     pub fn data_dir(&self) -> &Path {
         self.data.as_deref().unwrap_or(&self.ext)
     }
