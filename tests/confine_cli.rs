@@ -169,6 +169,25 @@ fn under_confine_off_one_that_declares_confine_keeps_its_data_folder() {
 }
 
 #[test]
+fn under_confine_off_a_required_extension_does_not_start() {
+    let t = TempDir::new("confine-off-required");
+    let strict = probe_ext(t.path(), "strict", Some(json!({"required": true})));
+    let loose = probe_ext(t.path(), "loose", Some(json!({})));
+    let mut args = ext_args(&[&strict, &loose]);
+    args.extend(strings(&["--confine", "off"]));
+    let mut s = Serve::start(&t, t.path(), &args, &[]);
+    let e = s.ext("strict");
+    assert_eq!((&e["state"], &e["pid"]), (&json!("failed"), &Value::Null), "{e}");
+    let not_enforced = kinds(&e["confinement"], "not_enforced").into_iter().filter(|k| k != "metadata").collect::<Vec<_>>().join(", ");
+    let err = e["error"].as_str().unwrap_or_default();
+    assert_eq!(err, format!("its confinement is required but this kernel does not enforce: {not_enforced}"), "{e}");
+    assert!(not_enforced.starts_with("files, no_new_privs"), "{e}");
+    // The control: one that does not require it starts, unconfined.
+    assert!(s.probe("loose", "status", "").starts_with("ok"));
+    s.stop();
+}
+
+#[test]
 fn an_unknown_mode_is_one_usage_error_in_every_command_that_reads_it() {
     let t = TempDir::new("confine-unknown-mode");
     let home = t.path().join("home");

@@ -8,8 +8,6 @@
 //! is enforced and what is not.
 //!
 //! Decisions where the protocol is silent:
-//! - `--confine off` starts a `required` extension too: off is the user's
-//!   explicit choice, and the listings say every rule is not enforced.
 //! - A declared limit above the host's own hard limit is set to that limit.
 //! - `${EXT}` of an MCP server is its `cwd`.
 //! - `${TMP}` folders left by a host that was killed are removed by the
@@ -415,7 +413,8 @@ impl Plan {
     }
 
     /// Builds the jail of this start: `Ok(None)` when not confined; an
-    /// error when it cannot be built or a `required` rule is not enforced.
+    /// error when it cannot be built or a `required` rule is not enforced
+    /// (none is under `--confine off`).
     /// `log` gets one line per skipped path and one saying what is enforced.
     /// A jail's [`Jail::report`] says what it was built from.
     pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
@@ -427,13 +426,14 @@ impl Plan {
             log(d);
         }
         log(&rep.log_line());
-        let Some(d) = &self.rules else { return Ok(None) };
-        if d.required {
-            let missing: Vec<&str> = rep.not_enforced.iter().copied().filter(|k| *k != "metadata").collect();
+        if self.rules.as_ref().or(self.own_when_off.as_ref()).is_some_and(|d| d.required) {
+            // Never enforceable anywhere: not counted (docs/protocol.md §9.1).
+            let missing: Vec<&str> = rep.not_enforced.iter().copied().filter(|k| !matches!(*k, "metadata" | "domains")).collect();
             if !missing.is_empty() {
                 return Err(format!("its confinement is required but this kernel does not enforce: {}", missing.join(", ")));
             }
         }
+        let Some(d) = &self.rules else { return Ok(None) };
         let mut jail = jail(self, d, exec, args, env, log)?;
         jail.instance = self.instance;
         jail.report = Report { reads: std::mem::take(&mut jail.report.reads), writes: std::mem::take(&mut jail.report.writes), ..rep };
