@@ -188,6 +188,20 @@ fn under_confine_off_a_required_extension_does_not_start() {
 }
 
 #[test]
+fn a_limits_object_that_declares_only_procs_is_listed_as_limits() {
+    let t = TempDir::new("confine-limits-kind");
+    let procs = probe_ext(t.path(), "procs", Some(json!({"limits": {"procs": 8}})));
+    let none = probe_ext(t.path(), "none", Some(json!({"limits": {}})));
+    let mut s = Serve::start(&t, t.path(), &ext_args(&[&procs, &none]), &[]);
+    let c = s.ext("procs")["confinement"].clone();
+    assert!(kinds(&c, "enforced").contains(&"limits".to_string()), "{c}");
+    // The control: a limits object that declares nothing adds no kind.
+    let c = s.ext("none")["confinement"].clone();
+    assert!(!kinds(&c, "enforced").contains(&"limits".to_string()) && !kinds(&c, "not_enforced").contains(&"limits".to_string()), "{c}");
+    s.stop();
+}
+
+#[test]
 fn an_unknown_mode_is_one_usage_error_in_every_command_that_reads_it() {
     let t = TempDir::new("confine-unknown-mode");
     let home = t.path().join("home");
