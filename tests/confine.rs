@@ -81,10 +81,13 @@ fn writes_outside_the_grants_are_refused_and_data_and_tmp_are_writable() {
     assert!(data.join("state.json").is_file());
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);
-    // ${TMP}: $ZOT_HOME/tmp/<name>.<instance>/, named by TMPDIR, gone at stop.
+    // ${TMP}: $ZOT_HOME/tmp/<name>.<instance>/, <instance> the value of its
+    // ZOT_EXT_INSTANCE, named by TMPDIR, gone at stop.
     let tmp = run(&h, "w", "env", "TMPDIR");
     let tmp = PathBuf::from(tmp.strip_prefix("ok ").expect("TMPDIR"));
-    assert!(tmp.starts_with(t.path().join("home/tmp")) && tmp.file_name().unwrap().to_string_lossy().starts_with("w."), "{tmp:?}");
+    let instance = run(&h, "w", "env", "ZOT_EXT_INSTANCE");
+    let instance = instance.strip_prefix("ok ").expect("ZOT_EXT_INSTANCE");
+    assert_eq!(tmp, t.path().join("home/tmp").join(format!("w.{instance}")));
     assert!(run(&h, "w", "tmp", "scratch").starts_with("ok"));
     assert!(tmp.join("scratch").is_file());
     // Nothing of $ZOT_HOME else: not even its own log.
@@ -205,9 +208,9 @@ fn a_tmp_folder_left_by_a_host_that_is_gone_is_removed() {
     need_landlock!();
     let t = TempDir::new("confine-sweep");
     // A pid that no process has: past pid_max.
-    let stale = t.path().join("home/tmp/old.4194305-1");
+    let stale = t.path().join("home/tmp/old.4194305.1");
     std::fs::create_dir_all(stale.join("inner")).expect("mkdir");
-    let live = t.path().join(format!("home/tmp/other.{}-1", std::process::id()));
+    let live = t.path().join(format!("home/tmp/other.{}.1", std::process::id()));
     std::fs::create_dir_all(&live).expect("mkdir");
     let h = host(&t, t.path(), vec![probe_ext(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
     assert_eq!(run(&h, "p", "status", ""), "ok NoNewPrivs:\t1");

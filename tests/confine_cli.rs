@@ -151,6 +151,79 @@ fn confine_off_and_all_and_their_environment_variable() {
 }
 
 #[test]
+fn under_confine_off_one_that_declares_confine_keeps_its_data_folder() {
+    let t = TempDir::new("confine-off-data");
+    let declared = probe_ext(t.path(), "declared", Some(json!({})));
+    let plain = probe_ext(t.path(), "plain", None);
+    let mut args = ext_args(&[&declared, &plain]);
+    args.extend(strings(&["--confine", "off"]));
+    let mut s = Serve::start(&t, t.path(), &args, &[]);
+    // ${DATA}, $ZOT_HOME/data/<name>, 0700, in every mode; the one that
+    // declares nothing keeps its own folder, as upstream.
+    let data = t.path().join("zot-home/data/declared");
+    assert_eq!(s.probe("declared", "data_dir", ""), format!("ok {}", data.display()));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&data).expect("data").permissions().mode() & 0o777, 0o700);
+    assert_eq!(s.probe("plain", "data_dir", ""), format!("ok {}", plain.display()));
+    s.stop();
+}
+
+#[test]
+fn under_confine_off_a_required_extension_does_not_start() {
+    let t = TempDir::new("confine-off-required");
+    let strict = probe_ext(t.path(), "strict", Some(json!({"required": true})));
+    let loose = probe_ext(t.path(), "loose", Some(json!({})));
+    let mut args = ext_args(&[&strict, &loose]);
+    args.extend(strings(&["--confine", "off"]));
+    let mut s = Serve::start(&t, t.path(), &args, &[]);
+    let e = s.ext("strict");
+    assert_eq!((&e["state"], &e["pid"]), (&json!("failed"), &Value::Null), "{e}");
+    let not_enforced = kinds(&e["confinement"], "not_enforced").into_iter().filter(|k| k != "metadata").collect::<Vec<_>>().join(", ");
+    let err = e["error"].as_str().unwrap_or_default();
+    assert_eq!(err, format!("its confinement is required but this kernel does not enforce: {not_enforced}"), "{e}");
+    assert!(not_enforced.starts_with("files, no_new_privs"), "{e}");
+    // The control: one that does not require it starts, unconfined.
+    assert!(s.probe("loose", "status", "").starts_with("ok"));
+    s.stop();
+}
+
+#[test]
+fn a_limits_object_that_declares_only_procs_is_listed_as_limits() {
+    let t = TempDir::new("confine-limits-kind");
+    let procs = probe_ext(t.path(), "procs", Some(json!({"limits": {"procs": 8}})));
+    let none = probe_ext(t.path(), "none", Some(json!({"limits": {}})));
+    let mut s = Serve::start(&t, t.path(), &ext_args(&[&procs, &none]), &[]);
+    let c = s.ext("procs")["confinement"].clone();
+    assert!(kinds(&c, "enforced").contains(&"limits".to_string()), "{c}");
+    // The control: a limits object that declares nothing adds no kind.
+    let c = s.ext("none")["confinement"].clone();
+    assert!(!kinds(&c, "enforced").contains(&"limits".to_string()) && !kinds(&c, "not_enforced").contains(&"limits".to_string()), "{c}");
+    s.stop();
+}
+
+#[test]
+fn an_unknown_mode_is_one_usage_error_in_every_command_that_reads_it() {
+    let t = TempDir::new("confine-unknown-mode");
+    let home = t.path().join("home");
+    let run = |args: &[&str], env: &[(&str, &str)]| common::run_zot(BIN, t.path(), Some(&home), args, env);
+    let flag = "zot: --confine: unknown mode \"bogus\" (declared, all, off)";
+    let var = "zot: ZOT_CONFINE: unknown mode \"bogus\" (declared, all, off)";
+    for cmd in [&[][..], &["serve"], &["mcp"], &["ext", "doctor"], &["trust"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--confine", "bogus"]);
+        let out = run(&args, &[]);
+        assert_eq!((out.code, out.stderr.trim()), (2, flag), "{args:?}");
+    }
+    for cmd in [&[][..], &["serve"], &["mcp"], &["ext", "doctor"], &["ext", "list"], &["trust"]] {
+        let out = run(cmd, &[("ZOT_CONFINE", "bogus")]);
+        assert_eq!((out.code, out.stderr.trim()), (2, var), "{cmd:?}");
+    }
+    // The flag wins over the variable.
+    let out = run(&["ext", "doctor", "--no-ext", "--confine", "all"], &[("ZOT_CONFINE", "bogus")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
 fn an_invalid_confine_fails_only_that_extension_naming_the_field() {
     let t = TempDir::new("confine-invalid");
     let good = probe_ext(t.path(), "good", Some(json!({})));

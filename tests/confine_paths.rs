@@ -226,6 +226,34 @@ fn derived_grants_follow_execve_and_env_and_never_open_ssh() {
 }
 
 #[test]
+fn the_script_is_the_first_argument_that_names_a_regular_file() {
+    need_landlock!();
+    if !Path::new("/usr/bin/python3").exists() {
+        return common::skip("no /usr/bin/python3");
+    }
+    let t = TempDir::new("paths-script-arg");
+    let user = mkdir(&t.path().join("user"));
+    let ssh = mkdir(&user.join(".ssh"));
+    std::fs::write(ssh.join("config"), "Host x\n").expect("plant");
+    let tool = mkdir(&user.join("code/flagged"));
+    std::fs::copy(fixture("probe.py"), tool.join("probe.py")).expect("copy");
+    std::fs::write(tool.join("helper.txt"), "help").expect("write");
+    // `ignore`, the value of -W, names a folder beside the manifest: not a
+    // regular file, so not the script; the file after the script grants nothing.
+    let args = json!(["-W", "ignore", tool.join("probe.py"), "flagged", ssh.join("config")]);
+    let ext = write_manifest(&mkdir(&t.path().join("exts")), "flagged", json!({"name": "flagged", "exec": "/usr/bin/python3", "args": args, "confine": {}}));
+    mkdir(&ext.join("ignore"));
+    let home = user.display().to_string();
+    let mut s = Serve::start(&t, t.path(), &[&ext], &[("HOME", &home)]);
+    let l = s.wait_started(&["flagged"]);
+    assert_eq!(s.probe("flagged", "read", &tool.join("helper.txt")), "ok 4", "{l}");
+    assert_eq!(s.probe("flagged", "read", &ssh.join("config")), "errno 13");
+    let e = l["extensions"].as_array().and_then(|a| a.iter().find(|e| e["name"] == "flagged")).cloned().unwrap_or_default();
+    assert_eq!(e["confinement"]["reads"], json!(["~/code/flagged (the script it runs)"]), "{l}");
+    s.stop();
+}
+
+#[test]
 fn the_trust_line_shows_exactly_the_derived_grants() {
     let t = TempDir::new("paths-derived-trust");
     let project = mkdir(&t.path().join("project"));

@@ -276,7 +276,7 @@ impl Child {
     {
         let name = &manifest.name;
         let cancel = Cancel::new()?;
-        let (lineage, marker) = reaper::lineage()?;
+        let (lineage, marker) = reaper::lineage(jail.and_then(|j| j.instance))?;
         let env = match jail {
             Some(j) => spawn::confined_env(j, &marker, env),
             None => child_env(&marker, env),
@@ -641,6 +641,7 @@ use stdout::CancellableRead;
 use stderr::Stderr;
 pub use read::preview;
 pub use group::{group_alive, kill_group, EXIT_GRACE};
+pub use reaper::Instance;
 pub use msg::{ChildMsg, Dialect, Reading};
 use read::read_loop;
 pub use spawn::{child_env, spawn_from_this_thread};

@@ -148,14 +148,26 @@ impl SessionArgs {
 /// A usage error: `<context>: <message> (see '<context> --help')`, exit 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
-    /// The command the error is about: `zot`, `zot serve`, `zot ext install`.
+    /// The command the error is about: `zot`, `zot serve`, `zot ext install`;
+    /// empty for one whose message is the same in every command
+    /// (`zot: --confine: unknown mode ...`, docs/protocol.md §9.3).
     pub context: String,
     pub message: String,
 }
 
+impl UsageError {
+    /// `zot: <message>`, whatever the command.
+    pub fn bare(message: String) -> UsageError {
+        UsageError { context: String::new(), message }
+    }
+}
+
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} (see '{} --help')", self.context, sanitize(&self.message), self.context)
+        match self.context.as_str() {
+            "" => write!(f, "zot: {}", sanitize(&self.message)),
+            c => write!(f, "{c}: {} (see '{c} --help')", sanitize(&self.message)),
+        }
     }
 }
 

@@ -155,8 +155,8 @@ pub const SESSION_FLAGS: [Flag; 17] = [
     Flag {
         choices: &CONFINE_MODES,
         ..session("confine", Some("MODE"), "declared, all or off: confine each extension and MCP server as it declares, confine all of them (those that declare nothing get the project to read and no network), or none (default: $ZOT_CONFINE, else declared)", |a, s, t| {
-            let v = a.choice(t, &CONFINE_MODES)?;
-            s.confine = crate::confine::Mode::parse(&v);
+            let v = a.string(t)?;
+            s.confine = Some(crate::confine::Mode::named(&v, "--confine").map_err(UsageError::bare)?);
             Ok(())
         })
     },

@@ -27,7 +27,7 @@ mod topics;
 pub use command::{resolve_dir, Command};
 pub use parse::parse;
 
-use command::{home, warn_shared_home};
+use command::{home, warn_shared_home, UsageError};
 use crate::VERSION;
 use crate::manage::{self, sanitize};
 use std::env;
@@ -53,6 +53,17 @@ where
             return 2;
         }
     };
+    // An unknown ZOT_CONFINE is a usage error wherever it is read, as an
+    // unknown --confine is (which wins over it).
+    let reads_confine_env = match &command {
+        Command::Session(s) | Command::Serve(s) | Command::Mcp(s) | Command::McpLogin { session: s, .. } | Command::ExtDoctor { session: s, .. } => s.confine.is_none(),
+        Command::Ext { cmd: manage::ExtCommand::List { .. }, .. } | Command::ExtCheck(_) | Command::Trust(_, None) => true,
+        _ => false,
+    };
+    if let (true, Err(e)) = (reads_confine_env, crate::confine::Mode::from_env()) {
+        eprintln!("{}", UsageError::bare(e));
+        return 2;
+    }
     match command {
         Command::Help(text) => {
             print!("{text}");
@@ -120,16 +131,14 @@ where
             Ok(home) => {
                 warn_shared_home(&home);
                 // The flag wins over ZOT_CONFINE.
-                let mode = match confine.as_deref().map(|v| crate::confine::Mode::parse(v).ok_or(v)) {
+                let mode = match confine.as_deref().map(|v| crate::confine::Mode::named(v, "--confine")) {
                     Some(Ok(m)) => m,
-                    Some(Err(v)) => {
-                        eprintln!("zot: --confine: unknown mode {:?} (declared, all, off)", sanitize(v));
+                    Some(Err(e)) => {
+                        eprintln!("{}", UsageError::bare(e));
                         return 2;
                     }
-                    None => match crate::confine::Mode::from_env() {
-                        Ok(m) => m,
-                        Err(e) => return fail(&e),
-                    },
+                    // Checked above.
+                    None => crate::confine::Mode::from_env().unwrap_or_default(),
                 };
                 let reach = |dir: &std::path::Path, confine: &str| crate::discovery::project_reach_named(dir, home.root(), confine);
                 let not_enforced = |dir: &std::path::Path| crate::discovery::project_not_enforced(dir, home.root(), mode);

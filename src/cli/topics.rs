@@ -17,7 +17,7 @@ pub const FILES: [(&str, &str); 11] = [
     ("$ZOT_HOME/logs/mcp-<name>.log", "an MCP server's stderr, its log messages, and the host's [zot] lines (zot ext logs NAME)"),
     (
         "$ZOT_HOME/data/<name>/",
-        "the data folder of a confined or project extension (the data_dir it is told), kept across starts",
+        "the data folder of a project extension or one that declares confine or runs confined (the data_dir it is told), kept across starts",
     ),
     ("$ZOT_HOME/history", "the console's line history, the last 1000 lines"),
     ("$ZOT_HOME/cache/", "digests of project files, so that checking trust on every start is quick"),

@@ -309,8 +309,8 @@ fn unreadable(dir: &Path, budget: &mut usize, out: &mut Vec<PathBuf>) -> bool {
 
 /// The one prefix rule: what the program that really runs needs to read.
 /// A compiled program alone; an interpreter (named by a `#!` line, or run
-/// with a script: the first argument not beginning with `-`, when it
-/// names a regular file and `exec` is not itself a `#!` script) its prefix, the folder above its `bin/` (or
+/// with a script: the first argument that does not begin with `-` and
+/// names a regular file, when `exec` is not itself a `#!` script) its prefix, the folder above its `bin/` (or
 /// `bin/` alone when that folder is guarded); the script it runs, with
 /// the script's folder unless that folder is guarded.
 pub fn program_grants(p: &Program) -> Result<Vec<(PathBuf, Why)>, String> {
@@ -324,7 +324,7 @@ pub fn program_grants(p: &Program) -> Result<Vec<(PathBuf, Why)>, String> {
     let script_arg = if shebang(exec, p.path_var).is_some() && !shim(exec) {
         None
     } else {
-        p.args.iter().find(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).filter(|a| a.is_file())
+        p.args.iter().filter(|a| !a.starts_with('-')).map(|a| p.cwd.join(a)).find(|a| a.is_file())
     };
     let mut program = exec.to_path_buf();
     let mut script = None;
@@ -615,6 +615,13 @@ mod tests {
         assert!(g.contains(&prefix), "{g:?}");
         assert!(g.contains(&srv) && g.contains(&srv.join("server.py")), "{g:?}");
         assert!(!g.contains(&home.to_path_buf()), "{g:?}");
+        // An option's value that names no regular file (a folder here) is
+        // passed over: the script is the first argument that names one.
+        std::fs::create_dir_all(srv.join("ignore")).unwrap();
+        std::fs::write(home.join("x.json"), b"{}").unwrap();
+        let x = home.join("x.json").display().to_string();
+        let g = grants(&prefix.join("bin/python3"), &["-W", "ignore", "server.py", &x], &srv, &home, &prefix.join("bin"));
+        assert!(g.contains(&srv.join("server.py")) && !g.contains(&home.join("x.json")), "{g:?}");
         // The same interpreter with no script: a compiled program alone.
         let g = grants(&prefix.join("bin/python3"), &["-m", "srv"], &srv, &home, &prefix.join("bin"));
         assert_eq!(g, vec![prefix.join("bin/python3")]);

@@ -8,12 +8,10 @@
 //! is enforced and what is not.
 //!
 //! Decisions where the protocol is silent:
-//! - `--confine off` starts a `required` extension too: off is the user's
-//!   explicit choice, and the listings say every rule is not enforced.
 //! - A declared limit above the host's own hard limit is set to that limit.
 //! - `${EXT}` of an MCP server is its `cwd`.
 //! - `${TMP}` folders left by a host that was killed are removed by the
-//!   next host's first confined start.
+//!   next host's first confined start (the host's pid is in the name).
 
 pub mod base;
 mod gitdirs;
@@ -66,12 +64,18 @@ impl Mode {
         }
     }
 
-    /// `ZOT_CONFINE`, `declared` when unset; the error names the value.
+    /// The mode `v` given as `what` (`--confine`, `ZOT_CONFINE`); the
+    /// error (a usage error, exit 2) names both.
+    pub fn named(v: &str, what: &str) -> Result<Mode, String> {
+        Mode::parse(v).ok_or_else(|| format!("{what}: unknown mode {v:?} (declared, all, off)"))
+    }
+
+    /// `ZOT_CONFINE`, `declared` when unset.
     pub fn from_env() -> Result<Mode, String> {
         match std::env::var("ZOT_CONFINE") {
             Err(_) => Ok(Mode::Declared),
             Ok(v) if v.is_empty() => Ok(Mode::Declared),
-            Ok(v) => Mode::parse(&v).ok_or_else(|| format!("ZOT_CONFINE={v:?}: expected declared, all or off")),
+            Ok(v) => Mode::named(&v, "ZOT_CONFINE"),
         }
     }
 }
@@ -213,11 +217,9 @@ fn data_left_behind(home: &Path, name: &str, project: Option<&str>, new: &Path) 
 pub struct TmpDir(PathBuf);
 
 impl TmpDir {
-    /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700.
-    fn create(home: &Path, name: &str) -> std::io::Result<TmpDir> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let instance = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700, `<instance>` the
+    /// start's `ZOT_EXT_INSTANCE`.
+    fn create(home: &Path, name: &str, instance: crate::child::Instance) -> std::io::Result<TmpDir> {
         let root = home.join("tmp");
         static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         if let Ok(mut swept) = SWEPT.lock() {
@@ -226,7 +228,7 @@ impl TmpDir {
                 swept.push(root.clone());
             }
         }
-        let dir = root.join(format!("{name}.{instance}"));
+        let dir = root.join(format!("{name}.{}", instance.marker()));
         crate::home::create_own_dir(home, &dir)?;
         Ok(TmpDir(dir))
     }
@@ -246,7 +248,8 @@ fn sweep(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let pid = name.rsplit_once('.').and_then(|(_, i)| i.split_once('-')).and_then(|(p, _)| p.parse::<libc::pid_t>().ok());
+        // `<name>.<pid>.<n>`: the pid is the host's.
+        let pid = name.rsplit('.').nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
         // SAFETY: signal 0 only asks whether the process exists.
         if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
             let _ = rmtree::remove(&e.path());
@@ -268,6 +271,8 @@ pub struct Plan {
     own_when_off: Option<Declared>,
     data: Option<PathBuf>,
     pub tmp: Option<TmpDir>,
+    /// The start's lineage, which names its `${TMP}` (confined).
+    instance: Option<crate::child::Instance>,
     project: PathBuf,
     ext: PathBuf,
     project_local: bool,
@@ -289,12 +294,12 @@ pub struct Who<'a> {
 }
 
 impl Plan {
-    /// Creates the data folder (confined or project-local) and `${TMP}`
-    /// (confined).
+    /// Creates the data folder (confined, declaring `confine` or
+    /// project-local: docs/protocol.md §2.2) and `${TMP}` (confined).
     pub fn new(who: &Who, mode: Mode, home: &Path, project: &Path) -> Result<Plan, String> {
         let rules = effective(who.declared, mode, who.dir);
         let id = who.project_id.filter(|_| who.project_local);
-        let data = (rules.is_some() || who.project_local).then(|| data_folder(home, who.name, id));
+        let data = (rules.is_some() || who.declared.is_some() || who.project_local).then(|| data_folder(home, who.name, id));
         let mut data_note = None;
         if let Some(d) = &data {
             data_note = data_left_behind(home, who.name, id, d).map(|old| {
@@ -306,8 +311,9 @@ impl Plan {
             });
             crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
-        let tmp = match rules {
-            Some(_) => Some(TmpDir::create(home, who.name).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
+        let instance = rules.as_ref().map(|_| crate::child::Instance::reserve());
+        let tmp = match instance {
+            Some(i) => Some(TmpDir::create(home, who.name, i).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
             None => None,
         };
         Ok(Plan {
@@ -315,6 +321,7 @@ impl Plan {
             rules,
             data,
             tmp,
+            instance,
             project: project.to_path_buf(),
             ext: who.dir.to_path_buf(),
             project_local: who.project_local,
@@ -329,8 +336,8 @@ impl Plan {
         report(self.rules.as_ref().or(self.own_when_off.as_ref()), self.rules.is_none())
     }
 
-    /// `hello_ack`'s `data_dir`: its data folder, or (neither confined nor
-    /// project-local) its own folder, as upstream.
+    /// `hello_ack`'s `data_dir`: its data folder, or (neither confined,
+    /// declaring `confine` nor project-local) its own folder, as upstream.
     pub fn data_dir(&self) -> &Path {
         self.data.as_deref().unwrap_or(&self.ext)
     }
@@ -406,7 +413,8 @@ impl Plan {
     }
 
     /// Builds the jail of this start: `Ok(None)` when not confined; an
-    /// error when it cannot be built or a `required` rule is not enforced.
+    /// error when it cannot be built or a `required` rule is not enforced
+    /// (none is under `--confine off`).
     /// `log` gets one line per skipped path and one saying what is enforced.
     /// A jail's [`Jail::report`] says what it was built from.
     pub fn jail(&self, exec: &Path, args: &[String], env: &[(OsString, OsString)], log: &mut dyn FnMut(&str)) -> Result<Option<Jail>, String> {
@@ -418,14 +426,16 @@ impl Plan {
             log(d);
         }
         log(&rep.log_line());
-        let Some(d) = &self.rules else { return Ok(None) };
-        if d.required {
-            let missing: Vec<&str> = rep.not_enforced.iter().copied().filter(|k| *k != "metadata").collect();
+        if self.rules.as_ref().or(self.own_when_off.as_ref()).is_some_and(|d| d.required) {
+            // Never enforceable anywhere: not counted (docs/protocol.md §9.1).
+            let missing: Vec<&str> = rep.not_enforced.iter().copied().filter(|k| !matches!(*k, "metadata" | "domains")).collect();
             if !missing.is_empty() {
                 return Err(format!("its confinement is required but this kernel does not enforce: {}", missing.join(", ")));
             }
         }
+        let Some(d) = &self.rules else { return Ok(None) };
         let mut jail = jail(self, d, exec, args, env, log)?;
+        jail.instance = self.instance;
         jail.report = Report { reads: std::mem::take(&mut jail.report.reads), writes: std::mem::take(&mut jail.report.writes), ..rep };
         Ok(Some(jail))
     }
@@ -512,6 +522,8 @@ pub struct Jail {
     max_fd: libc::c_uint,
     /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
     procs: procs::Bound,
+    /// The lineage its start was planned for (its `ZOT_EXT_INSTANCE`).
+    pub instance: Option<crate::child::Instance>,
     /// What listings show of the start while it runs: what is enforced,
     /// and its grants as this jail resolved them (docs/protocol.md §9.1: a
     /// link changed after the start changes nothing in what is shown).
@@ -560,6 +572,7 @@ impl Jail {
             // SAFETY: sysconf only reads a limit.
             max_fd: u32::try_from(unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }).unwrap_or(1024),
             procs: procs::Bound::default(),
+            instance: None,
             report: report(None, true),
         };
         if let Some(f) = &mut jail.filter {

@@ -31,9 +31,10 @@ pub struct Limits {
 pub const DEFAULT_PROCS: u64 = 512;
 
 impl Limits {
-    /// Whether any limit is declared (`procs` is its own rule kind).
+    /// Whether any limit is declared, `procs` alone included (the rule
+    /// kind `limits`, docs/protocol.md §9.3).
     pub fn any(&self) -> bool {
-        self.memory_mb.is_some() || self.open_files.is_some() || self.cpu_seconds.is_some()
+        self.memory_mb.is_some() || self.open_files.is_some() || self.cpu_seconds.is_some() || self.procs.is_some()
     }
 
     /// The process bound in force: declared, else [`DEFAULT_PROCS`].

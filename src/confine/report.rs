@@ -153,6 +153,11 @@ mod tests {
         all.sort_unstable();
         assert_eq!(all, ["calls", "domains", "files", "limits", "metadata", "net_off", "no_new_privs", "procs", "scopes", "syscalls", "unix"]);
         assert!(r.not_enforced.contains(&"metadata") && r.not_enforced.contains(&"domains"));
+        // `procs` alone is a declared limit too.
+        let mut p = Declared::everything_default(PathBuf::from("/x"));
+        assert!(!report(Some(&p), false).enforced.contains(&"limits"));
+        p.limits.procs = Some(8);
+        assert!(report(Some(&p), false).enforced.contains(&"limits"));
         let off = report(Some(&d), true);
         assert!(off.enforced.is_empty() && off.not_enforced.len() == 11);
         assert_eq!(report(None, false).to_json(), Value::Null);
