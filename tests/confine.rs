@@ -210,12 +210,17 @@ fn a_tmp_folder_left_by_a_host_that_is_gone_is_removed() {
     // A pid that no process has: past pid_max.
     let stale = t.path().join("home/tmp/old.4194305.1");
     std::fs::create_dir_all(stale.join("inner")).expect("mkdir");
+    // As hosts before the instance's own name left them.
+    let earlier = t.path().join("home/tmp/old-form.4194305-1");
+    std::fs::create_dir_all(&earlier).expect("mkdir");
     let live = t.path().join(format!("home/tmp/other.{}.1", std::process::id()));
+    let live_earlier = t.path().join(format!("home/tmp/other.{}-2", std::process::id()));
     std::fs::create_dir_all(&live).expect("mkdir");
+    std::fs::create_dir_all(&live_earlier).expect("mkdir");
     let h = host(&t, t.path(), vec![probe_ext(t.path(), "p", Some(json!({})))], ConfineMode::Declared);
     assert_eq!(run(&h, "p", "status", ""), "ok NoNewPrivs:\t1");
-    assert!(!stale.exists(), "the folder of a gone host is still there");
-    assert!(live.exists(), "the folder of a live process was removed");
+    assert!(!stale.exists() && !earlier.exists(), "the folder of a gone host is still there");
+    assert!(live.exists() && live_earlier.exists(), "the folder of a live process was removed");
 }
 
 #[test]

@@ -248,8 +248,14 @@ fn sweep(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        // `<name>.<pid>.<n>`: the pid is the host's.
-        let pid = name.rsplit('.').nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
+        // `<name>.<pid>.<n>` (earlier hosts: `<name>.<pid>-<n>`): the pid is the host's.
+        let mut parts = name.rsplit('.');
+        let last = parts.next().unwrap_or("");
+        let pid = match last.split_once('-') {
+            Some((p, _)) => Some(p),
+            None => parts.next(),
+        };
+        let pid = pid.and_then(|p| p.parse::<libc::pid_t>().ok());
         // SAFETY: signal 0 only asks whether the process exists.
         if pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
             let _ = rmtree::remove(&e.path());
