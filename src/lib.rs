@@ -26,6 +26,7 @@ pub mod protocol;
 mod child;
 mod confine;
 mod envexpand;
+mod instance;
 mod jsonc;
 mod lexical;
 mod lines;

@@ -641,7 +641,6 @@ use stdout::CancellableRead;
 use stderr::Stderr;
 pub use read::preview;
 pub use group::{group_alive, kill_group, EXIT_GRACE};
-pub use reaper::Instance;
 pub use msg::{ChildMsg, Dialect, Reading};
 use read::read_loop;
 pub use spawn::{child_env, spawn_from_this_thread};

@@ -42,7 +42,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -521,29 +521,11 @@ pub(super) fn unattributed() -> usize {
 }
 
 /// The number of the next lineage.
-static NEXT_LINEAGE: AtomicU64 = AtomicU64::new(1);
-
-/// A lineage's number, taken before its start: a confined start names its
-/// `${TMP}` after the marker (docs/protocol.md §9.1).
-#[derive(Debug, Clone, Copy)]
-pub struct Instance(u64);
-
-impl Instance {
-    pub fn reserve() -> Instance {
-        Instance(NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// The value of [`INSTANCE_VAR`](super::procfs::INSTANCE_VAR) that marks it.
-    pub fn marker(self) -> String {
-        format!("{}.{}", std::process::id(), self.0)
-    }
-}
-
 /// A new lineage (`instance`, or a number of its own), and its marker.
-pub(super) fn lineage(instance: Option<Instance>) -> io::Result<(u64, String)> {
+pub(super) fn lineage(instance: Option<crate::instance::Instance>) -> io::Result<(u64, String)> {
     let r = reaper()?;
-    let instance = instance.unwrap_or_else(Instance::reserve);
-    let (id, marker) = (instance.0, instance.marker());
+    let instance = instance.unwrap_or_else(crate::instance::Instance::reserve);
+    let (id, marker) = (instance.number(), instance.marker());
     let mut st = r.lock();
     st.markers.insert(marker.clone(), id);
     st.lineages.insert(id, Lineage { marker: marker.clone(), ..Lineage::default() });

@@ -219,7 +219,7 @@ pub struct TmpDir(PathBuf);
 impl TmpDir {
     /// `$ZOT_HOME/tmp/<name>.<instance>/`, created 0700, `<instance>` the
     /// start's `ZOT_EXT_INSTANCE`.
-    fn create(home: &Path, name: &str, instance: crate::child::Instance) -> std::io::Result<TmpDir> {
+    fn create(home: &Path, name: &str, instance: crate::instance::Instance) -> std::io::Result<TmpDir> {
         let root = home.join("tmp");
         static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         if let Ok(mut swept) = SWEPT.lock() {
@@ -278,7 +278,7 @@ pub struct Plan {
     data: Option<PathBuf>,
     pub tmp: Option<TmpDir>,
     /// The start's lineage, which names its `${TMP}` (confined).
-    instance: Option<crate::child::Instance>,
+    instance: Option<crate::instance::Instance>,
     project: PathBuf,
     ext: PathBuf,
     project_local: bool,
@@ -317,7 +317,7 @@ impl Plan {
             });
             crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
-        let instance = rules.as_ref().map(|_| crate::child::Instance::reserve());
+        let instance = rules.as_ref().map(|_| crate::instance::Instance::reserve());
         let tmp = match instance {
             Some(i) => Some(TmpDir::create(home, who.name, i).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
             None => None,
@@ -529,7 +529,7 @@ pub struct Jail {
     /// `limits.procs`: its cgroup, or `RLIMIT_NPROC`.
     procs: procs::Bound,
     /// The lineage its start was planned for (its `ZOT_EXT_INSTANCE`).
-    pub instance: Option<crate::child::Instance>,
+    pub instance: Option<crate::instance::Instance>,
     /// What listings show of the start while it runs: what is enforced,
     /// and its grants as this jail resolved them (docs/protocol.md §9.1: a
     /// link changed after the start changes nothing in what is shown).
