@@ -291,3 +291,33 @@ fn a_resumed_stream_keeps_its_requests_deadline() {
     assert!(!tools(&mut s).contains(&"mcp__late__late".to_string()));
     s.shutdown();
 }
+
+#[test]
+fn a_stop_of_a_server_holding_a_call_ends_its_link_within_the_hosts_grace() {
+    let t = TempDir::new("hostile-held-stop");
+    let Some(peer) = hostile(&t, "hold", &[]) else { return };
+    // The call's own deadline is far: only the stop can end it.
+    let cfg = write_config(t.path(), "mcp.json", json!({"h": {"url": peer.url("/mcp"), "requestTimeout": 600}}));
+    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("h", "ready");
+    s.z.send(&json!({"id": "held", "type": "tool", "name": "mcp__h__slow", "args": {}}).to_string());
+    assert!(common::wait_until(LINE_WAIT, || events(&peer, "slow-start").len() == 1), "{:?}", peer.requests(""));
+    // The stop waits for the held answer until the host's grace, then ends
+    // the link: the restart comes up, and the old link leaves no thread.
+    let r = s.ok("restart", json!({"name": "h"}));
+    assert_eq!(r["extension"], "h", "{r}");
+    let held = s.wait("held", |f| f["type"] == "response" && f["id"] == "held");
+    assert_eq!(held["ok"], false, "{held}");
+    let pid = s.z.pid;
+    let stops = || {
+        std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten()
+            .filter(|e| std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim_end() == "zot-ext-h-stop")
+            .count()
+    };
+    assert!(common::wait_until(LINE_WAIT, || stops() == 0), "the old link's stop thread is still there");
+    assert_eq!(text(&s.tool("mcp__h__fast", json!({}))), "ok");
+    // Control: the server never let the held call go.
+    assert!(events(&peer, "slow-end").is_empty(), "{:?}", peer.requests(""));
+    s.shutdown();
+}

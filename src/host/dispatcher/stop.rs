@@ -83,6 +83,11 @@ impl Dispatcher {
         if ext.ended() {
             return;
         }
+        // A remote server has no process: at the first signal its link is
+        // ended at once (the answers it was still waiting for are given up).
+        if ext.pid().is_none() && matches!(stage, StopStage::Term | StopStage::Kill) {
+            ext.signal(libc::SIGKILL);
+        }
         let StopAction { log, signal, next } = stage.action(ext.pid().is_some(), &t);
         if let Some(line) = log {
             ext.log(&line);
