@@ -121,9 +121,9 @@ fn login_state(info: &mut ExtInfo) {
     }
     let msg = format!("{} needs you to log in: zot mcp login {}", info.name, info.name);
     if let (State::Failed, Some(e)) = (info.state, &info.error) {
-        if let Some(at) = e.find(&msg) {
-            let rest = &e[at..];
-            info.error = Some(rest.split("; its stderr").next().unwrap_or(rest).to_string());
+        // The host's words from their start: a server's text holding them
+        // elsewhere is not a login to run.
+        if e.starts_with(&msg) && crate::mcpserver::is_login_to_run(e) {
             info.state = State::NeedsLogin;
             // Its server asked for OAuth, whatever the entry sends.
             info.auth = Some("oauth");

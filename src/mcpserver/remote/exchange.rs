@@ -138,9 +138,11 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
     if status == 403 {
         return match challenge.filter(|c| c.error.as_deref() == Some("insufficient_scope")) {
             Some(c) => {
-                let scope = c.scope.map(|s| format!(" (scope {s})")).unwrap_or_default();
+                // The server's words: only what a scope is made of, bounded.
+                let scope: String = c.scope.unwrap_or_default().chars().filter(|ch| ch.is_ascii_alphanumeric() || " :._/-".contains(*ch)).take(200).collect();
+                let scope = if scope.trim().is_empty() { String::new() } else { format!(" (scope {})", scope.trim()) };
                 sh.say(&format!("HTTP 403: insufficient_scope{scope}"));
-                Err(format!("{needs}{scope}"))
+                Err(if sh.may_log_in { format!("{needs}{scope}") } else { format!("HTTP 403: insufficient_scope{scope}") })
             }
             None => Err("HTTP 403".into()),
         };
@@ -161,7 +163,7 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
             sh.say("HTTP 401 again: the server refused the refreshed access token too; the login is forgotten");
             Err(needs)
         }
-        _ if challenge.is_some() || sh.wants_login => {
+        _ if sh.may_log_in && (challenge.is_some() || sh.wants_login) => {
             sh.say("HTTP 401 asking for OAuth and no usable login");
             Err(needs)
         }

@@ -77,6 +77,7 @@ impl Link {
             origin,
             shown: remote.shown_url(),
             wants_login: remote.oauth.is_some(),
+            may_log_in: remote.oauth.is_some() || remote.auth_name() == "none",
             secrets,
             headers,
             transport: remote.transport,

@@ -81,6 +81,9 @@ pub(super) struct Shared {
     pub tokens: Option<oauth::Tokens>,
     /// The entry has `oauth`: a 401 asks for a login, challenge or not.
     pub wants_login: bool,
+    /// A login can serve it: an `oauth` entry, or one that sends no
+    /// credentials of its own (one with headers keeps to them).
+    pub may_log_in: bool,
     /// `exchange::renew`, set by `Link::open`: renewing the session posts
     /// and reopens the GET stream, so the GET stream (which renews on a
     /// 404) naming it would close a circle between the two files. Its
