@@ -164,7 +164,7 @@ pub(super) fn diagnose_server(e: &mut ExtReport, spec: &crate::mcpserver::config
         "untrusted" => e.findings.push(untrusted(trust)),
         // Only a person logs in (docs/protocol.md §8.5 rule 11).
         "needs_login" => {
-            let why = e.reason.clone().unwrap_or_else(|| format!("{0} needs you to log in: zot mcp login {0}", e.name));
+            let why = e.reason.clone().unwrap_or_else(|| crate::mcpserver::login::message(&e.name));
             let fix = format!("run zot mcp login {} in a terminal (it prints the address to open where no browser can be)", e.name);
             e.findings.push(finding(Severity::Warning, "needs_login", why, fix));
         }

@@ -119,11 +119,11 @@ fn login_state(info: &mut ExtInfo) {
     if info.url.is_none() {
         return;
     }
-    let msg = format!("{} needs you to log in: zot mcp login {}", info.name, info.name);
+    let msg = crate::mcpserver::login::message(&info.name);
     if let (State::Failed, Some(e)) = (info.state, &info.error) {
         // The host's words from their start: a server's text holding them
         // elsewhere is not a login to run.
-        if e.starts_with(&msg) && crate::mcpserver::is_login_to_run(e) {
+        if e.starts_with(&msg) && crate::mcpserver::login::is_login_to_run(e) {
             info.state = State::NeedsLogin;
             // Its server asked for OAuth, whatever the entry sends.
             info.auth = Some("oauth");

@@ -240,7 +240,7 @@ impl Dispatcher {
         };
         let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
-        let login = format!("{extension} needs you to log in: zot mcp login {extension}");
+        let login = crate::mcpserver::login::message(&extension);
         match call.kind {
             CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. }
                 if why.starts_with(&login) =>

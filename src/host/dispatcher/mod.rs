@@ -496,7 +496,7 @@ impl Dispatcher {
         }
         // A restart that fails to load is one more exit; one that waits
         // for a person's login (docs/protocol.md §8.5 rule 11) is not tried again.
-        let needs_login = crate::mcpserver::is_login_to_run(&why);
+        let needs_login = crate::mcpserver::login::is_login_to_run(&why);
         if self.exts[slot].restart_names.is_none() || needs_login || !self.maybe_restart(slot, None) {
             self.give_up_names(slot);
         }

@@ -280,7 +280,7 @@ impl Edge {
                 drop(st);
                 let method = if matches!(p, Pending::Initialize) { "initialize" } else { "server/discover" };
                 // A login to run is said as it is (docs/protocol.md §8.5 rule 11).
-                self.fail(if crate::mcpserver::is_login_to_run(why) { why.to_string() } else { format!("{method}: {why}") });
+                self.fail(if crate::mcpserver::login::is_login_to_run(why) { why.to_string() } else { format!("{method}: {why}") });
             }
             Pending::Tools | Pending::Prompts => {
                 let next = self.listing_failed(&mut st, matches!(p, Pending::Tools), why);

@@ -26,7 +26,7 @@ const EARLY: u64 = 60;
 
 /// The message of a server that needs a person to log in.
 pub fn needs_login(name: &str) -> String {
-    format!("{name} needs you to log in: zot mcp login {name}")
+    crate::mcpserver::login::message(name)
 }
 
 /// How doctor speaks of a login: `logged in, expires in 52 min`.
