@@ -300,3 +300,30 @@ fn zot_home_stays_out_of_reach_under_a_declared_ancestor() {
     assert!(run(&h, "wide", "read", t.path().join("home/data/wide/own").display().to_string()).starts_with("ok"));
     h.shutdown();
 }
+
+#[test]
+fn an_unconfined_extension_gets_data_and_tmp_when_its_args_or_env_name_them() {
+    let t = TempDir::new("confine-unconfined-placeholders");
+    let dir = probe_ext(t.path(), "u", None);
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).expect("manifest")).expect("json");
+    m["args"].as_array_mut().expect("args").extend([json!("${DATA}/state.json"), json!("${TMP}")]);
+    m["env"] = json!({"U_DATA": "${DATA}"});
+    std::fs::write(dir.join("extension.json"), m.to_string()).expect("write");
+    let h = host(&t, t.path(), vec![dir.clone()], ConfineMode::Declared);
+    let get = |op: &str, arg: &str| {
+        let r = run(&h, "u", op, arg);
+        r.strip_prefix("ok ").unwrap_or_else(|| panic!("{op} {arg}: {r}")).to_string()
+    };
+    let data = get("env", "U_DATA");
+    let tmp = get("argv", "3");
+    assert_eq!(get("argv", "2"), format!("{data}/state.json"));
+    // §9.1's folders, made for it though nothing is confined.
+    assert!(data.ends_with("/data/u") && std::path::Path::new(&data).is_dir(), "{data}");
+    assert!(std::path::Path::new(&tmp).is_dir() && tmp.contains("/tmp/u."), "{tmp}");
+    // Unconfined: its TMPDIR is its own, and its data_dir its folder, as upstream.
+    assert_ne!(run(&h, "u", "env", "TMPDIR"), format!("ok {tmp}"));
+    h.call(Request::Shutdown).ok();
+    drop(h);
+    assert!(common::wait_until(std::time::Duration::from_secs(10), || !std::path::Path::new(&tmp).exists()), "{tmp} outlived the start");
+    assert!(std::path::Path::new(&data).is_dir(), "the data folder is kept");
+}

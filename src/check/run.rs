@@ -92,7 +92,7 @@ pub(super) fn spawn(m: &Manifest, exec: &Path, env: &[(String, String)], sandbox
     crate::home::create_private_dir(&home)?;
     let stderr = Log::open(&sandbox.stderr_path())?;
     // Confined as the host would confine it, its folders in the sandbox.
-    let who = crate::confine::Who { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), project_local: false, project_id: None, is_server: false };
+    let who = crate::confine::Who { name: &m.name, dir: &m.dir, declared: m.confine.as_ref(), project_local: false, project_id: None, is_server: false, uses: crate::confine::placeholders_in(&m.args, &m.env) };
     let cwd = std::env::current_dir().unwrap_or_else(|_| m.dir.clone());
     let mode = crate::confine::Mode::from_env().unwrap_or_default();
     let plan = crate::confine::Plan::new(&who, mode, &home, &cwd).map_err(io::Error::other)?;

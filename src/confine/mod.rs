@@ -276,6 +276,8 @@ pub struct Plan {
     /// Under `--confine off`, what it declared (listed as not enforced).
     own_when_off: Option<Declared>,
     data: Option<PathBuf>,
+    /// `${DATA}` of an unconfined start that names it (not its `data_dir`).
+    named_data: Option<PathBuf>,
     pub tmp: Option<TmpDir>,
     /// The start's lineage, which names its `${TMP}` (confined).
     instance: Option<crate::instance::Instance>,
@@ -297,6 +299,15 @@ pub struct Who<'a> {
     /// The project's id (docs/protocol.md §2.2) when `project_local`.
     pub project_id: Option<&'a str>,
     pub is_server: bool,
+    /// Its `args` and `env` name `${DATA}` and `${TMP}` (which expand for
+    /// every start, confined or not: docs/protocol.md §9.4).
+    pub uses: (bool, bool),
+}
+
+/// Whether `args` and the values of `env` name `${DATA}` and `${TMP}`.
+pub fn placeholders_in(args: &[String], env: &[(String, String)]) -> (bool, bool) {
+    let all = || args.iter().chain(env.iter().map(|(_, v)| v));
+    (all().any(|s| s.contains("${DATA}")), all().any(|s| s.contains("${TMP}")))
 }
 
 impl Plan {
@@ -317,7 +328,13 @@ impl Plan {
             });
             crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
         }
-        let instance = rules.as_ref().map(|_| crate::instance::Instance::reserve());
+        // Unconfined, `${DATA}` is the same folder (created when named),
+        // and `${TMP}` a folder of the start as a confined one's.
+        let named_data = (data.is_none() && who.uses.0).then(|| data_folder(home, who.name, id));
+        if let Some(d) = &named_data {
+            crate::home::create_own_dir(home, d).map_err(|e| format!("cannot create its data folder {}: {e}", d.display()))?;
+        }
+        let instance = (rules.is_some() || who.uses.1).then(crate::instance::Instance::reserve);
         let tmp = match instance {
             Some(i) => Some(TmpDir::create(home, who.name, i).map_err(|e| format!("cannot create its temporary folder: {e}"))?),
             None => None,
@@ -326,6 +343,7 @@ impl Plan {
             own_when_off: if rules.is_none() { who.declared.cloned() } else { None },
             rules,
             data,
+            named_data,
             tmp,
             instance,
             project: project.to_path_buf(),
@@ -354,7 +372,7 @@ impl Plan {
         if self.project_local {
             env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         }
-        if let Some(t) = &self.tmp {
+        if let (Some(t), Some(_)) = (&self.tmp, &self.rules) {
             env.push(("TMPDIR".into(), t.path().display().to_string()));
         }
         env
@@ -395,7 +413,7 @@ impl Plan {
         match name {
             "PROJECT" => Some(self.project.as_path()),
             "EXT" => Some(self.ext.as_path()),
-            "DATA" => self.data.as_deref(),
+            "DATA" => self.data.as_deref().or(self.named_data.as_deref()),
             "TMP" => self.tmp.as_ref().map(TmpDir::path),
             _ => None,
         }

@@ -151,6 +151,7 @@ fn confine_start(found: &crate::discovery::Found, cfg: &Config, exec: &std::path
         project_local,
         project_id: project_id.as_deref(),
         is_server: found.mcp.is_some(),
+        uses: crate::confine::placeholders_in(&m.args, &m.env),
     };
     let plan = crate::confine::Plan::new(&who, cfg.confine, cfg.home.root(), &cfg.cwd)?;
     if let Some(note) = &plan.data_note {
