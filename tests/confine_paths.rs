@@ -939,3 +939,17 @@ fn a_write_grant_leaves_the_hooks_and_includes_a_repository_names_read_only() {
     }
     h.shutdown();
 }
+
+#[test]
+fn a_script_run_as_the_program_is_marked_as_the_script_it_runs() {
+    let t = TempDir::new("paths-script-exec");
+    let project = mkdir(&t.path().join("project"));
+    let srv = mkdir(&t.path().join("srv/mcp"));
+    write_exec(&srv.join("server.sh"), "#!/bin/sh\n");
+    let srv = srv.canonicalize().expect("real");
+    write_manifest(&project.join(".zot/extensions"), "outside", json!({"name": "outside", "exec": srv.join("server.sh").display().to_string(), "confine": {}}));
+    let out = common::run_zot(BIN, t.path(), Some(&t.path().join("zot-home")), &["trust", project.to_str().expect("utf-8")], &[]);
+    let line = out.stdout.lines().next().unwrap_or_default().to_string();
+    // Its folder is the script's, not an interpreter's (§9.3's marks).
+    assert_eq!(line, format!("  outside: reads {} (the script it runs); writes nothing; network: none", srv.display()), "{}", out.stdout);
+}

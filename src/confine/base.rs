@@ -332,8 +332,10 @@ pub fn program_grants(p: &Program) -> Result<Vec<(PathBuf, Why)>, String> {
     for _ in 0..4 {
         let Some(interp) = shebang(&program, p.path_var) else { break };
         if script.is_none() {
+            // `exec` is the script: what is derived from where it lies is
+            // the script's (its folder, or the prefix of a tool in `bin/`).
             script = Some(program.clone());
-            prefix(&program, Why::Interpreter, p, &guards, &mut out)?;
+            prefix(&program, Why::Script, p, &guards, &mut out)?;
         } else {
             out.push((program.clone(), Why::Interpreter));
             prefix(&program, Why::Interpreter, p, &guards, &mut out)?;
