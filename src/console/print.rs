@@ -314,7 +314,7 @@ fn render_event(ev: HostEvent, st: Style, panels: &Panels) -> String {
             st.red(&format!("error: {}; none of its servers is loaded", one_line(&message)))
         }
         // A server waiting for a person's login (docs/protocol.md §8.5 rule 11).
-        HostEvent::LoadFailed { extension, message, .. } if message.starts_with(&format!("{extension} needs you to log in: ")) => {
+        HostEvent::LoadFailed { extension, message, .. } if crate::mcpserver::login::is_login_of(&extension, &message) => {
             format!("{} {}", tag(&extension), one_line(&message))
         }
         HostEvent::LoadFailed { extension, message, log } => {

@@ -78,7 +78,7 @@ fn load_failed_line(extension: &str, message: &str, has_log: bool) -> String {
     if !has_log && message.contains(crate::manifest::BROKEN_CONFIG) {
         return format!("error: {message}; none of its servers is loaded");
     }
-    if message.starts_with(&format!("{extension} needs you to log in: ")) {
+    if crate::mcpserver::login::is_login_of(extension, message) {
         return message.to_string();
     }
     let mut line = format!("{extension}: failed to load: {message}");

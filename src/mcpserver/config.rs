@@ -142,6 +142,12 @@ impl Remote {
         }
     }
 
+    /// Whether a kept login can serve it: an `oauth` entry, or one that
+    /// sends no credentials of its own (one with headers keeps to them).
+    pub fn may_log_in(&self) -> bool {
+        self.oauth.is_some() || self.auth_name() == "none"
+    }
+
     /// `auth` in listings.
     pub fn auth_name(&self) -> &'static str {
         // User information in the url is sent as basic authentication.

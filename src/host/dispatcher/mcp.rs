@@ -240,10 +240,9 @@ impl Dispatcher {
         };
         let Some(call) = self.table.sent.remove(&n) else { return };
         let extension = self.exts[slot].name().to_string();
-        let login = crate::mcpserver::login::message(&extension);
         match call.kind {
             CallKind::Command { done, .. } | CallKind::Tool(super::calls::ToolStage { done, .. }) | CallKind::Read { done, .. }
-                if why.starts_with(&login) =>
+                if crate::mcpserver::login::is_login_of(&extension, &why) =>
             {
                 respond(done, Err(HostError::NeedsLogin(why)))
             }

@@ -134,13 +134,11 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
     let status = resp.status().as_u16();
     let header = resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("");
     let challenge = oauth::discover::challenge(header);
-    let needs = oauth::needs_login(&sh.name);
+    let needs = crate::mcpserver::login::message(&sh.name);
     if status == 403 {
         return match challenge.filter(|c| c.error.as_deref() == Some("insufficient_scope")) {
             Some(c) => {
-                // The server's words: only what a scope is made of, bounded.
-                let scope: String = c.scope.unwrap_or_default().chars().filter(|ch| ch.is_ascii_alphanumeric() || " :._/-".contains(*ch)).take(200).collect();
-                let scope = if scope.trim().is_empty() { String::new() } else { format!(" (scope {})", scope.trim()) };
+                let scope = crate::mcpserver::login::scope_suffix(c.scope.as_deref().unwrap_or_default());
                 sh.say(&format!("HTTP 403: insufficient_scope{scope}"));
                 Err(if sh.may_log_in { format!("{needs}{scope}") } else { format!("HTTP 403: insufficient_scope{scope}") })
             }
@@ -178,7 +176,7 @@ fn unauthorized(sh: &Shared, resp: &Response<Body>, sent: Option<&str>, refreshe
 fn end_if_refused(sh: &Arc<Shared>, peek: &Peek, why: &str, forbidden: bool) {
     let handshake = peek.is("initialize") || peek.is("server/discover");
     let dead = forbidden || sh.tokens.as_ref().is_some_and(|t| t.dead());
-    if dead && !handshake && why.contains(" needs you to log in: ") && !std::mem::replace(&mut sh.state().login_lost, true) {
+    if dead && !handshake && crate::mcpserver::login::is_login_to_run(why) && !std::mem::replace(&mut sh.state().login_lost, true) {
         sh.edge.login_lost(&sh.scrub(why));
     }
 }

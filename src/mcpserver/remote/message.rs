@@ -3,7 +3,6 @@
 //! that hold no secret, a request failed, and a message from the server
 //! handed to the edge.
 
-use super::oauth;
 use super::peek::Peek;
 use super::shared::Shared;
 use crate::child::Dialect;
@@ -31,7 +30,7 @@ pub(super) fn with_headers(sh: &Shared, mut b: ureq::http::request::Builder) -> 
             Ok(h) => b = b.header("Authorization", h),
             Err(why) => {
                 sh.say(&format!("the access token could not be refreshed: {why}"));
-                return Err(oauth::needs_login(&sh.name));
+                return Err(crate::mcpserver::login::message(&sh.name));
             }
         }
     }

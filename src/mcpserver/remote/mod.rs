@@ -77,7 +77,7 @@ impl Link {
             origin,
             shown: remote.shown_url(),
             wants_login: remote.oauth.is_some(),
-            may_log_in: remote.oauth.is_some() || remote.auth_name() == "none",
+            may_log_in: remote.may_log_in(),
             secrets,
             headers,
             transport: remote.transport,
@@ -284,7 +284,7 @@ pub fn login_state(spec: &ServerSpec, home: &std::path::Path) -> Option<String> 
 /// one the server is asked all the same: only its 401 makes it
 /// `needs_login` (docs/protocol.md §8.5 rule 11).
 fn login_of(remote: &Remote, url: &str, log: &Log) -> Result<Option<oauth::Tokens>, String> {
-    let wanted = remote.oauth.is_some() || remote.auth_name() == "none";
+    let wanted = remote.may_log_in();
     let home = crate::home::Home::from_env().ok().map(|h| h.root().to_path_buf());
     let Some(tokens) = home.filter(|_| wanted).and_then(|h| oauth::Tokens::load(h, url)) else {
         if remote.oauth.is_some() {

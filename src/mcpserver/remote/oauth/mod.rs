@@ -24,11 +24,6 @@ use store::Saved;
 /// Refreshed when less than this is left.
 const EARLY: u64 = 60;
 
-/// The message of a server that needs a person to log in.
-pub fn needs_login(name: &str) -> String {
-    crate::mcpserver::login::message(name)
-}
-
 /// How doctor speaks of a login: `logged in, expires in 52 min`.
 pub fn describe(saved: &Saved) -> String {
     match saved.expires_at {
@@ -77,9 +72,7 @@ impl Tokens {
     }
 
     fn forget(&self, s: &mut Saved) {
-        s.access_token.clear();
-        s.refresh_token = None;
-        s.expires_at = None;
+        s.forget_tokens();
         let _ = store::save(&self.home, s);
     }
 

@@ -37,6 +37,16 @@ pub struct Saved {
     pub scope: Option<String>,
 }
 
+impl Saved {
+    /// The tokens dropped, the client registration kept.
+    pub fn forget_tokens(&mut self) {
+        self.access_token.clear();
+        self.refresh_token = None;
+        self.expires_at = None;
+        self.scope = None;
+    }
+}
+
 /// `$ZOT_HOME/auth/`.
 pub fn dir(home: &Path) -> PathBuf {
     home.join("auth")
@@ -81,10 +91,7 @@ pub fn forget(home: &Path, url: &str) -> Result<bool, String> {
     let file = path(home, url);
     if let Some(mut kept) = load(home, url).filter(|k| k.registered) {
         let had = !kept.access_token.is_empty();
-        kept.access_token.clear();
-        kept.refresh_token = None;
-        kept.expires_at = None;
-        kept.scope = None;
+        kept.forget_tokens();
         save(home, &kept)?;
         return Ok(had);
     }
