@@ -421,7 +421,8 @@ pub fn project_not_enforced(dir: &Path, zot_home: &Path, mode: crate::confine::M
         .into_iter()
         .filter(|f| f.mcp.as_deref().is_none_or(|s| s.error.is_none() && s.remote.is_none()))
         .filter_map(|f| {
-            let r = subject(&f, dir).listed(mode, zot_home, dir);
+            // The kinds alone: no grant is resolved again for them.
+            let r = crate::confine::listed(f.manifest.confine.as_ref(), mode, &f.manifest.dir);
             let kinds: Vec<&str> = r.not_enforced.into_iter().filter(|k| *k != "metadata").collect();
             (!kinds.is_empty()).then(|| format!("{} ({})", f.manifest.name, kinds.join(", ")))
         })

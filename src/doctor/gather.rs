@@ -278,9 +278,7 @@ pub(super) fn build(
 fn server_fields(e: &mut ExtReport, spec: &crate::mcpserver::config::ServerSpec, home: &crate::home::Home) {
     e.kind = "mcp";
     e.config = Some(spec.file.display().to_string());
-    e.transport = Some(spec.remote.as_ref().map_or("stdio", |r| r.transport_name()));
-    e.url = spec.remote.as_ref().map(|r| r.shown_url());
-    e.auth = crate::mcpserver::listed_auth(spec, home.root());
+    (e.transport, e.url, e.auth) = crate::mcpserver::listed_fields(Some(spec), home.root());
 }
 
 /// An extension the host did not start.

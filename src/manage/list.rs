@@ -147,6 +147,7 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
         };
         let field = |f: fn(&Manifest) -> &String| m.map(|m| f(m).clone()).unwrap_or_default();
         let is_static = m.is_some_and(Manifest::is_static);
+        let (transport, url, auth) = crate::mcpserver::listed_fields(e.mcp.as_deref(), home.root());
         rows.push(Row {
             scope: e.scope.as_str(),
             source: e.scope.as_str(),
@@ -171,10 +172,10 @@ pub(super) fn list(home: &Home, cwd: Option<&Path>, json: bool, names_only: bool
             skills: m.filter(|_| is_static).map(|m| m.skills().iter().map(|p| show(p)).collect()).unwrap_or_default(),
             theme: m.filter(|_| is_static).and_then(|m| m.theme().map(show)),
             confinement: subject.map_or(serde_json::Value::Null, |s| s.listed(mode, home.root(), &project).to_json()),
-            transport: e.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
-            url: e.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
-            auth: e.mcp.as_ref().and_then(|s| crate::mcpserver::listed_auth(s, home.root())),
-            login: e.mcp.as_ref().filter(|s| crate::mcpserver::listed_auth(s, home.root()) == Some("oauth")).map(|s| kept_login(s, home)),
+            login: e.mcp.as_ref().filter(|_| auth == Some("oauth")).map(|s| kept_login(s, home)),
+            transport,
+            url,
+            auth,
         });
     }
     crate::order::sort_by(&mut rows, |a, b| {

@@ -20,6 +20,15 @@ pub(crate) mod remote;
 mod names;
 pub(crate) mod uri_template;
 
+/// What every listing carries of a server (docs/protocol.md §8.5): its
+/// `transport`, and a remote one's `url` as written and `auth`; nothing
+/// for an extension (`spec` none).
+pub fn listed_fields(spec: Option<&config::ServerSpec>, home: &std::path::Path) -> (Option<&'static str>, Option<String>, Option<&'static str>) {
+    let Some(spec) = spec else { return (None, None, None) };
+    let r = spec.remote.as_ref();
+    (Some(r.map_or("stdio", |r| r.transport_name())), r.map(|r| r.shown_url()), listed_auth(spec, home))
+}
+
 /// A remote server's `auth` in listings (docs/protocol.md §8.5): what its
 /// entry sends, and `oauth` also for one that sends nothing of its own but
 /// has a login kept in `home` (its server asked for one); none for stdio.

@@ -119,11 +119,10 @@ fn login_state(info: &mut ExtInfo) {
     if info.url.is_none() {
         return;
     }
-    let msg = crate::mcpserver::login::message(&info.name);
     if let (State::Failed, Some(e)) = (info.state, &info.error) {
-        // The host's words from their start: a server's text holding them
-        // elsewhere is not a login to run.
-        if e.starts_with(&msg) && crate::mcpserver::login::is_login_to_run(e) {
+        // The host's words whole: a server's text holding them elsewhere
+        // is not a login to run.
+        if crate::mcpserver::login::is_login_of(&info.name, e) {
             info.state = State::NeedsLogin;
             // Its server asked for OAuth, whatever the entry sends.
             info.auth = Some("oauth");
@@ -144,13 +143,14 @@ fn static_info(f: &crate::discovery::Found, cfg: &super::Config, started: Option
         Some(r) => r.clone(),
         None => crate::discovery::subject(f, &cfg.cwd).listed(cfg.confine, cfg.home.root(), &cfg.cwd),
     };
+    let (transport, url, auth) = crate::mcpserver::listed_fields(f.mcp.as_deref(), cfg.home.root());
     ExtInfo {
         confinement: confinement.to_json(),
         confinement_mark: confinement.mark(),
         kind: f.kind(),
-        transport: f.mcp.as_ref().map(|s| s.remote.as_ref().map_or("stdio", |r| r.transport_name())),
-        url: f.mcp.as_ref().and_then(|s| s.remote.as_ref()).map(|r| r.shown_url()),
-        auth: f.mcp.as_ref().and_then(|s| crate::mcpserver::listed_auth(s, cfg.home.root())),
+        transport,
+        url,
+        auth,
         is_static: m.is_static(),
         skills: if m.is_static() { m.skills().iter().map(|p| show(p)).collect() } else { Vec::new() },
         theme: if m.is_static() { m.theme().map(show) } else { None },
