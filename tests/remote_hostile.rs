@@ -211,15 +211,22 @@ fn events(peer: &Hostile, kind: &str) -> Vec<Value> {
     peer.requests("").into_iter().filter(|r| r["event"] == kind).collect()
 }
 
+/// `zot serve` with the server `h`, ready, which holds its `slow` calls
+/// open; their own deadline is far (600 s).
+fn holding(t: &TempDir) -> Option<(Hostile, Serve)> {
+    let peer = hostile(t, "hold", &[])?;
+    let cfg = write_config(t.path(), "mcp.json", json!({"h": {"url": peer.url("/mcp"), "requestTimeout": 600}}));
+    let mut s = Serve::start(t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    s.wait_state("h", "ready");
+    Some((peer, s))
+}
+
 #[test]
 fn cancelled_calls_drop_their_streams_at_once_and_hold_no_later_call() {
     let t = TempDir::new("hostile-cancel");
-    let Some(peer) = hostile(&t, "hold", &[]) else { return };
-    // The calls' own deadline is far: only the cancels can free the request threads.
-    let cfg = write_config(t.path(), "mcp.json", json!({"h": {"url": peer.url("/mcp"), "requestTimeout": 600}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
-    s.wait_state("h", "ready");
+    // Only the cancels can free the request threads.
+    let Some((peer, mut s)) = holding(&t) else { return };
     // As many slow calls as a server has request threads (§8.5 rule 9).
     for i in 0..8 {
         s.z.send(&json!({"id": format!("slow{i}"), "type": "tool", "name": "mcp__h__slow", "args": {}}).to_string());
@@ -295,12 +302,8 @@ fn a_resumed_stream_keeps_its_requests_deadline() {
 #[test]
 fn a_stop_of_a_server_holding_a_call_ends_its_link_within_the_hosts_grace() {
     let t = TempDir::new("hostile-held-stop");
-    let Some(peer) = hostile(&t, "hold", &[]) else { return };
-    // The call's own deadline is far: only the stop can end it.
-    let cfg = write_config(t.path(), "mcp.json", json!({"h": {"url": peer.url("/mcp"), "requestTimeout": 600}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
-    s.wait_state("h", "ready");
+    // Only the stop can end the call.
+    let Some((peer, mut s)) = holding(&t) else { return };
     s.z.send(&json!({"id": "held", "type": "tool", "name": "mcp__h__slow", "args": {}}).to_string());
     assert!(common::wait_until(LINE_WAIT, || events(&peer, "slow-start").len() == 1), "{:?}", peer.requests(""));
     // The stop waits for the held answer until the host's grace, then ends

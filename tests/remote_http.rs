@@ -37,6 +37,16 @@ fn python_peer(t: &TempDir, mode: &str) -> Option<Peer> {
     }
 }
 
+/// `zot serve` with the fixture's Streamable HTTP server as `web` (its
+/// ready frame read), and the server.
+fn serving_web(t: &TempDir) -> Option<(Peer, Serve)> {
+    let peer = python_peer(t, "http")?;
+    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
+    let mut s = Serve::start(t, &[cfg], &["--no-ext"]);
+    s.note("ready");
+    Some((peer, s))
+}
+
 /// `zot ARGS` with the test's home and environment: (code, stdout, stderr).
 fn zot_env(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut c = std::process::Command::new(zot_proc::BIN);
@@ -116,10 +126,7 @@ fn a_remote_servers_tools_answer_in_serve_and_mcp_and_its_headers_stay_secret() 
 #[test]
 fn a_server_restarted_under_zot_loses_its_session_and_is_initialized_again() {
     let t = TempDir::new("remote-renew");
-    let Some(mut peer) = python_peer(&t, "http") else { return };
-    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
+    let Some((mut peer, mut s)) = serving_web(&t) else { return };
     assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": "before"}))), "echo: before");
     let port = peer.port;
     peer.kill();
@@ -244,10 +251,7 @@ fn threads(pid: u32, prefix: &str) -> Vec<String> {
 #[test]
 fn request_threads_end_when_idle_and_a_stop_leaves_none_behind() {
     let t = TempDir::new("remote-threads");
-    let Some(peer) = python_peer(&t, "http") else { return };
-    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
+    let Some((peer, mut s)) = serving_web(&t) else { return };
     for i in 0..4 {
         assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": i.to_string()}))), format!("echo: {i}"));
     }
@@ -280,10 +284,7 @@ fn threads_fds(pid: u32) -> (usize, usize) {
 #[test]
 fn many_sequential_calls_leave_no_thread_or_descriptor_behind() {
     let t = TempDir::new("remote-many");
-    let Some(peer) = python_peer(&t, "http") else { return };
-    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
+    let Some((_peer, mut s)) = serving_web(&t) else { return };
     let pid = s.z.pid;
     let call = |s: &mut Serve, i: usize| assert_eq!(text(&s.tool("mcp__web__echo", json!({"text": i.to_string()}))), format!("echo: {i}"));
     // How many request threads (at most 8) and kept-alive connections a run
@@ -383,10 +384,7 @@ fn a_get_stream_that_cannot_be_opened_again_is_the_servers_exit() {
 #[test]
 fn a_call_piped_before_shutdown_gets_its_real_answer() {
     let t = TempDir::new("remote-http-piped");
-    let Some(peer) = python_peer(&t, "http") else { return };
-    let cfg = write_config(t.path(), "mcp.json", json!({"web": {"url": peer.url("/mcp")}}));
-    let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
-    s.note("ready");
+    let Some((peer, mut s)) = serving_web(&t) else { return };
     s.wait_state("web", "ready");
     // As a script piping its requests and then `shutdown` (§4): the call
     // already sent to the server is answered before the session ends.

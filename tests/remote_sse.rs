@@ -20,13 +20,15 @@ use mcp_serve::*;
 use remote_peer::Peer;
 use serde_json::json;
 
+/// The Python SDK fixture's `sse` server, or a `SKIP:` line.
+fn sse_peer(t: &TempDir) -> Option<Peer> {
+    Peer::python("sse", 0, &t.path().join("seen.jsonl")).map_err(|why| common::skip(&why)).ok()
+}
+
 #[test]
 fn the_sse_transport_and_the_fallback_of_a_bare_url() {
     let t = TempDir::new("remote-sse");
-    let peer = match Peer::python("sse", 0, &t.path().join("seen.jsonl")) {
-        Ok(p) => p,
-        Err(why) => return common::skip(&why),
-    };
+    let Some(peer) = sse_peer(&t) else { return };
     let url = peer.url("/sse");
     let cfg = write_config(t.path(), "mcp.json", json!({"typed": {"type": "sse", "url": url}, "bare": {"url": url}}));
     let mut s = Serve::start(&t, &[cfg], &["--no-ext"]);
@@ -70,10 +72,7 @@ fn server_everything_over_sse() {
 #[test]
 fn doctor_lists_each_transport_try_with_its_url_and_how_it_ended() {
     let t = TempDir::new("remote-sse-doctor");
-    let peer = match Peer::python("sse", 0, &t.path().join("seen.jsonl")) {
-        Ok(p) => p,
-        Err(why) => return common::skip(&why),
-    };
+    let Some(peer) = sse_peer(&t) else { return };
     let url = peer.url("/sse");
     let secret = "query-secret-4c1d";
     let gone = "http://127.0.0.1:9/mcp";
@@ -115,10 +114,7 @@ fn doctor_lists_each_transport_try_with_its_url_and_how_it_ended() {
 #[test]
 fn a_vscode_files_http_server_falls_back_to_sse_and_its_url_is_listed_as_written() {
     let t = TempDir::new("remote-sse-vscode");
-    let peer = match Peer::python("sse", 0, &t.path().join("seen.jsonl")) {
-        Ok(p) => p,
-        Err(why) => return common::skip(&why),
-    };
+    let Some(peer) = sse_peer(&t) else { return };
     let port = peer.url("").rsplit(':').next().unwrap_or("").trim_end_matches('/').to_string();
     let cwd = cwd_of(&t);
     std::fs::create_dir_all(cwd.join(".vscode")).unwrap();

@@ -520,7 +520,6 @@ pub(super) fn unattributed() -> usize {
     0
 }
 
-/// The number of the next lineage.
 /// A new lineage (`instance`, or a number of its own), and its marker.
 pub(super) fn lineage(instance: Option<crate::instance::Instance>) -> io::Result<(u64, String)> {
     let r = reaper()?;
